@@ -1,0 +1,58 @@
+/** The Koa application: request ids and logs, metrics, the error envelope, auth, routes. */
+import crypto from 'node:crypto';
+import Router from '@koa/router';
+import Koa from 'koa';
+import { logger } from '../runtime/logger.js';
+import { httpRequestDuration } from '../runtime/metrics.js';
+import { authenticate, rateLimit } from './auth.js';
+import type { ApiDeps } from './deps.js';
+import { ApiError, errorEnvelope } from './errors.js';
+import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
+import { deliveryRoutes } from './routes/deliveries.js';
+import { operationsRoutes } from './routes/operations.js';
+import { webhookRoutes } from './routes/webhooks.js';
+
+export function createApp(deps: ApiDeps): Koa {
+  const app = new Koa();
+  app.proxy = process.env.TRUST_PROXY === '1';
+
+  app.use(async (ctx, next) => {
+    const given = ctx.get('x-request-id');
+    const requestId = /^[\w-]{1,100}$/.test(given) ? given : crypto.randomUUID();
+    ctx.state.requestId = requestId;
+    ctx.state.log = logger.child({ requestId });
+    ctx.set('X-Request-Id', requestId);
+    const started = performance.now();
+    try {
+      await next();
+    } finally {
+      const seconds = (performance.now() - started) / 1000;
+      const route = (ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+      httpRequestDuration.observe({ method: ctx.method, route: String(route), status: String(ctx.status) }, seconds);
+      ctx.state.log.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(seconds * 1000) }, 'request');
+    }
+  });
+  app.use(errorEnvelope);
+
+  const open = new Router();
+  const doc = buildOpenApiDocument();
+  const docsPage = renderDocsPage(doc);
+  open.get('/api/v1/openapi.json', (ctx) => {
+    ctx.body = doc;
+  });
+  open.get('/docs', (ctx) => {
+    ctx.type = 'html';
+    ctx.body = docsPage;
+  });
+  const operations = operationsRoutes(deps);
+  for (const r of [open, operations]) app.use(r.routes()).use(r.allowedMethods({ throw: true, methodNotAllowed: methodNotAllowed, notImplemented }));
+
+  const api = new Router();
+  api.use('/api/v1', authenticate(deps.db), rateLimit(deps.config.rateLimit));
+  for (const r of [webhookRoutes(deps), deliveryRoutes(deps)]) api.use(r.routes(), r.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
+  app.use(api.routes()).use(api.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
+  return app;
+}
+
+const methodNotAllowed = () => new ApiError(405, 'method_not_allowed', 'method not allowed on this path');
+const notImplemented = () => new ApiError(501, 'not_implemented', 'method not implemented');

@@ -1,0 +1,52 @@
+import type { Context, Next } from 'koa';
+import { take, type Bucket } from '../core/token-bucket.js';
+import { findApiKeyByHash, type ApiKeyRecord } from '../db/api-keys.js';
+import type { Db } from '../db/pool.js';
+import { hashApiKey, type Scope } from '../security/api-key.js';
+import { ApiError } from './errors.js';
+
+export interface Principal {
+  keyId: string;
+  accountId: string;
+  environment: ApiKeyRecord['environment'];
+  scopes: Scope[];
+}
+
+/** Resolves `X-API-Key` to its Account and environment; the Account is never taken from the request. */
+export function authenticate(db: Db) {
+  return async (ctx: Context, next: Next) => {
+    const key = ctx.get('x-api-key');
+    if (!key) throw new ApiError(401, 'unauthorized', 'missing X-API-Key header');
+    const record = key.length <= 200 ? await findApiKeyByHash(db, hashApiKey(key)) : undefined;
+    if (!record) throw new ApiError(401, 'unauthorized', 'invalid API key');
+    ctx.state.principal = { keyId: record.id, accountId: record.account_id, environment: record.environment, scopes: record.scopes } satisfies Principal;
+    await next();
+  };
+}
+
+export function requireScope(scope: Scope) {
+  return async (ctx: Context, next: Next) => {
+    const principal = ctx.state.principal as Principal;
+    if (!principal.scopes.includes(scope)) throw new ApiError(403, 'insufficient_scope', `this API key lacks the ${scope} scope`);
+    await next();
+  };
+}
+
+export function principalOf(ctx: Context): Principal {
+  return ctx.state.principal as Principal;
+}
+
+/** Per-key token bucket, in process memory: each API instance enforces its own share. */
+export function rateLimit(opts: { capacity: number; refillPerSecond: number; now?: () => number }) {
+  const buckets = new Map<string, Bucket>();
+  const now = opts.now ?? Date.now;
+  return async (ctx: Context, next: Next) => {
+    const { keyId } = principalOf(ctx);
+    const result = take(buckets.get(keyId), now(), opts.capacity, opts.refillPerSecond);
+    buckets.set(keyId, result.bucket);
+    if (!result.allowed) {
+      throw new ApiError(429, 'rate_limited', 'too many requests for this API key', { 'Retry-After': String(result.retryAfterSeconds) });
+    }
+    await next();
+  };
+}

@@ -1,0 +1,18 @@
+import type { Config } from '../runtime/config.js';
+import type { Db } from '../db/pool.js';
+import type { HttpClient } from '../delivery/http-client.js';
+import type { EndpointWorkflows } from '../runtime/temporal.js';
+import type { DestinationPolicy } from '../security/destination-policy.js';
+import type { SecretBox } from '../security/secret-box.js';
+
+/** What the API needs from the outside world; tests build it from real components. */
+export interface ApiDeps {
+  config: Pick<Config, 'endpointLimit' | 'rateLimit'>;
+  db: Db;
+  secretBox: SecretBox;
+  policy: DestinationPolicy;
+  httpClient: HttpClient;
+  workflows: EndpointWorkflows;
+  /** True when Temporal answers; used by /healthz. */
+  temporalHealthy: () => Promise<boolean>;
+}

@@ -1,0 +1,43 @@
+import type { Context, Next } from 'koa';
+import { logger } from '../runtime/logger.js';
+
+/** An error the client caused or should see, rendered as the SPEC's `{ error: { code, message } }`. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export const notFound = (what = 'resource') => new ApiError(404, 'not_found', `${what} not found`);
+
+export function sendError(ctx: Context, status: number, code: string, message: string): void {
+  ctx.status = status;
+  ctx.body = { error: { code, message } };
+}
+
+/**
+ * Every non-2xx answer wears the envelope. Unexpected errors are logged with the request
+ * id and answered with a generic message: no stack, no SQL.
+ */
+export async function errorEnvelope(ctx: Context, next: Next): Promise<void> {
+  try {
+    await next();
+    if (ctx.status === 404 && ctx.body === undefined) sendError(ctx, 404, 'not_found', `no route for ${ctx.method} ${ctx.path}`);
+  } catch (err) {
+    if (err instanceof ApiError) {
+      for (const [k, v] of Object.entries(err.headers)) ctx.set(k, v);
+      sendError(ctx, err.status, err.code, err.message);
+      return;
+    }
+    const status = (err as { status?: number; statusCode?: number }).status ?? (err as { statusCode?: number }).statusCode;
+    if (status === 413) return sendError(ctx, 413, 'payload_too_large', 'request body is too large');
+    if (status === 400) return sendError(ctx, 400, 'invalid_body', 'request body could not be read');
+    (ctx.state.log ?? logger).error({ err }, 'unhandled error');
+    sendError(ctx, 500, 'internal_error', `internal error (request ${ctx.state.requestId ?? 'unknown'})`);
+  }
+}

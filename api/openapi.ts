@@ -1,0 +1,94 @@
+/** OpenAPI 3.1 document built from the zod schemas that validate the requests. */
+import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
+import { z } from 'zod';
+import {
+  CreateEndpointBody,
+  Delivery,
+  DeliveryDetail,
+  DeliveryListQuery,
+  Endpoint,
+  EndpointWithSecret,
+  ErrorEnvelope,
+  ListQuery,
+  Paging,
+  TestResult,
+  UpdateEndpointBody,
+} from './schemas.js';
+
+function errors(...codes: number[]) {
+  const out: Record<number, { description: string; content: { 'application/json': { schema: typeof ErrorEnvelope } } }> = {};
+  for (const code of [401, 403, 429, ...codes]) out[code] = { description: 'Error envelope', content: { 'application/json': { schema: ErrorEnvelope } } };
+  return out;
+}
+
+const json = <T extends z.ZodType>(schema: T, description = 'OK') => ({ description, content: { 'application/json': { schema } } });
+const idParam = z.object({ id: z.uuid() });
+
+export function buildOpenApiDocument() {
+  const registry = new OpenAPIRegistry();
+  registry.registerComponent('securitySchemes', 'ApiKey', { type: 'apiKey', in: 'header', name: 'X-API-Key' });
+  const security = [{ ApiKey: [] }];
+
+  registry.registerPath({
+    method: 'post', path: '/api/v1/webhooks', summary: 'Create a webhook endpoint (the secret is shown only here)', security,
+    request: { body: { content: { 'application/json': { schema: CreateEndpointBody } } } },
+    responses: { 201: json(z.object({ data: EndpointWithSecret }), 'Created'), ...errors(422) },
+  });
+  registry.registerPath({
+    method: 'get', path: '/api/v1/webhooks', summary: 'List webhook endpoints', security, request: { query: ListQuery },
+    responses: { 200: json(z.object({ data: z.array(Endpoint), paging: Paging })), ...errors(422) },
+  });
+  registry.registerPath({
+    method: 'get', path: '/api/v1/webhooks/{id}', summary: 'Read a webhook endpoint', security, request: { params: idParam },
+    responses: { 200: json(z.object({ data: Endpoint })), ...errors(404) },
+  });
+  registry.registerPath({
+    method: 'patch', path: '/api/v1/webhooks/{id}', summary: 'Update a webhook endpoint', security,
+    request: { params: idParam, body: { content: { 'application/json': { schema: UpdateEndpointBody } } } },
+    responses: { 200: json(z.object({ data: Endpoint })), ...errors(404, 409, 422) },
+  });
+  registry.registerPath({
+    method: 'delete', path: '/api/v1/webhooks/{id}', summary: 'Delete a webhook endpoint', security, request: { params: idParam },
+    responses: { 204: { description: 'Deleted' }, ...errors(404) },
+  });
+  registry.registerPath({
+    method: 'post', path: '/api/v1/webhooks/{id}/test', summary: 'Send a signed webhook.test and verify the endpoint on 2xx', security,
+    request: { params: idParam },
+    responses: { 200: json(z.object({ data: TestResult })), ...errors(404, 502) },
+  });
+  registry.registerPath({
+    method: 'get', path: '/api/v1/webhook_deliveries', summary: 'Delivery audit list, newest first', security, request: { query: DeliveryListQuery },
+    responses: { 200: json(z.object({ data: z.array(Delivery), paging: Paging })), ...errors(422) },
+  });
+  registry.registerPath({
+    method: 'get', path: '/api/v1/webhook_deliveries/{id}', summary: 'One delivery with its attempts', security, request: { params: idParam },
+    responses: { 200: json(z.object({ data: DeliveryDetail })), ...errors(404) },
+  });
+
+  return new OpenApiGeneratorV31(registry.definitions).generateDocument({
+    openapi: '3.1.0',
+    info: { title: 'Webhook platform API', version: '1.0.0', description: 'Signed webhook endpoints, delivery audit and the durable event stream.' },
+    servers: [{ url: '/' }],
+  });
+}
+
+/** A readable reference page rendered from the document, with no external assets. */
+export function renderDocsPage(doc: ReturnType<typeof buildOpenApiDocument>): string {
+  const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  const sections: string[] = [];
+  for (const [path, item] of Object.entries(doc.paths ?? {})) {
+    for (const [method, op] of Object.entries(item as Record<string, { summary?: string; responses?: Record<string, unknown> }>)) {
+      sections.push(
+        `<section><h2><code>${method.toUpperCase()} ${esc(path)}</code></h2><p>${esc(op.summary ?? '')}</p>` +
+          `<p>Responses: ${Object.keys(op.responses ?? {}).join(', ')}</p></section>`,
+      );
+    }
+  }
+  const schemas = Object.entries(doc.components?.schemas ?? {})
+    .map(([name, schema]) => `<section><h3 id="${esc(name)}">${esc(name)}</h3><pre>${esc(JSON.stringify(schema, null, 2))}</pre></section>`)
+    .join('');
+  return `<!doctype html><html><head><meta charset="utf-8"><title>${esc(doc.info.title)}</title>
+<style>body{font-family:system-ui,sans-serif;max-width:960px;margin:2rem auto;padding:0 1rem}pre{background:#f5f5f5;padding:1rem;overflow:auto}h2{font-size:1.1rem}</style></head>
+<body><h1>${esc(doc.info.title)}</h1><p>${esc(doc.info.description ?? '')}</p><p>Authenticate with the <code>X-API-Key</code> header. Errors use <code>{ "error": { "code", "message" } }</code>. Machine-readable: <a href="/api/v1/openapi.json">openapi.json</a>.</p>
+${sections.join('\n')}<h1>Schemas</h1>${schemas}</body></html>`;
+}

@@ -1,0 +1,192 @@
+/** Webhook endpoints: SPEC 4.1 to 4.6 with the state effects of SPEC 3.2. */
+import Router from '@koa/router';
+import { normalizeCategories } from '../../core/categories.js';
+import { decodePageKey, pageOf, parseLimit } from '../../core/paging.js';
+import { getCustomerOfAccount } from '../../db/directory.js';
+import { recordTestDelivery } from '../../db/deliveries.js';
+import {
+  EndpointLimitReached,
+  getEndpoint,
+  insertEndpoint,
+  listEndpoints,
+  recordTestFailure,
+  recordVerification,
+  softDeleteEndpoint,
+  updateEndpoint,
+  type EndpointChanges,
+} from '../../db/endpoints.js';
+import { inTransaction } from '../../db/pool.js';
+import { sendWebhook } from '../../delivery/send-webhook.js';
+import { urlRefusal } from '../../security/destination-policy.js';
+import { generateSigningSecret } from '../../security/signature.js';
+import { principalOf, requireScope } from '../auth.js';
+import { readJson } from '../body.js';
+import type { ApiDeps } from '../deps.js';
+import { ApiError, notFound } from '../errors.js';
+import { presentEndpoint } from '../presenters.js';
+import { CreateEndpointBody, UpdateEndpointBody, Uuid } from '../schemas.js';
+import { parseBody } from '../validation.js';
+
+export const TEST_MESSAGE = 'This is a test event sent to verify your webhook endpoint.';
+
+export function pageCursor(raw: unknown): ReturnType<typeof decodePageKey> | undefined {
+  if (raw === undefined) return undefined;
+  const key = typeof raw === 'string' ? decodePageKey(raw) : undefined;
+  if (!key) throw new ApiError(422, 'invalid_cursor', 'cursor is not one this API issued');
+  return key;
+}
+
+export function webhookRoutes(deps: ApiDeps): Router {
+  const { db, secretBox, policy } = deps;
+  const router = new Router();
+
+  async function checkUrl(url: string) {
+    const why = await urlRefusal(policy, url);
+    if (why) throw new ApiError(422, 'invalid_url', why);
+  }
+
+  function checkEvents(events: string[]) {
+    const categories = normalizeCategories(events);
+    if (categories.length === 0) throw new ApiError(422, 'invalid_events', 'events has no valid category (messages, statuses, crm, account, app_messages)');
+    return categories;
+  }
+
+  async function checkCustomer(accountId: string, customerId: string | null | undefined) {
+    if (!customerId) return;
+    if (!(await getCustomerOfAccount(db, accountId, customerId))) {
+      throw new ApiError(422, 'invalid_customer_id', 'customer_id is not a Customer of this Account');
+    }
+  }
+
+  function endpointId(raw: string): string {
+    if (!Uuid.safeParse(raw).success) throw notFound('webhook endpoint');
+    return raw;
+  }
+
+  router.post('/api/v1/webhooks', requireScope('webhooks:write'), async (ctx) => {
+    const { accountId } = principalOf(ctx);
+    const body = parseBody(CreateEndpointBody, await readJson(ctx));
+    const events = checkEvents(body.events);
+    await checkUrl(body.url);
+    await checkCustomer(accountId, body.customer_id);
+    const secret = body.secret ?? generateSigningSecret();
+    const row = await inTransaction(db, (tx) =>
+      insertEndpoint(tx, {
+        accountId,
+        customerId: body.customer_id ?? null,
+        url: body.url,
+        events,
+        active: body.active ?? true,
+        secretCiphertext: secretBox.seal(secret),
+        limit: deps.config.endpointLimit,
+      }),
+    ).catch((err) => {
+      if (err instanceof EndpointLimitReached) {
+        throw new ApiError(422, 'endpoint_limit_reached', `an Account can have at most ${deps.config.endpointLimit} endpoints`);
+      }
+      throw err;
+    });
+    await deps.workflows.notify(row.id, accountId, 'created');
+    ctx.status = 201;
+    ctx.body = { data: { ...presentEndpoint(row), secret } };
+  });
+
+  router.get('/api/v1/webhooks', requireScope('webhooks:read'), async (ctx) => {
+    const { accountId } = principalOf(ctx);
+    const limit = parseLimit(ctx.query.limit);
+    const after = pageCursor(ctx.query.after);
+    const before = after ? undefined : pageCursor(ctx.query.before);
+    const rows = await listEndpoints(db, accountId, { limit, after, before });
+    const { items, paging } = pageOf(rows, limit, before ? 'before' : 'after', Boolean(after || before));
+    ctx.body = { data: items.map(presentEndpoint), paging };
+  });
+
+  router.get('/api/v1/webhooks/:id', requireScope('webhooks:read'), async (ctx) => {
+    const row = await getEndpoint(db, principalOf(ctx).accountId, endpointId(ctx.params.id!));
+    if (!row) throw notFound('webhook endpoint');
+    ctx.body = { data: presentEndpoint(row) };
+  });
+
+  router.patch('/api/v1/webhooks/:id', requireScope('webhooks:write'), async (ctx) => {
+    const { accountId } = principalOf(ctx);
+    const id = endpointId(ctx.params.id!);
+    const body = parseBody(UpdateEndpointBody, await readJson(ctx));
+    // Checks that need the network run before the transaction so no row lock waits on DNS.
+    if (body.url !== undefined) await checkUrl(body.url);
+    const events = body.events !== undefined ? checkEvents(body.events) : undefined;
+    await checkCustomer(accountId, body.customer_id);
+
+    const { row, changed } = await inTransaction(db, async (tx) => {
+      const current = await getEndpoint(tx, accountId, id, { forUpdate: true });
+      if (!current) throw notFound('webhook endpoint');
+      if (body.active === true && !current.active) {
+        throw new ApiError(409, 'verification_required', 'reactivate an endpoint by sending a test (POST /api/v1/webhooks/{id}/test) that gets a 2xx answer');
+      }
+      const changes: EndpointChanges = {};
+      if (body.url !== undefined && body.url !== current.url) {
+        changes.url = body.url;
+        changes.invalidateVerification = true;
+      }
+      if (events && events.join() !== current.events.join()) changes.events = events;
+      if (body.active === false && current.active) changes.active = false;
+      if (body.customer_id !== undefined && body.customer_id !== current.customer_id) changes.customerId = body.customer_id;
+      if (body.secret !== undefined && body.secret !== secretBox.open(current.secret_ciphertext)) changes.secretCiphertext = secretBox.seal(body.secret);
+      const auth = body.headers?.Authorization;
+      if (auth !== undefined) {
+        const stored = current.authorization_ciphertext ? secretBox.open(current.authorization_ciphertext) : null;
+        const wanted = auth === '' ? null : auth;
+        if (wanted !== stored) {
+          changes.authorizationCiphertext = wanted === null ? null : secretBox.seal(wanted);
+          changes.invalidateVerification = true;
+        }
+      }
+      if (Object.keys(changes).length === 0) return { row: current, changed: false };
+      return { row: (await updateEndpoint(tx, accountId, id, changes))!, changed: true };
+    });
+    if (changed) await deps.workflows.notify(id, accountId, 'updated');
+    ctx.body = { data: presentEndpoint(row) };
+  });
+
+  router.delete('/api/v1/webhooks/:id', requireScope('webhooks:write'), async (ctx) => {
+    const { accountId } = principalOf(ctx);
+    const id = endpointId(ctx.params.id!);
+    if (!(await softDeleteEndpoint(db, accountId, id))) throw notFound('webhook endpoint');
+    await deps.workflows.notify(id, accountId, 'deleted');
+    ctx.status = 204;
+  });
+
+  router.post('/api/v1/webhooks/:id/test', requireScope('webhooks:write'), async (ctx) => {
+    const { accountId } = principalOf(ctx);
+    const id = endpointId(ctx.params.id!);
+    const endpoint = await getEndpoint(db, accountId, id);
+    if (!endpoint) throw notFound('webhook endpoint');
+    const startedAt = new Date();
+    const body = Buffer.from(
+      JSON.stringify({ event: 'webhook.test', customer_id: null, environment: null, message: TEST_MESSAGE, sent_at: startedAt.toISOString() }),
+      'utf8',
+    );
+    const outcome = await sendWebhook(deps.httpClient, {
+      url: endpoint.url,
+      secret: secretBox.open(endpoint.secret_ciphertext),
+      authorization: endpoint.authorization_ciphertext ? secretBox.open(endpoint.authorization_ciphertext) : null,
+      eventType: 'webhook.test',
+      idempotencyKey: `test:${endpoint.id}`,
+      body,
+    });
+    await recordTestDelivery(db, {
+      accountId,
+      endpointId: id,
+      attempt: { startedAt, durationMs: outcome.durationMs, responseCode: outcome.recordedStatus, error: outcome.error, responseExcerpt: outcome.excerpt },
+    });
+    if (!outcome.acknowledged) {
+      await recordTestFailure(db, id, outcome.recordedStatus);
+      throw new ApiError(502, 'test_delivery_failed', `test delivery failed: ${outcome.error}${outcome.errorMessage ? ` (${outcome.errorMessage})` : ''}`);
+    }
+    const verified = await recordVerification(db, id, outcome.recordedStatus!);
+    if (!verified) throw notFound('webhook endpoint');
+    await deps.workflows.notify(id, accountId, 'verified');
+    ctx.body = { data: { success: true, response_code: outcome.recordedStatus!, health_status: verified.health_status, active: verified.active } };
+  });
+
+  return router;
+}

@@ -1,0 +1,42 @@
+import { generateApiKey, type Environment, type Scope } from '../security/api-key.js';
+import type { Queryable } from './pool.js';
+
+export interface ApiKeyRecord {
+  id: string;
+  account_id: string;
+  environment: Environment;
+  scopes: Scope[];
+  prefix: string;
+  created_at: Date;
+}
+
+export async function insertApiKey(
+  db: Queryable,
+  k: { accountId: string; environment: Environment; scopes: Scope[]; hash: Buffer; prefix: string },
+): Promise<ApiKeyRecord> {
+  const { rows } = await db.query<ApiKeyRecord>(
+    `INSERT INTO api_keys (account_id, environment, scopes, key_hash, prefix) VALUES ($1, $2, $3, $4, $5)
+     RETURNING id, account_id, environment, scopes, prefix, created_at`,
+    [k.accountId, k.environment, k.scopes, k.hash, k.prefix],
+  );
+  return rows[0]!;
+}
+
+/** The live key whose SHA-256 is `hash`: an index seek on a hash, never a comparison of key material. */
+export async function findApiKeyByHash(db: Queryable, hash: Buffer): Promise<ApiKeyRecord | undefined> {
+  const { rows } = await db.query<ApiKeyRecord>(
+    `SELECT id, account_id, environment, scopes, prefix, created_at FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
+    [hash],
+  );
+  return rows[0];
+}
+
+/** Creates a key and returns it in clear: the only moment it exists outside the caller's hands. */
+export async function issueApiKey(
+  db: Queryable,
+  k: { accountId: string; environment: Environment; scopes: Scope[] },
+): Promise<ApiKeyRecord & { key: string }> {
+  const { key, hash, prefix } = generateApiKey(k.environment);
+  const record = await insertApiKey(db, { ...k, hash, prefix });
+  return { ...record, key };
+}

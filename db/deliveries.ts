@@ -1,0 +1,125 @@
+import type { PageKey } from '../core/paging.js';
+import type { AttemptError } from '../delivery/http-client.js';
+import type { Queryable } from './pool.js';
+
+export const DELIVERY_STATUSES = ['pending', 'success', 'failed', 'exhausted', 'limited'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export interface DeliveryRow {
+  id: string;
+  account_id: string;
+  endpoint_id: string;
+  event_id: string | null;
+  event_type: string;
+  idempotency_key: string;
+  environment: 'live' | 'sandbox' | null;
+  status: DeliveryStatus;
+  attempts: number;
+  response_code: number | null;
+  last_attempt_at: Date | null;
+  next_attempt_at: Date | null;
+  terminal_reason: string | null;
+  held_since: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  page_key: PageKey;
+}
+
+export interface AttemptRow {
+  number: number;
+  started_at: Date;
+  duration_ms: number;
+  response_code: number | null;
+  error: AttemptError | null;
+  response_excerpt: string | null;
+}
+
+const COLUMNS = `*, json_build_object('ts', created_at::text, 'id', id) AS page_key`;
+
+export interface AttemptRecord {
+  startedAt: Date;
+  durationMs: number;
+  responseCode: number | null;
+  error: AttemptError | null;
+  responseExcerpt: string | null;
+}
+
+/** A `webhook.test` send: one delivery row with its single attempt, terminal at once. */
+export async function recordTestDelivery(db: Queryable, t: { accountId: string; endpointId: string; attempt: AttemptRecord }): Promise<DeliveryRow> {
+  const status: DeliveryStatus = t.attempt.error ? 'failed' : 'success';
+  const { rows } = await db.query<DeliveryRow>(
+    `INSERT INTO deliveries (account_id, endpoint_id, event_type, idempotency_key, environment, status, attempts, response_code, last_attempt_at)
+     VALUES ($1, $2, 'webhook.test', 'test:' || $2::text, NULL, $3, 1, $4, $5) RETURNING ${COLUMNS}`,
+    [t.accountId, t.endpointId, status, t.attempt.responseCode, t.attempt.startedAt],
+  );
+  const delivery = rows[0]!;
+  await insertAttempt(db, delivery.id, 1, t.attempt);
+  return delivery;
+}
+
+export async function insertAttempt(db: Queryable, deliveryId: string, number: number, a: AttemptRecord): Promise<void> {
+  await db.query(
+    `INSERT INTO delivery_attempts (delivery_id, number, started_at, duration_ms, response_code, error, response_excerpt)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [deliveryId, number, a.startedAt, a.durationMs, a.responseCode, a.error, a.responseExcerpt],
+  );
+}
+
+export interface DeliveryFilter {
+  endpointId?: string;
+  status?: DeliveryStatus;
+  eventType?: string;
+}
+
+/** Newest first, keyset-paged, always within one account. */
+export async function listDeliveries(
+  db: Queryable,
+  accountId: string,
+  filter: DeliveryFilter,
+  page: { limit: number; after?: PageKey; before?: PageKey },
+): Promise<DeliveryRow[]> {
+  const params: unknown[] = [accountId, page.limit + 1];
+  const where = ['account_id = $1'];
+  const add = (sql: string, value: unknown) => {
+    params.push(value);
+    where.push(sql.replace('?', `$${params.length}`));
+  };
+  if (filter.endpointId) add('endpoint_id = ?', filter.endpointId);
+  if (filter.status) add('status = ?', filter.status);
+  if (filter.eventType) add('event_type = ?', filter.eventType);
+  let order = 'DESC';
+  if (page.after) {
+    params.push(page.after.ts, page.after.id);
+    where.push(`(created_at, id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
+  } else if (page.before) {
+    params.push(page.before.ts, page.before.id);
+    where.push(`(created_at, id) > ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
+    order = 'ASC';
+  }
+  const { rows } = await db.query<DeliveryRow>(
+    `SELECT ${COLUMNS} FROM deliveries WHERE ${where.join(' AND ')} ORDER BY created_at ${order}, id ${order} LIMIT $2`,
+    params,
+  );
+  return order === 'ASC' ? rows.reverse() : rows;
+}
+
+export async function getDelivery(db: Queryable, accountId: string, id: string): Promise<(DeliveryRow & { attempts_log: AttemptRow[] }) | undefined> {
+  const { rows } = await db.query<DeliveryRow>(`SELECT ${COLUMNS} FROM deliveries WHERE id = $1 AND account_id = $2`, [id, accountId]);
+  const delivery = rows[0];
+  if (!delivery) return undefined;
+  const { rows: attempts } = await db.query<AttemptRow>(
+    `SELECT number, started_at, duration_ms, response_code, error, response_excerpt FROM delivery_attempts WHERE delivery_id = $1 ORDER BY number`,
+    [id],
+  );
+  return { ...delivery, attempts_log: attempts };
+}
+
+/** Ends every not-yet-delivered delivery of an endpoint with an auditable reason. Returns how many. */
+export async function exhaustOpenDeliveries(db: Queryable, endpointId: string, reason: string): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE deliveries SET status = 'exhausted', terminal_reason = $2, next_attempt_at = NULL, updated_at = now()
+     WHERE endpoint_id = $1 AND status IN ('pending', 'failed')`,
+    [endpointId, reason],
+  );
+  return rowCount ?? 0;
+}

@@ -1,0 +1,75 @@
+/** Accounts, customers and channel accounts: the origin chain events resolve through. */
+import type { Queryable } from './pool.js';
+
+export type Plan = 'free' | 'trial' | 'paid';
+
+export interface Account {
+  id: string;
+  name: string;
+  owner_email: string;
+  plan: Plan;
+  created_at: Date;
+}
+
+export interface Customer {
+  id: string;
+  account_id: string;
+  name: string;
+  created_at: Date;
+}
+
+export interface ChannelAccount {
+  id: string;
+  account_id: string;
+  customer_id: string | null;
+  channel: 'chatapp' | 'photoapp';
+  display: string;
+  phone_number_id: string | null;
+  waba_id: string | null;
+  environment: 'live' | 'sandbox';
+  created_at: Date;
+}
+
+export async function createAccount(db: Queryable, a: { name: string; ownerEmail: string; plan?: Plan; createdAt?: Date }): Promise<Account> {
+  const { rows } = await db.query<Account>(
+    `INSERT INTO accounts (name, owner_email, plan, created_at) VALUES ($1, $2, $3, coalesce($4, now())) RETURNING *`,
+    [a.name, a.ownerEmail, a.plan ?? 'free', a.createdAt ?? null],
+  );
+  return rows[0]!;
+}
+
+export async function getAccount(db: Queryable, id: string): Promise<Account | undefined> {
+  const { rows } = await db.query<Account>(`SELECT * FROM accounts WHERE id = $1`, [id]);
+  return rows[0];
+}
+
+export async function createCustomer(db: Queryable, c: { accountId: string; name: string }): Promise<Customer> {
+  const { rows } = await db.query<Customer>(`INSERT INTO customers (account_id, name) VALUES ($1, $2) RETURNING *`, [c.accountId, c.name]);
+  return rows[0]!;
+}
+
+/** A customer only when it belongs to the account: the tenant boundary for customer filters. */
+export async function getCustomerOfAccount(db: Queryable, accountId: string, customerId: string): Promise<Customer | undefined> {
+  const { rows } = await db.query<Customer>(`SELECT * FROM customers WHERE id = $1 AND account_id = $2`, [customerId, accountId]);
+  return rows[0];
+}
+
+export async function createChannelAccount(
+  db: Queryable,
+  c: {
+    accountId: string;
+    customerId?: string | null;
+    channel: ChannelAccount['channel'];
+    display: string;
+    phoneNumberId?: string | null;
+    wabaId?: string | null;
+    environment?: ChannelAccount['environment'];
+  },
+): Promise<ChannelAccount> {
+  const { rows } = await db.query<ChannelAccount>(
+    `INSERT INTO channel_accounts (account_id, customer_id, channel, display, phone_number_id, waba_id, environment)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+    [c.accountId, c.customerId ?? null, c.channel, c.display, c.phoneNumberId ?? null, c.wabaId ?? null, c.environment ?? 'live'],
+  );
+  return rows[0]!;
+}

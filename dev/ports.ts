@@ -1,0 +1,35 @@
+import net from 'node:net';
+
+/** Asks the kernel for a free loopback port. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export function isPortOpen(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** Polls until something listens on the port; slow JVM and first-run starts get a generous deadline. */
+export async function waitForPort(port: number, what: string, timeoutMs = 120_000, isAlive: () => boolean = () => true): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await isPortOpen(port)) return;
+    if (!isAlive()) throw new Error(`${what} exited before listening on port ${port}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${what} did not listen on port ${port} within ${timeoutMs / 1000} s`);
+}

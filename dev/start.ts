@@ -1,0 +1,105 @@
+/**
+ * `npm start`: the whole service on one machine with no Docker. Postgres is embedded
+ * unless DATABASE_URL is set; Temporal is the CLI dev server (Web UI included, state in
+ * DATA_DIR) unless TEMPORAL_ADDRESS is set. Ctrl-C stops everything in order.
+ */
+import path from 'node:path';
+import { startApi } from '../api/server.js';
+import { issueApiKey } from '../db/api-keys.js';
+import { createAccount } from '../db/directory.js';
+import { migrate } from '../db/migrate.js';
+import { createPool } from '../db/pool.js';
+import { loadConfig } from '../runtime/config.js';
+import { SCOPES } from '../security/api-key.js';
+import { runWorker } from '../worker/main.js';
+import { startEmbeddedPostgres } from './embedded-postgres.js';
+import { isPortOpen } from './ports.js';
+import { startTemporalDevServer } from './temporal-servers.js';
+
+const say = (line: string) => process.stdout.write(`${line}\n`);
+const config = loadConfig();
+const stops: Array<() => Promise<void>> = [];
+
+async function preferredPort(envName: string, fallback: number): Promise<number | undefined> {
+  const wanted = Number(process.env[envName] || fallback);
+  return (await isPortOpen(wanted)) ? undefined : wanted;
+}
+
+/** On first run, a local Account with a live and a sandbox key, printed once. */
+async function bootstrapLocalAccount(databaseUrl: string): Promise<void> {
+  const db = createPool(databaseUrl, 1);
+  try {
+    const { rows } = await db.query('SELECT 1 FROM accounts LIMIT 1');
+    if (rows.length > 0) return;
+    const account = await createAccount(db, { name: 'Local account', ownerEmail: 'owner@localhost', plan: 'paid' });
+    const live = await issueApiKey(db, { accountId: account.id, environment: 'live', scopes: [...SCOPES] });
+    const sandbox = await issueApiKey(db, { accountId: account.id, environment: 'sandbox', scopes: [...SCOPES] });
+    say('');
+    say(`First run: created Account ${account.id} ("Local account").`);
+    say(`  live API key:    ${live.key}`);
+    say(`  sandbox API key: ${sandbox.key}`);
+    say('These keys are shown only now; only their hashes are stored. Make more with `npm run --silent cli -- key create`.');
+  } finally {
+    await db.end();
+  }
+}
+
+async function main() {
+  say(`Data folder: ${config.dataDir}`);
+  let databaseUrl = config.databaseUrl;
+  if (!databaseUrl) {
+    say('Starting embedded PostgreSQL...');
+    const pg = await startEmbeddedPostgres(config.dataDir);
+    stops.unshift(pg.stop);
+    databaseUrl = pg.url;
+  }
+  let temporalAddress = config.temporalAddress;
+  let uiUrl: string | undefined;
+  if (!temporalAddress) {
+    say('Starting the Temporal dev server...');
+    const temporal = await startTemporalDevServer({
+      dbFile: path.join(config.dataDir, 'temporal.db'),
+      port: await preferredPort('TEMPORAL_PORT', 7233),
+      uiPort: await preferredPort('TEMPORAL_UI_PORT', 8233),
+      logFile: path.join(config.dataDir, 'temporal.log'),
+    });
+    stops.unshift(temporal.stop);
+    temporalAddress = temporal.address;
+    uiUrl = temporal.uiUrl;
+  }
+  await migrate(databaseUrl);
+  await bootstrapLocalAccount(databaseUrl);
+
+  const workerStop = new AbortController();
+  const worker = runWorker({ databaseUrl, temporalAddress, namespace: config.temporalNamespace, taskQueue: config.taskQueue, signal: workerStop.signal });
+  const api = await startApi({ ...config, databaseUrl, temporalAddress });
+  say('');
+  say(`API:             http://localhost:${config.port}  (reference: http://localhost:${config.port}/docs)`);
+  say(`Temporal Web UI: ${uiUrl ?? `(external Temporal at ${temporalAddress})`}`);
+  say(`Temporal:        ${temporalAddress}`);
+  say('Ctrl-C stops everything.');
+
+  let stopping = false;
+  const shutdown = async () => {
+    if (stopping) return;
+    stopping = true;
+    say('Stopping...');
+    await api.close().catch(() => {});
+    workerStop.abort();
+    await worker.catch(() => {});
+    for (const stop of stops) await stop().catch(() => {});
+    process.exit(0);
+  };
+  process.on('SIGINT', shutdown);
+  process.on('SIGTERM', shutdown);
+  worker.catch((err) => {
+    console.error('worker stopped:', err);
+    void shutdown();
+  });
+}
+
+main().catch(async (err) => {
+  console.error(err instanceof Error ? err.message : err);
+  for (const stop of stops) await stop().catch(() => {});
+  process.exit(1);
+});

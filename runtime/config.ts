@@ -1,0 +1,54 @@
+import path from 'node:path';
+
+/** Everything the service reads from its environment, resolved once with defaults. */
+export interface Config {
+  port: number;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  temporalAddress: string | undefined;
+  temporalNamespace: string;
+  taskQueue: string;
+  /** 32-byte key (base64) for AES-256-GCM of secrets at rest; generated into dataDir in development. */
+  encryptionKey: string | undefined;
+  endpointLimit: number;
+  deliveryTimeoutMs: number;
+  rateLimit: { capacity: number; refillPerSecond: number };
+  allowPrivateCidrs: string[];
+  providerAppSecret: string | undefined;
+  providerVerifyToken: string | undefined;
+  logLevel: string;
+}
+
+function int(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`);
+  return value;
+}
+
+function list(name: string): string[] {
+  return (process.env[name] ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return {
+    port: int('PORT', 3000),
+    dataDir: path.resolve(env.DATA_DIR || '.data'),
+    databaseUrl: env.DATABASE_URL || undefined,
+    temporalAddress: env.TEMPORAL_ADDRESS || undefined,
+    temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
+    taskQueue: env.TEMPORAL_TASK_QUEUE || 'webhooks',
+    encryptionKey: env.SECRETS_ENCRYPTION_KEY || undefined,
+    endpointLimit: int('ENDPOINT_LIMIT', 50),
+    deliveryTimeoutMs: int('DELIVERY_TIMEOUT_MS', 10_000),
+    rateLimit: { capacity: int('RATE_LIMIT_BURST', 100), refillPerSecond: int('RATE_LIMIT_PER_SECOND', 20) },
+    allowPrivateCidrs: list('WEBHOOK_ALLOW_PRIVATE_CIDRS'),
+    providerAppSecret: env.PROVIDER_APP_SECRET || undefined,
+    providerVerifyToken: env.PROVIDER_VERIFY_TOKEN || undefined,
+    logLevel: env.LOG_LEVEL || 'info',
+  };
+}

@@ -1,0 +1,72 @@
+/** Temporal connections and the one way the API talks to endpoint workflows. */
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { endpointChangedSignal, endpointWorkflowId, wakeSignal, type EndpointChange } from '../workflows/endpoint-contract.js';
+import { customSearchAttributes } from '../workflows/search-attributes.js';
+import { logger } from './logger.js';
+
+const GRPC_ALREADY_EXISTS = 6;
+const GRPC_UNIMPLEMENTED = 12;
+
+export async function connectTemporal(address: string, namespace: string): Promise<{ connection: Connection; client: Client }> {
+  const connection = await Connection.connect({ address });
+  return { connection, client: new Client({ connection, namespace }) };
+}
+
+/**
+ * Registers the workflows' custom search attributes on a real cluster (the dev server
+ * gets them by flag). Already-registered attributes and servers without the operator API
+ * (the time-skipping test server) are fine.
+ */
+export async function ensureSearchAttributes(connection: Connection, namespace: string): Promise<void> {
+  const searchAttributes: Record<string, number> = {};
+  const types: Record<string, number> = { TEXT: 1, KEYWORD: 2, INT: 3, DOUBLE: 4, BOOL: 5, DATETIME: 6, KEYWORD_LIST: 7 };
+  for (const key of customSearchAttributes) searchAttributes[key.name] = types[key.type]!;
+  try {
+    await connection.operatorService.addSearchAttributes({ namespace, searchAttributes });
+  } catch (err) {
+    const code = (err as { code?: number }).code;
+    if (code === GRPC_ALREADY_EXISTS || code === GRPC_UNIMPLEMENTED) return;
+    throw err;
+  }
+}
+
+export interface EndpointWorkflows {
+  /** Starts the endpoint's workflow if needed and tells it what changed. */
+  notify(endpointId: string, accountId: string, change: EndpointChange): Promise<void>;
+  /** Coalesced wake-up: there are deliveries waiting in Postgres. */
+  wake(endpointId: string, accountId: string): Promise<void>;
+}
+
+export function endpointWorkflows(client: Client, taskQueue: string): EndpointWorkflows {
+  async function signalWithStart(endpointId: string, accountId: string, send: (args: { workflowId: string }) => Promise<unknown>) {
+    // A signal racing a continue-as-new can be answered NOT_FOUND; the retry lands on the new run.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await send({ workflowId: endpointWorkflowId(endpointId) });
+        return;
+      } catch (err) {
+        if (attempt >= 5 || !(err instanceof WorkflowNotFoundError)) {
+          logger.error({ err, endpointId, accountId }, 'could not signal endpoint workflow');
+          throw err;
+        }
+        await new Promise((r) => setTimeout(r, 50 * attempt));
+      }
+    }
+  }
+  return {
+    notify: (endpointId, accountId, change) =>
+      signalWithStart(endpointId, accountId, ({ workflowId }) =>
+        client.workflow.signalWithStart('endpointWorkflow', {
+          workflowId,
+          taskQueue,
+          args: [{ endpointId, accountId }],
+          signal: endpointChangedSignal,
+          signalArgs: [{ change }],
+        }),
+      ),
+    wake: (endpointId, accountId) =>
+      signalWithStart(endpointId, accountId, ({ workflowId }) =>
+        client.workflow.signalWithStart('endpointWorkflow', { workflowId, taskQueue, args: [{ endpointId, accountId }], signal: wakeSignal, signalArgs: [] }),
+      ),
+  };
+}

@@ -1,0 +1,23 @@
+import crypto from 'node:crypto';
+
+export const SCOPES = ['webhooks:read', 'webhooks:write', 'events:read', 'events:write', 'contacts:write'] as const;
+export type Scope = (typeof SCOPES)[number];
+export type Environment = 'live' | 'sandbox';
+
+/** A new key: `wh_<env>_<32 random bytes base64url>`. Only its SHA-256 is stored. */
+export function generateApiKey(environment: Environment): { key: string; hash: Buffer; prefix: string } {
+  const key = `wh_${environment}_${crypto.randomBytes(32).toString('base64url')}`;
+  return { key, hash: hashApiKey(key), prefix: key.slice(0, 12) };
+}
+
+/**
+ * Keys carry 256 bits of entropy, so an unsalted SHA-256 is a safe lookup handle: the
+ * database finds the row by hash, and the caller never compares key material itself.
+ */
+export function hashApiKey(key: string): Buffer {
+  return crypto.createHash('sha256').update(key, 'utf8').digest();
+}
+
+export function isScope(value: string): value is Scope {
+  return (SCOPES as readonly string[]).includes(value);
+}

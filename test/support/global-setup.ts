@@ -1,0 +1,102 @@
+/**
+ * Starts the real components once per test run: PostgreSQL (embedded unless
+ * DATABASE_URL is given), the Temporal dev server (in memory), the Java time-skipping
+ * test server, a bundle of the workflow code, and a private CA for local HTTPS receivers.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import pg from 'pg';
+import { generate } from 'selfsigned';
+import type { TestProject } from 'vitest/node';
+import { migrate } from '../../db/migrate.js';
+import { startEmbeddedPostgres } from '../../dev/embedded-postgres.js';
+import { startTemporalDevServer, startTimeSkippingTestServer } from '../../dev/temporal-servers.js';
+import { projectRoot } from '../../dev/tools.js';
+import { workflowsPath } from '../../worker/create-worker.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    databaseUrl: string;
+    devServerAddress: string;
+    timeSkippingAddress: string;
+    workflowBundlePath: string;
+    tls: { caFile: string; cert: string; key: string };
+  }
+}
+
+const workDir = path.join(projectRoot, '.data', 'test');
+
+async function makeTls() {
+  const dir = path.join(workDir, 'tls');
+  fs.mkdirSync(dir, { recursive: true });
+  const ca = await generate([{ name: 'commonName', value: 'webhook-platform test CA' }], {
+    keySize: 2048,
+    algorithm: 'sha256',
+    extensions: [{ name: 'basicConstraints', cA: true, critical: true }, { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true }],
+  });
+  const leaf = await generate([{ name: 'commonName', value: 'localhost' }], {
+    keySize: 2048,
+    algorithm: 'sha256',
+    ca: { key: ca.private, cert: ca.cert },
+    extensions: [
+      { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 2, value: 'receiver.test' }, { type: 2, value: '*.receiver.test' }, { type: 7, ip: '127.0.0.1' }] },
+      { name: 'extKeyUsage', serverAuth: true },
+    ],
+  });
+  const caFile = path.join(dir, 'ca.pem');
+  fs.writeFileSync(caFile, ca.cert);
+  return { caFile, cert: leaf.cert, key: leaf.private };
+}
+
+/** A fresh database per run on the shared server, so runs never see each other's rows. */
+async function freshDatabase(serverUrl: string): Promise<string> {
+  const name = `test_${Date.now()}_${crypto.randomBytes(3).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    // Drop leftovers of earlier runs that did not clean up.
+    const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE 'test\\_%'`);
+    for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`).catch(() => {});
+    await admin.query(`CREATE DATABASE "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+export default async function setup(project: TestProject) {
+  fs.mkdirSync(workDir, { recursive: true });
+  const log = path.join(workDir, 'servers.log');
+  const started = Date.now();
+  const [postgres, devServer, timeSkipping, tls, bundle] = await Promise.all([
+    process.env.DATABASE_URL ? Promise.resolve({ url: process.env.DATABASE_URL, stop: async () => {} }) : startEmbeddedPostgres(path.join(workDir, 'pg')),
+    startTemporalDevServer({ logFile: log }),
+    startTimeSkippingTestServer({ logFile: log }),
+    makeTls(),
+    bundleWorkflowCode({ workflowsPath, logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} } as never }),
+  ]);
+  const databaseUrl = await freshDatabase(postgres.url);
+  await migrate(databaseUrl);
+  const workflowBundlePath = path.join(workDir, 'workflow-bundle.js');
+  fs.writeFileSync(workflowBundlePath, bundle.code);
+  process.env.NODE_EXTRA_CA_CERTS = tls.caFile;
+  process.stderr.write(`test components ready in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+
+  project.provide('databaseUrl', databaseUrl);
+  project.provide('devServerAddress', devServer.address);
+  project.provide('timeSkippingAddress', timeSkipping.address);
+  project.provide('workflowBundlePath', workflowBundlePath);
+  project.provide('tls', tls);
+
+  return async () => {
+    await Promise.all([devServer.stop(), timeSkipping.stop()]);
+    const admin = new pg.Client({ connectionString: postgres.url });
+    await admin.connect().then(() => admin.query(`DROP DATABASE IF EXISTS "${new URL(databaseUrl).pathname.slice(1)}" WITH (FORCE)`)).catch(() => {});
+    await admin.end().catch(() => {});
+    await postgres.stop();
+  };
+}

@@ -1,0 +1,132 @@
+/** Shared test fixtures built on the real components started by global-setup. */
+import crypto from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { Client, Connection } from '@temporalio/client';
+import { inject } from 'vitest';
+import { createApp } from '../../api/app.js';
+import type { ApiDeps } from '../../api/deps.js';
+import { issueApiKey } from '../../db/api-keys.js';
+import { createAccount, createCustomer, type Plan } from '../../db/directory.js';
+import { createPool, type Db } from '../../db/pool.js';
+import { createHttpClient } from '../../delivery/http-client.js';
+import { endpointWorkflows } from '../../runtime/temporal.js';
+import { SCOPES, type Environment, type Scope } from '../../security/api-key.js';
+import { createDestinationPolicy, type Resolver } from '../../security/destination-policy.js';
+import { createSecretBox } from '../../security/secret-box.js';
+
+export const TASK_QUEUE_PREFIX = 'test-webhooks';
+
+let sharedDb: Db | undefined;
+export function testDb(): Db {
+  sharedDb ??= createPool(inject('databaseUrl'), 5);
+  return sharedDb;
+}
+
+export interface Tenant {
+  accountId: string;
+  /** All scopes, live environment. */
+  key: string;
+  keyFor(scopes: Scope[], environment?: Environment): Promise<string>;
+  customerId: string;
+}
+
+export async function createTenant(opts: { plan?: Plan; createdAt?: Date } = {}): Promise<Tenant> {
+  const db = testDb();
+  const account = await createAccount(db, { name: `acct-${crypto.randomUUID().slice(0, 8)}`, ownerEmail: 'owner@example.com', plan: opts.plan ?? 'paid', createdAt: opts.createdAt });
+  const keyFor = async (scopes: Scope[], environment: Environment = 'live') => (await issueApiKey(db, { accountId: account.id, environment, scopes })).key;
+  const customer = await createCustomer(db, { accountId: account.id, name: 'Customer A' });
+  return { accountId: account.id, key: await keyFor([...SCOPES]), keyFor, customerId: customer.id };
+}
+
+/** Static DNS for tests: names map to fixed addresses, anything else does not resolve. */
+export function staticResolver(hosts: Record<string, string[]>): Resolver {
+  return async (hostname) => {
+    const found = hosts[hostname.toLowerCase()];
+    if (!found) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+    return found;
+  };
+}
+
+export const TEST_HOSTS: Record<string, string[]> = {
+  'receiver.test': ['127.0.0.1'],
+  'public.example': ['93.184.215.14'],
+  'public-v6.example': ['2606:2800:21f:cb07:6820:80da:af6b:8b2c'],
+  'private.example': ['10.1.2.3'],
+  'mixed.example': ['93.184.215.14', '192.168.1.10'],
+  'localhost': ['127.0.0.1', '::1'],
+};
+
+export interface TestApi {
+  url: string;
+  deps: ApiDeps;
+  request(method: string, path: string, opts?: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers; text: string }>;
+  close(): Promise<void>;
+}
+
+/**
+ * The real Koa app on a loopback port with a real Temporal client (dev server) and the
+ * test DNS. Receivers on 127.0.0.0/8 are let through only when `allowLoopback` is set.
+ */
+export async function startTestApi(opts: { allowLoopback?: boolean; timeoutMs?: number; rateLimit?: { capacity: number; refillPerSecond: number }; taskQueue?: string; resolver?: Resolver } = {}): Promise<TestApi> {
+  const db = testDb();
+  const connection = await Connection.connect({ address: inject('devServerAddress') });
+  const client = new Client({ connection });
+  const policy = createDestinationPolicy({ allowCidrs: opts.allowLoopback ? ['127.0.0.0/8'] : [], resolver: opts.resolver ?? staticResolver(TEST_HOSTS) });
+  const httpClient = createHttpClient({ policy, timeoutMs: opts.timeoutMs ?? 10_000 });
+  const deps: ApiDeps = {
+    config: { endpointLimit: 50, rateLimit: opts.rateLimit ?? { capacity: 10_000, refillPerSecond: 10_000 } },
+    db,
+    secretBox: createSecretBox(TEST_ENCRYPTION_KEY),
+    policy,
+    httpClient,
+    workflows: endpointWorkflows(client, opts.taskQueue ?? `${TASK_QUEUE_PREFIX}-unpolled`),
+    temporalHealthy: async () => {
+      await connection.workflowService.getSystemInfo({});
+      return true;
+    },
+  };
+  const server = createApp(deps).listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    deps,
+    async request(method, path, o = {}) {
+      const headers: Record<string, string> = { ...(o.headers ?? {}) };
+      if (o.key) headers['x-api-key'] = o.key;
+      let body: string | undefined = o.rawBody;
+      if (o.body !== undefined) {
+        body = JSON.stringify(o.body);
+        headers['content-type'] ??= 'application/json';
+      }
+      const res = await fetch(url + path, { method, headers, body });
+      const text = await res.text();
+      let parsed: unknown;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      return { status: res.status, body: parsed, headers: res.headers, text };
+    },
+    async close() {
+      await new Promise((r) => server.close(r));
+      server.closeAllConnections();
+      await httpClient.close();
+      await connection.close();
+    },
+  };
+}
+
+export const TEST_ENCRYPTION_KEY = crypto.randomBytes(32).toString('base64');
+
+/** Polls `check` until it returns a truthy value or the deadline passes. */
+export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

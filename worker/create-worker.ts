@@ -1,0 +1,26 @@
+import { createRequire } from 'node:module';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createActivities, type ActivityDeps } from '../activities/index.js';
+
+const require = createRequire(import.meta.url);
+
+/** The workflow code, bundled from source on start; tests pass a bundle built once. */
+export const workflowsPath = require.resolve('../workflows/index.ts');
+
+export async function createWorker(opts: {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  deps: ActivityDeps;
+  workflowBundle?: WorkerOptions['workflowBundle'];
+}): Promise<Worker> {
+  return Worker.create({
+    connection: opts.connection,
+    namespace: opts.namespace,
+    taskQueue: opts.taskQueue,
+    activities: createActivities(opts.deps),
+    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath }),
+    // The workflow is signal-driven and long-lived; a modest cache keeps hot endpoints in memory.
+    maxCachedWorkflows: 1000,
+  });
+}

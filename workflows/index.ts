@@ -1,0 +1,1 @@
+export { endpointWorkflow } from './endpoint-workflow.js';
