@@ -49,7 +49,7 @@ export async function recordTestDelivery(db: Queryable, t: { accountId: string; 
   const status: DeliveryStatus = t.attempt.error ? 'failed' : 'success';
   const { rows } = await db.query<DeliveryRow>(
     `INSERT INTO deliveries (account_id, endpoint_id, event_type, idempotency_key, environment, status, attempts, response_code, last_attempt_at)
-     VALUES ($1, $2, 'webhook.test', 'test:' || $2::text, NULL, $3, 1, $4, $5) RETURNING ${COLUMNS}`,
+     VALUES ($1, $2::uuid, 'webhook.test', 'test:' || $2::text, NULL, $3, 1, $4, $5) RETURNING ${COLUMNS}`,
     [t.accountId, t.endpointId, status, t.attempt.responseCode, t.attempt.startedAt],
   );
   const delivery = rows[0]!;
