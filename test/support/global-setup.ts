@@ -14,6 +14,8 @@ import { migrate } from '../../db/migrate.js';
 import { startEmbeddedPostgres } from '../../dev/embedded-postgres.js';
 import { startTemporalDevServer, startTimeSkippingTestServer } from '../../dev/temporal-servers.js';
 import { projectRoot } from '../../dev/tools.js';
+import { ensureSearchAttributes } from '../../runtime/temporal.js';
+import { Connection } from '@temporalio/client';
 import { workflowsPath } from '../../worker/create-worker.js';
 
 declare module 'vitest' {
@@ -79,6 +81,10 @@ export default async function setup(project: TestProject) {
     makeTls(),
     bundleWorkflowCode({ workflowsPath, logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} } as never }),
   ]);
+  // The test server, unlike the dev server, takes no search-attribute flags.
+  const tsConnection = await Connection.connect({ address: timeSkipping.address });
+  await ensureSearchAttributes(tsConnection, 'default');
+  await tsConnection.close();
   const databaseUrl = await freshDatabase(postgres.url);
   await migrate(databaseUrl);
   const workflowBundlePath = path.join(workDir, 'workflow-bundle.js');

@@ -1,0 +1,105 @@
+/** The endpoint workflow on the time-skipping test server, with real activities on real Postgres. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { temporal } from '@temporalio/proto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { endpointWorkflows } from '../../runtime/temporal.js';
+import { createSecretBox } from '../../security/secret-box.js';
+import { endpointStateQuery, endpointWorkflowId } from '../../workflows/endpoint-contract.js';
+import { insertEndpoint } from '../../db/endpoints.js';
+import { inTransaction } from '../../db/pool.js';
+import { createTenant, eventually, TEST_ENCRYPTION_KEY, testDb } from '../support/harness.js';
+import { startTestWorker, timeSkippingEnvironment } from '../support/temporal.js';
+
+const historiesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'histories');
+let env: TestWorkflowEnvironment;
+let worker: Awaited<ReturnType<typeof startTestWorker>>;
+
+beforeAll(async () => {
+  env = await timeSkippingEnvironment();
+  worker = await startTestWorker(env.nativeConnection);
+});
+afterAll(async () => {
+  worker.worker.shutdown();
+  await worker.running;
+  await env.teardown();
+});
+
+async function seedEndpoint() {
+  const tenant = await createTenant();
+  const endpoint = await inTransaction(testDb(), (tx) =>
+    insertEndpoint(tx, {
+      accountId: tenant.accountId,
+      customerId: null,
+      url: 'https://public.example/hooks',
+      events: ['messages'],
+      active: true,
+      secretCiphertext: createSecretBox(TEST_ENCRYPTION_KEY).seal('whsec_workflow_test_secret'),
+      limit: 50,
+    }),
+  );
+  return { tenant, endpoint };
+}
+
+async function seedOpenDelivery(accountId: string, endpointId: string, status: 'pending' | 'failed' | 'success') {
+  const { rows } = await testDb().query(
+    `INSERT INTO deliveries (account_id, endpoint_id, event_type, idempotency_key, environment, status)
+     VALUES ($1, $2, 'chatapp.message.received', 'wamid.X', 'live', $3) RETURNING id`,
+    [accountId, endpointId, status],
+  );
+  return rows[0].id as string;
+}
+
+describe('endpoint workflow (time skipping)', () => {
+  it('is started by signalWithStart, tracks configuration, and on deletion closes the open deliveries', async () => {
+    const { tenant, endpoint } = await seedEndpoint();
+    const pending = await seedOpenDelivery(tenant.accountId, endpoint.id, 'pending');
+    const failed = await seedOpenDelivery(tenant.accountId, endpoint.id, 'failed');
+    const done = await seedOpenDelivery(tenant.accountId, endpoint.id, 'success');
+    const workflows = endpointWorkflows(env.client, worker.taskQueue);
+
+    await workflows.notify(endpoint.id, tenant.accountId, 'created');
+    const handle = env.client.workflow.getHandle(endpointWorkflowId(endpoint.id));
+    expect((await handle.describe()).type).toBe('endpointWorkflow');
+    await eventually(async () => (await handle.query(endpointStateQuery)).changesSeen === 1);
+
+    await testDb().query(`UPDATE endpoints SET health_status = 'healthy' WHERE id = $1`, [endpoint.id]);
+    await workflows.notify(endpoint.id, tenant.accountId, 'verified');
+    await eventually(async () => (await handle.query(endpointStateQuery)).health === 'healthy');
+
+    // Two weeks of quiet cost nothing: the workflow waits on a signal, not on a poll.
+    await env.sleep('14 days');
+    expect((await handle.query(endpointStateQuery)).changesSeen).toBe(2);
+
+    await testDb().query(`UPDATE endpoints SET deleted_at = now() WHERE id = $1`, [endpoint.id]);
+    await workflows.notify(endpoint.id, tenant.accountId, 'deleted');
+    await handle.result();
+
+    const { rows } = await testDb().query(`SELECT id, status, terminal_reason FROM deliveries WHERE endpoint_id = $1`, [endpoint.id]);
+    const byId = Object.fromEntries(rows.map((r) => [r.id, r]));
+    expect(byId[pending]).toMatchObject({ status: 'exhausted', terminal_reason: 'endpoint_deleted' });
+    expect(byId[failed]).toMatchObject({ status: 'exhausted', terminal_reason: 'endpoint_deleted' });
+    expect(byId[done]).toMatchObject({ status: 'success', terminal_reason: null });
+
+    const history = await handle.fetchHistory();
+    expect(JSON.stringify(history)).not.toContain('whsec_workflow_test_secret');
+    // `RECORD_HISTORIES=1 npx vitest run test/workflow` refreshes the recorded history the replay test keeps.
+    if (process.env.RECORD_HISTORIES === '1') {
+      fs.mkdirSync(historiesDir, { recursive: true });
+      fs.writeFileSync(path.join(historiesDir, 'endpoint-created-verified-deleted.binpb'), temporal.api.history.v1.History.encode(history).finish());
+    }
+  });
+
+  it('coalesces wake-ups: many signals, one loop', async () => {
+    const { tenant, endpoint } = await seedEndpoint();
+    const workflows = endpointWorkflows(env.client, worker.taskQueue);
+    await workflows.notify(endpoint.id, tenant.accountId, 'created');
+    await Promise.all(Array.from({ length: 20 }, () => workflows.wake(endpoint.id, tenant.accountId)));
+    const handle = env.client.workflow.getHandle(endpointWorkflowId(endpoint.id));
+    await eventually(async () => (await handle.query(endpointStateQuery)).wakeups >= 1);
+    expect((await handle.query(endpointStateQuery)).wakeups).toBeLessThanOrEqual(20);
+    await handle.terminate('test done');
+  });
+});
