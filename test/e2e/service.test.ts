@@ -1,0 +1,90 @@
+/**
+ * End to end: the production entry points (startApi, runWorker) against the Temporal dev
+ * server and Postgres, with a local HTTPS receiver. Nothing is wired by hand.
+ */
+import crypto from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import { startApi, type RunningApi } from '../../api/server.js';
+import { loadConfig } from '../../runtime/config.js';
+import { runWorker } from '../../worker/main.js';
+import { createTenant, eventually, testDb, type Tenant } from '../support/harness.js';
+import { startReceiver, type Receiver } from '../support/https-receiver.js';
+
+let api: RunningApi;
+let receiver: Receiver;
+let tenant: Tenant;
+const stopWorker = new AbortController();
+let worker: Promise<void>;
+
+beforeAll(async () => {
+  const config = {
+    ...loadConfig({}),
+    port: 0,
+    databaseUrl: inject('databaseUrl'),
+    temporalAddress: inject('devServerAddress'),
+    taskQueue: `e2e-${crypto.randomUUID()}`,
+    encryptionKey: crypto.randomBytes(32).toString('base64'),
+    allowPrivateCidrs: ['127.0.0.0/8', '::1/128'],
+  };
+  worker = runWorker({ databaseUrl: config.databaseUrl, temporalAddress: config.temporalAddress, namespace: 'default', taskQueue: config.taskQueue, signal: stopWorker.signal });
+  [api, receiver, tenant] = await Promise.all([startApi(config, { host: '127.0.0.1' }), startReceiver(), createTenant()]);
+});
+afterAll(async () => {
+  await api.close();
+  stopWorker.abort();
+  await worker;
+  await receiver.close();
+});
+
+async function call(method: string, path: string, body?: unknown) {
+  const res = await fetch(api.url + path, {
+    method,
+    headers: { 'x-api-key': tenant.key, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+describe('the service end to end', () => {
+  it('is healthy and exposes metrics', async () => {
+    const health = await fetch(`${api.url}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toMatchObject({ postgres: true, temporal: true });
+    const metrics = await (await fetch(`${api.url}/metrics`)).text();
+    expect(metrics).toContain('http_request_duration_seconds');
+  });
+
+  it('creates, tests, patches and deletes an endpoint through API, workflow, activity and Postgres', async () => {
+    const url = `https://localhost:${receiver.port}/hooks`;
+    const created = await call('POST', '/api/v1/webhooks', { url, events: ['messages', 'statuses'] });
+    expect(created.status).toBe(201);
+    const { id, secret } = created.body.data;
+
+    const tested = await call('POST', `/api/v1/webhooks/${id}/test`);
+    expect(tested.body).toEqual({ data: { success: true, response_code: 200, health_status: 'healthy', active: true } });
+    const sent = receiver.received.at(-1)!;
+    expect(sent.headers['x-webhook-signature']).toBe(crypto.createHmac('sha256', secret).update(sent.body).digest('hex'));
+
+    const patched = await call('PATCH', `/api/v1/webhooks/${id}`, { events: ['crm'] });
+    expect(patched.body.data).toMatchObject({ events: ['crm'], health_status: 'healthy' });
+
+    // A delivery still owed to the endpoint when it is deleted.
+    await testDb().query(
+      `INSERT INTO deliveries (account_id, endpoint_id, event_type, idempotency_key, environment, status) VALUES ($1, $2, 'crm.demand.created', 'crm:demand:1:1', 'live', 'pending')`,
+      [tenant.accountId, id],
+    );
+    expect((await call('DELETE', `/api/v1/webhooks/${id}`)).status).toBe(204);
+
+    // The workflow's activity closes it; the result is read back through the API.
+    const closed = await eventually(async () => {
+      const list = await call('GET', `/api/v1/webhook_deliveries?endpoint_id=${id}&status=exhausted`);
+      expect(list.status).toBe(200);
+      return list.body.data.length === 1 ? list.body.data[0] : undefined;
+    });
+    expect(closed).toMatchObject({ event_type: 'crm.demand.created', terminal_reason: 'endpoint_deleted' });
+    const tests = await call('GET', `/api/v1/webhook_deliveries?endpoint_id=${id}&event_type=webhook.test`);
+    expect(tests.body.data[0]).toMatchObject({ status: 'success', response_code: 200 });
+  });
+});
