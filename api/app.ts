@@ -8,8 +8,12 @@ import { authenticate, rateLimit } from './auth.js';
 import type { ApiDeps } from './deps.js';
 import { ApiError, errorEnvelope } from './errors.js';
 import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
+import { contactRoutes } from './routes/contacts.js';
 import { deliveryRoutes } from './routes/deliveries.js';
+import { eventTypeRoutes } from './routes/event-types.js';
+import { eventRoutes } from './routes/events.js';
 import { operationsRoutes } from './routes/operations.js';
+import { providerRoutes } from './routes/provider.js';
 import { webhookRoutes } from './routes/webhooks.js';
 
 export function createApp(deps: ApiDeps): Koa {
@@ -44,12 +48,11 @@ export function createApp(deps: ApiDeps): Koa {
     ctx.type = 'html';
     ctx.body = docsPage;
   });
-  const operations = operationsRoutes(deps);
-  for (const r of [open, operations]) app.use(r.routes()).use(r.allowedMethods({ throw: true, methodNotAllowed: methodNotAllowed, notImplemented }));
+  for (const r of [open, operationsRoutes(deps), providerRoutes(deps)]) app.use(r.routes()).use(r.allowedMethods({ throw: true, methodNotAllowed: methodNotAllowed, notImplemented }));
 
   const api = new Router();
   api.use('/api/v1', authenticate(deps.db), rateLimit(deps.config.rateLimit));
-  for (const r of [webhookRoutes(deps), deliveryRoutes(deps)]) api.use(r.routes(), r.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
+  for (const r of [webhookRoutes(deps), deliveryRoutes(deps), eventRoutes(deps), eventTypeRoutes(), contactRoutes(deps)]) api.use(r.routes(), r.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
   app.use(api.routes()).use(api.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
   return app;
 }

@@ -4,6 +4,7 @@ import type { HttpClient } from '../delivery/http-client.js';
 import type { EndpointWorkflows } from '../runtime/temporal.js';
 import type { DestinationPolicy } from '../security/destination-policy.js';
 import type { SecretBox } from '../security/secret-box.js';
+import type { WakeCoalescer } from '../runtime/wake-coalescer.js';
 
 /** What the API needs from the outside world; tests build it from real components. */
 export interface ApiDeps {
@@ -13,6 +14,10 @@ export interface ApiDeps {
   policy: DestinationPolicy;
   httpClient: HttpClient;
   workflows: EndpointWorkflows;
+  /** Coalesced wake-ups for endpoints that got new deliveries. */
+  wakes: WakeCoalescer;
+  /** Messaging provider webhook: signature secret and handshake token; unset disables the ingress. */
+  provider: { appSecret?: string; verifyToken?: string };
   /** True when Temporal answers; used by /healthz. */
   temporalHealthy: () => Promise<boolean>;
 }

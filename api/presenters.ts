@@ -2,6 +2,7 @@
 import type { z } from 'zod';
 import type { DeliveryRow, AttemptRow } from '../db/deliveries.js';
 import type { EndpointRow } from '../db/endpoints.js';
+import type { EventRow } from '../db/events.js';
 import type { Attempt, Delivery, Endpoint } from './schemas.js';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -48,4 +49,20 @@ export function presentDelivery(row: DeliveryRow): z.infer<typeof Delivery> {
 
 export function presentAttempt(row: AttemptRow): z.infer<typeof Attempt> {
   return { ...row, started_at: row.started_at.toISOString() };
+}
+
+/** A stream item (SPEC 2.4): `message_resource_id` only when the platform has the message. */
+export function presentStreamItem(row: EventRow): Record<string, unknown> {
+  return {
+    id: row.id,
+    cursor: String(row.cursor),
+    type: row.type,
+    environment: row.environment,
+    message_id: row.message_id,
+    external_id: row.external_id,
+    ...(row.message_resource_id ? { message_resource_id: row.message_resource_id } : {}),
+    occurred_at: row.occurred_at.toISOString(),
+    created_at: row.created_at.toISOString(),
+    data: row.stream_data,
+  };
 }

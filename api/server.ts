@@ -5,6 +5,7 @@ import { createPool } from '../db/pool.js';
 import { createHttpClient } from '../delivery/http-client.js';
 import type { Config } from '../runtime/config.js';
 import { connectTemporal, endpointWorkflows } from '../runtime/temporal.js';
+import { createWakeCoalescer } from '../runtime/wake-coalescer.js';
 import { createDestinationPolicy, type Resolver } from '../security/destination-policy.js';
 import { createSecretBox, loadOrCreateEncryptionKey } from '../security/secret-box.js';
 import { createApp } from './app.js';
@@ -24,13 +25,17 @@ export async function startApi(
   const { connection, client } = await connectTemporal(config.temporalAddress, config.temporalNamespace);
   const policy = createDestinationPolicy({ allowCidrs: config.allowPrivateCidrs, resolver: opts.resolver });
   const httpClient = createHttpClient({ policy, timeoutMs: config.deliveryTimeoutMs });
+  const workflows = endpointWorkflows(client, config.taskQueue);
+  const wakes = createWakeCoalescer(workflows);
   const app = createApp({
     config,
     db,
     secretBox: createSecretBox(loadOrCreateEncryptionKey(config.encryptionKey, config.dataDir)),
     policy,
     httpClient,
-    workflows: endpointWorkflows(client, config.taskQueue),
+    workflows,
+    wakes,
+    provider: { appSecret: config.providerAppSecret, verifyToken: config.providerVerifyToken },
     temporalHealthy: async () => {
       await connection.workflowService.getSystemInfo({});
       return true;
@@ -45,6 +50,7 @@ export async function startApi(
     async close() {
       await new Promise((r) => server.close(r));
       server.closeAllConnections();
+      await wakes.flush();
       await httpClient.close();
       await connection.close();
       await db.end();

@@ -123,3 +123,36 @@ export async function exhaustOpenDeliveries(db: Queryable, endpointId: string, r
   );
   return rowCount ?? 0;
 }
+
+export interface NewEventDelivery {
+  endpointId: string;
+  status: 'pending' | 'limited';
+  held: boolean;
+}
+
+/** The deliveries of a freshly stored event, in the same transaction as the event. */
+export async function insertEventDeliveries(
+  tx: Queryable,
+  e: { accountId: string; eventId: string; eventType: string; idempotencyKey: string; environment: 'live' | 'sandbox' },
+  deliveries: NewEventDelivery[],
+): Promise<void> {
+  if (deliveries.length === 0) return;
+  await tx.query(
+    `INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status, next_attempt_at, held_since, terminal_reason)
+     SELECT $1, d.endpoint_id, $2, $3, $4, $5, d.status,
+            CASE WHEN d.status = 'pending' AND NOT d.held THEN now() END,
+            CASE WHEN d.held THEN now() END,
+            CASE WHEN d.status = 'limited' THEN 'free_plan_limit' END
+     FROM unnest($6::uuid[], $7::text[], $8::boolean[]) AS d(endpoint_id, status, held)`,
+    [
+      e.accountId,
+      e.eventId,
+      e.eventType,
+      e.idempotencyKey,
+      e.environment,
+      deliveries.map((d) => d.endpointId),
+      deliveries.map((d) => d.status),
+      deliveries.map((d) => d.held),
+    ],
+  );
+}

@@ -73,3 +73,32 @@ export async function createChannelAccount(
   );
   return rows[0]!;
 }
+
+export async function getChannelAccountOfAccount(db: Queryable, accountId: string, id: string): Promise<ChannelAccount | undefined> {
+  const { rows } = await db.query<ChannelAccount>(`SELECT * FROM channel_accounts WHERE id = $1 AND account_id = $2`, [id, accountId]);
+  return rows[0];
+}
+
+/** The channel account of a provider phone number id (unique per channel). */
+export async function findChannelAccountByPhoneNumber(db: Queryable, channel: ChannelAccount['channel'], phoneNumberId: string): Promise<ChannelAccount | undefined> {
+  const { rows } = await db.query<ChannelAccount>(`SELECT * FROM channel_accounts WHERE channel = $1 AND phone_number_id = $2`, [channel, phoneNumberId]);
+  return rows[0];
+}
+
+/** Channel accounts of a business account, live ones first: account-health events resolve their owner through these. */
+export async function findChannelAccountsByWaba(db: Queryable, wabaId: string): Promise<ChannelAccount[]> {
+  const { rows } = await db.query<ChannelAccount>(
+    `SELECT * FROM channel_accounts WHERE waba_id = $1 ORDER BY (environment = 'live') DESC, created_at`,
+    [wabaId],
+  );
+  return rows;
+}
+
+export async function findChannelAccountByDisplay(db: Queryable, wabaId: string, display: string): Promise<ChannelAccount | undefined> {
+  const digits = display.replace(/\D/g, '');
+  const { rows } = await db.query<ChannelAccount>(
+    `SELECT * FROM channel_accounts WHERE waba_id = $1 AND regexp_replace(display, '\\D', '', 'g') = $2 LIMIT 1`,
+    [wabaId, digits],
+  );
+  return rows[0];
+}

@@ -10,6 +10,7 @@ import { createAccount, createCustomer, type Plan } from '../../db/directory.js'
 import { createPool, type Db } from '../../db/pool.js';
 import { createHttpClient } from '../../delivery/http-client.js';
 import { endpointWorkflows } from '../../runtime/temporal.js';
+import { createWakeCoalescer } from '../../runtime/wake-coalescer.js';
 import { SCOPES, type Environment, type Scope } from '../../security/api-key.js';
 import { createDestinationPolicy, type Resolver } from '../../security/destination-policy.js';
 import { createSecretBox } from '../../security/secret-box.js';
@@ -67,19 +68,25 @@ export interface TestApi {
  * The real Koa app on a loopback port with a real Temporal client (dev server) and the
  * test DNS. Receivers on 127.0.0.0/8 are let through only when `allowLoopback` is set.
  */
+export const PROVIDER_APP_SECRET = 'provider-app-secret-for-tests';
+export const PROVIDER_VERIFY_TOKEN = 'provider-verify-token';
+
 export async function startTestApi(opts: { allowLoopback?: boolean; timeoutMs?: number; rateLimit?: { capacity: number; refillPerSecond: number }; taskQueue?: string; resolver?: Resolver } = {}): Promise<TestApi> {
   const db = testDb();
   const connection = await Connection.connect({ address: inject('devServerAddress') });
   const client = new Client({ connection });
   const policy = createDestinationPolicy({ allowCidrs: opts.allowLoopback ? ['127.0.0.0/8'] : [], resolver: opts.resolver ?? staticResolver(TEST_HOSTS) });
   const httpClient = createHttpClient({ policy, timeoutMs: opts.timeoutMs ?? 10_000 });
+  const workflows = endpointWorkflows(client, opts.taskQueue ?? `${TASK_QUEUE_PREFIX}-unpolled`);
   const deps: ApiDeps = {
     config: { endpointLimit: 50, rateLimit: opts.rateLimit ?? { capacity: 10_000, refillPerSecond: 10_000 } },
     db,
     secretBox: createSecretBox(TEST_ENCRYPTION_KEY),
     policy,
     httpClient,
-    workflows: endpointWorkflows(client, opts.taskQueue ?? `${TASK_QUEUE_PREFIX}-unpolled`),
+    workflows,
+    wakes: createWakeCoalescer(workflows),
+    provider: { appSecret: PROVIDER_APP_SECRET, verifyToken: PROVIDER_VERIFY_TOKEN },
     temporalHealthy: async () => {
       await connection.workflowService.getSystemInfo({});
       return true;
@@ -112,6 +119,7 @@ export async function startTestApi(opts: { allowLoopback?: boolean; timeoutMs?: 
     async close() {
       await new Promise((r) => server.close(r));
       server.closeAllConnections();
+      await deps.wakes.flush();
       await httpClient.close();
       await connection.close();
     },

@@ -1,0 +1,83 @@
+/** Contacts, conversations and messages: just enough directory to resolve events. */
+import type { Queryable } from './pool.js';
+
+export interface ContactFields {
+  wa_id: string;
+  user_id: string | null;
+  username: string | null;
+  phone: string | null;
+  profile_name: string | null;
+}
+
+/** The contact of a channel account by wa_id, created or refreshed with the latest profile. */
+export async function upsertContact(db: Queryable, accountId: string, channelAccountId: string, c: ContactFields): Promise<{ id: string; metadata: Record<string, unknown> }> {
+  const { rows } = await db.query<{ id: string; metadata: Record<string, unknown> }>(
+    `INSERT INTO contacts (account_id, channel_account_id, wa_id, user_id, username, phone, profile_name)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (channel_account_id, wa_id) DO UPDATE SET
+       user_id = coalesce(EXCLUDED.user_id, contacts.user_id), username = coalesce(EXCLUDED.username, contacts.username),
+       phone = coalesce(EXCLUDED.phone, contacts.phone), profile_name = coalesce(EXCLUDED.profile_name, contacts.profile_name)
+     RETURNING id, metadata`,
+    [accountId, channelAccountId, c.wa_id, c.user_id, c.username, c.phone, c.profile_name],
+  );
+  return rows[0]!;
+}
+
+export async function upsertConversation(db: Queryable, accountId: string, channelAccountId: string, contactId: string): Promise<string> {
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO conversations (account_id, channel_account_id, contact_id) VALUES ($1, $2, $3)
+     ON CONFLICT (channel_account_id, contact_id) DO UPDATE SET contact_id = EXCLUDED.contact_id RETURNING id`,
+    [accountId, channelAccountId, contactId],
+  );
+  return rows[0]!.id;
+}
+
+export interface MessageRow {
+  id: string;
+  account_id: string;
+  channel_account_id: string;
+  contact_id: string | null;
+  conversation_id: string | null;
+  external_id: string;
+  direction: 'inbound' | 'outbound';
+}
+
+/** Records an inbound message once; a redelivered notification finds the same row. */
+export async function upsertInboundMessage(
+  db: Queryable,
+  m: { accountId: string; channelAccountId: string; contactId: string; conversationId: string; externalId: string; type: string },
+): Promise<MessageRow> {
+  const { rows } = await db.query<MessageRow>(
+    `INSERT INTO messages (account_id, channel_account_id, contact_id, conversation_id, external_id, direction, type, status)
+     VALUES ($1, $2, $3, $4, $5, 'inbound', $6, 'received')
+     ON CONFLICT (channel_account_id, external_id) DO UPDATE SET type = EXCLUDED.type RETURNING *`,
+    [m.accountId, m.channelAccountId, m.contactId, m.conversationId, m.externalId, m.type],
+  );
+  return rows[0]!;
+}
+
+/** A message the platform sent (API, panel, broadcast, sequence): only these get status events. */
+export async function registerOutboundMessage(db: Queryable, m: { accountId: string; channelAccountId: string; contactId?: string | null; externalId: string }): Promise<MessageRow> {
+  const { rows } = await db.query<MessageRow>(
+    `INSERT INTO messages (account_id, channel_account_id, contact_id, external_id, direction, status)
+     VALUES ($1, $2, $3, $4, 'outbound', 'accepted')
+     ON CONFLICT (channel_account_id, external_id) DO UPDATE SET direction = messages.direction RETURNING *`,
+    [m.accountId, m.channelAccountId, m.contactId ?? null, m.externalId],
+  );
+  return rows[0]!;
+}
+
+export async function findMessage(db: Queryable, channelAccountId: string, externalId: string): Promise<MessageRow | undefined> {
+  const { rows } = await db.query<MessageRow>(`SELECT * FROM messages WHERE channel_account_id = $1 AND external_id = $2`, [channelAccountId, externalId]);
+  return rows[0];
+}
+
+export async function updateMessageStatus(db: Queryable, id: string, status: string): Promise<void> {
+  await db.query(`UPDATE messages SET status = $2 WHERE id = $1`, [id, status]);
+}
+
+/** Removes a contact with its messages and conversations; true when it existed in the account. */
+export async function deleteContact(db: Queryable, accountId: string, contactId: string): Promise<boolean> {
+  const { rowCount } = await db.query(`DELETE FROM contacts WHERE id = $1 AND account_id = $2`, [contactId, accountId]);
+  return rowCount === 1;
+}

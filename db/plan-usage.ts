@@ -1,0 +1,22 @@
+/** Free-plan counters and the notification outbox. */
+import type { Queryable } from './pool.js';
+
+/** Counts one more forwarded received message in the month; returns the new count. */
+export async function countReceived(tx: Queryable, accountId: string, month: string): Promise<number> {
+  const { rows } = await tx.query<{ received_count: number }>(
+    `INSERT INTO plan_usage (account_id, month, received_count) VALUES ($1, $2, 1)
+     ON CONFLICT (account_id, month) DO UPDATE SET received_count = plan_usage.received_count + 1
+     RETURNING received_count`,
+    [accountId, month],
+  );
+  return rows[0]!.received_count;
+}
+
+/** Queues a notification unless one with the same key exists: each is sent once. */
+export async function enqueueNotification(tx: Queryable, n: { accountId: string; kind: string; dedupeKey: string; payload: Record<string, unknown> }): Promise<boolean> {
+  const { rowCount } = await tx.query(
+    `INSERT INTO notifications (account_id, kind, dedupe_key, payload) VALUES ($1, $2, $3, $4) ON CONFLICT (dedupe_key) DO NOTHING`,
+    [n.accountId, n.kind, n.dedupeKey, n.payload],
+  );
+  return rowCount === 1;
+}

@@ -1,0 +1,170 @@
+/**
+ * The messaging provider's webhook (DECISIONS "Provider ingress"). A notification is first
+ * mapped and validated as a whole; only when every event in it is valid is anything stored,
+ * so a bad notification leaves nothing half-written. Then each event is stored idempotently:
+ * provider retries of the same notification store nothing new.
+ */
+import {
+  echoPayload,
+  editedPayload,
+  factEventType,
+  mapChatappWebhook,
+  receivedPayload,
+  revokedPayload,
+  statusPayload,
+  type ProviderFact,
+} from '../core/catalog/chatapp-provider.js';
+import { formatIssue, getEventDefinition, type EventDefinition } from '../core/catalog/index.js';
+import { findChannelAccountByDisplay, findChannelAccountByPhoneNumber, findChannelAccountsByWaba, type ChannelAccount } from '../db/directory.js';
+import { findMessage, updateMessageStatus, upsertContact, upsertConversation, upsertInboundMessage } from '../db/messaging.js';
+import { logger } from '../runtime/logger.js';
+import { wakeFor, type IngestDeps } from './deps.js';
+import { storeEvent, type IngestEvent } from './store-event.js';
+
+export class RejectedNotification extends Error {}
+
+interface PlannedEvent {
+  fact: ProviderFact;
+  def: EventDefinition;
+  channelAccount: ChannelAccount;
+  data: Record<string, unknown>;
+}
+
+const timeOf = (iso: string | null | undefined) => (iso ? new Date(iso) : new Date());
+
+/** Resolves the channel account a fact belongs to; undefined means the number is not on this platform. */
+async function resolveOrigin(deps: IngestDeps, fact: ProviderFact): Promise<ChannelAccount | undefined> {
+  switch (fact.kind) {
+    case 'account_update':
+      return (await findChannelAccountsByWaba(deps.db, fact.wabaId))[0];
+    case 'quality_update':
+      if (fact.data.phone_number_id) return findChannelAccountByPhoneNumber(deps.db, 'chatapp', fact.data.phone_number_id);
+      return fact.data.display_phone_number ? findChannelAccountByDisplay(deps.db, fact.wabaId, fact.data.display_phone_number) : undefined;
+    default:
+      return findChannelAccountByPhoneNumber(deps.db, 'chatapp', fact.phoneNumberId);
+  }
+}
+
+function payloadOf(fact: ProviderFact, channelAccount: ChannelAccount): Record<string, unknown> {
+  switch (fact.kind) {
+    case 'message':
+      return receivedPayload(fact, { externalId: String(fact.message.id) });
+    case 'status':
+      return statusPayload(fact);
+    case 'echo':
+      return echoPayload(fact, { externalId: String(fact.message.id) });
+    case 'edited':
+      return editedPayload(fact);
+    case 'revoked':
+      return revokedPayload(fact);
+    case 'account_update':
+      return { ...fact.data };
+    case 'quality_update':
+      return { ...fact.data, phone_number_id: fact.data.phone_number_id ?? channelAccount.phone_number_id };
+  }
+}
+
+/** Maps and validates every event of the notification; throws RejectedNotification naming the first problem. */
+async function plan(deps: IngestDeps, body: unknown): Promise<PlannedEvent[]> {
+  let facts: ProviderFact[];
+  try {
+    facts = mapChatappWebhook(body).facts;
+  } catch (err) {
+    throw new RejectedNotification((err as Error).message);
+  }
+  const planned: PlannedEvent[] = [];
+  for (const fact of facts) {
+    const channelAccount = await resolveOrigin(deps, fact);
+    if (!channelAccount) {
+      logger.info({ kind: fact.kind }, 'provider notification for a number or business account not on this platform');
+      continue;
+    }
+    const def = getEventDefinition(factEventType(fact))!;
+    const parsed = def.data.safeParse(payloadOf(fact, channelAccount));
+    if (!parsed.success) throw new RejectedNotification(`${def.type}: ${formatIssue(parsed.error, 'data')}`);
+    planned.push({ fact, def, channelAccount, data: parsed.data });
+  }
+  return planned;
+}
+
+/** Stores one planned event, creating the directory rows an incoming message implies. */
+async function store(deps: IngestDeps, p: PlannedEvent): Promise<void> {
+  const { fact, def, channelAccount: ca } = p;
+  const base = {
+    accountId: ca.account_id,
+    def,
+    data: p.data,
+    refs: {},
+    customerId: ca.customer_id,
+    // Account-health events carry no channel stamp and are always live.
+    environment: def.channelStamped ? ca.environment : ('live' as const),
+    channelAccount: def.channelStamped ? ca : null,
+  };
+  let event: IngestEvent;
+  switch (fact.kind) {
+    case 'message':
+    case 'echo': {
+      const contact = await upsertContact(deps.db, ca.account_id, ca.id, fact.contact);
+      const conversationId = await upsertConversation(deps.db, ca.account_id, ca.id, contact.id);
+      const externalId = String(fact.message.id);
+      let resourceId: string | null = null;
+      if (fact.kind === 'message') {
+        resourceId = (await upsertInboundMessage(deps.db, { accountId: ca.account_id, channelAccountId: ca.id, contactId: contact.id, conversationId, externalId, type: String(fact.message.type) })).id;
+      } else {
+        resourceId = (await findMessage(deps.db, ca.id, externalId))?.id ?? null;
+      }
+      const data = { ...p.data, contact: { ...(p.data.contact as object), metadata: contact.metadata } };
+      event = {
+        ...base,
+        data,
+        externalId,
+        messageResourceId: resourceId,
+        contactRef: contact.id,
+        streamContext: { messageResourceId: resourceId, contactId: contact.id, conversationId },
+        occurredAt: timeOf(fact.occurredAt),
+      };
+      break;
+    }
+    case 'status': {
+      // Statuses of messages the platform did not send produce no event.
+      const message = await findMessage(deps.db, ca.id, fact.messageId);
+      if (!message || message.direction !== 'outbound') return;
+      await updateMessageStatus(deps.db, message.id, fact.status);
+      event = {
+        ...base,
+        externalId: fact.messageId,
+        messageResourceId: message.id,
+        contactRef: message.contact_id,
+        streamContext: { messageResourceId: message.id, contactId: message.contact_id, conversationId: message.conversation_id },
+        occurredAt: timeOf(fact.occurredAt),
+      };
+      break;
+    }
+    case 'edited':
+    case 'revoked': {
+      const message = await findMessage(deps.db, ca.id, fact.messageId);
+      event = {
+        ...base,
+        externalId: fact.messageId,
+        messageResourceId: message?.id ?? null,
+        contactRef: message?.contact_id ?? null,
+        streamContext: { messageResourceId: message?.id ?? null },
+        occurredAt: timeOf(fact.kind === 'edited' ? fact.editedAt : fact.revokedAt),
+      };
+      break;
+    }
+    case 'account_update':
+    case 'quality_update':
+      event = { ...base, externalId: null, messageResourceId: null, contactRef: null, streamContext: {}, occurredAt: timeOf(fact.data.occurred_at) };
+      break;
+  }
+  const stored = await storeEvent(deps.db, event);
+  if (stored.created) wakeFor(deps, ca.account_id, stored);
+}
+
+/** Ingests a verified notification body. Returns how many events it held. */
+export async function ingestChatappNotification(deps: IngestDeps, body: unknown): Promise<number> {
+  const planned = await plan(deps, body);
+  for (const p of planned) await store(deps, p);
+  return planned.length;
+}

@@ -1,0 +1,13 @@
+import type { Db } from '../db/pool.js';
+import type { WakeCoalescer } from '../runtime/wake-coalescer.js';
+import type { StoredEvent } from './store-event.js';
+
+export interface IngestDeps {
+  db: Db;
+  wakes: WakeCoalescer;
+}
+
+/** After commit: each endpoint with a delivery due now is woken (coalesced). */
+export function wakeFor(deps: IngestDeps, accountId: string, stored: StoredEvent): void {
+  for (const d of stored.deliveries) if (d.status === 'pending' && !d.held) deps.wakes.wake(d.endpointId, accountId);
+}

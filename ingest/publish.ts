@@ -1,0 +1,81 @@
+/** The platform's publish API (DECISIONS "Platform publish API"): validate, resolve the origin, store. */
+import { z } from 'zod';
+import { formatIssue, getEventDefinition } from '../core/catalog/index.js';
+import { getChannelAccountOfAccount, getCustomerOfAccount } from '../db/directory.js';
+import type { Environment } from '../db/events.js';
+import { findMessage } from '../db/messaging.js';
+import { wakeFor, type IngestDeps } from './deps.js';
+import { storeEvent, type StoredEvent } from './store-event.js';
+
+export const PublishBody = z
+  .object({
+    type: z.string(),
+    data: z.record(z.string(), z.unknown()),
+    environment: z.enum(['live', 'sandbox']).optional(),
+    customer_id: z.uuid().nullable().optional(),
+    channel_account_id: z.uuid().nullable().optional(),
+    occurred_at: z.iso.datetime({ offset: true }).optional(),
+    refs: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict();
+
+export class InvalidEvent extends Error {}
+
+const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
+const obj = (v: unknown): Record<string, unknown> | null => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null);
+
+export async function publishEvent(deps: IngestDeps, principal: { accountId: string; environment: Environment }, raw: unknown): Promise<StoredEvent> {
+  const parsed = PublishBody.safeParse(raw);
+  if (!parsed.success) throw new InvalidEvent(formatIssue(parsed.error));
+  const body = parsed.data;
+  const def = getEventDefinition(body.type);
+  if (!def) throw new InvalidEvent(`type: unknown event type "${body.type}" (see GET /api/v1/event_types)`);
+  if (!def.publishable) throw new InvalidEvent(`type: ${def.type} cannot be published`);
+
+  const accountHealth = def.category === 'account' && !def.channelStamped;
+  const environment = body.environment ?? (accountHealth ? 'live' : principal.environment);
+  if (accountHealth && environment !== 'live') throw new InvalidEvent('environment: account-health events are always live');
+
+  const data = def.data.safeParse(body.data);
+  if (!data.success) throw new InvalidEvent(formatIssue(data.error, 'data'));
+  const refs = def.refs.safeParse(body.refs ?? {});
+  if (!refs.success) throw new InvalidEvent(formatIssue(refs.error, 'refs'));
+  try {
+    def.idempotencyKey(data.data, refs.data);
+  } catch (err) {
+    throw new InvalidEvent(`data: ${(err as Error).message}`);
+  }
+
+  const channelAccount = body.channel_account_id ? await getChannelAccountOfAccount(deps.db, principal.accountId, body.channel_account_id) : undefined;
+  if (body.channel_account_id && !channelAccount) throw new InvalidEvent('channel_account_id: not a channel account of this Account');
+  if (channelAccount && def.channel && channelAccount.channel !== def.channel) {
+    throw new InvalidEvent(`channel_account_id: ${def.type} comes from a ${def.channel} channel account, not ${channelAccount.channel}`);
+  }
+  if (def.hasExternalId && !channelAccount) throw new InvalidEvent(`channel_account_id: required for ${def.type}`);
+  if (body.customer_id && !(await getCustomerOfAccount(deps.db, principal.accountId, body.customer_id))) {
+    throw new InvalidEvent('customer_id: not a Customer of this Account');
+  }
+
+  const message = obj(data.data.message);
+  const externalId = def.hasExternalId ? (str(message?.id) ?? str(data.data.message_id)) : null;
+  const registered = channelAccount && externalId ? await findMessage(deps.db, channelAccount.id, externalId) : undefined;
+  const contactRef = str(obj(data.data.contact)?.id) ?? str(obj(data.data.appointment)?.contact_id) ?? registered?.contact_id ?? null;
+  const occurredAt = body.occurred_at ?? str(data.data.occurred_at);
+
+  const stored = await storeEvent(deps.db, {
+    accountId: principal.accountId,
+    environment,
+    def,
+    data: data.data,
+    refs: refs.data,
+    customerId: body.customer_id ?? channelAccount?.customer_id ?? null,
+    channelAccount: def.channelStamped ? (channelAccount ?? null) : null,
+    externalId,
+    messageResourceId: registered?.id ?? null,
+    contactRef,
+    streamContext: { messageResourceId: registered?.id ?? null, contactId: registered?.contact_id ?? null, conversationId: registered?.conversation_id ?? null },
+    occurredAt: occurredAt ? new Date(occurredAt) : new Date(),
+  });
+  if (stored.created) wakeFor(deps, principal.accountId, stored);
+  return stored;
+}
