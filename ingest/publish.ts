@@ -59,7 +59,14 @@ export async function publishEvent(deps: IngestDeps, principal: { accountId: str
   const message = obj(data.data.message);
   const externalId = def.hasExternalId ? (str(message?.id) ?? str(data.data.message_id)) : null;
   const registered = channelAccount && externalId ? await findMessage(deps.db, channelAccount.id, externalId) : undefined;
-  const contactRef = str(obj(data.data.contact)?.id) ?? str(obj(data.data.appointment)?.contact_id) ?? registered?.contact_id ?? null;
+  // The contact an event carries in its payload, wherever its type puts it: deleting that contact removes the event.
+  const contactRef =
+    str(obj(data.data.contact)?.id) ??
+    str(obj(data.data.appointment)?.contact_id) ??
+    str(obj(data.data.after_data)?.contact_id) ??
+    str(obj(data.data.before_data)?.contact_id) ??
+    registered?.contact_id ??
+    null;
   const occurredAt = body.occurred_at ?? str(data.data.occurred_at);
 
   const stored = await storeEvent(deps.db, {

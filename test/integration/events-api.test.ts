@@ -1,0 +1,335 @@
+/** Publishing, the stream, routing to endpoints, the Free-plan cap and deletion, on real Postgres. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canonicalJson, getEventDefinition, sha256Hex } from '../../core/catalog/index.js';
+import { webhookBody } from '../../core/webhook-body.js';
+import { createChannelAccount, createCustomer } from '../../db/directory.js';
+import type { EventRow } from '../../db/events.js';
+import { registerOutboundMessage } from '../../db/messaging.js';
+import { samples, WAMID } from '../support/catalog-samples.js';
+import { createTenant, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(() => api.close());
+
+interface Origin {
+  tenant: Tenant;
+  chatapp: string;
+  photoapp: string;
+  sandbox: string;
+}
+
+async function origin(plan: 'free' | 'paid' = 'paid', createdAt?: Date): Promise<Origin> {
+  const tenant = await createTenant({ plan, createdAt });
+  const db = testDb();
+  const unique = tenant.accountId.slice(0, 8);
+  const chatapp = await createChannelAccount(db, { accountId: tenant.accountId, customerId: tenant.customerId, channel: 'chatapp', display: '+55 11 4000-0001', phoneNumberId: `pn-${unique}`, wabaId: `waba-${unique}` });
+  const photoapp = await createChannelAccount(db, { accountId: tenant.accountId, customerId: tenant.customerId, channel: 'photoapp', display: '@acme' });
+  const sandbox = await createChannelAccount(db, { accountId: tenant.accountId, channel: 'chatapp', display: 'Sandbox', phoneNumberId: `sb-${unique}`, environment: 'sandbox' });
+  return { tenant, chatapp: chatapp.id, photoapp: photoapp.id, sandbox: sandbox.id };
+}
+
+function publish(o: Origin, type: string, extra: Record<string, unknown> = {}, key = o.tenant.key) {
+  const sample = samples[type]!;
+  const channelAccount = type.startsWith('photoapp.') ? o.photoapp : o.chatapp;
+  return api.request('POST', '/api/v1/events', { key, body: { type, data: sample.data, refs: sample.refs, channel_account_id: channelAccount, ...extra } });
+}
+
+async function verifiedEndpoint(o: Origin, events: string[], over: { customer_id?: string | null; health?: string; active?: boolean } = {}) {
+  const res = await api.request('POST', '/api/v1/webhooks', { key: o.tenant.key, body: { url: 'https://public.example/h', events, customer_id: over.customer_id ?? null } });
+  await testDb().query(`UPDATE endpoints SET health_status = $2, active = $3, verified_at = now() WHERE id = $1`, [res.body.data.id, over.health ?? 'healthy', over.active ?? true]);
+  return res.body.data.id as string;
+}
+
+async function deliveriesOf(eventId: string) {
+  const { rows } = await testDb().query(`SELECT endpoint_id, status, held_since, terminal_reason, idempotency_key FROM deliveries WHERE event_id = $1 ORDER BY endpoint_id`, [eventId]);
+  return rows;
+}
+
+async function eventRow(id: string): Promise<EventRow> {
+  return (await testDb().query<EventRow>(`SELECT * FROM events WHERE id = $1`, [id])).rows[0]!;
+}
+
+describe('POST /api/v1/events', () => {
+  const publishable = Object.keys(samples).filter((t) => t !== 'webhook.test' && !t.startsWith('chatapp.message.'));
+
+  it.each(publishable)('publishes %s with the catalog key, once', async (type) => {
+    const o = await origin();
+    const first = await publish(o, type);
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    const item = first.body.data;
+    expect(item).toMatchObject({ type, environment: 'live', cursor: '1' });
+    const row = await eventRow(item.id);
+    // Samples of the hashed keys leave `key` empty: the key is the type and the hash of the canonical payload.
+    const def = getEventDefinition(type)!;
+    const expected = samples[type]!.key || `${type}:${sha256Hex(canonicalJson(def.data.parse(samples[type]!.data)))}`;
+    expect(row.idempotency_key).toBe(expected);
+    const again = await publish(o, type);
+    expect(again.status).toBe(200);
+    expect(again.body.data).toEqual(item);
+    const { rows } = await testDb().query(`SELECT count(*)::int AS n FROM events WHERE account_id = $1`, [o.tenant.accountId]);
+    expect(rows[0].n).toBe(1);
+  });
+
+  it('publishes message events against a channel account and stamps the envelope', async () => {
+    const o = await origin();
+    const received = await publish(o, 'chatapp.message.received');
+    expect(received.status).toBe(201);
+    expect(received.body.data).toMatchObject({ type: 'chatapp.message.received', message_id: WAMID, external_id: WAMID });
+    const row = await eventRow(received.body.data.id);
+    const def = getEventDefinition('chatapp.message.received')!;
+    const body = webhookBody(def, row);
+    expect(body).toMatchObject({
+      event: 'chatapp.message.received',
+      customer_id: o.tenant.customerId,
+      environment: 'live',
+      channel: 'chatapp',
+      channel_account: { id: o.chatapp, channel: 'chatapp', display: '+55 11 4000-0001' },
+      external_id: WAMID,
+      phone_number_id: samples['chatapp.message.received']!.data.phone_number_id,
+    });
+    expect((body.message as { text: unknown }).text).toEqual({ body: 'Oi, quero saber o preço' });
+
+    const photo = await publish(o, 'photoapp.message.received');
+    expect(photo.body.data).toMatchObject({ type: 'photoapp.message.received', message_id: null });
+    expect(webhookBody(getEventDefinition('photoapp.message.received')!, await eventRow(photo.body.data.id))).toMatchObject({ channel: 'photoapp' });
+
+    const health = await publish(o, 'chatapp.account.updated');
+    const healthBody = webhookBody(getEventDefinition('chatapp.account.updated')!, await eventRow(health.body.data.id));
+    expect(healthBody).not.toHaveProperty('channel');
+    expect(healthBody).not.toHaveProperty('channel_account');
+    expect(healthBody.environment).toBe('live');
+  });
+
+  it('publishes status events with message_resource_id when the message is registered', async () => {
+    const o = await origin();
+    const message = await registerOutboundMessage(testDb(), { accountId: o.tenant.accountId, channelAccountId: o.chatapp, externalId: WAMID });
+    const res = await publish(o, 'chatapp.message.delivered');
+    expect(res.status).toBe(201);
+    expect(res.body.data).toMatchObject({ message_id: WAMID, external_id: WAMID, message_resource_id: message.id });
+    // Null fields are omitted in the stream.
+    expect(Object.values(res.body.data.data)).not.toContain(null);
+  });
+
+  it('refuses what the catalog does not allow, naming the field', async () => {
+    const o = await origin();
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ type: 'webhook.test', data: {} }, 'type'],
+      [{ type: 'nope.event', data: {} }, 'type'],
+      [{ type: 'crm.contact.consent_changed', data: { ...samples['crm.contact.consent_changed']!.data, purpose: 'spam' }, refs: samples['crm.contact.consent_changed']!.refs }, 'data.purpose'],
+      [{ type: 'crm.contact.consent_changed', data: { ...samples['crm.contact.consent_changed']!.data, evidence: 'x'.repeat(501) }, refs: samples['crm.contact.consent_changed']!.refs }, 'data.evidence'],
+      [{ type: 'crm.contact.consent_changed', data: samples['crm.contact.consent_changed']!.data }, 'refs.consent_record_id'],
+      [{ type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data }, 'channel_account_id'],
+      [{ type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data, channel_account_id: o.photoapp }, 'channel_account_id'],
+      [{ type: 'chatapp.account.updated', data: samples['chatapp.account.updated']!.data, environment: 'sandbox' }, 'environment'],
+      [{ type: 'crm.demand.created', data: samples['crm.demand.created']!.data, customer_id: '00000000-0000-4000-8000-000000000000' }, 'customer_id'],
+      [{ type: 'crm.demand.created', data: samples['crm.demand.created']!.data, idempotency_key: 'mine' }, 'idempotency_key'],
+      [{ data: {} }, 'type'],
+    ];
+    for (const [body, field] of cases) {
+      const res = await api.request('POST', '/api/v1/events', { key: o.tenant.key, body });
+      expect(res.status, JSON.stringify(body).slice(0, 80)).toBe(422);
+      expect(res.body.error.code).toBe('invalid_event');
+      expect(res.body.error.message).toContain(field);
+    }
+    const other = await origin();
+    const foreign = await api.request('POST', '/api/v1/events', { key: o.tenant.key, body: { type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data, channel_account_id: other.chatapp } });
+    expect(foreign.status).toBe(422);
+    const { rows } = await testDb().query(`SELECT count(*)::int AS n FROM events WHERE account_id = $1`, [o.tenant.accountId]);
+    expect(rows[0].n).toBe(0);
+  });
+
+  it('needs events:write', async () => {
+    const o = await origin();
+    const key = await o.tenant.keyFor(['events:read', 'webhooks:write']);
+    const res = await publish(o, 'crm.demand.created', {}, key);
+    expect(res.status).toBe(403);
+  });
+
+  it('races concurrent repeats safely: one event, one 201', async () => {
+    const o = await origin();
+    const results = await Promise.all(Array.from({ length: 12 }, () => publish(o, 'crm.opportunity.created')));
+    expect(results.filter((r) => r.status === 201)).toHaveLength(1);
+    expect(results.filter((r) => r.status === 200)).toHaveLength(11);
+    expect(new Set(results.map((r) => r.body.data.id)).size).toBe(1);
+  });
+});
+
+describe('GET /api/v1/events', () => {
+  it('follows SPEC 4.8 and 6.5 to the letter', async () => {
+    const o = await origin();
+    const ids: string[] = [];
+    for (let v = 1; v <= 5; v++) {
+      const data = { ...samples['crm.demand.created']!.data, after_data: { ...(samples['crm.demand.created']!.data.after_data as object), version: v } };
+      ids.push((await api.request('POST', '/api/v1/events', { key: o.tenant.key, body: { type: 'crm.demand.created', data } })).body.data.id);
+    }
+    const read = (q: string, key = o.tenant.key) => api.request('GET', `/api/v1/events${q}`, { key });
+
+    const all = await read('');
+    expect(all.body.data.map((e: { cursor: string }) => e.cursor)).toEqual(['1', '2', '3', '4', '5']);
+    expect(all.body.paging).toEqual({ cursor: '5', next: null, has_more: false });
+    expect(all.body.data.map((e: { id: string }) => e.id)).toEqual(ids);
+    expect(Object.keys(all.body.data[0]).sort()).toEqual(['created_at', 'cursor', 'data', 'environment', 'external_id', 'id', 'message_id', 'occurred_at', 'type'].sort());
+
+    const page = await read('?after=1&limit=2');
+    expect(page.body.data.map((e: { cursor: string }) => e.cursor)).toEqual(['2', '3']);
+    expect(page.body.paging).toEqual({ cursor: '3', next: '3', has_more: true });
+    expect((await read('?after=1&limit=2')).body).toEqual(page.body);
+    expect((await read('?after=5')).body).toEqual({ data: [], paging: { cursor: '5', next: null, has_more: false } });
+    expect((await read('?after=99')).body.paging).toEqual({ cursor: '99', next: null, has_more: false });
+    expect((await read('?limit=abc')).body.data).toHaveLength(5);
+    expect((await read('?limit=1000')).status).toBe(200);
+    for (const bad of ['-1', 'abc', '1.5', '']) {
+      const res = await read(`?after=${bad}`);
+      expect(res.status, bad).toBe(422);
+      expect(res.body.error.code).toBe('invalid_cursor');
+    }
+  });
+
+  it('keeps environments and Accounts apart', async () => {
+    const o = await origin();
+    const other = await origin();
+    await publish(o, 'crm.demand.created');
+    await publish(o, 'crm.demand.created', { environment: 'sandbox' });
+    const sandboxKey = await o.tenant.keyFor(['events:read'], 'sandbox');
+    const live = await api.request('GET', '/api/v1/events', { key: o.tenant.key });
+    const sandbox = await api.request('GET', '/api/v1/events', { key: sandboxKey });
+    expect(live.body.data.map((e: { environment: string; cursor: string }) => [e.environment, e.cursor])).toEqual([['live', '1']]);
+    expect(sandbox.body.data.map((e: { environment: string; cursor: string }) => [e.environment, e.cursor])).toEqual([['sandbox', '1']]);
+    expect((await api.request('GET', '/api/v1/events', { key: other.tenant.key })).body.data).toEqual([]);
+    const noScope = await o.tenant.keyFor(['webhooks:read']);
+    expect((await api.request('GET', '/api/v1/events', { key: noScope })).status).toBe(403);
+  });
+});
+
+describe('routing to endpoints', () => {
+  it('creates deliveries by category, Customer filter, active and health', async () => {
+    const o = await origin();
+    const db = testDb();
+    const otherCustomer = await createCustomer(db, { accountId: o.tenant.accountId, name: 'B' });
+    const messages = await verifiedEndpoint(o, ['messages']);
+    const statusesOnly = await verifiedEndpoint(o, ['statuses']);
+    const filtered = await verifiedEndpoint(o, ['messages'], { customer_id: o.tenant.customerId });
+    const otherFilter = await verifiedEndpoint(o, ['messages'], { customer_id: otherCustomer.id });
+    const paused = await verifiedEndpoint(o, ['messages'], { health: 'paused' });
+    const inactive = await verifiedEndpoint(o, ['messages'], { active: false });
+    const unverified = (await api.request('POST', '/api/v1/webhooks', { key: o.tenant.key, body: { url: 'https://public.example/h', events: ['messages'] } })).body.data.id;
+    const appMessages = await verifiedEndpoint(o, ['app_messages']);
+
+    const received = await publish(o, 'chatapp.message.received');
+    const d = await deliveriesOf(received.body.data.id);
+    const byEndpoint = Object.fromEntries(d.map((r) => [r.endpoint_id, r]));
+    expect(Object.keys(byEndpoint).sort()).toEqual([messages, filtered, paused].sort());
+    expect(byEndpoint[messages]).toMatchObject({ status: 'pending', held_since: null, idempotency_key: WAMID });
+    expect(byEndpoint[paused].status).toBe('pending');
+    expect(byEndpoint[paused].held_since).not.toBeNull();
+    for (const none of [statusesOnly, otherFilter, inactive, unverified, appMessages]) expect(byEndpoint[none]).toBeUndefined();
+
+    // Sandbox events reach the same endpoints.
+    const sandboxEvent = await api.request('POST', '/api/v1/events', { key: o.tenant.key, body: { type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data, channel_account_id: o.sandbox, environment: 'sandbox' } });
+    const sandboxDeliveries = await deliveriesOf(sandboxEvent.body.data.id);
+    expect(sandboxDeliveries.map((r) => r.endpoint_id).sort()).toEqual([messages, paused].sort());
+
+    // The stream keeps every event whatever the endpoints.
+    const stream = await api.request('GET', '/api/v1/events', { key: o.tenant.key });
+    expect(stream.body.data).toHaveLength(1);
+  });
+});
+
+describe('free-plan cap', () => {
+  async function receivedFor(o: Origin, n: number) {
+    const data = samples['chatapp.message.received']!.data as { message: Record<string, unknown> };
+    const wamid = `wamid.${o.tenant.accountId}.${n}`;
+    const res = await api.request('POST', '/api/v1/events', {
+      key: o.tenant.key,
+      body: { type: 'chatapp.message.received', channel_account_id: o.chatapp, data: { ...data, message: { ...data.message, id: wamid, external_id: wamid } } },
+    });
+    expect(res.status).toBe(201);
+    return res.body.data.id as string;
+  }
+  const usage = async (accountId: string) => (await testDb().query(`SELECT month::text, received_count FROM plan_usage WHERE account_id = $1`, [accountId])).rows;
+  const warnings = async (accountId: string) => (await testDb().query(`SELECT payload->>'count' AS count FROM notifications WHERE account_id = $1 ORDER BY created_at`, [accountId])).rows.map((r) => Number(r.count));
+
+  it('limits the 301st received message on every endpoint, counting it once, and warns at 240 and 300', async () => {
+    const o = await origin('free', new Date('2026-10-05T00:00:00Z'));
+    const a = await verifiedEndpoint(o, ['messages']);
+    const b = await verifiedEndpoint(o, ['messages', 'statuses']);
+    const month = new Date().toISOString().slice(0, 7) + '-01';
+    await testDb().query(`INSERT INTO plan_usage (account_id, month, received_count) VALUES ($1, $2, 238)`, [o.tenant.accountId, month]);
+    await receivedFor(o, 239);
+    expect(await warnings(o.tenant.accountId)).toEqual([]);
+    await receivedFor(o, 240);
+    expect(await warnings(o.tenant.accountId)).toEqual([240]);
+    await testDb().query(`UPDATE plan_usage SET received_count = 298 WHERE account_id = $1`, [o.tenant.accountId]);
+    await receivedFor(o, 299);
+    const at300 = await receivedFor(o, 300);
+    expect((await deliveriesOf(at300)).map((d) => d.status)).toEqual(['pending', 'pending']);
+    const at301 = await receivedFor(o, 301);
+    const limited = await deliveriesOf(at301);
+    expect(limited.map((d) => [d.endpoint_id, d.status]).sort()).toEqual([[a, 'limited'], [b, 'limited']].sort());
+    await receivedFor(o, 302);
+    expect(await usage(o.tenant.accountId)).toEqual([{ month, received_count: 302 }]);
+    expect(await warnings(o.tenant.accountId)).toEqual([240, 300]);
+
+    // Statuses, CRM events and the sandbox do not count; the limited ones are filterable.
+    await publish(o, 'crm.demand.created');
+    await api.request('POST', '/api/v1/events', { key: o.tenant.key, body: { type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data, channel_account_id: o.sandbox, environment: 'sandbox' } });
+    expect((await usage(o.tenant.accountId))[0].received_count).toBe(302);
+    const list = await api.request('GET', '/api/v1/webhook_deliveries?status=limited', { key: o.tenant.key });
+    expect(list.body.data).toHaveLength(4);
+  });
+
+  it('counts nothing without an endpoint, and nothing for paid accounts or an old free account before November', async () => {
+    const lonely = await origin('free', new Date('2026-10-05T00:00:00Z'));
+    await receivedFor(lonely, 1);
+    expect(await usage(lonely.tenant.accountId)).toEqual([]);
+    const paid = await origin('paid');
+    await verifiedEndpoint(paid, ['messages']);
+    await receivedFor(paid, 1);
+    expect(await usage(paid.tenant.accountId)).toEqual([]);
+  });
+});
+
+describe('DELETE /api/v1/contacts/{id}', () => {
+  it('removes the contact\'s events, keeps other cursors, and ends their undelivered deliveries', async () => {
+    const o = await origin();
+    const endpoint = await verifiedEndpoint(o, ['crm', 'messages']);
+    const contact = samples['crm.contact.consent_changed']!.data.contact as { id: string };
+    const consent = await publish(o, 'crm.contact.consent_changed');
+    const demand = samples['crm.demand.created']!.data as { after_data: Record<string, unknown> };
+    const keep = await api.request('POST', '/api/v1/events', { key: o.tenant.key, body: { type: 'crm.demand.created', data: { ...demand, after_data: { ...demand.after_data, contact_id: 'someone-else' } } } });
+    const stage = await publish(o, 'crm.contact.stage_changed');
+    const opportunity = await publish(o, 'crm.opportunity.created');
+    expect((samples['crm.opportunity.created']!.data.after_data as { contact_id: string }).contact_id).toBe(contact.id);
+    expect([consent.body.data.cursor, keep.body.data.cursor, stage.body.data.cursor, opportunity.body.data.cursor]).toEqual(['1', '2', '3', '4']);
+    await testDb().query(`UPDATE deliveries SET status = 'success' WHERE event_id = $1`, [stage.body.data.id]);
+
+    const res = await api.request('DELETE', `/api/v1/contacts/${contact.id}`, { key: o.tenant.key });
+    expect(res.status).toBe(204);
+    const stream = await api.request('GET', '/api/v1/events', { key: o.tenant.key });
+    expect(stream.body.data.map((e: { cursor: string; id: string }) => [e.cursor, e.id])).toEqual([['2', keep.body.data.id]]);
+    expect((await deliveriesOf(consent.body.data.id))[0]).toMatchObject({ endpoint_id: endpoint, status: 'exhausted', terminal_reason: 'event_deleted' });
+    expect((await deliveriesOf(stage.body.data.id))[0]).toMatchObject({ status: 'success', terminal_reason: null });
+
+    // The next event continues after the highest cursor handed out, never reusing a deleted one.
+    const next = await api.request('POST', '/api/v1/events', { key: o.tenant.key, body: { type: 'crm.demand.created', data: { ...demand, after_data: { ...demand.after_data, version: 99, contact_id: 'someone-else' } } } });
+    expect(next.body.data.cursor).toBe('5');
+    expect((await api.request('DELETE', `/api/v1/contacts/${contact.id}`, { key: o.tenant.key })).status).toBe(404);
+    const other = await origin();
+    expect((await api.request('DELETE', `/api/v1/contacts/${contact.id}`, { key: other.tenant.key })).status).toBe(404);
+  });
+});
+
+describe('GET /api/v1/event_types', () => {
+  it('serves the catalog with JSON Schemas', async () => {
+    const o = await origin();
+    const res = await api.request('GET', '/api/v1/event_types', { key: o.tenant.key });
+    expect(res.status).toBe(200);
+    const received = res.body.data.find((t: { name: string }) => t.name === 'chatapp.message.received');
+    expect(received).toMatchObject({ category: 'messages', in_stream: true });
+    expect(received.schema.type).toBe('object');
+    expect(res.body.data.find((t: { name: string }) => t.name === 'webhook.test')).toMatchObject({ category: null, in_stream: false });
+  });
+});
