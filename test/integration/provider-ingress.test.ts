@@ -1,0 +1,213 @@
+/** The messaging provider's webhook end to end on real Postgres: signature, mapping, directory, stream. */
+import crypto from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getEventDefinition } from '../../core/catalog/index.js';
+import { webhookBody } from '../../core/webhook-body.js';
+import { createChannelAccount } from '../../db/directory.js';
+import type { EventRow } from '../../db/events.js';
+import { registerOutboundMessage } from '../../db/messaging.js';
+import { createTenant, PROVIDER_APP_SECRET, PROVIDER_VERIFY_TOKEN, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(() => api.close());
+
+const T = '1795341600'; // 2026-11-22T10:00:00Z
+
+interface Setup {
+  tenant: Tenant;
+  waba: string;
+  pnid: string;
+  sandboxPnid: string;
+  channelAccountId: string;
+  endpointId: string;
+}
+
+async function setup(): Promise<Setup> {
+  const tenant = await createTenant();
+  const suffix = crypto.randomBytes(5).toString('hex');
+  const waba = `waba${suffix}`;
+  const pnid = `pn${suffix}`;
+  const sandboxPnid = `sb${suffix}`;
+  const ca = await createChannelAccount(testDb(), { accountId: tenant.accountId, customerId: tenant.customerId, channel: 'chatapp', display: '+1 555-078-3881', phoneNumberId: pnid, wabaId: waba });
+  await createChannelAccount(testDb(), { accountId: tenant.accountId, channel: 'chatapp', display: 'Sandbox', phoneNumberId: sandboxPnid, wabaId: `sbwaba${suffix}`, environment: 'sandbox' });
+  const ep = await api.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url: 'https://public.example/h', events: ['messages', 'statuses', 'account', 'app_messages'] } });
+  await testDb().query(`UPDATE endpoints SET health_status = 'healthy', verified_at = now() WHERE id = $1`, [ep.body.data.id]);
+  return { tenant, waba, pnid, sandboxPnid, channelAccountId: ca.id, endpointId: ep.body.data.id };
+}
+
+function envelope(waba: string, field: string, value: unknown) {
+  return { object: 'whatsapp_business_account', entry: [{ id: waba, time: Number(T), changes: [{ field, value }] }] };
+}
+
+async function post(body: unknown, opts: { secret?: string; signature?: string; raw?: string } = {}) {
+  const raw = opts.raw ?? JSON.stringify(body);
+  const signature = opts.signature ?? `sha256=${crypto.createHmac('sha256', opts.secret ?? PROVIDER_APP_SECRET).update(raw).digest('hex')}`;
+  return api.request('POST', '/provider/chatapp/webhook', { rawBody: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature } });
+}
+
+async function stream(s: Setup, environment: 'live' | 'sandbox' = 'live') {
+  const key = environment === 'live' ? s.tenant.key : await s.tenant.keyFor(['events:read'], 'sandbox');
+  return (await api.request('GET', '/api/v1/events?limit=100', { key })).body.data as Array<Record<string, any>>;
+}
+
+const textMessage = (s: Setup, id: string, pnid = s.pnid) =>
+  envelope(s.waba, 'messages', {
+    messaging_product: 'whatsapp',
+    metadata: { display_phone_number: '15550783881', phone_number_id: pnid },
+    contacts: [{ profile: { name: 'Maria Souza' }, wa_id: '5511999998888' }],
+    messages: [{ from: '5511999998888', id, timestamp: T, type: 'text', text: { body: 'Vocês abrem sábado?' } }],
+  });
+
+describe('provider webhook', () => {
+  it('answers the subscription handshake only with the right token', async () => {
+    const ok = await api.request('GET', `/provider/chatapp/webhook?hub.mode=subscribe&hub.verify_token=${PROVIDER_VERIFY_TOKEN}&hub.challenge=1158201444`);
+    expect(ok.status).toBe(200);
+    expect(ok.text).toBe('1158201444');
+    const bad = await api.request('GET', '/provider/chatapp/webhook?hub.mode=subscribe&hub.verify_token=wrong&hub.challenge=1');
+    expect(bad.status).toBe(403);
+  });
+
+  it('refuses a bad or missing signature and stores nothing', async () => {
+    const s = await setup();
+    const body = textMessage(s, 'wamid.sig');
+    expect((await post(body, { secret: 'not-the-secret' })).status).toBe(401);
+    expect((await post(body, { signature: '' })).status).toBe(401);
+    expect((await post(body, { signature: 'sha256=zz' })).status).toBe(401);
+    expect(await stream(s)).toEqual([]);
+  });
+
+  it('turns an incoming message into one event with contact, message and exact bodies; redeliveries add nothing', async () => {
+    const s = await setup();
+    const wamid = `wamid.in.${s.pnid}`;
+    const res = await post(textMessage(s, wamid));
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ received: true, events: 1 });
+    expect((await post(textMessage(s, wamid))).body.events).toBe(1);
+
+    const items = await stream(s);
+    expect(items).toHaveLength(1);
+    const item = items[0]!;
+    const { rows: contacts } = await testDb().query(`SELECT id FROM contacts WHERE channel_account_id = $1`, [s.channelAccountId]);
+    const { rows: messages } = await testDb().query(`SELECT id, conversation_id FROM messages WHERE external_id = $1`, [wamid]);
+    expect(contacts).toHaveLength(1);
+    expect(item).toEqual({
+      id: expect.any(String),
+      cursor: '1',
+      type: 'chatapp.message.received',
+      environment: 'live',
+      message_id: wamid,
+      external_id: wamid,
+      message_resource_id: messages[0].id,
+      occurred_at: '2026-11-22T10:00:00.000Z',
+      created_at: expect.any(String),
+      data: {
+        phone_number_id: s.pnid,
+        message: {
+          id: wamid,
+          external_id: wamid,
+          resource_id: messages[0].id,
+          conversation_id: messages[0].conversation_id,
+          contact_id: contacts[0].id,
+          direction: 'inbound',
+          type: 'text',
+          status: 'received',
+          content: { body: 'Vocês abrem sábado?' },
+          context: null,
+          timestamp: '2026-11-22T10:00:00.000Z',
+        },
+        contact: { id: contacts[0].id, wa_id: '5511999998888', user_id: null, username: null, phone: '5511999998888', profile_name: 'Maria Souza', metadata: {} },
+      },
+    });
+
+    const row = (await testDb().query<EventRow>(`SELECT * FROM events WHERE id = $1`, [item.id])).rows[0]!;
+    expect(row.idempotency_key).toBe(wamid);
+    expect(webhookBody(getEventDefinition('chatapp.message.received')!, row)).toEqual({
+      event: 'chatapp.message.received',
+      customer_id: s.tenant.customerId,
+      environment: 'live',
+      channel: 'chatapp',
+      channel_account: { id: s.channelAccountId, channel: 'chatapp', display: '+1 555-078-3881' },
+      external_id: wamid,
+      phone_number_id: s.pnid,
+      message: { from: '5511999998888', id: wamid, timestamp: T, type: 'text', text: { body: 'Vocês abrem sábado?' }, external_id: wamid },
+      contact: { wa_id: '5511999998888', user_id: null, username: null, phone: '5511999998888', profile_name: 'Maria Souza', metadata: {} },
+    });
+    const { rows: deliveries } = await testDb().query(`SELECT endpoint_id, status, idempotency_key FROM deliveries WHERE event_id = $1`, [item.id]);
+    expect(deliveries).toEqual([{ endpoint_id: s.endpointId, status: 'pending', idempotency_key: wamid }]);
+  });
+
+  it('gives the sandbox number sandbox events, in the sandbox stream', async () => {
+    const s = await setup();
+    await post(textMessage(s, `wamid.sb.${s.pnid}`, s.sandboxPnid));
+    expect(await stream(s)).toEqual([]);
+    const sandbox = await stream(s, 'sandbox');
+    expect(sandbox.map((e) => [e.type, e.environment, e.cursor])).toEqual([['chatapp.message.received', 'sandbox', '1']]);
+  });
+
+  it('emits statuses only for registered messages, and nothing for deleted or warning', async () => {
+    const s = await setup();
+    const sent = `wamid.out.${s.pnid}`;
+    const registered = await registerOutboundMessage(testDb(), { accountId: s.tenant.accountId, channelAccountId: s.channelAccountId, externalId: sent });
+    const statuses = (list: unknown[]) => envelope(s.waba, 'messages', { messaging_product: 'whatsapp', metadata: { display_phone_number: '15550783881', phone_number_id: s.pnid }, statuses: list });
+    const status = (id: string, st: string, extra: Record<string, unknown> = {}) => ({ id, status: st, timestamp: T, recipient_id: '5511999998888', ...extra });
+    const res = await post(
+      statuses([
+        status(sent, 'sent', { pricing: { billable: true, pricing_model: 'PMP', category: 'utility', type: 'regular' }, conversation: { id: 'conv1', expiration_timestamp: '1795428000' } }),
+        status(sent, 'delivered'),
+        status(sent, 'deleted'),
+        status(sent, 'warning'),
+        status('wamid.unknown', 'read'),
+        status(sent, 'failed', { errors: [{ code: 131026, title: 'Message undeliverable', message: 'Message undeliverable', error_data: { details: 'Receiver is incapable of receiving this message' } }] }),
+      ]),
+    );
+    expect(res.status).toBe(200);
+    const items = await stream(s);
+    expect(items.map((e) => e.type)).toEqual(['chatapp.message.sent', 'chatapp.message.delivered', 'chatapp.message.failed']);
+    for (const e of items) expect(e).toMatchObject({ message_id: sent, external_id: sent, message_resource_id: registered.id });
+    expect(items[1]!.data).toEqual({ phone_number_id: s.pnid, status: 'delivered', message_id: sent, recipient_id: '5511999998888' });
+    expect(items[0]!.data.conversation).toEqual({ id: 'conv1', expiration_timestamp: '1795428000' });
+    expect(items[2]!.data.errors[0].code).toBe(131026);
+    const keys = (await testDb().query(`SELECT idempotency_key FROM events WHERE account_id = $1 ORDER BY cursor`, [s.tenant.accountId])).rows.map((r) => r.idempotency_key);
+    expect(keys).toEqual([`${sent}:sent`, `${sent}:delivered`, `${sent}:failed`]);
+  });
+
+  it('maps account updates (always live, resolved through waba_id) and tier changes', async () => {
+    const s = await setup();
+    await post(envelope(s.waba, 'account_update', { event: 'ACCOUNT_VIOLATION', violation_info: { violation_type: 'SPAM' } }));
+    await post(envelope(s.waba, 'phone_number_quality_update', { display_phone_number: '15550783881', event: 'UPGRADE', current_limit: 'TIER_10K' }));
+    await post(envelope(s.waba, 'phone_number_quality_update', { display_phone_number: '15550783881', event: 'FLAGGED', current_limit: 'TIER_NOT_SET' }));
+    await post(envelope(s.waba, 'message_template_status_update', { event: 'APPROVED', message_template_id: 1 }));
+    const items = await stream(s);
+    expect(items.map((e) => e.type)).toEqual(['chatapp.account.updated', 'chatapp.phone_number.quality_updated']);
+    expect(items[0]!.data).toMatchObject({ waba_id: s.waba, account_event: 'ACCOUNT_VIOLATION', violation_type: 'SPAM' });
+    expect(items[1]!.data).toMatchObject({ waba_id: s.waba, phone_number_id: s.pnid, messaging_limit_tier: 'TIER_10K' });
+    const row = (await testDb().query<EventRow>(`SELECT * FROM events WHERE id = $1`, [items[0]!.id])).rows[0]!;
+    const body = webhookBody(getEventDefinition('chatapp.account.updated')!, row);
+    expect(body).toMatchObject({ event: 'chatapp.account.updated', customer_id: s.tenant.customerId, environment: 'live' });
+    expect(body).not.toHaveProperty('channel');
+  });
+
+  it('answers 200 to a notification it cannot use, records it, and stores none of it', async () => {
+    const s = await setup();
+    const good = textMessage(s, `wamid.half.${s.pnid}`);
+    const half = { ...good, entry: [...good.entry, { id: s.waba, changes: [{ field: 'messages', value: { metadata: { display_phone_number: '1' }, messages: [{ id: 'x', type: 'text' }] } }] }] };
+    const res = await post(half);
+    expect(res.status).toBe(200);
+    expect(res.body.events).toBe(0);
+    expect(await stream(s)).toEqual([]);
+    const notJson = await post(undefined, { raw: '{"object":' });
+    expect(notJson.status).toBe(200);
+    const { rows } = await testDb().query(`SELECT reason FROM provider_rejections WHERE body LIKE $1 OR body = '{"object":'`, [`%wamid.half.${s.pnid}%`]);
+    expect(rows.map((r) => r.reason).join(' | ')).toContain('phone_number_id');
+    expect(rows.length).toBe(2);
+  });
+
+  it('ignores numbers that are not on the platform', async () => {
+    const s = await setup();
+    const res = await post(textMessage(s, 'wamid.stranger', 'pn-not-ours'));
+    expect(res.body).toEqual({ received: true, events: 0 });
+  });
+});
