@@ -27,16 +27,9 @@ export interface EventRow {
 
 export type NewEvent = Omit<EventRow, 'id' | 'cursor' | 'created_at'>;
 
-/**
- * Takes the stream head's row lock (creating the head on first use). Held until commit, it
- * serializes the writers of one stream, so cursors commit in order and without holes.
- */
-export async function lockStreamHead(tx: Queryable, accountId: string, environment: Environment): Promise<void> {
-  await tx.query(
-    `INSERT INTO stream_heads (account_id, environment, last_cursor) VALUES ($1, $2, 0)
-     ON CONFLICT (account_id, environment) DO UPDATE SET last_cursor = stream_heads.last_cursor`,
-    [accountId, environment],
-  );
+/** Creates the stream's head row on first use; a no-op once it exists. */
+export async function ensureStreamHead(tx: Queryable, accountId: string, environment: Environment): Promise<void> {
+  await tx.query(`INSERT INTO stream_heads (account_id, environment, last_cursor) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING`, [accountId, environment]);
 }
 
 export async function findEventByKey(db: Queryable, accountId: string, environment: Environment, key: string): Promise<EventRow | undefined> {
@@ -44,8 +37,14 @@ export async function findEventByKey(db: Queryable, accountId: string, environme
   return rows[0];
 }
 
-/** Appends under the head lock taken by lockStreamHead in the same transaction. */
-export async function appendEvent(tx: Queryable, e: NewEvent): Promise<EventRow> {
+/**
+ * Appends an event at the next cursor. Incrementing the head takes its row lock, held until
+ * commit: writers of one stream are serialized, so cursors commit in order and without
+ * holes, and a reader that saw cursor N+1 could already see N.
+ * Returns undefined when the head does not exist yet or the idempotency key is taken; the
+ * caller then rolls back, which also returns the cursor.
+ */
+export async function appendEvent(tx: Queryable, e: NewEvent): Promise<EventRow | undefined> {
   const { rows } = await tx.query<EventRow>(
     `WITH head AS (
        UPDATE stream_heads SET last_cursor = last_cursor + 1 WHERE account_id = $1 AND environment = $2 RETURNING last_cursor
@@ -53,6 +52,7 @@ export async function appendEvent(tx: Queryable, e: NewEvent): Promise<EventRow>
      INSERT INTO events (account_id, environment, cursor, type, idempotency_key, customer_id, channel, channel_account_id, channel_account,
                          external_id, message_id, message_resource_id, contact_ref, data, stream_data, occurred_at)
      SELECT $1, $2, head.last_cursor, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 FROM head
+     ON CONFLICT (account_id, environment, idempotency_key) DO NOTHING
      RETURNING *`,
     [
       e.account_id,
@@ -72,7 +72,7 @@ export async function appendEvent(tx: Queryable, e: NewEvent): Promise<EventRow>
       e.occurred_at,
     ],
   );
-  return rows[0]!;
+  return rows[0];
 }
 
 /** One page of the stream: an index seek on (account, environment, cursor), whatever the position. */

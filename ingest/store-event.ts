@@ -7,7 +7,7 @@ import { streamData, type EventDefinition, type StreamContext } from '../core/ca
 import { capApplies, judgeCount, usageMonth } from '../core/free-plan.js';
 import { insertEventDeliveries, type NewEventDelivery } from '../db/deliveries.js';
 import { getAccount, type ChannelAccount } from '../db/directory.js';
-import { appendEvent, findEventByKey, lockStreamHead, type Environment, type EventRow } from '../db/events.js';
+import { appendEvent, ensureStreamHead, findEventByKey, type Environment, type EventRow } from '../db/events.js';
 import { countReceived, enqueueNotification } from '../db/plan-usage.js';
 import { inTransaction, type Db } from '../db/pool.js';
 
@@ -33,45 +33,61 @@ export interface StoredEvent {
   deliveries: NewEventDelivery[];
 }
 
+/** Thrown inside the transaction when a concurrent twin won the idempotency key. */
+class DuplicateEvent extends Error {}
+
 export async function storeEvent(db: Db, e: IngestEvent, now: Date = new Date()): Promise<StoredEvent> {
   const key = e.def.idempotencyKey(e.data, e.refs);
-  return inTransaction(db, async (tx) => {
-    await lockStreamHead(tx, e.accountId, e.environment);
-    // Checked under the head lock: a concurrent twin has either committed (found here) or not started.
-    const existing = await findEventByKey(tx, e.accountId, e.environment, key);
-    if (existing) return { created: false, event: existing, deliveries: [] };
+  // Provider redeliveries are common: answer them without taking the stream's lock.
+  const known = await findEventByKey(db, e.accountId, e.environment, key);
+  if (known) return { created: false, event: known, deliveries: [] };
+  try {
+    return await inTransaction(db, async (tx) => {
+      // Read before the append so the stream's lock is held for as few round trips as possible.
+      const { rows: endpoints } = await tx.query<RoutableEndpoint>(
+        `SELECT id, customer_id, events, active, health_status FROM endpoints WHERE account_id = $1 AND deleted_at IS NULL`,
+        [e.accountId],
+      );
+      const row = {
+        account_id: e.accountId,
+        environment: e.environment,
+        type: e.def.type,
+        idempotency_key: key,
+        customer_id: e.customerId,
+        channel: e.channelAccount?.channel ?? null,
+        channel_account_id: e.channelAccount?.id ?? null,
+        channel_account: e.channelAccount ? { id: e.channelAccount.id, channel: e.channelAccount.channel, display: e.channelAccount.display } : null,
+        external_id: e.externalId,
+        message_id: e.def.hasExternalId && e.channelAccount?.channel === 'chatapp' ? e.externalId : null,
+        message_resource_id: e.messageResourceId,
+        contact_ref: e.contactRef,
+        data: e.data,
+        stream_data: streamData(e.def, e.data, e.streamContext),
+        occurred_at: e.occurredAt,
+      };
+      let event = await appendEvent(tx, row);
+      if (!event) {
+        // Either the stream's first event (no head yet) or a twin committed first: a second try tells them apart.
+        await ensureStreamHead(tx, e.accountId, e.environment);
+        event = await appendEvent(tx, row);
+        if (!event) throw new DuplicateEvent();
+      }
 
-    const event = await appendEvent(tx, {
-      account_id: e.accountId,
-      environment: e.environment,
-      type: e.def.type,
-      idempotency_key: key,
-      customer_id: e.customerId,
-      channel: e.channelAccount?.channel ?? null,
-      channel_account_id: e.channelAccount?.id ?? null,
-      channel_account: e.channelAccount ? { id: e.channelAccount.id, channel: e.channelAccount.channel, display: e.channelAccount.display } : null,
-      external_id: e.externalId,
-      message_id: e.def.hasExternalId && e.channelAccount?.channel === 'chatapp' ? e.externalId : null,
-      message_resource_id: e.messageResourceId,
-      contact_ref: e.contactRef,
-      data: e.data,
-      stream_data: streamData(e.def, e.data, e.streamContext),
-      occurred_at: e.occurredAt,
+      const admissions = admit(e.def, e.customerId, endpoints);
+      let limited = false;
+      if (e.def.countsTowardFreePlan && e.environment === 'live' && admissions.length > 0) {
+        limited = await countTowardFreePlan(tx, e.accountId, now);
+      }
+      const deliveries: NewEventDelivery[] = admissions.map((a) => ({ endpointId: a.endpointId, held: limited ? false : a.held, status: limited ? 'limited' : 'pending' }));
+      await insertEventDeliveries(tx, { accountId: e.accountId, eventId: event.id, eventType: e.def.type, idempotencyKey: key, environment: e.environment }, deliveries);
+      return { created: true, event, deliveries };
     });
-
-    const { rows: endpoints } = await tx.query<RoutableEndpoint>(
-      `SELECT id, customer_id, events, active, health_status FROM endpoints WHERE account_id = $1 AND deleted_at IS NULL`,
-      [e.accountId],
-    );
-    const admissions = admit(e.def, e.customerId, endpoints);
-    let limited = false;
-    if (e.def.countsTowardFreePlan && e.environment === 'live' && admissions.length > 0) {
-      limited = await countTowardFreePlan(tx, e.accountId, now);
-    }
-    const deliveries: NewEventDelivery[] = admissions.map((a) => ({ endpointId: a.endpointId, held: limited ? false : a.held, status: limited ? 'limited' : 'pending' }));
-    await insertEventDeliveries(tx, { accountId: e.accountId, eventId: event.id, eventType: e.def.type, idempotencyKey: key, environment: e.environment }, deliveries);
-    return { created: true, event, deliveries };
-  });
+  } catch (err) {
+    if (!(err instanceof DuplicateEvent)) throw err;
+    const twin = await findEventByKey(db, e.accountId, e.environment, key);
+    if (!twin) throw new Error(`event ${key} conflicted but cannot be found`);
+    return { created: false, event: twin, deliveries: [] };
+  }
 }
 
 /** Counts a forwarded received message; true when it is past the month's cap. */
