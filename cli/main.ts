@@ -6,7 +6,9 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { issueApiKey } from '../db/api-keys.js';
-import { createAccount, createChannelAccount, createCustomer, getAccount } from '../db/directory.js';
+import { createAccount, createChannelAccount, createCustomer, deleteAccount, getAccount } from '../db/directory.js';
+import { deleteEventsWhere } from '../db/events.js';
+import { inTransaction } from '../db/pool.js';
 import { migrate } from '../db/migrate.js';
 import { createPool, type Db } from '../db/pool.js';
 import { runningEmbeddedPostgresUrl, startEmbeddedPostgres } from '../dev/embedded-postgres.js';
@@ -20,7 +22,9 @@ const USAGE = `usage:
   key create --account ID --env live|sandbox --scopes s1,s2,...   (scopes: ${SCOPES.join(', ')})
   customer create --account ID --name N
   channel-account create --account ID [--customer ID] --channel chatapp|photoapp --display D
-                         [--phone-number-id P] [--waba-id W] [--environment live|sandbox]`;
+                         [--phone-number-id P] [--waba-id W] [--environment live|sandbox]
+  channel-account delete --id ID   (removes it with its contacts, messages and events)
+  account delete --id ID           (removes the Account and everything it owns)`;
 
 function parse<S extends z.ZodType>(schema: S, values: unknown): z.infer<S> {
   const result = schema.safeParse(values);
@@ -55,6 +59,7 @@ async function run(db: Db, command: string, args: string[]): Promise<unknown> {
       'phone-number-id': { type: 'string' },
       'waba-id': { type: 'string' },
       environment: { type: 'string' },
+      id: { type: 'string' },
     },
   });
   switch (command) {
@@ -117,6 +122,22 @@ async function run(db: Db, command: string, args: string[]): Promise<unknown> {
         environment: v.environment,
       });
       return { ...ca, created_at: ca.created_at.toISOString() };
+    }
+    case 'channel-account delete': {
+      const v = parse(z.object({ id: uuid }), { id: values.id });
+      return inTransaction(db, async (tx) => {
+        const { rows } = await tx.query<{ account_id: string }>('SELECT account_id FROM channel_accounts WHERE id = $1 FOR UPDATE', [v.id]);
+        if (rows.length === 0) throw new UsageError(`channel account ${v.id} does not exist`);
+        // Events first, so their undelivered deliveries end as event_deleted instead of vanishing.
+        const events = await deleteEventsWhere(tx, { accountId: rows[0]!.account_id, channelAccountId: v.id });
+        await tx.query('DELETE FROM channel_accounts WHERE id = $1', [v.id]);
+        return { deleted: v.id, events_removed: events };
+      });
+    }
+    case 'account delete': {
+      const v = parse(z.object({ id: uuid }), { id: values.id });
+      if (!(await deleteAccount(db, v.id))) throw new UsageError(`account ${v.id} does not exist`);
+      return { deleted: v.id };
     }
     default:
       throw new UsageError(`unknown command "${command}"\n${USAGE}`);

@@ -102,3 +102,9 @@ export async function findChannelAccountByDisplay(db: Queryable, wabaId: string,
   );
   return rows[0];
 }
+
+/** Removes an Account and, by cascade, everything it owns: keys, endpoints, deliveries, the stream. */
+export async function deleteAccount(db: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await db.query(`DELETE FROM accounts WHERE id = $1`, [id]);
+  return rowCount === 1;
+}

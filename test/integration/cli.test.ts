@@ -5,6 +5,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { projectRoot } from '../../dev/tools.js';
+import { samples } from '../support/catalog-samples.js';
 import { startTestApi, testDb, type TestApi } from '../support/harness.js';
 
 const exec = promisify(execFile);
@@ -46,6 +47,31 @@ describe('operator CLI', () => {
 
     const { rows } = await testDb().query(`SELECT a::text AS dump FROM api_keys a WHERE id = $1`, [key.id]);
     expect(rows[0].dump).not.toContain(key.key);
+  });
+
+  it('deletes a channel account with its events, and an Account with everything', async () => {
+    const a = JSON.parse((await cli('account', 'create', '--name', 'Gone Co', '--owner-email', 'ops@gone.test')).stdout);
+    const key = JSON.parse((await cli('key', 'create', '--account', a.id, '--env', 'live', '--scopes', 'webhooks:read,webhooks:write,events:read,events:write')).stdout).key;
+    const ca = JSON.parse((await cli('channel-account', 'create', '--account', a.id, '--channel', 'photoapp', '--display', '@gone')).stdout);
+    const ep = (await api.request('POST', '/api/v1/webhooks', { key, body: { url: 'https://public.example/h', events: ['messages', 'crm'] } })).body.data;
+    await testDb().query(`UPDATE endpoints SET health_status = 'healthy' WHERE id = $1`, [ep.id]);
+    const sample = samples['photoapp.message.received']!;
+    const photo = await api.request('POST', '/api/v1/events', { key, body: { type: 'photoapp.message.received', data: sample.data, channel_account_id: ca.id } });
+    const crm = await api.request('POST', '/api/v1/events', { key, body: { type: 'crm.demand.created', data: samples['crm.demand.created']!.data } });
+    expect([photo.status, crm.status]).toEqual([201, 201]);
+
+    const removed = await cli('channel-account', 'delete', '--id', ca.id);
+    expect(JSON.parse(removed.stdout)).toEqual({ deleted: ca.id, events_removed: 1 });
+    const stream = await api.request('GET', '/api/v1/events', { key });
+    expect(stream.body.data.map((e: { cursor: string; type: string }) => [e.cursor, e.type])).toEqual([['2', 'crm.demand.created']]);
+    const { rows } = await testDb().query(`SELECT status, terminal_reason FROM deliveries WHERE event_id = $1`, [photo.body.data.id]);
+    expect(rows).toEqual([{ status: 'exhausted', terminal_reason: 'event_deleted' }]);
+
+    expect((await cli('account', 'delete', '--id', a.id)).code).toBe(0);
+    expect((await api.request('GET', '/api/v1/events', { key })).status).toBe(401);
+    const { rows: left } = await testDb().query(`SELECT count(*)::int AS n FROM events WHERE account_id = $1`, [a.id]);
+    expect(left[0].n).toBe(0);
+    expect((await cli('account', 'delete', '--id', a.id)).code).not.toBe(0);
   });
 
   it('fails with a clear message on stderr and a non-zero exit', async () => {
