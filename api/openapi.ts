@@ -9,11 +9,16 @@ import {
   Endpoint,
   EndpointWithSecret,
   ErrorEnvelope,
+  EventType,
   ListQuery,
   Paging,
+  StreamItem,
+  StreamPaging,
+  StreamQuery,
   TestResult,
   UpdateEndpointBody,
 } from './schemas.js';
+import { PublishBody } from '../ingest/publish.js';
 
 function errors(...codes: number[]) {
   const out: Record<number, { description: string; content: { 'application/json': { schema: typeof ErrorEnvelope } } }> = {};
@@ -63,6 +68,29 @@ export function buildOpenApiDocument() {
   registry.registerPath({
     method: 'get', path: '/api/v1/webhook_deliveries/{id}', summary: 'One delivery with its attempts', security, request: { params: idParam },
     responses: { 200: json(z.object({ data: DeliveryDetail })), ...errors(404) },
+  });
+
+  registry.registerPath({
+    method: 'post', path: '/api/v1/events', summary: 'Publish a catalog event (201 stored, 200 already known)', security,
+    request: { body: { content: { 'application/json': { schema: PublishBody.openapi('PublishEvent') } } } },
+    responses: { 201: json(z.object({ data: StreamItem }), 'Stored'), 200: json(z.object({ data: StreamItem }), 'Already stored: the first event'), ...errors(422) },
+  });
+  registry.registerPath({
+    method: 'get', path: '/api/v1/events', summary: 'Read the durable stream of the key\'s Account and environment', security, request: { query: StreamQuery },
+    responses: { 200: json(z.object({ data: z.array(StreamItem), paging: StreamPaging })), ...errors(422) },
+  });
+  registry.registerPath({
+    method: 'get', path: '/api/v1/event_types', summary: 'The event catalog with the JSON Schema of each payload', security,
+    responses: { 200: json(z.object({ data: z.array(EventType) })) },
+  });
+  registry.registerPath({
+    method: 'delete', path: '/api/v1/contacts/{id}', summary: 'Delete a contact and its events from the stream', security, request: { params: z.object({ id: z.string() }) },
+    responses: { 204: { description: 'Deleted' }, ...errors(404) },
+  });
+  registry.registerPath({
+    method: 'post', path: '/provider/chatapp/webhook', summary: 'Messaging provider webhook (X-Hub-Signature-256), not for API clients',
+    request: { body: { content: { 'application/json': { schema: z.record(z.string(), z.unknown()) } } } },
+    responses: { 200: json(z.object({ received: z.boolean(), events: z.number().int().optional() })), 401: { description: 'Bad signature', content: { 'application/json': { schema: ErrorEnvelope } } } },
   });
 
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({

@@ -130,3 +130,31 @@ export const DeliveryListQuery = ListQuery.extend({
   status: z.string().optional().openapi({ description: `One of ${DELIVERY_STATUSES.join(', ')}.` }),
   event_type: z.string().optional(),
 });
+
+export const StreamItem = z
+  .object({
+    id: Uuid,
+    cursor: z.string().openapi({ description: 'Integer position, as a string.' }),
+    type: z.string(),
+    environment: z.enum(['live', 'sandbox']),
+    message_id: z.string().nullable(),
+    external_id: z.string().nullable(),
+    message_resource_id: Uuid.optional().openapi({ description: 'Present when the platform has the message.' }),
+    occurred_at: Timestamp,
+    created_at: Timestamp,
+    data: z.record(z.string(), z.unknown()),
+  })
+  .openapi('StreamItem');
+
+export const StreamPaging = z
+  .object({ cursor: z.string(), next: z.string().nullable(), has_more: z.boolean() })
+  .openapi('StreamPaging');
+
+export const StreamQuery = z.object({
+  after: z.string().optional().openapi({ description: 'Exclusive cursor, a non-negative integer (default 0); anything else is 422 invalid_cursor.' }),
+  limit: z.string().optional().openapi({ description: 'Default 20, at most 100; an invalid value falls back to 20.' }),
+});
+
+export const EventType = z
+  .object({ name: z.string(), category: z.string().nullable(), description: z.string(), in_stream: z.boolean(), schema: z.record(z.string(), z.unknown()) })
+  .openapi('EventType');
