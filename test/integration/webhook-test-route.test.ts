@@ -1,6 +1,7 @@
 /** POST /api/v1/webhooks/{id}/test against a real local HTTPS receiver. */
 import crypto from 'node:crypto';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { logger } from '../../runtime/logger.js';
 import { TEST_MESSAGE } from '../../api/routes/webhooks.js';
 import { createTenant, staticResolver, startTestApi, TEST_HOSTS, testDb, type Tenant, type TestApi } from '../support/harness.js';
 import { startReceiver, type Receiver } from '../support/https-receiver.js';
@@ -164,6 +165,34 @@ describe('test delivery', () => {
       expect(detail.body.data.attempts_log[0].error).toBe('blocked_destination');
     } finally {
       hosts['rebind.test'] = ['93.184.215.14'];
+    }
+  });
+
+  it('logs neither the secret nor the Authorization value, at any level', async () => {
+    const captured: string[] = [];
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      captured.push(String(chunk));
+      return true;
+    });
+    const level = logger.level;
+    logger.level = 'trace';
+    try {
+      const secret = `whsec_log_${crypto.randomBytes(16).toString('hex')}`;
+      const auth = `Bearer log-${crypto.randomBytes(8).toString('hex')}`;
+      const ep = await endpoint({ secret });
+      await api.request('PATCH', `/api/v1/webhooks/${ep.id}`, { key: tenant.key, body: { headers: { Authorization: auth }, secret: `${secret}-2` } });
+      await api.request('POST', `/api/v1/webhooks/${ep.id}/test`, { key: tenant.key });
+      receiver.reply({ status: 500 });
+      await api.request('POST', `/api/v1/webhooks/${ep.id}/test`, { key: tenant.key });
+      await api.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url: receiver.url(), events: ['messages'], secret: `${secret}\n` } });
+      const text = captured.join('');
+      expect(text).toContain('"msg":"request"');
+      expect(text).not.toContain(secret);
+      expect(text).not.toContain(auth);
+      expect(text).not.toContain(tenant.key);
+    } finally {
+      logger.level = level;
+      spy.mockRestore();
     }
   });
 
