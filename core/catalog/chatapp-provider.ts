@@ -260,22 +260,11 @@ export function mapChatappWebhook(body: unknown): { facts: ProviderFact[]; ignor
           const contacts = value.contacts ?? [];
           (value.messages ?? []).forEach((raw, i) => {
             items++;
-            const m = parseAt(messageInSchema, raw, `${at}.messages[${i}]`);
+            const path = `${at}.messages[${i}]`;
+            const m = parseAt(messageInSchema, raw, path);
             const sender = contactFor(contacts, present(m.from), present(m.from_user_id));
-            if (m.type === 'edit' || m.type === 'revoke') {
-              const fact = editOrRevoke(m.type, raw as Record<string, unknown>, `${at}.messages[${i}]`, base, 'contact', m.id, m.timestamp, sender);
-              if (fact) facts.push(fact);
-              return;
-            }
-            if (sender === null) return; // no sender identity: cannot attribute the message
-            facts.push({
-              kind: 'message',
-              ...base,
-              displayPhoneNumber: present(value.metadata.display_phone_number),
-              message: raw as Record<string, unknown>,
-              contact: sender,
-              occurredAt: unixSecondsToIso(m.timestamp),
-            });
+            const fact = messageLikeFact('message', 'contact', raw as Record<string, unknown>, path, base, present(value.metadata.display_phone_number), m, sender);
+            if (fact) facts.push(fact);
           });
           (value.statuses ?? []).forEach((raw, i) => {
             items++;
@@ -301,22 +290,11 @@ export function mapChatappWebhook(body: unknown): { facts: ProviderFact[]; ignor
           const contacts = value.contacts ?? [];
           (value.message_echoes ?? []).forEach((raw, i) => {
             items++;
-            const m = parseAt(echoInSchema, raw, `${at}.message_echoes[${i}]`);
+            const path = `${at}.message_echoes[${i}]`;
+            const m = parseAt(echoInSchema, raw, path);
             const customer = contactFor(contacts, present(m.to), present(m.to_user_id));
-            if (m.type === 'edit' || m.type === 'revoke') {
-              const fact = editOrRevoke(m.type, raw as Record<string, unknown>, `${at}.message_echoes[${i}]`, base, 'business', m.id, m.timestamp, customer);
-              if (fact) facts.push(fact);
-              return;
-            }
-            if (customer === null) return;
-            facts.push({
-              kind: 'echo',
-              ...base,
-              displayPhoneNumber: present(value.metadata.display_phone_number),
-              message: raw as Record<string, unknown>,
-              contact: customer,
-              occurredAt: unixSecondsToIso(m.timestamp),
-            });
+            const fact = messageLikeFact('echo', 'business', raw as Record<string, unknown>, path, base, present(value.metadata.display_phone_number), m, customer);
+            if (fact) facts.push(fact);
           });
           break;
         }
@@ -362,6 +340,25 @@ export function mapChatappWebhook(body: unknown): { facts: ProviderFact[]; ignor
   });
 
   return { facts, ignored };
+}
+
+/**
+ * A message of the `messages` field (from the contact) or an echo (what staff sent): edits and
+ * revocations become their own facts; anything else needs a known person to be attributed.
+ */
+function messageLikeFact(
+  kind: 'message' | 'echo',
+  actor: EditActor,
+  raw: Record<string, unknown>,
+  path: string,
+  base: { wabaId: string; phoneNumberId: string },
+  displayPhoneNumber: string | null,
+  m: { id: string; type: string; timestamp?: string | number },
+  person: ProviderContact | null,
+): ProviderFact | null {
+  if (m.type === 'edit' || m.type === 'revoke') return editOrRevoke(m.type, raw, path, base, actor, m.id, m.timestamp, person);
+  if (person === null) return null;
+  return { kind, ...base, displayPhoneNumber, message: raw, contact: person, occurredAt: unixSecondsToIso(m.timestamp) };
 }
 
 function editOrRevoke(
