@@ -37,7 +37,7 @@ export async function startApi(
     wakes,
     provider: { appSecret: config.providerAppSecret, verifyToken: config.providerVerifyToken },
     temporalHealthy: async () => {
-      await connection.workflowService.getSystemInfo({});
+      await connection.withDeadline(Date.now() + 2_000, () => connection.workflowService.getSystemInfo({}));
       return true;
     },
   });

@@ -33,24 +33,28 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
 }
 
 export interface EndpointWorkflows {
-  /** Starts the endpoint's workflow if needed and tells it what changed. */
+  /**
+   * Starts the endpoint's workflow if needed and tells it what changed. Rejects when Temporal
+   * cannot be reached; callers whose change is already committed use `notifyAfterCommit`.
+   */
   notify(endpointId: string, accountId: string, change: EndpointChange): Promise<void>;
   /** Coalesced wake-up: there are deliveries waiting in Postgres. */
   wake(endpointId: string, accountId: string): Promise<void>;
 }
 
+/** How long an API request waits on Temporal for one signal before giving up on it. */
+const SIGNAL_DEADLINE_MS = 3_000;
+
 export function endpointWorkflows(client: Client, taskQueue: string): EndpointWorkflows {
-  async function signalWithStart(endpointId: string, accountId: string, send: (args: { workflowId: string }) => Promise<unknown>) {
+  async function signalWithStart(endpointId: string, accountId: string, signal: (args: { workflowId: string }) => Promise<unknown>) {
+    const send = (args: { workflowId: string }) => client.connection.withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () => signal(args));
     // A signal racing a continue-as-new can be answered NOT_FOUND; the retry lands on the new run.
     for (let attempt = 1; ; attempt++) {
       try {
         await send({ workflowId: endpointWorkflowId(endpointId) });
         return;
       } catch (err) {
-        if (attempt >= 5 || !(err instanceof WorkflowNotFoundError)) {
-          logger.error({ err, endpointId, accountId }, 'could not signal endpoint workflow');
-          throw err;
-        }
+        if (attempt >= 5 || !(err instanceof WorkflowNotFoundError)) throw err;
         await new Promise((r) => setTimeout(r, 50 * attempt));
       }
     }
@@ -71,4 +75,18 @@ export function endpointWorkflows(client: Client, taskQueue: string): EndpointWo
         client.workflow.signalWithStart('endpointWorkflow', { workflowId, taskQueue, args: [{ endpointId, accountId }], signal: wakeSignal, signalArgs: [] }),
       ),
   };
+}
+
+/**
+ * Tells the workflow about a change Postgres already holds. The tenant's request has
+ * succeeded either way, so a Temporal outage is logged rather than turned into a 500 that
+ * would invite a retry of a committed change; the next signal for the endpoint starts or
+ * reaches its workflow.
+ */
+export async function notifyAfterCommit(workflows: EndpointWorkflows, endpointId: string, accountId: string, change: EndpointChange): Promise<void> {
+  try {
+    await workflows.notify(endpointId, accountId, change);
+  } catch (err) {
+    logger.error({ err, endpointId, change }, 'endpoint workflow not told of a committed change');
+  }
 }

@@ -17,6 +17,7 @@ import {
 } from '../../db/endpoints.js';
 import { inTransaction } from '../../db/pool.js';
 import { sendWebhook } from '../../delivery/send-webhook.js';
+import { notifyAfterCommit } from '../../runtime/temporal.js';
 import { urlRefusal } from '../../security/destination-policy.js';
 import { generateSigningSecret } from '../../security/signature.js';
 import { principalOf, requireScope } from '../auth.js';
@@ -86,7 +87,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
       }
       throw err;
     });
-    await deps.workflows.notify(row.id, accountId, 'created');
+    await notifyAfterCommit(deps.workflows, row.id, accountId, 'created');
     ctx.status = 201;
     ctx.body = { data: { ...presentEndpoint(row), secret } };
   });
@@ -143,7 +144,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
       if (Object.keys(changes).length === 0) return { row: current, changed: false };
       return { row: (await updateEndpoint(tx, accountId, id, changes))!, changed: true };
     });
-    if (changed) await deps.workflows.notify(id, accountId, 'updated');
+    if (changed) await notifyAfterCommit(deps.workflows, id, accountId, 'updated');
     ctx.body = { data: presentEndpoint(row) };
   });
 
@@ -151,7 +152,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
     const { accountId } = principalOf(ctx);
     const id = endpointId(ctx.params.id!);
     if (!(await softDeleteEndpoint(db, accountId, id))) throw notFound('webhook endpoint');
-    await deps.workflows.notify(id, accountId, 'deleted');
+    await notifyAfterCommit(deps.workflows, id, accountId, 'deleted');
     ctx.status = 204;
   });
 
@@ -184,7 +185,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
     }
     const verified = await recordVerification(db, id, outcome.recordedStatus!);
     if (!verified) throw notFound('webhook endpoint');
-    await deps.workflows.notify(id, accountId, 'verified');
+    await notifyAfterCommit(deps.workflows, id, accountId, 'verified');
     ctx.body = { data: { success: true, response_code: outcome.recordedStatus!, health_status: verified.health_status, active: verified.active } };
   });
 

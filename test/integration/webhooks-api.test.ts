@@ -4,6 +4,7 @@ import { Client, Connection } from '@temporalio/client';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
+import { startTemporalDevServer } from '../../dev/temporal-servers.js';
 import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
 import { createTenant, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
 
@@ -314,6 +315,28 @@ describe('tenant isolation and scopes on every route', () => {
       expect((await api.request(method, path, { key: eventsOnly, body })).status).toBe(403);
     }
     expect((await api.request('GET', `/api/v1/webhooks/${id}`, { key: tenant.key })).status).toBe(200);
+  });
+});
+
+describe('when Temporal is down', () => {
+  it('still commits and answers the change, and /healthz says what is down', async () => {
+    const temporal = await startTemporalDevServer();
+    const detached = await startTestApi({ temporalAddress: temporal.address });
+    try {
+      await temporal.stop();
+      const started = Date.now();
+      const created = await detached.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url: publicUrl, events: ['messages'] } });
+      expect(created.status).toBe(201);
+      expect((await detached.request('GET', `/api/v1/webhooks/${created.body.data.id}`, { key: tenant.key })).status).toBe(200);
+      expect((await detached.request('DELETE', `/api/v1/webhooks/${created.body.data.id}`, { key: tenant.key })).status).toBe(204);
+      // Each signal gives up after its deadline instead of the SDK's long retry.
+      expect(Date.now() - started).toBeLessThan(15_000);
+      const health = await detached.request('GET', '/healthz');
+      expect(health.status).toBe(503);
+      expect(health.body.error.message).toContain('temporal: down');
+    } finally {
+      await detached.close();
+    }
   });
 });
 

@@ -71,9 +71,9 @@ export interface TestApi {
 export const PROVIDER_APP_SECRET = 'provider-app-secret-for-tests';
 export const PROVIDER_VERIFY_TOKEN = 'provider-verify-token';
 
-export async function startTestApi(opts: { allowLoopback?: boolean; timeoutMs?: number; rateLimit?: { capacity: number; refillPerSecond: number }; taskQueue?: string; resolver?: Resolver } = {}): Promise<TestApi> {
+export async function startTestApi(opts: { allowLoopback?: boolean; timeoutMs?: number; rateLimit?: { capacity: number; refillPerSecond: number }; taskQueue?: string; resolver?: Resolver; temporalAddress?: string } = {}): Promise<TestApi> {
   const db = testDb();
-  const connection = await Connection.connect({ address: inject('devServerAddress') });
+  const connection = await Connection.connect({ address: opts.temporalAddress ?? inject('devServerAddress') });
   const client = new Client({ connection });
   const policy = createDestinationPolicy({ allowCidrs: opts.allowLoopback ? ['127.0.0.0/8'] : [], resolver: opts.resolver ?? staticResolver(TEST_HOSTS) });
   const httpClient = createHttpClient({ policy, timeoutMs: opts.timeoutMs ?? 10_000 });
@@ -88,7 +88,7 @@ export async function startTestApi(opts: { allowLoopback?: boolean; timeoutMs?: 
     wakes: createWakeCoalescer(workflows),
     provider: { appSecret: PROVIDER_APP_SECRET, verifyToken: PROVIDER_VERIFY_TOKEN },
     temporalHealthy: async () => {
-      await connection.workflowService.getSystemInfo({});
+      await connection.withDeadline(Date.now() + 2_000, () => connection.workflowService.getSystemInfo({}));
       return true;
     },
   };
