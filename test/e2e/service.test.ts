@@ -5,9 +5,12 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
 import { startApi, type RunningApi } from '../../api/server.js';
 import { loadConfig } from '../../runtime/config.js';
 import { runWorker } from '../../worker/main.js';
+import { endpointStateQuery, endpointWorkflowId } from '../../workflows/endpoint-contract.js';
+import { samples } from '../support/catalog-samples.js';
 import { createTenant, eventually, testDb, type Tenant } from '../support/harness.js';
 import { startReceiver, type Receiver } from '../support/https-receiver.js';
 
@@ -54,6 +57,24 @@ describe('the service end to end', () => {
     expect(await health.json()).toMatchObject({ postgres: true, temporal: true });
     const metrics = await (await fetch(`${api.url}/metrics`)).text();
     expect(metrics).toContain('http_request_duration_seconds');
+  });
+
+  it('routes a published event to a verified endpoint and wakes its workflow', async () => {
+    const created = await call('POST', '/api/v1/webhooks', { url: `https://localhost:${receiver.port}/hooks`, events: ['crm'] });
+    const id = created.body.data.id;
+    expect((await call('POST', `/api/v1/webhooks/${id}/test`)).status).toBe(200);
+    const published = await call('POST', '/api/v1/events', { type: 'crm.demand.created', data: samples['crm.demand.created']!.data });
+    expect(published.status).toBe(201);
+    const pending = await call('GET', `/api/v1/webhook_deliveries?endpoint_id=${id}&status=pending`);
+    expect(pending.body.data).toMatchObject([{ event_type: 'crm.demand.created', event_id: published.body.data.id }]);
+
+    const connection = await Connection.connect({ address: inject('devServerAddress') });
+    try {
+      const handle = new Client({ connection }).workflow.getHandle(endpointWorkflowId(id));
+      await eventually(async () => (await handle.query(endpointStateQuery)).wakeups >= 1);
+    } finally {
+      await connection.close();
+    }
   });
 
   it('creates, tests, patches and deletes an endpoint through API, workflow, activity and Postgres', async () => {

@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson, getEventDefinition, sha256Hex } from '../../core/catalog/index.js';
 import { webhookBody } from '../../core/webhook-body.js';
+import { webhookHeaders } from '../../delivery/send-webhook.js';
 import { createChannelAccount, createCustomer } from '../../db/directory.js';
 import type { EventRow } from '../../db/events.js';
 import { registerOutboundMessage } from '../../db/messaging.js';
@@ -71,6 +72,36 @@ describe('POST /api/v1/events', () => {
     expect(again.body.data).toEqual(item);
     const { rows } = await testDb().query(`SELECT count(*)::int AS n FROM events WHERE account_id = $1`, [o.tenant.accountId]);
     expect(rows[0].n).toBe(1);
+  });
+
+  const allPublishable = Object.keys(samples).filter((t) => t !== 'webhook.test');
+  const MESSAGE_EVENTS = /^(chatapp|photoapp)\.message\./;
+  const UNSTAMPED = ['chatapp.account.updated', 'chatapp.phone_number.quality_updated'];
+
+  it.each(allPublishable)('%s: exact webhook body, delivery headers and stream item', async (type) => {
+    const o = await origin();
+    const def = getEventDefinition(type)!;
+    const res = await publish(o, type);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const row = await eventRow(res.body.data.id);
+    const channelAccount = type.startsWith('photoapp.') ? { id: o.photoapp, channel: 'photoapp', display: '@acme' } : { id: o.chatapp, channel: 'chatapp', display: '+55 11 4000-0001' };
+    const data = def.data.parse(samples[type]!.data);
+    const externalId = MESSAGE_EVENTS.test(type) ? ((data.message as { id?: string } | undefined)?.id ?? (data.message_id as string)) : undefined;
+    expect(webhookBody(def, row)).toEqual({
+      ...data,
+      event: type,
+      customer_id: o.tenant.customerId,
+      environment: 'live',
+      ...(UNSTAMPED.includes(type) ? {} : { channel: channelAccount.channel, channel_account: channelAccount }),
+      ...(externalId ? { external_id: externalId } : {}),
+    });
+    const headers = webhookHeaders({ url: 'https://x', secret: 's', authorization: null, eventType: row.type, idempotencyKey: row.idempotency_key, body: Buffer.from('{}') });
+    expect(headers['x-webhook-event']).toBe(type);
+    expect(headers['x-idempotency-key']).toBe(row.idempotency_key);
+    const item = res.body.data;
+    expect(item).toMatchObject({ type, environment: 'live', external_id: externalId ?? null, message_id: type.startsWith('chatapp.message.') ? externalId : null });
+    if (def.category === 'statuses' && type.startsWith('chatapp.')) expect(Object.values(item.data)).not.toContain(null);
+    if (type.endsWith('.message.received')) expect(item.data.message).toMatchObject({ direction: 'inbound', status: 'received', external_id: externalId });
   });
 
   it('publishes message events against a channel account and stamps the envelope', async () => {

@@ -298,6 +298,12 @@ describe('tenant isolation and scopes on every route', () => {
     expect(list.body.data.map((e: { id: string }) => e.id)).not.toContain(id);
     const deliveries = await api.request('GET', `/api/v1/webhook_deliveries?endpoint_id=${id}`, { key: other.key });
     expect(deliveries.body.data).toEqual([]);
+    const { rows } = await testDb().query(
+      `INSERT INTO deliveries (account_id, endpoint_id, event_type, idempotency_key, status) VALUES ($1, $2, 'webhook.test', 'test:x', 'success') RETURNING id`,
+      [tenant.accountId, id],
+    );
+    expect((await api.request('GET', `/api/v1/webhook_deliveries/${rows[0].id}`, { key: other.key })).status).toBe(404);
+    expect((await api.request('GET', `/api/v1/webhook_deliveries/${rows[0].id}`, { key: tenant.key })).status).toBe(200);
     const still = await api.request('GET', `/api/v1/webhooks/${id}`, { key: tenant.key });
     expect(still.body.data.events).toEqual(['messages']);
   });
@@ -307,7 +313,7 @@ describe('tenant isolation and scopes on every route', () => {
     const readOnly = await tenant.keyFor(['webhooks:read']);
     const writeOnly = await tenant.keyFor(['webhooks:write']);
     const eventsOnly = await tenant.keyFor(['events:read']);
-    for (const [method, path, scope, body] of [...routes(id), ['POST', '/api/v1/webhooks', 'webhooks:write', { url: publicUrl, events: ['messages'] }], ['GET', '/api/v1/webhooks', 'webhooks:read', undefined], ['GET', '/api/v1/webhook_deliveries', 'webhooks:read', undefined]] as const) {
+    for (const [method, path, scope, body] of [...routes(id), ['POST', '/api/v1/webhooks', 'webhooks:write', { url: publicUrl, events: ['messages'] }], ['GET', '/api/v1/webhooks', 'webhooks:read', undefined], ['GET', '/api/v1/webhook_deliveries', 'webhooks:read', undefined], ['GET', `/api/v1/webhook_deliveries/${id}`, 'webhooks:read', undefined]] as const) {
       const key = scope === 'webhooks:read' ? writeOnly : readOnly;
       const res = await api.request(method, path, { key, body });
       expect(res.status, `${method} ${path}`).toBe(403);

@@ -1,0 +1,75 @@
+/** The Free-plan count over time, driven through the store path with the clock passed in. */
+import { describe, expect, it } from 'vitest';
+import { getEventDefinition } from '../../core/catalog/index.js';
+import { createChannelAccount } from '../../db/directory.js';
+import { storeEvent } from '../../ingest/store-event.js';
+import { samples } from '../support/catalog-samples.js';
+import { createTenant, testDb } from '../support/harness.js';
+
+const def = getEventDefinition('chatapp.message.received')!;
+
+async function freeAccountWithEndpoint(createdAt: Date, plan: 'free' | 'trial' = 'free') {
+  const tenant = await createTenant({ plan, createdAt });
+  const ca = await createChannelAccount(testDb(), { accountId: tenant.accountId, channel: 'chatapp', display: '+1', phoneNumberId: `fp-${tenant.accountId}` });
+  const { rows } = await testDb().query(
+    `INSERT INTO endpoints (account_id, url, events, secret_ciphertext, health_status) VALUES ($1, 'https://public.example/h', '{messages}', '\\x00', 'healthy') RETURNING id`,
+    [tenant.accountId],
+  );
+  return { tenant, channelAccount: ca, endpointId: rows[0].id as string };
+}
+
+function received(accountId: string, channelAccount: { id: string; channel: 'chatapp' | 'photoapp'; display: string }, n: number, environment: 'live' | 'sandbox' = 'live') {
+  const sample = samples['chatapp.message.received']!.data as { message: Record<string, unknown> };
+  const id = `wamid.fp.${accountId}.${environment}.${n}`;
+  const data = def.data.parse({ ...sample, message: { ...sample.message, id, external_id: id } });
+  return { accountId, environment, def, data, refs: {}, customerId: null, channelAccount, externalId: id, messageResourceId: null, contactRef: null, streamContext: {}, occurredAt: new Date() };
+}
+
+const usage = async (accountId: string) =>
+  (await testDb().query(`SELECT month::text, received_count FROM plan_usage WHERE account_id = $1 ORDER BY month`, [accountId])).rows;
+
+describe('free-plan count across time', () => {
+  it('counts per UTC month: the cap starts again on the 1st', async () => {
+    const { tenant, channelAccount } = await freeAccountWithEndpoint(new Date('2026-10-02T00:00:00Z'));
+    await testDb().query(`INSERT INTO plan_usage (account_id, month, received_count) VALUES ($1, '2026-11-01', 300)`, [tenant.accountId]);
+    const lastOfNovember = await storeEvent(testDb(), received(tenant.accountId, channelAccount, 1), new Date('2026-11-30T23:59:59Z'));
+    expect(lastOfNovember.deliveries.map((d) => d.status)).toEqual(['limited']);
+    const firstOfDecember = await storeEvent(testDb(), received(tenant.accountId, channelAccount, 2), new Date('2026-12-01T00:00:00Z'));
+    expect(firstOfDecember.deliveries.map((d) => d.status)).toEqual(['pending']);
+    expect(await usage(tenant.accountId)).toEqual([
+      { month: '2026-11-01', received_count: 301 },
+      { month: '2026-12-01', received_count: 1 },
+    ]);
+  });
+
+  it('an Account created up to 30 September 2026 is counted from 1 November 2026', async () => {
+    const { tenant, channelAccount } = await freeAccountWithEndpoint(new Date('2026-09-30T12:00:00Z'));
+    await storeEvent(testDb(), received(tenant.accountId, channelAccount, 1), new Date('2026-10-31T23:00:00Z'));
+    expect(await usage(tenant.accountId)).toEqual([]);
+    await storeEvent(testDb(), received(tenant.accountId, channelAccount, 2), new Date('2026-11-01T00:00:00Z'));
+    expect(await usage(tenant.accountId)).toEqual([{ month: '2026-11-01', received_count: 1 }]);
+  });
+
+  it('an Account created from 1 October 2026 is counted from the start', async () => {
+    const { tenant, channelAccount } = await freeAccountWithEndpoint(new Date('2026-10-01T00:00:00Z'));
+    await storeEvent(testDb(), received(tenant.accountId, channelAccount, 1), new Date('2026-10-01T08:00:00Z'));
+    expect(await usage(tenant.accountId)).toEqual([{ month: '2026-10-01', received_count: 1 }]);
+  });
+
+  it('a trial is not counted in its 14 days, and is afterwards', async () => {
+    const { tenant, channelAccount } = await freeAccountWithEndpoint(new Date('2026-11-01T00:00:00Z'), 'trial');
+    await storeEvent(testDb(), received(tenant.accountId, channelAccount, 1), new Date('2026-11-14T23:59:59Z'));
+    expect(await usage(tenant.accountId)).toEqual([]);
+    await storeEvent(testDb(), received(tenant.accountId, channelAccount, 2), new Date('2026-11-15T00:00:00Z'));
+    expect(await usage(tenant.accountId)).toEqual([{ month: '2026-11-01', received_count: 1 }]);
+  });
+
+  it('sandbox messages are outside the count, and a repeat counts once', async () => {
+    const { tenant, channelAccount } = await freeAccountWithEndpoint(new Date('2026-10-05T00:00:00Z'));
+    const now = new Date('2026-11-10T00:00:00Z');
+    await storeEvent(testDb(), received(tenant.accountId, channelAccount, 1, 'sandbox'), now);
+    await storeEvent(testDb(), received(tenant.accountId, channelAccount, 2), now);
+    await storeEvent(testDb(), received(tenant.accountId, channelAccount, 2), now);
+    expect(await usage(tenant.accountId)).toEqual([{ month: '2026-11-01', received_count: 1 }]);
+  });
+});
