@@ -87,11 +87,13 @@ export function buildOpenApiDocument() {
     method: 'delete', path: '/api/v1/contacts/{id}', summary: 'Delete a contact and its events from the stream', security, request: { params: z.object({ id: z.string() }) },
     responses: { 204: { description: 'Deleted' }, ...errors(404) },
   });
-  registry.registerPath({
-    method: 'post', path: '/provider/chatapp/webhook', summary: 'Messaging provider webhook (X-Hub-Signature-256), not for API clients',
-    request: { body: { content: { 'application/json': { schema: z.record(z.string(), z.unknown()) } } } },
-    responses: { 200: json(z.object({ received: z.boolean(), events: z.number().int().optional() })), 401: { description: 'Bad signature', content: { 'application/json': { schema: ErrorEnvelope } } } },
-  });
+  for (const channel of ['chatapp', 'photoapp']) {
+    registry.registerPath({
+      method: 'post', path: `/provider/${channel}/webhook`, summary: `Messaging provider webhook of the ${channel} channel (X-Hub-Signature-256), not for API clients`,
+      request: { body: { content: { 'application/json': { schema: z.record(z.string(), z.unknown()) } } } },
+      responses: { 200: json(z.object({ received: z.boolean(), events: z.number().int().optional() })), 401: { description: 'Bad signature', content: { 'application/json': { schema: ErrorEnvelope } } } },
+    });
+  }
 
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',

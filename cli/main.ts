@@ -22,7 +22,7 @@ const USAGE = `usage:
   key create --account ID --env live|sandbox --scopes s1,s2,...   (scopes: ${SCOPES.join(', ')})
   customer create --account ID --name N
   channel-account create --account ID [--customer ID] --channel chatapp|photoapp --display D
-                         [--phone-number-id P] [--waba-id W] [--environment live|sandbox]
+                         [--phone-number-id P] [--waba-id W] [--provider-account-id A] [--environment live|sandbox]
   channel-account delete --id ID   (removes it with its contacts, messages and events)
   account delete --id ID           (removes the Account and everything it owns)`;
 
@@ -58,6 +58,7 @@ async function run(db: Db, command: string, args: string[]): Promise<unknown> {
       display: { type: 'string' },
       'phone-number-id': { type: 'string' },
       'waba-id': { type: 'string' },
+      'provider-account-id': { type: 'string' },
       environment: { type: 'string' },
       id: { type: 'string' },
     },
@@ -95,6 +96,7 @@ async function run(db: Db, command: string, args: string[]): Promise<unknown> {
           display: z.string().min(1),
           phone_number_id: z.string().min(1).optional(),
           waba_id: z.string().min(1).optional(),
+          provider_account_id: z.string().min(1).optional(),
           environment: z.enum(['live', 'sandbox']).default('live'),
         }),
         {
@@ -104,6 +106,7 @@ async function run(db: Db, command: string, args: string[]): Promise<unknown> {
           display: values.display,
           phone_number_id: values['phone-number-id'],
           waba_id: values['waba-id'],
+          provider_account_id: values['provider-account-id'],
           environment: values.environment,
         },
       );
@@ -119,6 +122,7 @@ async function run(db: Db, command: string, args: string[]): Promise<unknown> {
         display: v.display,
         phoneNumberId: v.phone_number_id ?? null,
         wabaId: v.waba_id ?? null,
+        providerAccountId: v.provider_account_id ?? null,
         environment: v.environment,
       });
       return { ...ca, created_at: ca.created_at.toISOString() };

@@ -26,6 +26,8 @@ export interface ChannelAccount {
   display: string;
   phone_number_id: string | null;
   waba_id: string | null;
+  /** The provider's id of a photoapp business account. */
+  provider_account_id: string | null;
   environment: 'live' | 'sandbox';
   created_at: Date;
 }
@@ -63,13 +65,14 @@ export async function createChannelAccount(
     display: string;
     phoneNumberId?: string | null;
     wabaId?: string | null;
+    providerAccountId?: string | null;
     environment?: ChannelAccount['environment'];
   },
 ): Promise<ChannelAccount> {
   const { rows } = await db.query<ChannelAccount>(
-    `INSERT INTO channel_accounts (account_id, customer_id, channel, display, phone_number_id, waba_id, environment)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
-    [c.accountId, c.customerId ?? null, c.channel, c.display, c.phoneNumberId ?? null, c.wabaId ?? null, c.environment ?? 'live'],
+    `INSERT INTO channel_accounts (account_id, customer_id, channel, display, phone_number_id, waba_id, provider_account_id, environment)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+    [c.accountId, c.customerId ?? null, c.channel, c.display, c.phoneNumberId ?? null, c.wabaId ?? null, c.providerAccountId ?? null, c.environment ?? 'live'],
   );
   return rows[0]!;
 }
@@ -82,6 +85,11 @@ export async function getChannelAccountOfAccount(db: Queryable, accountId: strin
 /** The channel account of a provider phone number id (unique per channel). */
 export async function findChannelAccountByPhoneNumber(db: Queryable, channel: ChannelAccount['channel'], phoneNumberId: string): Promise<ChannelAccount | undefined> {
   const { rows } = await db.query<ChannelAccount>(`SELECT * FROM channel_accounts WHERE channel = $1 AND phone_number_id = $2`, [channel, phoneNumberId]);
+  return rows[0];
+}
+
+export async function findChannelAccountByProviderId(db: Queryable, channel: ChannelAccount['channel'], providerAccountId: string): Promise<ChannelAccount | undefined> {
+  const { rows } = await db.query<ChannelAccount>(`SELECT * FROM channel_accounts WHERE channel = $1 AND provider_account_id = $2`, [channel, providerAccountId]);
   return rows[0];
 }
 

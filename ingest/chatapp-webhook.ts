@@ -18,10 +18,8 @@ import { formatIssue, getEventDefinition, type EventDefinition } from '../core/c
 import { findChannelAccountByDisplay, findChannelAccountByPhoneNumber, findChannelAccountsByWaba, type ChannelAccount } from '../db/directory.js';
 import { findMessage, updateMessageStatus, upsertContact, upsertConversation, upsertInboundMessage } from '../db/messaging.js';
 import { logger } from '../runtime/logger.js';
-import { wakeFor, type IngestDeps } from './deps.js';
+import { RejectedNotification, wakeFor, type IngestDeps } from './deps.js';
 import { storeEvent, type IngestEvent } from './store-event.js';
-
-export class RejectedNotification extends Error {}
 
 interface PlannedEvent {
   fact: ProviderFact;

@@ -11,3 +11,6 @@ export interface IngestDeps {
 export function wakeFor(deps: IngestDeps, accountId: string, stored: StoredEvent): void {
   for (const d of stored.deliveries) if (d.status === 'pending' && !d.held) deps.wakes.wake(d.endpointId, accountId);
 }
+
+/** A provider notification that cannot be used as a whole; nothing of it is stored. */
+export class RejectedNotification extends Error {}

@@ -211,3 +211,51 @@ describe('provider webhook', () => {
     expect(res.body).toEqual({ received: true, events: 0 });
   });
 });
+
+describe('photoapp webhook', () => {
+  async function photoSetup() {
+    const tenant = await createTenant();
+    const igId = `1784${crypto.randomInt(1e9, 9e9)}`;
+    const ca = await createChannelAccount(testDb(), { accountId: tenant.accountId, customerId: tenant.customerId, channel: 'photoapp', display: '@acme.store', providerAccountId: igId });
+    return { tenant, igId, ca };
+  }
+  const dm = (igId: string, mid: string, message: Record<string, unknown> = { text: 'Tem no tamanho M?' }) => ({
+    object: 'instagram',
+    entry: [{ id: igId, time: 1795341600123, messaging: [{ sender: { id: '6583920192837465' }, recipient: { id: igId }, timestamp: 1795341600000, message: { mid, ...message } }] }],
+  });
+  const postPhoto = (body: unknown) => {
+    const raw = JSON.stringify(body);
+    const signature = `sha256=${crypto.createHmac('sha256', PROVIDER_APP_SECRET).update(raw).digest('hex')}`;
+    return api.request('POST', '/provider/photoapp/webhook', { rawBody: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature } });
+  };
+
+  it('turns a direct message into photoapp.message.received, once, stamped with the photoapp channel', async () => {
+    const { tenant, igId, ca } = await photoSetup();
+    const mid = `aWdf${crypto.randomBytes(8).toString('hex')}`;
+    expect((await postPhoto(dm(igId, mid))).body).toEqual({ received: true, events: 1 });
+    expect((await postPhoto(dm(igId, mid))).body).toEqual({ received: true, events: 1 });
+    const items = (await api.request('GET', '/api/v1/events', { key: tenant.key })).body.data;
+    expect(items).toHaveLength(1);
+    expect(items[0]).toMatchObject({ type: 'photoapp.message.received', message_id: null, external_id: mid, occurred_at: '2026-11-22T10:00:00.000Z' });
+    expect(items[0].data.message).toMatchObject({ id: mid, direction: 'inbound', type: 'text', content: { body: 'Tem no tamanho M?' } });
+    const row = (await testDb().query<EventRow>(`SELECT * FROM events WHERE id = $1`, [items[0].id])).rows[0]!;
+    expect(row.idempotency_key).toBe(mid);
+    expect(webhookBody(getEventDefinition('photoapp.message.received')!, row)).toMatchObject({
+      event: 'photoapp.message.received',
+      channel: 'photoapp',
+      channel_account: { id: ca.id, channel: 'photoapp', display: '@acme.store' },
+      external_id: mid,
+      account_id: igId,
+      contact: { user_id: '6583920192837465' },
+    });
+  });
+
+  it('ignores echoes and refuses a bad signature', async () => {
+    const { tenant, igId } = await photoSetup();
+    expect((await postPhoto(dm(igId, 'aWdf-echo', { text: 'we sent this', is_echo: true }))).body.events).toBe(0);
+    const raw = JSON.stringify(dm(igId, 'aWdf-x'));
+    const bad = await api.request('POST', '/provider/photoapp/webhook', { rawBody: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': 'sha256=' + '0'.repeat(64) } });
+    expect(bad.status).toBe(401);
+    expect((await api.request('GET', '/api/v1/events', { key: tenant.key })).body.data).toEqual([]);
+  });
+});
