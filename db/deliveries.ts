@@ -141,7 +141,9 @@ export async function insertEventDeliveries(
     `INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status, next_attempt_at, held_since, terminal_reason)
      SELECT $1, d.endpoint_id, $2, $3, $4, $5, d.status,
             CASE WHEN d.status = 'pending' AND NOT d.held THEN now() END,
-            CASE WHEN d.held THEN now() END,
+            -- A held delivery gets no due time; its hold is started by the endpoint's workflow, on the
+            -- workflow's clock, which is the one its 14-day expiry is measured with.
+            NULL::timestamptz,
             CASE WHEN d.status = 'limited' THEN 'free_plan_limit' END
      FROM unnest($6::uuid[], $7::text[], $8::boolean[]) AS d(endpoint_id, status, held)`,
     [
@@ -155,4 +157,97 @@ export async function insertEventDeliveries(
       deliveries.map((d) => d.held),
     ],
   );
+}
+
+export interface ClaimedDelivery {
+  id: string;
+  event_id: string | null;
+  event_type: string;
+  idempotency_key: string;
+  attempts: number;
+}
+
+/**
+ * Leases the due deliveries of an endpoint, earliest first, so one poison event cannot
+ * block the rest. `now` is the scheduler's clock (the workflow's), not the database's.
+ */
+export async function claimDueDeliveries(db: Queryable, endpointId: string, now: Date, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+  const { rows } = await db.query<ClaimedDelivery & { next_attempt_at: Date }>(
+    `WITH due AS (
+       SELECT id FROM deliveries
+       WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND held_since IS NULL
+         AND next_attempt_at <= $2 AND (leased_until IS NULL OR leased_until < $2)
+       ORDER BY next_attempt_at, created_at
+       LIMIT $3
+       FOR UPDATE SKIP LOCKED
+     )
+     UPDATE deliveries d SET leased_until = $2::timestamptz + make_interval(secs => $4::double precision / 1000)
+     FROM due WHERE d.id = due.id
+     RETURNING d.id, d.event_id, d.event_type, d.idempotency_key, d.attempts, d.next_attempt_at`,
+    [endpointId, now, limit, leaseMs],
+  );
+  return rows.sort((a, b) => a.next_attempt_at.getTime() - b.next_attempt_at.getTime());
+}
+
+/** Records one attempt and its effect on the delivery, in one transaction. */
+export async function recordDeliveryAttempt(
+  tx: Queryable,
+  d: { id: string; number: number; attempt: AttemptRecord; success: boolean; nextAttemptAt: Date | null },
+): Promise<void> {
+  await insertAttempt(tx, d.id, d.number, d.attempt);
+  await tx.query(
+    `UPDATE deliveries SET status = $2, attempts = $3, response_code = $4, last_attempt_at = $5, next_attempt_at = $6,
+       leased_until = NULL, updated_at = now()
+     WHERE id = $1`,
+    [d.id, d.success ? 'success' : 'failed', d.number, d.attempt.responseCode, d.attempt.startedAt, d.nextAttemptAt],
+  );
+}
+
+/** When the next open, unheld delivery of the endpoint is due (a leased one when its lease ends); null when none is. */
+export async function nextDueAt(db: Queryable, endpointId: string): Promise<Date | null> {
+  const { rows } = await db.query<{ at: Date | null }>(
+    `SELECT min(greatest(next_attempt_at, coalesce(leased_until, next_attempt_at))) AS at
+     FROM deliveries WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND held_since IS NULL`,
+    [endpointId],
+  );
+  return rows[0]!.at;
+}
+
+/** Holds every open delivery of the endpoint (paused, inactive or unverified); a hold already running keeps its start. */
+export async function holdOpenDeliveries(db: Queryable, endpointId: string, now: Date): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE deliveries SET held_since = $2, leased_until = NULL, updated_at = now()
+     WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND held_since IS NULL`,
+    [endpointId, now],
+  );
+  return rowCount ?? 0;
+}
+
+/** The endpoint sends again: held deliveries resume, due at once unless their own retry time is later. */
+export async function releaseHeldDeliveries(db: Queryable, endpointId: string, now: Date): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE deliveries SET held_since = NULL, next_attempt_at = greatest(coalesce(next_attempt_at, $2), $2), updated_at = now()
+     WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND (held_since IS NOT NULL OR next_attempt_at IS NULL)`,
+    [endpointId, now],
+  );
+  return rowCount ?? 0;
+}
+
+/**
+ * Ends holds older than `holdMs` as `exhausted` / `hold_expired`. A hold counts from the
+ * later of the delivery's creation and the start of the hold. Returns when the next one expires.
+ */
+export async function expireHeldDeliveries(db: Queryable, endpointId: string, now: Date, holdMs: number): Promise<{ expired: number; nextExpiryAt: Date | null }> {
+  const { rowCount } = await db.query(
+    `UPDATE deliveries SET status = 'exhausted', terminal_reason = 'hold_expired', next_attempt_at = NULL, updated_at = now()
+     WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND held_since IS NOT NULL
+       AND greatest(held_since, created_at) + make_interval(secs => $3::double precision / 1000) <= $2`,
+    [endpointId, now, holdMs],
+  );
+  const { rows } = await db.query<{ at: Date | null }>(
+    `SELECT min(greatest(held_since, created_at)) + make_interval(secs => $2::double precision / 1000) AS at
+     FROM deliveries WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND held_since IS NOT NULL`,
+    [endpointId, holdMs],
+  );
+  return { expired: rowCount ?? 0, nextExpiryAt: rows[0]!.at };
 }

@@ -150,3 +150,26 @@ export async function recordVerification(db: Queryable, id: string, responseCode
 export async function recordTestFailure(db: Queryable, id: string, responseCode: number | null): Promise<void> {
   await db.query(`UPDATE endpoints SET last_failure_at = now(), last_response_code = $2, updated_at = now() WHERE id = $1`, [id, responseCode]);
 }
+
+export interface EndpointHealthRecord {
+  health: HealthStatus;
+  failureStreak: number;
+  lastSuccessAt: Date | null;
+  lastFailureAt: Date | null;
+  lastResponseCode: number | null;
+  nextAttemptAt: Date | null;
+  pausedAt: Date | null;
+}
+
+/**
+ * The endpoint workflow's verdict after real deliveries. A verification (2xx test) that
+ * landed meanwhile wins: rows verified after `observedAt` are left alone.
+ */
+export async function recordEndpointHealth(db: Queryable, id: string, h: EndpointHealthRecord, observedAt: Date): Promise<void> {
+  await db.query(
+    `UPDATE endpoints SET health_status = $2, failure_streak = $3, last_success_at = coalesce($4, last_success_at),
+       last_failure_at = coalesce($5, last_failure_at), last_response_code = $6, next_attempt_at = $7, paused_at = $8, updated_at = now()
+     WHERE id = $1 AND deleted_at IS NULL AND health_status <> 'unverified' AND (verified_at IS NULL OR verified_at <= $9)`,
+    [id, h.health, h.failureStreak, h.lastSuccessAt, h.lastFailureAt, h.lastResponseCode, h.nextAttemptAt, h.pausedAt, observedAt],
+  );
+}

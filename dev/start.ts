@@ -71,7 +71,7 @@ async function main() {
   await bootstrapLocalAccount(databaseUrl);
 
   const workerStop = new AbortController();
-  const worker = runWorker({ databaseUrl, temporalAddress, namespace: config.temporalNamespace, taskQueue: config.taskQueue, signal: workerStop.signal });
+  const worker = runWorker({ ...config, databaseUrl, temporalAddress }, { signal: workerStop.signal });
   const api = await startApi({ ...config, databaseUrl, temporalAddress });
   say('');
   say(`API:             http://localhost:${config.port}  (reference: http://localhost:${config.port}/docs)`);

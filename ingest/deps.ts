@@ -7,9 +7,9 @@ export interface IngestDeps {
   wakes: WakeCoalescer;
 }
 
-/** After commit: each endpoint with a delivery due now is woken (coalesced). */
+/** After commit: each endpoint with a new pending delivery is woken (coalesced): to send it, or to time its hold. */
 export function wakeFor(deps: IngestDeps, accountId: string, stored: StoredEvent): void {
-  for (const d of stored.deliveries) if (d.status === 'pending' && !d.held) deps.wakes.wake(d.endpointId, accountId);
+  for (const d of stored.deliveries) if (d.status === 'pending') deps.wakes.wake(d.endpointId, accountId);
 }
 
 /** A provider notification that cannot be used as a whole; nothing of it is stored. */

@@ -2,20 +2,33 @@
 import { NativeConnection } from '@temporalio/worker';
 import { migrate } from '../db/migrate.js';
 import { createPool } from '../db/pool.js';
-import { loadConfig } from '../runtime/config.js';
+import { createHttpClient } from '../delivery/http-client.js';
+import { loadConfig, type Config } from '../runtime/config.js';
 import { logger } from '../runtime/logger.js';
 import { connectTemporal, ensureSearchAttributes } from '../runtime/temporal.js';
+import { createDestinationPolicy, type Resolver } from '../security/destination-policy.js';
+import { createSecretBox, loadOrCreateEncryptionKey } from '../security/secret-box.js';
 import { createWorker } from './create-worker.js';
 
-export async function runWorker(opts: { databaseUrl: string; temporalAddress: string; namespace: string; taskQueue: string; signal?: AbortSignal }) {
-  await migrate(opts.databaseUrl);
-  const db = createPool(opts.databaseUrl);
-  const { connection: clientConnection } = await connectTemporal(opts.temporalAddress, opts.namespace);
-  await ensureSearchAttributes(clientConnection, opts.namespace);
+export async function runWorker(
+  config: Config & { databaseUrl: string; temporalAddress: string },
+  opts: { signal?: AbortSignal; resolver?: Resolver; workflowBundlePath?: string } = {},
+): Promise<void> {
+  await migrate(config.databaseUrl);
+  const db = createPool(config.databaseUrl, 20);
+  const { connection: clientConnection } = await connectTemporal(config.temporalAddress, config.temporalNamespace);
+  await ensureSearchAttributes(clientConnection, config.temporalNamespace);
   await clientConnection.close();
-  const connection = await NativeConnection.connect({ address: opts.temporalAddress });
-  const worker = await createWorker({ connection, namespace: opts.namespace, taskQueue: opts.taskQueue, deps: { db } });
-  logger.info({ taskQueue: opts.taskQueue }, 'worker started');
+  const httpClient = createHttpClient({ policy: createDestinationPolicy({ allowCidrs: config.allowPrivateCidrs, resolver: opts.resolver }), timeoutMs: config.deliveryTimeoutMs });
+  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const worker = await createWorker({
+    connection,
+    namespace: config.temporalNamespace,
+    taskQueue: config.taskQueue,
+    deps: { db, httpClient, secretBox: createSecretBox(loadOrCreateEncryptionKey(config.encryptionKey, config.dataDir)) },
+    workflowBundle: opts.workflowBundlePath ? { codePath: opts.workflowBundlePath } : undefined,
+  });
+  logger.info({ taskQueue: config.taskQueue }, 'worker started');
   // The SDK already stops the worker on SIGINT/SIGTERM; the signal covers embedded use.
   opts.signal?.addEventListener('abort', () => {
     if (worker.getState() === 'RUNNING') worker.shutdown();
@@ -24,6 +37,7 @@ export async function runWorker(opts: { databaseUrl: string; temporalAddress: st
     await worker.run();
   } finally {
     await connection.close();
+    await httpClient.close();
     await db.end();
   }
 }
@@ -34,5 +48,5 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     console.error('npm run worker needs DATABASE_URL and TEMPORAL_ADDRESS (npm start runs everything locally).');
     process.exit(2);
   }
-  await runWorker({ databaseUrl: config.databaseUrl, temporalAddress: config.temporalAddress, namespace: config.temporalNamespace, taskQueue: config.taskQueue });
+  await runWorker({ ...config, databaseUrl: config.databaseUrl, temporalAddress: config.temporalAddress });
 }

@@ -16,12 +16,23 @@ export const endpointChangedSignal = defineSignal<[{ change: EndpointChange }]>(
 export const wakeSignal = defineSignal<[]>('wake');
 export const endpointStateQuery = defineQuery<EndpointWorkflowState>('state');
 
+/** Carried across continue-as-new; times are absolute (ms since epoch) because timers are not. */
 export interface EndpointWorkflowState {
   health: string;
   failureStreak: number;
   active: boolean;
   changesSeen: number;
   wakeups: number;
+  /** Whether the endpoint was sending when last looked at (held deliveries follow this). */
+  sending?: boolean;
+  lastSuccessAtMs?: number | null;
+  lastFailureAtMs?: number | null;
+  lastResponseCode?: number | null;
+  streakStartedAtMs?: number | null;
+  pausedAtMs?: number | null;
+  nextDueAtMs?: number | null;
+  nextExpiryAtMs?: number | null;
+  delivered?: number;
 }
 
 export function endpointWorkflowId(endpointId: string): string {

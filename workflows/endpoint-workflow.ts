@@ -1,18 +1,23 @@
 /**
- * One long-lived workflow per endpoint (id `endpoint/<id>`). It is the endpoint's
- * scheduler: it learns of every configuration change by signal, reads and writes
- * Postgres only through activities, and never carries event payloads in its history.
+ * One long-lived workflow per endpoint (id `endpoint/<id>`): the endpoint's scheduler and
+ * circuit breaker. It learns of configuration changes and new work by signal, owns the
+ * failure streak and health, decides when the next POST may go, holds and expires the
+ * backlog, and reads and writes Postgres only through activities. It never carries event
+ * payloads or secrets in its history.
  */
 import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { EndpointActivities } from '../activities/index.js';
+import { afterFailure, afterSuccess, sends, type Health } from '../core/health.js';
+import { retryDelayMs } from '../core/retry-curve.js';
 import {
   endpointChangedSignal,
   endpointStateQuery,
@@ -27,6 +32,16 @@ const { loadEndpointSnapshot, closeEndpoint } = proxyActivities<EndpointActiviti
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
+const { deliverDue, recordHealth, holdDeliveries, releaseDeliveries, expireHeld, alertOwner } = proxyActivities<EndpointActivities>({
+  // A round is at most BATCH POSTs of 10 s each, 8 at a time.
+  startToCloseTimeout: '3 minutes',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+});
+
+/** POSTs per round while the endpoint is healthy; one at a time while it is failing. */
+const BATCH = 50;
+/** Workflows that predate the delivery engine replay without it. */
+const DELIVERY_ENGINE = 'delivery-engine';
 
 export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: EndpointWorkflowState): Promise<void> {
   const state: EndpointWorkflowState = carried ?? { health: 'unverified', failureStreak: 0, active: true, changesSeen: 0, wakeups: 0 };
@@ -41,8 +56,15 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: E
   });
   setHandler(endpointStateQuery, () => state);
 
+  const engine = patched(DELIVERY_ENGINE);
+  // A new run (first start, or after continue-as-new) looks at Postgres before anything else.
+  if (engine) woken = true;
+
   for (;;) {
-    await condition(() => pending.length > 0 || woken);
+    const wakeAt = engine ? nextWakeAt(state) : null;
+    if (wakeAt === null) await condition(() => pending.length > 0 || woken);
+    else if (wakeAt > Date.now()) await condition(() => pending.length > 0 || woken, wakeAt - Date.now());
+    const wasWoken = woken;
     if (woken) {
       woken = false;
       state.wakeups++;
@@ -58,18 +80,110 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: E
         await closeEndpoint(input.endpointId);
         return;
       }
+      if (engine && state.failureStreak > 0 && snapshot.failure_streak === 0) state.streakStartedAtMs = null;
       state.health = snapshot.health_status;
       state.failureStreak = snapshot.failure_streak;
       state.active = snapshot.active;
-      upsertSearchAttributes([
-        { key: AccountIdAttribute, value: input.accountId },
-        { key: EndpointHealthAttribute, value: state.health },
-        { key: FailureStreakAttribute, value: state.failureStreak },
-      ]);
+      if (engine && snapshot.health_status !== 'paused') state.pausedAtMs = null;
+      publishSearchAttributes(input, state);
+    }
+    if (engine) {
+      const wasSending = state.sending ?? false;
+      await followAdmission(input, state);
+      await deliver(input, state);
+      // Holds are looked at when they may have changed: just held, new work arrived, or one is due to expire.
+      const expiryDue = state.nextExpiryAtMs != null && Date.now() >= state.nextExpiryAtMs;
+      if (!state.sending && (wasWoken || wasSending || expiryDue)) {
+        // Deliveries accepted while not sending start their hold now.
+        if (wasWoken) await holdDeliveries(input.endpointId, Date.now());
+        state.nextExpiryAtMs = await expireHeld(input.endpointId, Date.now());
+      }
     }
     if (workflowInfo().continueAsNewSuggested && pending.length === 0 && !woken) {
       await condition(allHandlersFinished);
       await continueAsNew<typeof endpointWorkflow>(input, state);
     }
   }
+}
+
+function publishSearchAttributes(input: EndpointWorkflowInput, state: EndpointWorkflowState): void {
+  upsertSearchAttributes([
+    { key: AccountIdAttribute, value: input.accountId },
+    { key: EndpointHealthAttribute, value: state.health },
+    { key: FailureStreakAttribute, value: state.failureStreak },
+  ]);
+}
+
+/** Held deliveries follow the endpoint: held while it does not send (SPEC 3.1), resumed when it does again. */
+async function followAdmission(input: EndpointWorkflowInput, state: EndpointWorkflowState): Promise<void> {
+  const sending = sends(state.active, state.health as Health);
+  if (sending === (state.sending ?? false)) return;
+  state.sending = sending;
+  if (sending) await releaseDeliveries(input.endpointId, Date.now());
+  else await holdDeliveries(input.endpointId, Date.now());
+}
+
+/**
+ * Sends what is due. Healthy: rounds of up to BATCH concurrent POSTs. Failing (streak > 0):
+ * one POST at a time, no sooner than the last failure plus the curve at the streak.
+ */
+async function deliver(input: EndpointWorkflowInput, state: EndpointWorkflowState): Promise<void> {
+  while (state.sending) {
+    const now = Date.now();
+    const notBefore = failingNotBefore(state);
+    if (notBefore !== null && now < notBefore) return;
+    const round = await deliverDue(input.endpointId, now, state.failureStreak > 0 ? 1 : BATCH);
+    state.nextDueAtMs = round.nextDueAtMs;
+    if (round.outcomes.length === 0) return;
+    for (const o of round.outcomes) {
+      const t = o.ok ? afterSuccess({ health: state.health as Health, failureStreak: state.failureStreak }) : afterFailure({ health: state.health as Health, failureStreak: state.failureStreak });
+      if (o.ok) {
+        state.lastSuccessAtMs = o.atMs;
+        state.streakStartedAtMs = null;
+      } else {
+        state.lastFailureAtMs = o.atMs;
+        state.streakStartedAtMs ??= o.atMs;
+      }
+      state.lastResponseCode = o.responseCode;
+      state.health = t.health;
+      state.failureStreak = t.failureStreak;
+      state.delivered = (state.delivered ?? 0) + 1;
+      if (t.alert) await alertOwner(input.endpointId, t.alert, state.streakStartedAtMs ?? o.atMs);
+      if (t.paused) state.pausedAtMs = o.atMs;
+    }
+    await recordHealth(input.endpointId, {
+      health: state.health as Health,
+      failureStreak: state.failureStreak,
+      lastSuccessAtMs: state.lastSuccessAtMs ?? null,
+      lastFailureAtMs: state.lastFailureAtMs ?? null,
+      lastResponseCode: state.lastResponseCode ?? null,
+      nextAttemptAtMs: nextPostAt(state),
+      pausedAtMs: state.pausedAtMs ?? null,
+      observedAtMs: now,
+    });
+    publishSearchAttributes(input, state);
+    if (state.health === 'paused') {
+      // The circuit is open: the backlog is held until a 2xx test.
+      await followAdmission(input, state);
+      return;
+    }
+    if (!round.more && state.failureStreak === 0) return;
+  }
+}
+
+function failingNotBefore(state: EndpointWorkflowState): number | null {
+  if (state.failureStreak === 0 || state.lastFailureAtMs == null) return null;
+  return state.lastFailureAtMs + retryDelayMs(state.failureStreak);
+}
+
+/** When the next POST will be: the endpoint's `next_attempt_at` (none while it does not send). */
+function nextPostAt(state: EndpointWorkflowState): number | null {
+  if (!sends(state.active, state.health as Health) || state.nextDueAtMs == null) return null;
+  const notBefore = failingNotBefore(state);
+  return notBefore === null ? state.nextDueAtMs : Math.max(state.nextDueAtMs, notBefore);
+}
+
+function nextWakeAt(state: EndpointWorkflowState): number | null {
+  const times = [state.sending ? nextPostAt(state) : null, state.sending ? null : (state.nextExpiryAtMs ?? null)].filter((t): t is number => t !== null);
+  return times.length ? Math.min(...times) : null;
 }

@@ -30,7 +30,7 @@ beforeAll(async () => {
     encryptionKey: crypto.randomBytes(32).toString('base64'),
     allowPrivateCidrs: ['127.0.0.0/8', '::1/128'],
   };
-  worker = runWorker({ databaseUrl: config.databaseUrl, temporalAddress: config.temporalAddress, namespace: 'default', taskQueue: config.taskQueue, signal: stopWorker.signal });
+  worker = runWorker(config, { signal: stopWorker.signal, workflowBundlePath: inject('workflowBundlePath') });
   [api, receiver, tenant] = await Promise.all([startApi(config, { host: '127.0.0.1' }), startReceiver(), createTenant()]);
 });
 afterAll(async () => {
@@ -59,14 +59,22 @@ describe('the service end to end', () => {
     expect(metrics).toContain('http_request_duration_seconds');
   });
 
-  it('routes a published event to a verified endpoint and wakes its workflow', async () => {
+  it('routes a published event to a verified endpoint whose workflow delivers it', async () => {
     const created = await call('POST', '/api/v1/webhooks', { url: `https://localhost:${receiver.port}/hooks`, events: ['crm'] });
     const id = created.body.data.id;
     expect((await call('POST', `/api/v1/webhooks/${id}/test`)).status).toBe(200);
     const published = await call('POST', '/api/v1/events', { type: 'crm.demand.created', data: samples['crm.demand.created']!.data });
     expect(published.status).toBe(201);
-    const pending = await call('GET', `/api/v1/webhook_deliveries?endpoint_id=${id}&status=pending`);
-    expect(pending.body.data).toMatchObject([{ event_type: 'crm.demand.created', event_id: published.body.data.id }]);
+    // The worker's delivery engine sends it: signed, with the exact body, recorded as a success.
+    const delivered = await eventually(async () => {
+      const list = await call('GET', `/api/v1/webhook_deliveries?endpoint_id=${id}&event_type=crm.demand.created`);
+      return list.body.data[0]?.status === 'success' ? list.body.data[0] : undefined;
+    });
+    expect(delivered).toMatchObject({ event_id: published.body.data.id, attempts: 1, response_code: 200 });
+    const post = receiver.received.find((r) => r.headers['x-webhook-event'] === 'crm.demand.created')!;
+    expect(post.headers['x-webhook-signature']).toBe(crypto.createHmac('sha256', created.body.data.secret).update(post.body).digest('hex'));
+    expect(post.headers['x-idempotency-key']).toBe(samples['crm.demand.created']!.key);
+    expect(JSON.parse(post.body.toString())).toMatchObject({ event: 'crm.demand.created', environment: 'live', entity_type: 'demand' });
 
     const connection = await Connection.connect({ address: inject('devServerAddress') });
     try {

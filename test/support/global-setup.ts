@@ -1,7 +1,8 @@
 /**
  * Starts the real components once per test run: PostgreSQL (embedded unless
- * DATABASE_URL is given), the Temporal dev server (in memory), the Java time-skipping
- * test server, a bundle of the workflow code, and a private CA for local HTTPS receivers.
+ * DATABASE_URL is given), the Temporal dev server (in memory), the jars of the Java
+ * time-skipping test server, a bundle of the workflow code, and a private CA for local HTTPS
+ * receivers.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -12,17 +13,14 @@ import { generate } from 'selfsigned';
 import type { TestProject } from 'vitest/node';
 import { migrate } from '../../db/migrate.js';
 import { startEmbeddedPostgres } from '../../dev/embedded-postgres.js';
-import { startTemporalDevServer, startTimeSkippingTestServer } from '../../dev/temporal-servers.js';
-import { projectRoot } from '../../dev/tools.js';
-import { ensureSearchAttributes } from '../../runtime/temporal.js';
-import { Connection } from '@temporalio/client';
+import { startTemporalDevServer } from '../../dev/temporal-servers.js';
+import { ensureTestServerClasspath, projectRoot } from '../../dev/tools.js';
 import { workflowsPath } from '../../worker/create-worker.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     databaseUrl: string;
     devServerAddress: string;
-    timeSkippingAddress: string;
     workflowBundlePath: string;
     tls: { caFile: string; cert: string; key: string };
   }
@@ -74,17 +72,14 @@ export default async function setup(project: TestProject) {
   fs.mkdirSync(workDir, { recursive: true });
   const log = path.join(workDir, 'servers.log');
   const started = Date.now();
-  const [postgres, devServer, timeSkipping, tls, bundle] = await Promise.all([
+  const [postgres, devServer, , tls, bundle] = await Promise.all([
     process.env.DATABASE_URL ? Promise.resolve({ url: process.env.DATABASE_URL, stop: async () => {} }) : startEmbeddedPostgres(path.join(workDir, 'pg')),
     startTemporalDevServer({ logFile: log }),
-    startTimeSkippingTestServer({ logFile: log }),
+    // Workflow test files start their own time-skipping servers; fetch the jars once, here.
+    ensureTestServerClasspath(),
     makeTls(),
     bundleWorkflowCode({ workflowsPath, logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} } as never }),
   ]);
-  // The test server, unlike the dev server, takes no search-attribute flags.
-  const tsConnection = await Connection.connect({ address: timeSkipping.address });
-  await ensureSearchAttributes(tsConnection, 'default');
-  await tsConnection.close();
   const databaseUrl = await freshDatabase(postgres.url);
   await migrate(databaseUrl);
   const workflowBundlePath = path.join(workDir, 'workflow-bundle.js');
@@ -94,12 +89,11 @@ export default async function setup(project: TestProject) {
 
   project.provide('databaseUrl', databaseUrl);
   project.provide('devServerAddress', devServer.address);
-  project.provide('timeSkippingAddress', timeSkipping.address);
   project.provide('workflowBundlePath', workflowBundlePath);
   project.provide('tls', tls);
 
   return async () => {
-    await Promise.all([devServer.stop(), timeSkipping.stop()]);
+    await devServer.stop();
     const admin = new pg.Client({ connectionString: postgres.url });
     await admin.connect().then(() => admin.query(`DROP DATABASE IF EXISTS "${new URL(databaseUrl).pathname.slice(1)}" WITH (FORCE)`)).catch(() => {});
     await admin.end().catch(() => {});

@@ -1,31 +1,48 @@
 /** Temporal test environments attached to the servers started once by global-setup. */
 import crypto from 'node:crypto';
+import { Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import { createActivities } from '../../activities/index.js';
-import { testDb } from './harness.js';
+import { startTimeSkippingTestServer } from '../../dev/temporal-servers.js';
+import { ensureSearchAttributes } from '../../runtime/temporal.js';
+import { createHttpClient, type HttpClient } from '../../delivery/http-client.js';
+import { createDestinationPolicy, type Resolver } from '../../security/destination-policy.js';
+import { createSecretBox } from '../../security/secret-box.js';
+import { staticResolver, TEST_ENCRYPTION_KEY, TEST_HOSTS, testDb } from './harness.js';
 
 /**
- * A time-skipping environment on the shared Java test server. The SDK only spawns its own
- * server for time skipping; attaching to ours goes through its internal factory, which
- * takes exactly the options below.
+ * A time-skipping environment on a Java test server of its own. Time skipping is global to
+ * a server, so each test file gets one (files run in parallel). The SDK only spawns its own
+ * server for time skipping; attaching to ours goes through its internal factory, which takes
+ * exactly the options below.
  */
-export async function timeSkippingEnvironment(): Promise<TestWorkflowEnvironment> {
+export async function timeSkippingEnvironment(): Promise<TestWorkflowEnvironment & { stopServer(): Promise<void> }> {
+  const server = await startTimeSkippingTestServer();
+  const admin = await Connection.connect({ address: server.address });
+  await ensureSearchAttributes(admin, 'default');
+  await admin.close();
   const create = (TestWorkflowEnvironment as unknown as { create(opts: unknown): Promise<TestWorkflowEnvironment> }).create.bind(TestWorkflowEnvironment);
-  return create({ server: { type: 'existing' }, supportsTimeSkipping: true, address: inject('timeSkippingAddress'), namespace: 'default' });
+  const env = await create({ server: { type: 'existing' }, supportsTimeSkipping: true, address: server.address, namespace: 'default' });
+  return Object.assign(env, { stopServer: () => server.stop() });
 }
 
 /** A worker on a fresh task queue with the real activities and the bundle built once per run. */
-export async function startTestWorker(connection: NativeConnection, namespace = 'default'): Promise<{ worker: Worker; taskQueue: string; running: Promise<void> }> {
+export async function startTestWorker(
+  connection: NativeConnection,
+  opts: { resolver?: Resolver; allowLoopback?: boolean; timeoutMs?: number } = {},
+): Promise<{ worker: Worker; taskQueue: string; running: Promise<void>; httpClient: HttpClient }> {
   const taskQueue = `test-${crypto.randomUUID()}`;
+  const policy = createDestinationPolicy({ allowCidrs: opts.allowLoopback ? ['127.0.0.0/8'] : [], resolver: opts.resolver ?? staticResolver(TEST_HOSTS) });
+  const httpClient = createHttpClient({ policy, timeoutMs: opts.timeoutMs ?? 10_000 });
   const worker = await Worker.create({
     connection,
-    namespace,
+    namespace: 'default',
     taskQueue,
     workflowBundle: { codePath: inject('workflowBundlePath') },
-    activities: createActivities({ db: testDb() }),
+    activities: createActivities({ db: testDb(), secretBox: createSecretBox(TEST_ENCRYPTION_KEY), httpClient }),
   });
-  const running = worker.run();
-  return { worker, taskQueue, running };
+  const running = worker.run().finally(() => httpClient.close());
+  return { worker, taskQueue, running, httpClient };
 }
