@@ -71,6 +71,10 @@ export function buildOpenApiDocument() {
   });
 
   registry.registerPath({
+    method: 'post', path: '/api/v1/webhook_deliveries/{id}/resend', summary: 'Resend a limited, exhausted or failed delivery', security, request: { params: idParam },
+    responses: { 200: json(z.object({ data: Delivery })), ...errors(404, 409) },
+  });
+  registry.registerPath({
     method: 'post', path: '/api/v1/events', summary: 'Publish a catalog event (201 stored, 200 already known)', security,
     request: { body: { content: { 'application/json': { schema: PublishBody.openapi('PublishEvent') } } } },
     responses: { 201: json(z.object({ data: StreamItem }), 'Stored'), 200: json(z.object({ data: StreamItem }), 'Already stored: the first event'), ...errors(422) },

@@ -251,3 +251,16 @@ export async function expireHeldDeliveries(db: Queryable, endpointId: string, no
   );
   return { expired: rowCount ?? 0, nextExpiryAt: rows[0]!.at };
 }
+
+/** Manual resend: a limited, exhausted or failed delivery is due again at once. Test sends cannot be resent. */
+export async function resendDelivery(db: Queryable, accountId: string, id: string): Promise<DeliveryRow | 'not_resendable' | undefined> {
+  const { rows } = await db.query<DeliveryRow>(
+    `UPDATE deliveries SET status = 'pending', terminal_reason = NULL, next_attempt_at = now(), held_since = NULL, leased_until = NULL, updated_at = now()
+     WHERE id = $1 AND account_id = $2 AND status IN ('limited', 'exhausted', 'failed') AND event_id IS NOT NULL
+     RETURNING ${COLUMNS}`,
+    [id, accountId],
+  );
+  if (rows[0]) return rows[0];
+  const { rows: existing } = await db.query(`SELECT 1 FROM deliveries WHERE id = $1 AND account_id = $2`, [id, accountId]);
+  return existing.length ? 'not_resendable' : undefined;
+}

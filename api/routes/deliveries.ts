@@ -1,7 +1,7 @@
 /** The delivery audit list: SPEC 4.7 with the fields of DECISIONS. */
 import Router from '@koa/router';
 import { pageOf, parseLimit } from '../../core/paging.js';
-import { DELIVERY_STATUSES, getDelivery, listDeliveries, type DeliveryStatus } from '../../db/deliveries.js';
+import { DELIVERY_STATUSES, getDelivery, listDeliveries, resendDelivery, type DeliveryStatus } from '../../db/deliveries.js';
 import { principalOf, requireScope } from '../auth.js';
 import type { ApiDeps } from '../deps.js';
 import { ApiError, notFound } from '../errors.js';
@@ -41,6 +41,19 @@ export function deliveryRoutes(deps: ApiDeps): Router {
     const row = Uuid.safeParse(id).success ? await getDelivery(deps.db, principalOf(ctx).accountId, id) : undefined;
     if (!row) throw notFound('delivery');
     ctx.body = { data: { ...presentDelivery(row), attempts_log: row.attempts_log.map(presentAttempt) } };
+  });
+
+  router.post('/api/v1/webhook_deliveries/:id/resend', requireScope('webhooks:write'), async (ctx) => {
+    const { accountId } = principalOf(ctx);
+    const id = ctx.params.id!;
+    const result = Uuid.safeParse(id).success ? await resendDelivery(deps.db, accountId, id) : undefined;
+    if (!result) throw notFound('delivery');
+    if (result === 'not_resendable') {
+      throw new ApiError(409, 'not_resendable', 'only limited, exhausted or failed deliveries of events can be resent');
+    }
+    // The endpoint's workflow sends it, or holds it if the endpoint is not sending.
+    deps.wakes.wake(result.endpoint_id, accountId);
+    ctx.body = { data: presentDelivery(result) };
   });
 
   return router;

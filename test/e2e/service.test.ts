@@ -76,6 +76,15 @@ describe('the service end to end', () => {
     expect(post.headers['x-idempotency-key']).toBe(samples['crm.demand.created']!.key);
     expect(JSON.parse(post.body.toString())).toMatchObject({ event: 'crm.demand.created', environment: 'live', entity_type: 'demand' });
 
+    // An exhausted delivery resent by hand goes out again.
+    await testDb().query(`UPDATE deliveries SET status = 'exhausted', terminal_reason = 'hold_expired' WHERE id = $1`, [delivered.id]);
+    expect((await call('POST', `/api/v1/webhook_deliveries/${delivered.id}/resend`)).body.data.status).toBe('pending');
+    const again = await eventually(async () => {
+      const d = (await call('GET', `/api/v1/webhook_deliveries/${delivered.id}`)).body.data;
+      return d.status === 'success' && d.attempts === 2 ? d : undefined;
+    });
+    expect(again.attempts_log.map((a: { number: number; response_code: number }) => [a.number, a.response_code])).toEqual([[1, 200], [2, 200]]);
+
     const connection = await Connection.connect({ address: inject('devServerAddress') });
     try {
       const handle = new Client({ connection }).workflow.getHandle(endpointWorkflowId(id));

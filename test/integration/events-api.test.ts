@@ -311,6 +311,17 @@ describe('free-plan cap', () => {
     expect((await usage(o.tenant.accountId))[0].received_count).toBe(302);
     const list = await api.request('GET', '/api/v1/webhook_deliveries?status=limited', { key: o.tenant.key });
     expect(list.body.data).toHaveLength(4);
+
+    // A limited delivery is resent only by hand.
+    const limitedId = list.body.data[0].id;
+    const resent = await api.request('POST', `/api/v1/webhook_deliveries/${limitedId}/resend`, { key: o.tenant.key });
+    expect(resent.status).toBe(200);
+    expect(resent.body.data).toMatchObject({ id: limitedId, status: 'pending', terminal_reason: null });
+    expect((await api.request('POST', `/api/v1/webhook_deliveries/${limitedId}/resend`, { key: o.tenant.key })).body.error.code).toBe('not_resendable');
+    const stranger = await origin();
+    expect((await api.request('POST', `/api/v1/webhook_deliveries/${limitedId}/resend`, { key: stranger.tenant.key })).status).toBe(404);
+    const readOnly = await o.tenant.keyFor(['webhooks:read']);
+    expect((await api.request('POST', `/api/v1/webhook_deliveries/${list.body.data[1].id}/resend`, { key: readOnly })).status).toBe(403);
   });
 
   it('counts nothing without an endpoint, and nothing for paid accounts or an old free account before November', async () => {
