@@ -17,6 +17,9 @@ export interface Config {
   providerAppSecret: string | undefined;
   providerVerifyToken: string | undefined;
   logLevel: string;
+  /** smtp://user:pass@host:587 for owner notifications; unset logs them instead. */
+  smtpUrl: string | undefined;
+  smtpFrom: string;
 }
 
 function int(name: string, fallback: number): number {
@@ -50,5 +53,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     providerAppSecret: env.PROVIDER_APP_SECRET || undefined,
     providerVerifyToken: env.PROVIDER_VERIFY_TOKEN || undefined,
     logLevel: env.LOG_LEVEL || 'info',
+    smtpUrl: env.SMTP_URL || undefined,
+    smtpFrom: env.SMTP_FROM || 'Webhook platform <no-reply@localhost>',
   };
 }

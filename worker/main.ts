@@ -9,6 +9,7 @@ import { connectTemporal, ensureSearchAttributes } from '../runtime/temporal.js'
 import { createDestinationPolicy, type Resolver } from '../security/destination-policy.js';
 import { createSecretBox, loadOrCreateEncryptionKey } from '../security/secret-box.js';
 import { createWorker } from './create-worker.js';
+import { runOutboxSender } from './outbox-sender.js';
 
 export async function runWorker(
   config: Config & { databaseUrl: string; temporalAddress: string },
@@ -33,9 +34,13 @@ export async function runWorker(
   opts.signal?.addEventListener('abort', () => {
     if (worker.getState() === 'RUNNING') worker.shutdown();
   });
+  const outboxStop = new AbortController();
+  const outbox = runOutboxSender(db, { smtpUrl: config.smtpUrl, from: config.smtpFrom, signal: outboxStop.signal });
   try {
     await worker.run();
   } finally {
+    outboxStop.abort();
+    await outbox;
     await connection.close();
     await httpClient.close();
     await db.end();

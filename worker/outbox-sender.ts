@@ -1,0 +1,73 @@
+/**
+ * Sends the notification outbox (owner alerts, plan warnings): by e-mail when SMTP_URL is
+ * set, to the log otherwise. Rows are claimed with SKIP LOCKED, so any number of workers
+ * can run it; a row is marked sent in the transaction that holds it, so each goes out once
+ * (a crash between the send and the commit can repeat that one message).
+ */
+import nodemailer, { type Transporter } from 'nodemailer';
+import { notificationText } from '../core/notification-text.js';
+import { inTransaction, type Db } from '../db/pool.js';
+import { logger } from '../runtime/logger.js';
+
+export interface OutboxRow {
+  id: string;
+  kind: string;
+  payload: Record<string, unknown>;
+}
+
+export type Deliver = (row: OutboxRow) => Promise<void>;
+
+export function mailDelivery(transport: Transporter, from: string): Deliver {
+  return async (row) => {
+    const { subject, text } = notificationText(row.kind, row.payload);
+    await transport.sendMail({ from, to: String(row.payload.to), subject, text });
+  };
+}
+
+export const logDelivery: Deliver = async (row) => {
+  const { subject } = notificationText(row.kind, row.payload);
+  logger.info({ notification: row.id, kind: row.kind, to: row.payload.to, subject }, 'notification (SMTP not configured)');
+};
+
+/** Sends up to `limit` pending notifications; returns how many went out. */
+export async function sendPendingNotifications(db: Db, deliver: Deliver, limit = 20): Promise<number> {
+  return inTransaction(db, async (tx) => {
+    const { rows } = await tx.query<OutboxRow>(
+      `SELECT id, kind, payload FROM notifications WHERE sent_at IS NULL ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
+      [limit],
+    );
+    let sent = 0;
+    for (const row of rows) {
+      try {
+        await deliver(row);
+        await tx.query(`UPDATE notifications SET sent_at = now() WHERE id = $1`, [row.id]);
+        sent++;
+      } catch (err) {
+        logger.warn({ err, notification: row.id }, 'notification not sent; will retry');
+      }
+    }
+    return sent;
+  });
+}
+
+/** Polls the outbox until `signal` aborts. */
+export function runOutboxSender(db: Db, opts: { smtpUrl?: string; from: string; intervalMs?: number; signal?: AbortSignal }): Promise<void> {
+  const deliver = opts.smtpUrl ? mailDelivery(nodemailer.createTransport(opts.smtpUrl), opts.from) : logDelivery;
+  return new Promise((resolve) => {
+    let timer: NodeJS.Timeout | undefined;
+    const tick = async () => {
+      try {
+        while ((await sendPendingNotifications(db, deliver)) > 0);
+      } catch (err) {
+        logger.warn({ err }, 'outbox pass failed');
+      }
+      if (opts.signal?.aborted) return resolve();
+      timer = setTimeout(tick, opts.intervalMs ?? 5_000);
+    };
+    opts.signal?.addEventListener('abort', () => {
+      if (timer) clearTimeout(timer);
+      resolve();
+    });
+    void tick();
+  });
+}
