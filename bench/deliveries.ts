@@ -1,0 +1,118 @@
+/**
+ * Delivery benchmark: events stored through the real ingest path are delivered by the real
+ * worker (endpoint workflows on the Temporal dev server) to a local HTTPS receiver.
+ * Prints deliveries per second and the time from storing an event to its 2xx.
+ *
+ *   npm run bench:deliveries
+ *   BENCH_EVENTS=2000 BENCH_ENDPOINTS=1,20 npm run bench:deliveries
+ */
+import fs from 'node:fs';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { generate } from 'selfsigned';
+import { getEventDefinition } from '../core/catalog/index.js';
+import { createAccount } from '../db/directory.js';
+import { insertEndpoint } from '../db/endpoints.js';
+import { migrate } from '../db/migrate.js';
+import { createPool, inTransaction } from '../db/pool.js';
+import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
+import { startTemporalDevServer } from '../dev/temporal-servers.js';
+import { projectRoot } from '../dev/tools.js';
+import { storeEvent } from '../ingest/store-event.js';
+import { loadConfig } from '../runtime/config.js';
+import { connectTemporal, endpointWorkflows } from '../runtime/temporal.js';
+import { createSecretBox } from '../security/secret-box.js';
+import { runWorker } from '../worker/main.js';
+
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 2000);
+const ENDPOINT_COUNTS = (process.env.BENCH_ENDPOINTS ?? '1,20').split(',').map(Number);
+const def = getEventDefinition('crm.demand.created')!;
+const dir = path.join(projectRoot, '.data', 'bench-deliveries');
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function main() {
+  fs.mkdirSync(dir, { recursive: true });
+  // A private CA for the local receiver, trusted by the worker's HTTP client.
+  const ca = await generate([{ name: 'commonName', value: 'bench CA' }], { keySize: 2048, extensions: [{ name: 'basicConstraints', cA: true, critical: true }, { name: 'keyUsage', keyCertSign: true, critical: true }] });
+  const leaf = await generate([{ name: 'commonName', value: '127.0.0.1' }], { keySize: 2048, ca: { key: ca.private, cert: ca.cert }, extensions: [{ name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }] }] });
+  fs.writeFileSync(path.join(dir, 'ca.pem'), ca.cert);
+  process.env.NODE_EXTRA_CA_CERTS = path.join(dir, 'ca.pem');
+
+  let received = 0;
+  const receiver = https.createServer({ key: leaf.private, cert: leaf.cert }, (req, res) => {
+    req.resume();
+    req.on('end', () => {
+      received++;
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  const port = (receiver.address() as AddressInfo).port;
+
+  const pg = process.env.DATABASE_URL ? { url: process.env.DATABASE_URL, stop: async () => {} } : await startEmbeddedPostgres(path.join(dir, 'pg'));
+  const temporal = await startTemporalDevServer();
+  await migrate(pg.url);
+  const db = createPool(pg.url, 10);
+  const encryptionKey = Buffer.alloc(32, 7).toString('base64');
+  const config = { ...loadConfig({}), databaseUrl: pg.url, temporalAddress: temporal.address, encryptionKey, allowPrivateCidrs: ['127.0.0.0/8'], taskQueue: 'bench' };
+  const stopWorker = new AbortController();
+  const worker = runWorker(config, { signal: stopWorker.signal });
+  const { connection, client } = await connectTemporal(temporal.address, 'default');
+  const workflows = endpointWorkflows(client, 'bench');
+  const box = createSecretBox(encryptionKey);
+
+  const results: string[] = [];
+  for (const endpoints of ENDPOINT_COUNTS) {
+    const account = await createAccount(db, { name: `bench-${endpoints}`, ownerEmail: 'bench@example.com', plan: 'paid' });
+    const ids: string[] = [];
+    for (let i = 0; i < endpoints; i++) {
+      const e = await inTransaction(db, (tx) => insertEndpoint(tx, { accountId: account.id, customerId: null, url: `https://127.0.0.1:${port}/hook/${i}`, events: ['crm'], active: true, secretCiphertext: box.seal('whsec_bench_secret_value'), limit: 1000 }));
+      await db.query(`UPDATE endpoints SET health_status = 'healthy', verified_at = now() WHERE id = $1`, [e.id]);
+      await workflows.notify(e.id, account.id, 'created');
+      ids.push(e.id);
+    }
+    const perEndpoint = Math.max(1, Math.round(EVENTS / endpoints));
+    const total = perEndpoint * endpoints;
+    const before = received;
+    const started = performance.now();
+    // Events arrive while delivery runs, as in production: wake-ups are coalesced per endpoint.
+    for (let n = 0; n < perEndpoint; n++) {
+      const data = def.data.parse({ entity_type: 'demand', entity_id: `dem_${n}`, before_data: null, after_data: { id: `dem_${n}`, version: 1, status: 'open', contact_id: 'c', title: 'bench' }, actor_user_id: null });
+      await storeEvent(db, { accountId: account.id, environment: 'live', def, data, refs: {}, customerId: null, channelAccount: null, externalId: null, messageResourceId: null, contactRef: null, streamContext: {}, occurredAt: new Date() });
+      if (n % 50 === 0 || n === perEndpoint - 1) await Promise.all(ids.map((id) => workflows.wake(id, account.id)));
+    }
+    const ingestSeconds = (performance.now() - started) / 1000;
+    for (;;) {
+      const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE account_id = $1 AND status = 'success'`, [account.id]);
+      if (rows[0]!.n >= total) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const { rows: lat } = await db.query<{ ms: number }>(
+      `SELECT extract(epoch FROM (last_attempt_at - created_at)) * 1000 AS ms FROM deliveries WHERE account_id = $1 ORDER BY 1`,
+      [account.id],
+    );
+    const ms = lat.map((r) => Number(r.ms));
+    results.push(
+      `${endpoints} endpoint(s) x ${perEndpoint} events = ${total} deliveries in ${seconds.toFixed(1)} s (ingest ${ingestSeconds.toFixed(1)} s): ` +
+        `${Math.round(total / seconds)} deliveries/s; stored-to-sent p50 ${percentile(ms, 50).toFixed(0)} ms, p99 ${percentile(ms, 99).toFixed(0)} ms; receiver got ${received - before}`,
+    );
+  }
+  console.log('');
+  for (const line of results) console.log(line);
+
+  stopWorker.abort();
+  await worker;
+  await connection.close();
+  await db.end();
+  await temporal.stop();
+  await pg.stop();
+  receiver.close();
+}
+
+await main();
+process.exit(0);
