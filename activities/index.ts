@@ -5,7 +5,7 @@
  * one that decides what is due.
  */
 import { getEventDefinition } from '../core/catalog/index.js';
-import { HOLD_MS } from '../core/health.js';
+import { HOLD_MS, sends } from '../core/health.js';
 import { retryDelayMs } from '../core/retry-curve.js';
 import { webhookBody } from '../core/webhook-body.js';
 import {
@@ -22,7 +22,7 @@ import { getAccount } from '../db/directory.js';
 import { getEndpointById, recordEndpointHealth, type EndpointRow, type HealthStatus } from '../db/endpoints.js';
 import type { EventRow } from '../db/events.js';
 import { enqueueNotification } from '../db/plan-usage.js';
-import { inTransaction, type Db } from '../db/pool.js';
+import type { Db } from '../db/pool.js';
 import type { HttpClient } from '../delivery/http-client.js';
 import { sendWebhook } from '../delivery/send-webhook.js';
 import { webhookSends } from '../runtime/metrics.js';
@@ -55,7 +55,8 @@ export interface DeliveryRound {
   nextDueAtMs: number | null;
 }
 
-const LEASE_MS = 2 * 60_000;
+// Longer than a round may last (its activity's start-to-close), so a lease never ends under a live attempt.
+const LEASE_MS = 4 * 60_000;
 const ms = (d: Date | null) => (d ? d.getTime() : null);
 
 async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
@@ -92,15 +93,13 @@ export function createActivities(deps: ActivityDeps) {
     });
     webhookSends.inc({ kind: 'delivery', outcome: outcome.acknowledged ? 'success' : (outcome.error ?? 'failure') });
     const number = d.attempts + 1;
-    await inTransaction(db, (tx) =>
-      recordDeliveryAttempt(tx, {
-        id: d.id,
-        number,
-        attempt: { startedAt, durationMs: outcome.durationMs, responseCode: outcome.recordedStatus, error: outcome.error, responseExcerpt: outcome.excerpt },
-        success: outcome.acknowledged,
-        nextAttemptAt: outcome.acknowledged ? null : new Date(nowMs + retryDelayMs(number)),
-      }),
-    );
+    await recordDeliveryAttempt(db, {
+      id: d.id,
+      number,
+      attempt: { startedAt, durationMs: outcome.durationMs, responseCode: outcome.recordedStatus, error: outcome.error, responseExcerpt: outcome.excerpt },
+      success: outcome.acknowledged,
+      nextAttemptAt: outcome.acknowledged ? null : new Date(nowMs + retryDelayMs(number)),
+    });
     return { ok: outcome.acknowledged, responseCode: outcome.recordedStatus, atMs: nowMs + outcome.durationMs };
   }
 
@@ -120,11 +119,13 @@ export function createActivities(deps: ActivityDeps) {
     async deliverDue(endpointId: string, nowMs: number, limit: number): Promise<DeliveryRound> {
       const endpoint = await getEndpointById(db, endpointId);
       if (!endpoint || endpoint.deleted_at) return { outcomes: [], more: false, nextDueAtMs: null };
+      // A PATCH (deactivation, new url) may be committed before its signal reaches the workflow.
+      if (!sends(endpoint.active, endpoint.health_status)) return { outcomes: [], more: false, nextDueAtMs: null };
       const claimed = await claimDueDeliveries(db, endpointId, new Date(nowMs), limit, LEASE_MS);
       const eventIds = claimed.map((d) => d.event_id).filter((id): id is string => id !== null);
       const { rows: events } = eventIds.length ? await db.query<EventRow>(`SELECT * FROM events WHERE id = ANY($1::uuid[])`, [eventIds]) : { rows: [] };
       const byId = new Map(events.map((e) => [e.id, e]));
-      const outcomes = await mapLimit(claimed, deps.concurrency ?? 8, (d) => attempt(endpoint, d, d.event_id ? byId.get(d.event_id) : undefined, nowMs));
+      const outcomes = await mapLimit(claimed, deps.concurrency ?? 16, (d) => attempt(endpoint, d, d.event_id ? byId.get(d.event_id) : undefined, nowMs));
       return { outcomes: outcomes.filter((o): o is AttemptOutcome => o !== null), more: claimed.length === limit, nextDueAtMs: ms(await nextDueAt(db, endpointId)) };
     },
 

@@ -189,17 +189,20 @@ export async function claimDueDeliveries(db: Queryable, endpointId: string, now:
   return rows.sort((a, b) => a.next_attempt_at.getTime() - b.next_attempt_at.getTime());
 }
 
-/** Records one attempt and its effect on the delivery, in one transaction. */
+/** Records one attempt and its effect on the delivery, in one statement (so atomically, in one round trip). */
 export async function recordDeliveryAttempt(
-  tx: Queryable,
+  db: Queryable,
   d: { id: string; number: number; attempt: AttemptRecord; success: boolean; nextAttemptAt: Date | null },
 ): Promise<void> {
-  await insertAttempt(tx, d.id, d.number, d.attempt);
-  await tx.query(
-    `UPDATE deliveries SET status = $2, attempts = $3, response_code = $4, last_attempt_at = $5, next_attempt_at = $6,
+  await db.query(
+    `WITH attempt AS (
+       INSERT INTO delivery_attempts (delivery_id, number, started_at, duration_ms, response_code, error, response_excerpt)
+       VALUES ($1, $2, $5, $7, $4, $8, $9)
+     )
+     UPDATE deliveries SET status = $3, attempts = $2, response_code = $4, last_attempt_at = $5, next_attempt_at = $6,
        leased_until = NULL, updated_at = now()
      WHERE id = $1`,
-    [d.id, d.success ? 'success' : 'failed', d.number, d.attempt.responseCode, d.attempt.startedAt, d.nextAttemptAt],
+    [d.id, d.number, d.success ? 'success' : 'failed', d.attempt.responseCode, d.attempt.startedAt, d.nextAttemptAt, d.attempt.durationMs, d.attempt.error, d.attempt.responseExcerpt],
   );
 }
 

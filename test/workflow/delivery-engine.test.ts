@@ -4,6 +4,7 @@
  */
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { endpointStateQuery } from '../../workflows/endpoint-contract.js';
 import { createTenant, eventually, testDb } from '../support/harness.js';
 import { deliveryTestBed, SECRET } from '../support/delivery-test-bed.js';
 
@@ -51,5 +52,46 @@ describe('delivery engine (time skipping)', () => {
     await workflows.notify(endpointId, tenant.accountId, 'verified');
     await eventually(async () => (await bed.deliveries(endpointId)).every((d) => d.status === 'success'));
     expect(bed.receiver.received.filter((r) => r.path.startsWith('/resume/'))).toHaveLength(2);
+  });
+
+  it('a deactivated endpoint holds its backlog and sends nothing; a 2xx test resumes it', async () => {
+    const tenant = await createTenant();
+    const endpointId = await bed.verifiedEndpoint(tenant, bed.uniquePath('inactive'));
+    const workflows = bed.workflows();
+    await workflows.notify(endpointId, tenant.accountId, 'created');
+    // What PATCH { active: false } commits before it signals.
+    await testDb().query(`UPDATE endpoints SET active = false WHERE id = $1`, [endpointId]);
+    await workflows.notify(endpointId, tenant.accountId, 'updated');
+    await eventually(async () => (await bed.handle(endpointId).query(endpointStateQuery)).active === false);
+    await bed.publish(tenant, 1); // not admitted: inactive endpoints get no new deliveries
+    await testDb().query(
+      `INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status, next_attempt_at)
+       SELECT account_id, $1, id, type, idempotency_key, environment, 'pending', now() FROM events WHERE account_id = $2`,
+      [endpointId, tenant.accountId],
+    );
+    await workflows.wake(endpointId, tenant.accountId);
+    await eventually(async () => (await bed.deliveries(endpointId)).every((d) => d.held_since !== null));
+    await bed.env.sleep('1 hour');
+    expect(bed.receiver.received.filter((r) => r.path.startsWith('/inactive/'))).toHaveLength(0);
+
+    await testDb().query(`UPDATE endpoints SET active = true, verified_at = now() WHERE id = $1`, [endpointId]);
+    await workflows.notify(endpointId, tenant.accountId, 'verified');
+    await eventually(async () => (await bed.deliveries(endpointId)).every((d) => d.status === 'success' && d.held_since === null));
+    expect(bed.receiver.received.filter((r) => r.path.startsWith('/inactive/'))).toHaveLength(1);
+  });
+
+  it('a destination that now resolves inside the network fails as blocked_destination and counts in the streak', async () => {
+    const tenant = await createTenant();
+    const endpointId = await bed.verifiedEndpoint(tenant, bed.uniquePath('blocked'));
+    await testDb().query(`UPDATE endpoints SET url = 'https://private.example/hooks' WHERE id = $1`, [endpointId]);
+    await bed.publish(tenant, 1);
+    await bed.workflows().notify(endpointId, tenant.accountId, 'created');
+    await eventually(async () => (await bed.endpointRow(endpointId)).failure_streak === 1);
+    const { rows } = await testDb().query(
+      `SELECT a.error, a.response_code FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.endpoint_id = $1`,
+      [endpointId],
+    );
+    expect(rows).toEqual([{ error: 'blocked_destination', response_code: null }]);
+    expect((await bed.deliveries(endpointId))[0]).toMatchObject({ status: 'failed', attempts: 1 });
   });
 });
