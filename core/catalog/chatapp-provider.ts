@@ -20,20 +20,12 @@
 import { z } from 'zod';
 import { isUsableTier } from './chatapp-account.js';
 import type { MessageStatus } from './chatapp-messages.js';
-import { formatPath } from './issues.js';
+import { ProviderPayloadError, parseProviderPart } from './issues.js';
+
+export { ProviderPayloadError };
 import { unixSecondsToIso } from './time.js';
 import { conversationSchema, pricingSchema, providerErrorSchema, providerTime, referralSchema } from './types.js';
 
-export class ProviderPayloadError extends Error {
-  override readonly name = 'ProviderPayloadError';
-  constructor(
-    /** path of the bad field, e.g. `entry[0].changes[1].value.metadata.phone_number_id` */
-    readonly field: string,
-    detail: string,
-  ) {
-    super(`${field}: ${detail}`);
-  }
-}
 
 // ---- envelope and value schemas (lenient on unknown fields) ----
 
@@ -213,12 +205,6 @@ export interface QualityUpdateData {
 
 const DELIVERABLE_STATUSES: ReadonlySet<string> = new Set<MessageStatus>(['sent', 'delivered', 'read', 'failed']);
 
-function parseAt<T extends z.ZodType>(schema: T, value: unknown, path: string): z.output<T> {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  throw new ProviderPayloadError(issue ? formatPath(issue.path, path) : path, issue?.message ?? 'invalid');
-}
 
 const present = (v: string | undefined | null): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
 const isPhone = (v: string | null): v is string => v !== null && /^\+?\d{5,15}$/.test(v);
@@ -244,7 +230,7 @@ function contactFor(contacts: ContactIn[], waId: string | null, userId: string |
 }
 
 export function mapChatappWebhook(body: unknown): { facts: ProviderFact[]; ignored: number } {
-  const envelope = parseAt(providerEnvelopeSchema, body, '');
+  const envelope = parseProviderPart(providerEnvelopeSchema, body, '');
   const facts: ProviderFact[] = [];
   let ignored = 0;
 
@@ -255,20 +241,20 @@ export function mapChatappWebhook(body: unknown): { facts: ProviderFact[]; ignor
       let items = 0;
       switch (change.field) {
         case 'messages': {
-          const value = parseAt(messagesValueSchema, change.value, at);
+          const value = parseProviderPart(messagesValueSchema, change.value, at);
           const base = { wabaId: entry.id, phoneNumberId: value.metadata.phone_number_id };
           const contacts = value.contacts ?? [];
           (value.messages ?? []).forEach((raw, i) => {
             items++;
             const path = `${at}.messages[${i}]`;
-            const m = parseAt(messageInSchema, raw, path);
+            const m = parseProviderPart(messageInSchema, raw, path);
             const sender = contactFor(contacts, present(m.from), present(m.from_user_id));
             const fact = messageLikeFact('message', 'contact', raw as Record<string, unknown>, path, base, present(value.metadata.display_phone_number), m, sender);
             if (fact) facts.push(fact);
           });
           (value.statuses ?? []).forEach((raw, i) => {
             items++;
-            const s = parseAt(statusInSchema, raw, `${at}.statuses[${i}]`);
+            const s = parseProviderPart(statusInSchema, raw, `${at}.statuses[${i}]`);
             if (!DELIVERABLE_STATUSES.has(s.status)) return; // deleted, warning: no event (SPEC 6.3)
             facts.push({
               kind: 'status',
@@ -285,13 +271,13 @@ export function mapChatappWebhook(body: unknown): { facts: ProviderFact[]; ignor
           break;
         }
         case 'smb_message_echoes': {
-          const value = parseAt(echoesValueSchema, change.value, at);
+          const value = parseProviderPart(echoesValueSchema, change.value, at);
           const base = { wabaId: entry.id, phoneNumberId: value.metadata.phone_number_id };
           const contacts = value.contacts ?? [];
           (value.message_echoes ?? []).forEach((raw, i) => {
             items++;
             const path = `${at}.message_echoes[${i}]`;
-            const m = parseAt(echoInSchema, raw, path);
+            const m = parseProviderPart(echoInSchema, raw, path);
             const customer = contactFor(contacts, present(m.to), present(m.to_user_id));
             const fact = messageLikeFact('echo', 'business', raw as Record<string, unknown>, path, base, present(value.metadata.display_phone_number), m, customer);
             if (fact) facts.push(fact);
@@ -300,7 +286,7 @@ export function mapChatappWebhook(body: unknown): { facts: ProviderFact[]; ignor
         }
         case 'account_update': {
           items++;
-          const value = parseAt(accountUpdateValueSchema, change.value, at);
+          const value = parseProviderPart(accountUpdateValueSchema, change.value, at);
           // Partner events name the customer's WABA in waba_info; entry.id is then the partner's.
           const wabaId = present(value.waba_info?.waba_id) ?? entry.id;
           const restrictionList = value.restriction_info ?? value.restrictions;
@@ -318,7 +304,7 @@ export function mapChatappWebhook(body: unknown): { facts: ProviderFact[]; ignor
         }
         case 'phone_number_quality_update': {
           items++;
-          const value = parseAt(qualityValueSchema, change.value, at);
+          const value = parseProviderPart(qualityValueSchema, change.value, at);
           const tier = [value.messaging_limit_tier, value.max_daily_conversations_per_business, value.current_limit].find(isUsableTier);
           const phoneNumberId = present(value.phone_number_id);
           const display = present(value.display_phone_number);
@@ -373,11 +359,11 @@ function editOrRevoke(
 ): ProviderFact | null {
   const when = unixSecondsToIso(timestamp);
   if (type === 'edit') {
-    const edit = parseAt(editInSchema, raw['edit'], `${at}.edit`);
+    const edit = parseProviderPart(editInSchema, raw['edit'], `${at}.edit`);
     if (when === null) return null; // the key `<wamid>:edited:<edit time>` needs the time
     return { kind: 'edited', ...base, actor, messageId: edit.original_message_id, notificationId, message: edit.message, contact, editedAt: when };
   }
-  const revoke = parseAt(revokeInSchema, raw['revoke'], `${at}.revoke`);
+  const revoke = parseProviderPart(revokeInSchema, raw['revoke'], `${at}.revoke`);
   if (when === null) return null;
   return { kind: 'revoked', ...base, actor, messageId: revoke.original_message_id, notificationId, contact, revokedAt: when };
 }

@@ -15,23 +15,13 @@
  * `changes` of other fields, and an entry that carries none of these.
  *
  * A malformed envelope, or a contact's message missing `mid` / `sender.id`, throws
- * PhotoappPayloadError naming the field.
+ * ProviderPayloadError naming the field.
  */
 import { z } from 'zod';
-import { formatPath } from './issues.js';
+import { ProviderPayloadError, parseProviderPart } from './issues.js';
 import { unixSecondsToIso } from './time.js';
 import { providerTime } from './types.js';
 
-export class PhotoappPayloadError extends Error {
-  override readonly name = 'PhotoappPayloadError';
-  constructor(
-    /** path of the bad field, e.g. `entry[0].messaging[1].message.mid` */
-    readonly field: string,
-    detail: string,
-  ) {
-    super(`${field}: ${detail}`);
-  }
-}
 
 // ---- envelope and item schemas (lenient on unknown fields) ----
 
@@ -93,12 +83,6 @@ export type PhotoappFact = {
   occurredAt: string | null;
 };
 
-function parseAt<T extends z.ZodType>(schema: T, value: unknown, path: string): z.output<T> {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  throw new PhotoappPayloadError(issue ? formatPath(issue.path, path) : path, issue?.message ?? 'invalid');
-}
 
 /** Provider times here are unix milliseconds (number or numeric string); null when unreadable. */
 function millis(value: unknown): number | null {
@@ -107,7 +91,7 @@ function millis(value: unknown): number | null {
 }
 
 export function mapPhotoappWebhook(body: unknown): { facts: PhotoappFact[]; ignored: number } {
-  const envelope = parseAt(photoappEnvelopeSchema, body, '');
+  const envelope = parseProviderPart(photoappEnvelopeSchema, body, '');
   const facts: PhotoappFact[] = [];
   let ignored = 0;
 
@@ -128,13 +112,13 @@ export function mapPhotoappWebhook(body: unknown): { facts: PhotoappFact[]; igno
 }
 
 function messagingFact(raw: unknown, at: string, accountId: string): PhotoappFact | null {
-  const item = parseAt(itemSchema, raw, at);
+  const item = parseProviderPart(itemSchema, raw, at);
   if (item.message === undefined) return null; // reaction, read, postback, referral...
-  const flags = parseAt(flagsSchema, item.message, `${at}.message`);
+  const flags = parseProviderPart(flagsSchema, item.message, `${at}.message`);
   if (flags.is_echo === true || flags.is_deleted === true || flags.is_unsupported === true) return null;
 
-  const m = parseAt(messageInSchema, item.message, `${at}.message`);
-  const { sender, timestamp } = parseAt(senderSchema, raw, at);
+  const m = parseProviderPart(messageInSchema, item.message, `${at}.message`);
+  const { sender, timestamp } = parseProviderPart(senderSchema, raw, at);
   if (sender.id === accountId) return null; // the business account itself
 
   const rawMessage = item.message as Record<string, unknown>;
@@ -175,7 +159,7 @@ function messageContent(
   if (m.quick_reply !== undefined) return { type: 'quick_reply', value: { payload: m.quick_reply.payload, text: m.text ?? null } };
   const first = m.attachments?.[0];
   if (first !== undefined) {
-    if (RESERVED_TYPES.has(first.type)) throw new PhotoappPayloadError(`${at}.message.attachments[0].type`, `reserved type "${first.type}"`);
+    if (RESERVED_TYPES.has(first.type)) throw new ProviderPayloadError(`${at}.message.attachments[0].type`, `reserved type "${first.type}"`);
     const value: Record<string, unknown> = { ...(first.payload ?? {}) };
     // A caption sent with media stays with it, as in chatapp's media content.
     if (typeof m.text === 'string' && m.text.length > 0 && value['caption'] === undefined) value['caption'] = m.text;

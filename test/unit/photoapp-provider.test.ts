@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { formatIssue, getEventDefinition, streamData, type EventDefinition } from '../../core/catalog/index.js';
-import { PhotoappPayloadError, mapPhotoappWebhook, photoappReceivedPayload, type PhotoappFact } from '../../core/catalog/photoapp-provider.js';
+import { ProviderPayloadError } from '../../core/catalog/issues.js';
+import { mapPhotoappWebhook, photoappReceivedPayload, type PhotoappFact } from '../../core/catalog/photoapp-provider.js';
 
 const IG_ACCOUNT = '17841405822304914';
 const IGSID = '6940128465219734';
@@ -217,7 +218,7 @@ describe('mapPhotoappWebhook: ignored items', () => {
 });
 
 describe('mapPhotoappWebhook: malformed', () => {
-  it('throws PhotoappPayloadError naming the bad field', () => {
+  it('throws ProviderPayloadError naming the bad field', () => {
     const cases: [unknown, RegExp][] = [
       ['not json object', /^\(root\): /],
       [{ object: 'whatsapp_business_account', entry: [] }, /^object: /],
@@ -241,9 +242,9 @@ describe('mapPhotoappWebhook: malformed', () => {
       } catch (e) {
         error = e;
       }
-      expect(error, JSON.stringify(body)).toBeInstanceOf(PhotoappPayloadError);
-      expect((error as PhotoappPayloadError).message, JSON.stringify(body)).toMatch(pattern);
-      expect((error as PhotoappPayloadError).field.length).toBeGreaterThan(0);
+      expect(error, JSON.stringify(body)).toBeInstanceOf(ProviderPayloadError);
+      expect((error as ProviderPayloadError).message, JSON.stringify(body)).toMatch(pattern);
+      expect((error as ProviderPayloadError).field.length).toBeGreaterThan(0);
     }
   });
 
@@ -252,9 +253,9 @@ describe('mapPhotoappWebhook: malformed', () => {
       mapPhotoappWebhook(envelope([item({ mid: MID, text: 'a' }), item({ text: 'b' })]));
       expect.unreachable();
     } catch (e) {
-      expect(e).toBeInstanceOf(PhotoappPayloadError);
-      expect((e as PhotoappPayloadError).field).toBe('entry[0].messaging[1].message.mid');
-      expect((e as PhotoappPayloadError).name).toBe('PhotoappPayloadError');
+      expect(e).toBeInstanceOf(ProviderPayloadError);
+      expect((e as ProviderPayloadError).field).toBe('entry[0].messaging[1].message.mid');
+      expect((e as ProviderPayloadError).name).toBe('ProviderPayloadError');
     }
   });
 });
