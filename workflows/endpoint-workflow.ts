@@ -40,6 +40,8 @@ const { deliverDue, recordHealth, holdDeliveries, releaseDeliveries, expireHeld,
 
 /** POSTs per round while the endpoint is healthy (fewer rounds, fewer workflow tasks); one while it is failing. */
 const BATCH = 200;
+/** How long an idle workflow waits before re-reading its endpoint anyway. */
+const RECONCILE_MS = 60 * 60 * 1000;
 /** Workflows that predate the delivery engine replay without it. */
 const DELIVERY_ENGINE = 'delivery-engine';
 
@@ -57,19 +59,32 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: E
   setHandler(endpointStateQuery, () => state);
 
   const engine = patched(DELIVERY_ENGINE);
-  // A new run (first start, or after continue-as-new) looks at Postgres before anything else.
+  // A new run looks at Postgres before anything else: it may have been started by a wake-up,
+  // not a change, and a first run knows nothing of the endpoint yet.
+  let reload = engine && !carried;
   if (engine) woken = true;
 
   for (;;) {
-    const wakeAt = engine ? nextWakeAt(state) : null;
-    if (wakeAt === null) await condition(() => pending.length > 0 || woken);
-    else if (wakeAt > Date.now()) await condition(() => pending.length > 0 || woken, wakeAt - Date.now());
+    if (engine) {
+      // Idle at most an hour: a signal lost while Temporal was unreachable is made good by
+      // re-reading the endpoint.
+      const scheduled = nextWakeAt(state);
+      const reconcileAt = Date.now() + RECONCILE_MS;
+      const wakeAt = scheduled === null ? reconcileAt : Math.min(scheduled, reconcileAt);
+      if (wakeAt > Date.now()) {
+        const signalled = await condition(() => pending.length > 0 || woken, wakeAt - Date.now());
+        if (!signalled && wakeAt === reconcileAt) reload = true;
+      }
+    } else {
+      await condition(() => pending.length > 0 || woken);
+    }
     const wasWoken = woken;
     if (woken) {
       woken = false;
       state.wakeups++;
     }
-    if (pending.length > 0) {
+    if (pending.length > 0 || reload) {
+      reload = false;
       // Changes are coalesced: the snapshot read after them reflects them all.
       const changes = pending.splice(0);
       state.changesSeen += changes.length;

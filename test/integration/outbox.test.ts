@@ -15,10 +15,14 @@ describe('notification outbox', () => {
 
     // jsonTransport is nodemailer's own transport that renders the message without a network.
     const mail = mailDelivery(nodemailer.createTransport({ jsonTransport: true }), 'Platform <no-reply@example.com>');
+    // Other tests queue notifications in the same database: count only this Account's.
+    const mineIds = new Set((await testDb().query(`SELECT id FROM notifications WHERE account_id = $1`, [tenant.accountId])).rows.map((r) => r.id));
     const sent: Array<{ to: string; subject: string }> = [];
+    let bounced = false;
     const deliver: Deliver = async (row) => {
-      if (row.payload.to === 'bounce@example.com' && !sent.some((s) => s.to === 'retry')) {
-        sent.push({ to: 'retry', subject: '' });
+      if (!mineIds.has(row.id)) return;
+      if (row.payload.to === 'bounce@example.com' && !bounced) {
+        bounced = true;
         throw new Error('mailbox unavailable');
       }
       await mail(row);
