@@ -94,4 +94,13 @@ describe('delivery engine (time skipping)', () => {
     expect(rows).toEqual([{ error: 'blocked_destination', response_code: null }]);
     expect((await bed.deliveries(endpointId))[0]).toMatchObject({ status: 'failed', attempts: 1 });
   });
+
+  it('a workflow started by a wake-up alone (its creation signal was lost) reads the endpoint and delivers', async () => {
+    const tenant = await createTenant();
+    const endpointId = await bed.verifiedEndpoint(tenant, bed.uniquePath('woken'));
+    await bed.publish(tenant, 1);
+    await bed.workflows().wake(endpointId, tenant.accountId);
+    await eventually(async () => (await bed.deliveries(endpointId)).every((d) => d.status === 'success'));
+    expect(bed.receiver.received.filter((r) => r.path.startsWith('/woken/'))).toHaveLength(1);
+  });
 });
