@@ -24,7 +24,7 @@ import type { EventRow } from '../db/events.js';
 import { enqueueNotification } from '../db/plan-usage.js';
 import type { Db } from '../db/pool.js';
 import type { HttpClient } from '../delivery/http-client.js';
-import { sendWebhook } from '../delivery/send-webhook.js';
+import { sendToEndpoint } from '../delivery/send-webhook.js';
 import { webhookSends } from '../runtime/metrics.js';
 import type { SecretBox } from '../security/secret-box.js';
 
@@ -82,15 +82,7 @@ export function createActivities(deps: ActivityDeps) {
     }
     const body = Buffer.from(JSON.stringify(webhookBody(def, event)), 'utf8');
     const startedAt = new Date(nowMs);
-    // The secret is read at attempt time, so a rotation applies to every later attempt.
-    const outcome = await sendWebhook(deps.httpClient, {
-      url: endpoint.url,
-      secret: deps.secretBox.open(endpoint.secret_ciphertext),
-      authorization: endpoint.authorization_ciphertext ? deps.secretBox.open(endpoint.authorization_ciphertext) : null,
-      eventType: d.event_type,
-      idempotencyKey: d.idempotency_key,
-      body,
-    });
+    const outcome = await sendToEndpoint(deps.httpClient, deps.secretBox, endpoint, { eventType: d.event_type, idempotencyKey: d.idempotency_key, body });
     webhookSends.inc({ kind: 'delivery', outcome: outcome.acknowledged ? 'success' : (outcome.error ?? 'failure') });
     const number = d.attempts + 1;
     await recordDeliveryAttempt(db, {

@@ -2,6 +2,7 @@
  * One signed webhook POST: the exact bytes are signed and sent, and the outcome is
  * judged by the delivery protocol (2xx acknowledges; the hosted-script 302 counts as 200).
  */
+import type { SecretBox } from '../security/secret-box.js';
 import { signBody } from '../security/signature.js';
 import type { HttpClient, PostResult } from './http-client.js';
 
@@ -48,4 +49,29 @@ export async function sendWebhook(client: HttpClient, m: WebhookMessage): Promis
     return { ...result, error: null, errorMessage: null, recordedStatus: 200, acknowledged: true };
   }
   return { ...result, recordedStatus: result.status, acknowledged: result.error === null };
+}
+
+/** The stored parts of an endpoint a send needs; secrets are ciphertexts until this moment. */
+export interface SendTarget {
+  url: string;
+  secret_ciphertext: Buffer;
+  authorization_ciphertext: Buffer | null;
+}
+
+/**
+ * Sends to an endpoint as it is stored now: its secret and Authorization value are decrypted
+ * at attempt time, so a rotation applies to every later attempt, retries included.
+ */
+export function sendToEndpoint(
+  client: HttpClient,
+  box: SecretBox,
+  target: SendTarget,
+  m: { eventType: string; idempotencyKey: string; body: Buffer },
+): Promise<SendOutcome> {
+  return sendWebhook(client, {
+    url: target.url,
+    secret: box.open(target.secret_ciphertext),
+    authorization: target.authorization_ciphertext ? box.open(target.authorization_ciphertext) : null,
+    ...m,
+  });
 }

@@ -4,7 +4,7 @@
  */
 import { admit, type RoutableEndpoint } from '../core/admission.js';
 import { streamData, type EventDefinition, type StreamContext } from '../core/catalog/index.js';
-import { capApplies, judgeCount, usageMonth } from '../core/free-plan.js';
+import { capApplies, FREE_PLAN_MONTHLY_LIMIT, judgeCount, usageMonth } from '../core/free-plan.js';
 import { insertEventDeliveries, type NewEventDelivery } from '../db/deliveries.js';
 import { getAccount, type ChannelAccount } from '../db/directory.js';
 import { appendEvent, ensureStreamHead, findEventByKey, type Environment, type EventRow } from '../db/events.js';
@@ -102,7 +102,7 @@ async function countTowardFreePlan(tx: Parameters<Parameters<typeof inTransactio
       accountId,
       kind: 'free_plan_warning',
       dedupeKey: `free_plan_warning:${accountId}:${month}:${warning}`,
-      payload: { to: account.owner_email, month, count: warning, limit: 300 },
+      payload: { to: account.owner_email, month, count: warning, limit: FREE_PLAN_MONTHLY_LIMIT },
     });
   }
   return limited;

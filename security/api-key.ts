@@ -17,7 +17,3 @@ export function generateApiKey(environment: Environment): { key: string; hash: B
 export function hashApiKey(key: string): Buffer {
   return crypto.createHash('sha256').update(key, 'utf8').digest();
 }
-
-export function isScope(value: string): value is Scope {
-  return (SCOPES as readonly string[]).includes(value);
-}

@@ -16,7 +16,8 @@ import {
   type EndpointChanges,
 } from '../../db/endpoints.js';
 import { inTransaction } from '../../db/pool.js';
-import { sendWebhook } from '../../delivery/send-webhook.js';
+import { sendToEndpoint } from '../../delivery/send-webhook.js';
+import { webhookSends } from '../../runtime/metrics.js';
 import { notifyAfterCommit } from '../../runtime/temporal.js';
 import { urlRefusal } from '../../security/destination-policy.js';
 import { generateSigningSecret } from '../../security/signature.js';
@@ -166,14 +167,8 @@ export function webhookRoutes(deps: ApiDeps): Router {
       JSON.stringify({ event: 'webhook.test', customer_id: null, environment: null, message: TEST_MESSAGE, sent_at: startedAt.toISOString() }),
       'utf8',
     );
-    const outcome = await sendWebhook(deps.httpClient, {
-      url: endpoint.url,
-      secret: secretBox.open(endpoint.secret_ciphertext),
-      authorization: endpoint.authorization_ciphertext ? secretBox.open(endpoint.authorization_ciphertext) : null,
-      eventType: 'webhook.test',
-      idempotencyKey: `test:${endpoint.id}`,
-      body,
-    });
+    const outcome = await sendToEndpoint(deps.httpClient, secretBox, endpoint, { eventType: 'webhook.test', idempotencyKey: `test:${endpoint.id}`, body });
+    webhookSends.inc({ kind: 'test', outcome: outcome.acknowledged ? 'success' : (outcome.error ?? 'failure') });
     await recordTestDelivery(db, {
       accountId,
       endpointId: id,
