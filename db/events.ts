@@ -100,11 +100,12 @@ export async function deleteEventsWhere(tx: Queryable, where: { accountId: strin
   } else throw new Error('deleteEventsWhere needs a filter');
   const { rows } = await tx.query<{ n: number }>(
     `WITH gone AS (DELETE FROM events WHERE account_id = $1 AND ${filter} RETURNING id),
+          -- Runs to completion whether or not the outer query reads it (Postgres runs every data-modifying CTE).
           closed AS (
             UPDATE deliveries SET status = 'exhausted', terminal_reason = 'event_deleted', next_attempt_at = NULL, updated_at = now()
             WHERE event_id IN (SELECT id FROM gone) AND status IN ('pending', 'failed') RETURNING 1
           )
-     SELECT (SELECT count(*) FROM gone)::int AS n, (SELECT count(*) FROM closed) AS c`,
+     SELECT (SELECT count(*) FROM gone)::int AS n`,
     params,
   );
   return rows[0]!.n;

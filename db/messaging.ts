@@ -81,3 +81,29 @@ export async function deleteContact(db: Queryable, accountId: string, contactId:
   const { rowCount } = await db.query(`DELETE FROM contacts WHERE id = $1 AND account_id = $2`, [contactId, accountId]);
   return rowCount === 1;
 }
+
+export interface IncomingMessageRows {
+  contactId: string;
+  contactMetadata: Record<string, unknown>;
+  conversationId: string;
+  /** The platform's message row: created for an inbound message, found (if any) for an echo. */
+  messageId: string | null;
+}
+
+/**
+ * The directory rows a message arriving through a provider implies: its contact (created or
+ * refreshed), the conversation, and, for an inbound message, the message itself.
+ */
+export async function recordIncomingMessage(
+  db: Queryable,
+  ca: { id: string; account_id: string },
+  contact: ContactFields,
+  m: { externalId: string; type: string; inbound: boolean },
+): Promise<IncomingMessageRows> {
+  const row = await upsertContact(db, ca.account_id, ca.id, contact);
+  const conversationId = await upsertConversation(db, ca.account_id, ca.id, row.id);
+  const message = m.inbound
+    ? await upsertInboundMessage(db, { accountId: ca.account_id, channelAccountId: ca.id, contactId: row.id, conversationId, externalId: m.externalId, type: m.type })
+    : await findMessage(db, ca.id, m.externalId);
+  return { contactId: row.id, contactMetadata: row.metadata, conversationId, messageId: message?.id ?? null };
+}

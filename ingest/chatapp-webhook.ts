@@ -16,7 +16,7 @@ import {
 } from '../core/catalog/chatapp-provider.js';
 import { formatIssue, getEventDefinition, type EventDefinition } from '../core/catalog/index.js';
 import { findChannelAccountByDisplay, findChannelAccountByPhoneNumber, findChannelAccountsByWaba, type ChannelAccount } from '../db/directory.js';
-import { findMessage, updateMessageStatus, upsertContact, upsertConversation, upsertInboundMessage } from '../db/messaging.js';
+import { findMessage, recordIncomingMessage, updateMessageStatus } from '../db/messaging.js';
 import { logger } from '../runtime/logger.js';
 import { RejectedNotification, wakeFor, type IngestDeps } from './deps.js';
 import { storeEvent, type IngestEvent } from './store-event.js';
@@ -102,23 +102,15 @@ async function store(deps: IngestDeps, p: PlannedEvent): Promise<void> {
   switch (fact.kind) {
     case 'message':
     case 'echo': {
-      const contact = await upsertContact(deps.db, ca.account_id, ca.id, fact.contact);
-      const conversationId = await upsertConversation(deps.db, ca.account_id, ca.id, contact.id);
       const externalId = String(fact.message.id);
-      let resourceId: string | null = null;
-      if (fact.kind === 'message') {
-        resourceId = (await upsertInboundMessage(deps.db, { accountId: ca.account_id, channelAccountId: ca.id, contactId: contact.id, conversationId, externalId, type: String(fact.message.type) })).id;
-      } else {
-        resourceId = (await findMessage(deps.db, ca.id, externalId))?.id ?? null;
-      }
-      const data = { ...p.data, contact: { ...(p.data.contact as object), metadata: contact.metadata } };
+      const rows = await recordIncomingMessage(deps.db, ca, fact.contact, { externalId, type: String(fact.message.type), inbound: fact.kind === 'message' });
       event = {
         ...base,
-        data,
+        data: { ...p.data, contact: { ...(p.data.contact as object), metadata: rows.contactMetadata } },
         externalId,
-        messageResourceId: resourceId,
-        contactRef: contact.id,
-        streamContext: { messageResourceId: resourceId, contactId: contact.id, conversationId },
+        messageResourceId: rows.messageId,
+        contactRef: rows.contactId,
+        streamContext: { messageResourceId: rows.messageId, contactId: rows.contactId, conversationId: rows.conversationId },
         occurredAt: timeOf(fact.occurredAt),
       };
       break;

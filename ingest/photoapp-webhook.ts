@@ -5,7 +5,7 @@
 import { mapPhotoappWebhook, photoappReceivedPayload, type PhotoappFact } from '../core/catalog/photoapp-provider.js';
 import { formatIssue, getEventDefinition } from '../core/catalog/index.js';
 import { findChannelAccountByProviderId, type ChannelAccount } from '../db/directory.js';
-import { upsertContact, upsertConversation, upsertInboundMessage } from '../db/messaging.js';
+import { recordIncomingMessage } from '../db/messaging.js';
 import { logger } from '../runtime/logger.js';
 import { RejectedNotification, wakeFor, type IngestDeps } from './deps.js';
 import { storeEvent } from './store-event.js';
@@ -33,22 +33,26 @@ export async function ingestPhotoappNotification(deps: IngestDeps, body: unknown
 
   for (const { fact, ca, data } of planned) {
     // The provider's scoped sender id is the contact's identity on this channel.
-    const contact = await upsertContact(deps.db, ca.account_id, ca.id, { wa_id: fact.contact.user_id, user_id: fact.contact.user_id, username: fact.contact.username, phone: null, profile_name: fact.contact.profile_name });
-    const conversationId = await upsertConversation(deps.db, ca.account_id, ca.id, contact.id);
     const externalId = String(fact.message.id);
-    const message = await upsertInboundMessage(deps.db, { accountId: ca.account_id, channelAccountId: ca.id, contactId: contact.id, conversationId, externalId, type: String(fact.message.type) });
+    const rows = await recordIncomingMessage(
+      deps.db,
+      ca,
+      // The provider's scoped sender id is the contact's identity on this channel.
+      { wa_id: fact.contact.user_id, user_id: fact.contact.user_id, username: fact.contact.username, phone: null, profile_name: fact.contact.profile_name },
+      { externalId, type: String(fact.message.type), inbound: true },
+    );
     const stored = await storeEvent(deps.db, {
       accountId: ca.account_id,
       environment: ca.environment,
       def,
-      data: { ...data, contact: { ...(data.contact as object), metadata: contact.metadata } },
+      data: { ...data, contact: { ...(data.contact as object), metadata: rows.contactMetadata } },
       refs: {},
       customerId: ca.customer_id,
       channelAccount: ca,
       externalId,
-      messageResourceId: message.id,
-      contactRef: contact.id,
-      streamContext: { messageResourceId: message.id, contactId: contact.id, conversationId },
+      messageResourceId: rows.messageId,
+      contactRef: rows.contactId,
+      streamContext: { messageResourceId: rows.messageId, contactId: rows.contactId, conversationId: rows.conversationId },
       occurredAt: fact.occurredAt ? new Date(fact.occurredAt) : new Date(),
     });
     if (stored.created) wakeFor(deps, ca.account_id, stored);
