@@ -39,3 +39,56 @@ export function afterFailure(s: HealthState): Transition {
 export function sends(active: boolean, health: Health): boolean {
   return active && (health === 'healthy' || health === 'degraded');
 }
+
+/** What one POST of a delivery round came to; `atMs` is when its answer (or error) came. */
+export interface AttemptOutcome {
+  ok: boolean;
+  responseCode: number | null;
+  atMs: number;
+}
+
+/** The endpoint's health with the observations the endpoint record shows. */
+export interface EndpointHealth extends HealthState {
+  lastSuccessAtMs: number | null;
+  lastFailureAtMs: number | null;
+  lastResponseCode: number | null;
+  /** When the current streak began: it keys the streak's alerts, so each goes out once. */
+  streakStartedAtMs: number | null;
+  pausedAtMs: number | null;
+}
+
+export interface StreakAlert {
+  streak: (typeof ALERT_STREAKS)[number];
+  streakStartedAtMs: number;
+}
+
+/**
+ * Folds a round's outcomes, in the order their answers came, into the endpoint's health.
+ * A round stops dispatching at its first failure, so every later failure of the same round was
+ * already in flight then: together they count as ONE failure of the streak (DECISIONS), and
+ * a receiver's blip costs one step of the streak, not one per concurrent POST. Every success
+ * counts: the receiver answered.
+ */
+export function afterRound(before: EndpointHealth, outcomes: readonly AttemptOutcome[]): { health: EndpointHealth; alerts: StreakAlert[] } {
+  const h = { ...before };
+  const alerts: StreakAlert[] = [];
+  let failureCounted = false;
+  for (const o of [...outcomes].sort((a, b) => a.atMs - b.atMs)) {
+    h.lastResponseCode = o.responseCode;
+    if (o.ok) {
+      ({ health: h.health, failureStreak: h.failureStreak } = afterSuccess(h));
+      h.lastSuccessAtMs = o.atMs;
+      h.streakStartedAtMs = null;
+      continue;
+    }
+    h.lastFailureAtMs = o.atMs;
+    if (failureCounted) continue;
+    failureCounted = true;
+    const t = afterFailure(h);
+    ({ health: h.health, failureStreak: h.failureStreak } = t);
+    h.streakStartedAtMs ??= o.atMs;
+    if (t.alert) alerts.push({ streak: t.alert, streakStartedAtMs: h.streakStartedAtMs });
+    if (t.paused) h.pausedAtMs = o.atMs;
+  }
+  return { health: h, alerts };
+}

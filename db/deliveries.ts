@@ -36,6 +36,13 @@ export interface AttemptRow {
 
 const COLUMNS = `*, json_build_object('ts', created_at::text, 'id', id) AS page_key`;
 
+/**
+ * A delivery the engine still owes: open, and of an event. A `webhook.test` row (no event) is
+ * the record of a synchronous send, so no engine path (claim, hold, release, expiry, closing)
+ * may ever change it, even when that send failed.
+ */
+const OWED = `status IN ('pending', 'failed') AND event_id IS NOT NULL`;
+
 export interface AttemptRecord {
   startedAt: Date;
   durationMs: number;
@@ -117,8 +124,8 @@ export async function getDelivery(db: Queryable, accountId: string, id: string):
 /** Ends every not-yet-delivered delivery of an endpoint with an auditable reason. Returns how many. */
 export async function exhaustOpenDeliveries(db: Queryable, endpointId: string, reason: string): Promise<number> {
   const { rowCount } = await db.query(
-    `UPDATE deliveries SET status = 'exhausted', terminal_reason = $2, next_attempt_at = NULL, updated_at = now()
-     WHERE endpoint_id = $1 AND status IN ('pending', 'failed')`,
+    `UPDATE deliveries SET status = 'exhausted', terminal_reason = $2, next_attempt_at = NULL, leased_until = NULL, lease_owner = NULL, updated_at = now()
+     WHERE endpoint_id = $1 AND ${OWED}`,
     [endpointId, reason],
   );
   return rowCount ?? 0;
@@ -168,25 +175,40 @@ export interface ClaimedDelivery {
 }
 
 /**
- * Leases the due deliveries of an endpoint, earliest first, so one poison event cannot
- * block the rest. `now` is the scheduler's clock (the workflow's), not the database's.
+ * Leases the due deliveries of an endpoint to one round (`owner`), earliest first, so one
+ * poison event cannot block the rest. `now` is the scheduler's clock (the workflow's), not
+ * the database's.
  */
-export async function claimDueDeliveries(db: Queryable, endpointId: string, now: Date, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+export async function claimDueDeliveries(db: Queryable, endpointId: string, now: Date, limit: number, leaseMs: number, owner: string): Promise<ClaimedDelivery[]> {
   const { rows } = await db.query<ClaimedDelivery & { next_attempt_at: Date }>(
     `WITH due AS (
        SELECT id FROM deliveries
-       WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND held_since IS NULL
+       WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL
          AND next_attempt_at <= $2 AND (leased_until IS NULL OR leased_until < $2)
        ORDER BY next_attempt_at, created_at
        LIMIT $3
        FOR UPDATE SKIP LOCKED
      )
-     UPDATE deliveries d SET leased_until = $2::timestamptz + make_interval(secs => $4::double precision / 1000)
+     UPDATE deliveries d SET leased_until = $2::timestamptz + make_interval(secs => $4::double precision / 1000), lease_owner = $5
      FROM due WHERE d.id = due.id
      RETURNING d.id, d.event_id, d.event_type, d.idempotency_key, d.attempts, d.next_attempt_at`,
-    [endpointId, now, limit, leaseMs],
+    [endpointId, now, limit, leaseMs, owner],
   );
   return rows.sort((a, b) => a.next_attempt_at.getTime() - b.next_attempt_at.getTime());
+}
+
+/**
+ * Gives back what a round leased and did not record: the deliveries it never attempted (it
+ * stopped early), or, on a retry of the round, the POSTs its lost attempt had in flight.
+ */
+export async function releaseLeases(db: Queryable, owner: string): Promise<number> {
+  const { rowCount } = await db.query(`UPDATE deliveries SET leased_until = NULL, lease_owner = NULL WHERE lease_owner = $1 AND leased_until IS NOT NULL`, [owner]);
+  return rowCount ?? 0;
+}
+
+/** The event of a claimed delivery is gone (deleted after the claim): the delivery ends with it. */
+export async function closeForDeletedEvent(db: Queryable, id: string): Promise<void> {
+  await db.query(`UPDATE deliveries SET status = 'exhausted', terminal_reason = 'event_deleted', leased_until = NULL, lease_owner = NULL, updated_at = now() WHERE id = $1`, [id]);
 }
 
 /** Records one attempt and its effect on the delivery, in one statement (so atomically, in one round trip). */
@@ -200,7 +222,7 @@ export async function recordDeliveryAttempt(
        VALUES ($1, $2, $5, $7, $4, $8, $9)
      )
      UPDATE deliveries SET status = $3, attempts = $2, response_code = $4, last_attempt_at = $5, next_attempt_at = $6,
-       leased_until = NULL, updated_at = now()
+       leased_until = NULL, lease_owner = NULL, updated_at = now()
      WHERE id = $1`,
     [d.id, d.number, d.success ? 'success' : 'failed', d.attempt.responseCode, d.attempt.startedAt, d.nextAttemptAt, d.attempt.durationMs, d.attempt.error, d.attempt.responseExcerpt],
   );
@@ -210,7 +232,7 @@ export async function recordDeliveryAttempt(
 export async function nextDueAt(db: Queryable, endpointId: string): Promise<Date | null> {
   const { rows } = await db.query<{ at: Date | null }>(
     `SELECT min(greatest(next_attempt_at, coalesce(leased_until, next_attempt_at))) AS at
-     FROM deliveries WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND held_since IS NULL`,
+     FROM deliveries WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL`,
     [endpointId],
   );
   return rows[0]!.at;
@@ -219,8 +241,8 @@ export async function nextDueAt(db: Queryable, endpointId: string): Promise<Date
 /** Holds every open delivery of the endpoint (paused, inactive or unverified); a hold already running keeps its start. */
 export async function holdOpenDeliveries(db: Queryable, endpointId: string, now: Date): Promise<number> {
   const { rowCount } = await db.query(
-    `UPDATE deliveries SET held_since = $2, leased_until = NULL, updated_at = now()
-     WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND held_since IS NULL`,
+    `UPDATE deliveries SET held_since = $2, leased_until = NULL, lease_owner = NULL, updated_at = now()
+     WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL`,
     [endpointId, now],
   );
   return rowCount ?? 0;
@@ -230,7 +252,7 @@ export async function holdOpenDeliveries(db: Queryable, endpointId: string, now:
 export async function releaseHeldDeliveries(db: Queryable, endpointId: string, now: Date): Promise<number> {
   const { rowCount } = await db.query(
     `UPDATE deliveries SET held_since = NULL, next_attempt_at = greatest(coalesce(next_attempt_at, $2), $2), updated_at = now()
-     WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND (held_since IS NOT NULL OR next_attempt_at IS NULL)`,
+     WHERE endpoint_id = $1 AND ${OWED} AND (held_since IS NOT NULL OR next_attempt_at IS NULL)`,
     [endpointId, now],
   );
   return rowCount ?? 0;
@@ -243,13 +265,13 @@ export async function releaseHeldDeliveries(db: Queryable, endpointId: string, n
 export async function expireHeldDeliveries(db: Queryable, endpointId: string, now: Date, holdMs: number): Promise<{ expired: number; nextExpiryAt: Date | null }> {
   const { rowCount } = await db.query(
     `UPDATE deliveries SET status = 'exhausted', terminal_reason = 'hold_expired', next_attempt_at = NULL, updated_at = now()
-     WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND held_since IS NOT NULL
+     WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NOT NULL
        AND greatest(held_since, created_at) + make_interval(secs => $3::double precision / 1000) <= $2`,
     [endpointId, now, holdMs],
   );
   const { rows } = await db.query<{ at: Date | null }>(
     `SELECT min(greatest(held_since, created_at)) + make_interval(secs => $2::double precision / 1000) AS at
-     FROM deliveries WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND held_since IS NOT NULL`,
+     FROM deliveries WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NOT NULL`,
     [endpointId, holdMs],
   );
   return { expired: rowCount ?? 0, nextExpiryAt: rows[0]!.at };
@@ -258,7 +280,7 @@ export async function expireHeldDeliveries(db: Queryable, endpointId: string, no
 /** Manual resend: a limited, exhausted or failed delivery is due again at once. Test sends cannot be resent. */
 export async function resendDelivery(db: Queryable, accountId: string, id: string): Promise<DeliveryRow | 'not_resendable' | undefined> {
   const { rows } = await db.query<DeliveryRow>(
-    `UPDATE deliveries SET status = 'pending', terminal_reason = NULL, next_attempt_at = now(), held_since = NULL, leased_until = NULL, updated_at = now()
+    `UPDATE deliveries SET status = 'pending', terminal_reason = NULL, next_attempt_at = now(), held_since = NULL, leased_until = NULL, lease_owner = NULL, updated_at = now()
      WHERE id = $1 AND account_id = $2 AND status IN ('limited', 'exhausted', 'failed') AND event_id IS NOT NULL
      RETURNING ${COLUMNS}`,
     [id, accountId],

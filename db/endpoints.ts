@@ -117,6 +117,8 @@ export async function updateEndpoint(db: Queryable, accountId: string, id: strin
   if (c.secretCiphertext !== undefined) set('secret_ciphertext', c.secretCiphertext);
   if (c.authorizationCiphertext !== undefined) set('authorization_ciphertext', c.authorizationCiphertext);
   if (c.invalidateVerification) sets.push(`health_status = 'unverified'`, `verified_at = NULL`);
+  // An endpoint that stops sending has no next attempt, from this commit on (SPEC 2.1).
+  if (c.invalidateVerification || c.active === false) sets.push('next_attempt_at = NULL');
   if (sets.length === 0) return getEndpoint(db, accountId, id);
   sets.push('updated_at = now()');
   const { rows } = await db.query<EndpointRow>(
@@ -151,6 +153,14 @@ export async function recordTestFailure(db: Queryable, id: string, responseCode:
   await db.query(`UPDATE endpoints SET last_failure_at = now(), last_response_code = $2, updated_at = now() WHERE id = $1`, [id, responseCode]);
 }
 
+/** A deactivation committed after the workflow looked wins: an endpoint that does not send has no next attempt. */
+const NEXT_ATTEMPT_IF_SENDING = (value: string) => `CASE WHEN active AND health_status IN ('healthy', 'degraded') THEN ${value}::timestamptz END`;
+
+/** The workflow's schedule changed outside a delivery round (a release, a hold, a verification). */
+export async function recordNextAttempt(db: Queryable, id: string, nextAttemptAt: Date | null): Promise<void> {
+  await db.query(`UPDATE endpoints SET next_attempt_at = ${NEXT_ATTEMPT_IF_SENDING('$2')} WHERE id = $1 AND deleted_at IS NULL AND next_attempt_at IS DISTINCT FROM $2`, [id, nextAttemptAt]);
+}
+
 export interface EndpointHealthRecord {
   health: HealthStatus;
   failureStreak: number;
@@ -168,7 +178,8 @@ export interface EndpointHealthRecord {
 export async function recordEndpointHealth(db: Queryable, id: string, h: EndpointHealthRecord, observedAt: Date): Promise<void> {
   await db.query(
     `UPDATE endpoints SET health_status = $2, failure_streak = $3, last_success_at = coalesce($4, last_success_at),
-       last_failure_at = coalesce($5, last_failure_at), last_response_code = $6, next_attempt_at = $7, paused_at = $8, updated_at = now()
+       last_failure_at = coalesce($5, last_failure_at), last_response_code = $6, next_attempt_at = ${NEXT_ATTEMPT_IF_SENDING('$7')}, paused_at = $8,
+       updated_at = now()
      WHERE id = $1 AND deleted_at IS NULL AND health_status <> 'unverified' AND (verified_at IS NULL OR verified_at <= $9)`,
     [id, h.health, h.failureStreak, h.lastSuccessAt, h.lastFailureAt, h.lastResponseCode, h.nextAttemptAt, h.pausedAt, observedAt],
   );

@@ -3,6 +3,7 @@
  * workflow and by the code that signals it, so names cannot drift apart.
  */
 import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { Health } from '../core/health.js';
 
 export type EndpointChange = 'created' | 'updated' | 'verified' | 'deleted';
 
@@ -18,7 +19,7 @@ export const endpointStateQuery = defineQuery<EndpointWorkflowState>('state');
 
 /** Carried across continue-as-new; times are absolute (ms since epoch) because timers are not. */
 export interface EndpointWorkflowState {
-  health: string;
+  health: Health;
   failureStreak: number;
   active: boolean;
   changesSeen: number;
@@ -33,6 +34,8 @@ export interface EndpointWorkflowState {
   nextDueAtMs?: number | null;
   nextExpiryAtMs?: number | null;
   delivered?: number;
+  /** The `next_attempt_at` last written to the endpoint, so it is written only when it moves. */
+  recordedNextAttemptAtMs?: number | null;
 }
 
 export function endpointWorkflowId(endpointId: string): string {

@@ -16,7 +16,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { EndpointActivities } from '../activities/index.js';
-import { afterFailure, afterSuccess, sends, type Health } from '../core/health.js';
+import { afterRound, sends, type EndpointHealth } from '../core/health.js';
 import { retryDelayMs } from '../core/retry-curve.js';
 import {
   endpointChangedSignal,
@@ -32,9 +32,15 @@ const { loadEndpointSnapshot, closeEndpoint } = proxyActivities<EndpointActiviti
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
-const { deliverDue, recordHealth, holdDeliveries, releaseDeliveries, expireHeld, alertOwner } = proxyActivities<EndpointActivities>({
+const { recordHealth, recordNextAttempt, holdDeliveries, releaseDeliveries, expireHeld, alertOwner } = proxyActivities<EndpointActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
+});
+const { deliverDue } = proxyActivities<EndpointActivities>({
   // A round is at most BATCH POSTs of 10 s each, 16 at a time: about 2 minutes at worst.
   startToCloseTimeout: '3 minutes',
+  // It heartbeats every 2 s: a round lost with its worker is retried within seconds, not minutes.
+  heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 
@@ -113,6 +119,7 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: E
         if (wasWoken) await holdDeliveries(input.endpointId, Date.now());
         state.nextExpiryAtMs = await expireHeld(input.endpointId, Date.now());
       }
+      await showNextAttempt(input, state);
     }
     if (workflowInfo().continueAsNewSuggested && pending.length === 0 && !woken) {
       await condition(allHandlersFinished);
@@ -131,7 +138,7 @@ function publishSearchAttributes(input: EndpointWorkflowInput, state: EndpointWo
 
 /** Held deliveries follow the endpoint: held while it does not send (SPEC 3.1), resumed when it does again. */
 async function followAdmission(input: EndpointWorkflowInput, state: EndpointWorkflowState): Promise<void> {
-  const sending = sends(state.active, state.health as Health);
+  const sending = sends(state.active, state.health);
   if (sending === (state.sending ?? false)) return;
   state.sending = sending;
   if (sending) await releaseDeliveries(input.endpointId, Date.now());
@@ -149,33 +156,17 @@ async function deliver(input: EndpointWorkflowInput, state: EndpointWorkflowStat
     if (notBefore !== null && now < notBefore) return;
     const round = await deliverDue(input.endpointId, now, state.failureStreak > 0 ? 1 : BATCH);
     state.nextDueAtMs = round.nextDueAtMs;
-    if (round.outcomes.length === 0) return;
-    for (const o of round.outcomes) {
-      const t = o.ok ? afterSuccess({ health: state.health as Health, failureStreak: state.failureStreak }) : afterFailure({ health: state.health as Health, failureStreak: state.failureStreak });
-      if (o.ok) {
-        state.lastSuccessAtMs = o.atMs;
-        state.streakStartedAtMs = null;
-      } else {
-        state.lastFailureAtMs = o.atMs;
-        state.streakStartedAtMs ??= o.atMs;
-      }
-      state.lastResponseCode = o.responseCode;
-      state.health = t.health;
-      state.failureStreak = t.failureStreak;
-      state.delivered = (state.delivered ?? 0) + 1;
-      if (t.alert) await alertOwner(input.endpointId, t.alert, state.streakStartedAtMs ?? o.atMs);
-      if (t.paused) state.pausedAtMs = o.atMs;
+    if (round.outcomes.length === 0) {
+      if (round.more) continue;
+      return;
     }
-    await recordHealth(input.endpointId, {
-      health: state.health as Health,
-      failureStreak: state.failureStreak,
-      lastSuccessAtMs: state.lastSuccessAtMs ?? null,
-      lastFailureAtMs: state.lastFailureAtMs ?? null,
-      lastResponseCode: state.lastResponseCode ?? null,
-      nextAttemptAtMs: nextPostAt(state),
-      pausedAtMs: state.pausedAtMs ?? null,
-      observedAtMs: now,
-    });
+    const { health, alerts } = afterRound(healthOf(state), round.outcomes);
+    Object.assign(state, health);
+    state.delivered = (state.delivered ?? 0) + round.outcomes.length;
+    for (const alert of alerts) await alertOwner(input.endpointId, alert.streak, alert.streakStartedAtMs);
+    const nextAttemptAtMs = nextPostAt(state);
+    await recordHealth(input.endpointId, { ...health, nextAttemptAtMs, observedAtMs: now });
+    state.recordedNextAttemptAtMs = nextAttemptAtMs;
     publishSearchAttributes(input, state);
     if (state.health === 'paused') {
       // The circuit is open: the backlog is held until a 2xx test.
@@ -186,6 +177,26 @@ async function deliver(input: EndpointWorkflowInput, state: EndpointWorkflowStat
   }
 }
 
+function healthOf(state: EndpointWorkflowState): EndpointHealth {
+  return {
+    health: state.health,
+    failureStreak: state.failureStreak,
+    lastSuccessAtMs: state.lastSuccessAtMs ?? null,
+    lastFailureAtMs: state.lastFailureAtMs ?? null,
+    lastResponseCode: state.lastResponseCode ?? null,
+    streakStartedAtMs: state.streakStartedAtMs ?? null,
+    pausedAtMs: state.pausedAtMs ?? null,
+  };
+}
+
+/** Keeps the endpoint's `next_attempt_at` true when the schedule moves outside a round (a hold, a release, a verification). */
+async function showNextAttempt(input: EndpointWorkflowInput, state: EndpointWorkflowState): Promise<void> {
+  const next = nextPostAt(state);
+  if (next === (state.recordedNextAttemptAtMs ?? null)) return;
+  await recordNextAttempt(input.endpointId, next);
+  state.recordedNextAttemptAtMs = next;
+}
+
 function failingNotBefore(state: EndpointWorkflowState): number | null {
   if (state.failureStreak === 0 || state.lastFailureAtMs == null) return null;
   return state.lastFailureAtMs + retryDelayMs(state.failureStreak);
@@ -193,7 +204,7 @@ function failingNotBefore(state: EndpointWorkflowState): number | null {
 
 /** When the next POST will be: the endpoint's `next_attempt_at` (none while it does not send). */
 function nextPostAt(state: EndpointWorkflowState): number | null {
-  if (!sends(state.active, state.health as Health) || state.nextDueAtMs == null) return null;
+  if (!sends(state.active, state.health) || state.nextDueAtMs == null) return null;
   const notBefore = failingNotBefore(state);
   return notBefore === null ? state.nextDueAtMs : Math.max(state.nextDueAtMs, notBefore);
 }

@@ -1,38 +1,53 @@
 /**
  * A delivery-engine test bed for one test file: its own time-skipping server (time skipping
- * is global to a server), a worker with the real activities, and a local HTTPS receiver.
+ * is global to a server), a worker with the real activities, the real API signalling that
+ * server, and a local HTTPS receiver. Endpoints are created, verified, deactivated and
+ * resumed through the API, as a tenant would.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { temporal } from '@temporalio/proto';
-import { afterAll, beforeAll, beforeEach } from 'vitest';
+import { afterAll, beforeAll, beforeEach, expect } from 'vitest';
 import { getEventDefinition } from '../../core/catalog/index.js';
-import { insertEndpoint } from '../../db/endpoints.js';
-import { inTransaction } from '../../db/pool.js';
 import { storeEvent } from '../../ingest/store-event.js';
 import { endpointWorkflows } from '../../runtime/temporal.js';
-import { createSecretBox } from '../../security/secret-box.js';
 import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
-import { TEST_ENCRYPTION_KEY, testDb, type Tenant } from './harness.js';
-import { startReceiver, type Receiver } from './https-receiver.js';
+import { eventually, staticResolver, startTestApi, TEST_HOSTS, testDb, type Tenant, type TestApi } from './harness.js';
+import { startReceiver, type ReceivedRequest, type Receiver } from './https-receiver.js';
 import { startTestWorker, timeSkippingEnvironment } from './temporal.js';
 
 export const SECRET = 'whsec_delivery_engine_secret';
 const def = getEventDefinition('crm.demand.created')!;
 const historiesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'workflow', 'histories');
 
+export interface DeliveryView {
+  id: string;
+  status: string;
+  attempts: number;
+  terminal_reason: string | null;
+  held_since: Date | null;
+  next_attempt_at: Date | null;
+  last_attempt_at: Date | null;
+}
+
 export function deliveryTestBed() {
   let env: Awaited<ReturnType<typeof timeSkippingEnvironment>>;
   let worker: Awaited<ReturnType<typeof startTestWorker>>;
   let receiver: Receiver;
+  let api: TestApi;
+  // The test DNS, which a test may re-point (a destination that moves inside the network).
+  const hosts: Record<string, string[]> = { ...TEST_HOSTS };
+  const resolver = staticResolver(hosts);
 
   beforeAll(async () => {
     env = await timeSkippingEnvironment();
-    [worker, receiver] = await Promise.all([startTestWorker(env.nativeConnection, { allowLoopback: true }), startReceiver()]);
+    [worker, receiver] = await Promise.all([startTestWorker(env.nativeConnection, { allowLoopback: true, resolver }), startReceiver()]);
+    api = await startTestApi({ allowLoopback: true, resolver, temporalAddress: env.address, taskQueue: worker.taskQueue });
   });
   afterAll(async () => {
+    await api.close();
     worker.worker.shutdown();
     await worker.running;
     await env.teardown();
@@ -46,28 +61,54 @@ export function deliveryTestBed() {
   // Workflows are left to idle, never terminated: the test server keeps time locked for an
   // activity whose workflow was terminated under it, and every later sleep would then hang.
 
-  return {
+  const bed = {
     get env() {
       return env;
     },
     get receiver() {
       return receiver;
     },
+    get api() {
+      return api;
+    },
+    hosts,
     workflows: () => endpointWorkflows(env.client, worker.taskQueue),
     handle: (endpointId: string) => env.client.workflow.getHandle(endpointWorkflowId(endpointId)),
 
-    async verifiedEndpoint(tenant: Tenant, urlPath: string): Promise<string> {
-      const endpoint = await inTransaction(testDb(), (tx) =>
-        insertEndpoint(tx, { accountId: tenant.accountId, customerId: null, url: receiver.url(urlPath), events: ['crm'], active: true, secretCiphertext: createSecretBox(TEST_ENCRYPTION_KEY).seal(SECRET), limit: 50 }),
-      );
-      await testDb().query(`UPDATE endpoints SET health_status = 'healthy', verified_at = now() WHERE id = $1`, [endpoint.id]);
-      return endpoint.id;
+    /** POST /api/v1/webhooks (categories `crm`, secret SECRET); the endpoint starts unverified. */
+    async createEndpoint(tenant: Tenant, urlPath: string, host = 'receiver.test'): Promise<string> {
+      const res = await api.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url: `https://${host}:${receiver.port}${urlPath}`, events: ['crm'], secret: SECRET } });
+      expect(res.status).toBe(201);
+      return res.body.data.id;
+    },
+
+    /** POST /api/v1/webhooks/{id}/test, expecting the given status (200 when the receiver answers 2xx). */
+    async test(tenant: Tenant, endpointId: string, status = 200) {
+      const res = await api.request('POST', `/api/v1/webhooks/${endpointId}/test`, { key: tenant.key });
+      expect(res.status).toBe(status);
+      return res.body;
+    },
+
+    async patch(tenant: Tenant, endpointId: string, body: unknown) {
+      const res = await api.request('PATCH', `/api/v1/webhooks/${endpointId}`, { key: tenant.key, body });
+      expect(res.status).toBe(200);
+      return res.body.data;
+    },
+
+    /** Created and verified by a 2xx test, as a tenant does it. */
+    async verifiedEndpoint(tenant: Tenant, urlPath: string, host?: string): Promise<string> {
+      const id = await bed.createEndpoint(tenant, urlPath, host);
+      await bed.test(tenant, id);
+      return id;
     },
 
     async publish(tenant: Tenant, n: number) {
       const data = def.data.parse({ entity_type: 'demand', entity_id: `dem_${n}`, before_data: null, after_data: { id: `dem_${n}`, version: 1, status: 'open', contact_id: 'c', title: `D${n}` }, actor_user_id: null });
       return storeEvent(testDb(), { accountId: tenant.accountId, environment: 'live', def, data, refs: {}, customerId: null, channelAccount: null, externalId: null, messageResourceId: null, contactRef: null, streamContext: {}, occurredAt: new Date() });
     },
+
+    /** The real deliveries (not test sends) the receiver got under a path prefix. */
+    posts: (prefix: string): ReceivedRequest[] => receiver.received.filter((r) => r.path.startsWith(prefix) && r.headers['x-webhook-event'] !== 'webhook.test'),
 
     /** `RECORD_HISTORIES=1 npx vitest run test/workflow` refreshes the histories the replay test keeps. */
     async recordHistory(endpointId: string, name: string) {
@@ -76,9 +117,23 @@ export function deliveryTestBed() {
       fs.writeFileSync(path.join(historiesDir, `${name}.binpb`), temporal.api.history.v1.History.encode(history).finish());
     },
 
-    deliveries: async (endpointId: string) =>
-      (await testDb().query(`SELECT status, attempts, terminal_reason, held_since, next_attempt_at, last_attempt_at FROM deliveries WHERE endpoint_id = $1 ORDER BY created_at`, [endpointId])).rows,
-    endpointRow: async (id: string) => (await testDb().query(`SELECT health_status, failure_streak, paused_at, last_response_code, next_attempt_at FROM endpoints WHERE id = $1`, [id])).rows[0],
+    /** The endpoint's event deliveries (test sends excluded), oldest first. */
+    deliveries: async (endpointId: string): Promise<DeliveryView[]> =>
+      (
+        await testDb().query<DeliveryView>(
+          `SELECT id, status, attempts, terminal_reason, held_since, next_attempt_at, last_attempt_at FROM deliveries WHERE endpoint_id = $1 AND event_type <> 'webhook.test' ORDER BY created_at`,
+          [endpointId],
+        )
+      ).rows,
+    /** Waits until the endpoint has exactly `count` event deliveries and all of them match. */
+    async settled(endpointId: string, count: number, match: (d: DeliveryView) => boolean, timeoutMs?: number): Promise<DeliveryView[]> {
+      return eventually(async () => {
+        const all = await bed.deliveries(endpointId);
+        return all.length === count && all.every(match) ? all : undefined;
+      }, timeoutMs);
+    },
+    endpointRow: async (id: string) => (await testDb().query(`SELECT health_status, failure_streak, paused_at, last_response_code, last_failure_at, next_attempt_at, active FROM endpoints WHERE id = $1`, [id])).rows[0],
     uniquePath: (prefix: string) => `/${prefix}/${crypto.randomUUID()}`,
   };
+  return bed;
 }

@@ -8,6 +8,8 @@ export interface ReceivedRequest {
   path: string;
   headers: Record<string, string | string[] | undefined>;
   body: Buffer;
+  /** When the whole request had arrived. */
+  atMs: number;
 }
 
 export interface Reply {
@@ -35,7 +37,7 @@ export async function startReceiver(): Promise<Receiver> {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      received.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks) });
+      received.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks), atMs: Date.now() });
       const reply = replies.length > 1 ? replies.shift()! : replies[0]!;
       const send = () => {
         res.writeHead(reply.status, reply.headers);

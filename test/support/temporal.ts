@@ -18,22 +18,22 @@ import { staticResolver, TEST_ENCRYPTION_KEY, TEST_HOSTS, testDb } from './harne
  * server for time skipping; attaching to ours goes through its internal factory, which takes
  * exactly the options below.
  */
-export async function timeSkippingEnvironment(): Promise<TestWorkflowEnvironment & { stopServer(): Promise<void> }> {
+export async function timeSkippingEnvironment(): Promise<TestWorkflowEnvironment & { address: string; stopServer(): Promise<void> }> {
   const server = await startTimeSkippingTestServer();
   const admin = await Connection.connect({ address: server.address });
   await ensureSearchAttributes(admin, 'default');
   await admin.close();
   const create = (TestWorkflowEnvironment as unknown as { create(opts: unknown): Promise<TestWorkflowEnvironment> }).create.bind(TestWorkflowEnvironment);
   const env = await create({ server: { type: 'existing' }, supportsTimeSkipping: true, address: server.address, namespace: 'default' });
-  return Object.assign(env, { stopServer: () => server.stop() });
+  return Object.assign(env, { address: server.address, stopServer: () => server.stop() });
 }
 
 /** A worker on a fresh task queue with the real activities and the bundle built once per run. */
 export async function startTestWorker(
   connection: NativeConnection,
-  opts: { resolver?: Resolver; allowLoopback?: boolean; timeoutMs?: number } = {},
+  opts: { resolver?: Resolver; allowLoopback?: boolean; timeoutMs?: number; taskQueue?: string } = {},
 ): Promise<{ worker: Worker; taskQueue: string; running: Promise<void>; httpClient: HttpClient }> {
-  const taskQueue = `test-${crypto.randomUUID()}`;
+  const taskQueue = opts.taskQueue ?? `test-${crypto.randomUUID()}`;
   const policy = createDestinationPolicy({ allowCidrs: opts.allowLoopback ? ['127.0.0.0/8'] : [], resolver: opts.resolver ?? staticResolver(TEST_HOSTS) });
   const httpClient = createHttpClient({ policy, timeoutMs: opts.timeoutMs ?? 10_000 });
   const worker = await Worker.create({
