@@ -225,6 +225,24 @@ describe('reads, PATCH and DELETE', () => {
     expect(bad.body.error.code).toBe('invalid_cursor');
   });
 
+  it('a forged cursor naming an impossible date is 422 invalid_cursor on both lists, after and before', async () => {
+    const t = await createTenant();
+    await create({}, t.key);
+    const forged = (ts: string) => Buffer.from(JSON.stringify([ts, '00000000-0000-4000-8000-000000000001'])).toString('base64url');
+    for (const ts of ['2026-13-01 10:00:00+00', '2026-11-22 10:00:00+99', '2026-02-30 10:00:00+00', '2026-11-22 25:00:00+00']) {
+      for (const path of ['/api/v1/webhooks', '/api/v1/webhook_deliveries']) {
+        for (const param of ['after', 'before']) {
+          const res = await api.request('GET', `${path}?${param}=${forged(ts)}`, { key: t.key });
+          expect(res.status, `${path} ${param} ${ts}: ${res.text}`).toBe(422);
+          expect(res.body.error.code).toBe('invalid_cursor');
+        }
+      }
+    }
+    // A real date that names no row is simply an empty page.
+    const empty = await api.request('GET', `/api/v1/webhook_deliveries?after=${forged('2026-02-28 10:00:00+00')}`, { key: t.key });
+    expect([empty.status, empty.body.data]).toEqual([200, []]);
+  });
+
   it('applies the state effects of SPEC 3.2 and is safe to repeat', async () => {
     const id = (await create({})).body.data.id;
     // Simulate a verified endpoint: the test route is covered with a receiver elsewhere.
