@@ -136,6 +136,17 @@ describe('POST /api/v1/webhooks', () => {
     expect(res.body.error.message).toContain(why);
   });
 
+  it.each(['https://[::7f00:1]/', 'https://[::127.0.0.1]/', 'https://[::a00:1]/'])('refuses the IPv4-compatible address %s at create and PATCH', async (url) => {
+    const created = await create({ url });
+    expect(created.status, JSON.stringify(created.body)).toBe(422);
+    expect(created.body.error).toEqual({ code: 'invalid_url', message: expect.stringContaining('IPv4-compatible') });
+    const id = (await create({})).body.data.id;
+    const patched = await api.request('PATCH', `/api/v1/webhooks/${id}`, { key: tenant.key, body: { url } });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(422);
+    expect(patched.body.error.code).toBe('invalid_url');
+    expect((await api.request('GET', `/api/v1/webhooks/${id}`, { key: tenant.key })).body.data.url).toBe(publicUrl);
+  });
+
   it('accepts a public IPv6 destination', async () => {
     expect((await create({ url: 'https://public-v6.example/h' })).status).toBe(201);
   });
