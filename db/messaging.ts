@@ -72,6 +72,16 @@ export async function findMessage(db: Queryable, channelAccountId: string, exter
   return rows[0];
 }
 
+/**
+ * The message a status is about, when the platform sent it (API, panel, broadcast, sequence).
+ * Statuses of any other message produce no event (SPEC 6.3, 6.4): the provider ingress and the
+ * publish API both ask here.
+ */
+export async function findRegisteredMessage(db: Queryable, channelAccountId: string, externalId: string): Promise<MessageRow | undefined> {
+  const message = await findMessage(db, channelAccountId, externalId);
+  return message?.direction === 'outbound' ? message : undefined;
+}
+
 export async function updateMessageStatus(db: Queryable, id: string, status: string): Promise<void> {
   await db.query(`UPDATE messages SET status = $2 WHERE id = $1`, [id, status]);
 }

@@ -174,6 +174,20 @@ describe('provider webhook', () => {
     expect(keys).toEqual([`${sent}:sent`, `${sent}:delivered`, `${sent}:failed`]);
   });
 
+  it('answers with the number of events it stored: 0 when a notification stores nothing', async () => {
+    const s = await setup();
+    const statuses = (list: unknown[]) => envelope(s.waba, 'messages', { messaging_product: 'whatsapp', metadata: { display_phone_number: '15550783881', phone_number_id: s.pnid }, statuses: list });
+    const status = (id: string, st: string) => ({ id, status: st, timestamp: T, recipient_id: '5511999998888' });
+    expect((await post(statuses([status('wamid.never', 'delivered'), status('wamid.never', 'read')]))).body).toEqual({ received: true, events: 0 });
+    const sent = `wamid.count.${s.pnid}`;
+    await registerOutboundMessage(testDb(), { accountId: s.tenant.accountId, channelAccountId: s.channelAccountId, externalId: sent });
+    const mixed = statuses([status(sent, 'delivered'), status('wamid.never', 'read'), status(sent, 'read')]);
+    expect((await post(mixed)).body).toEqual({ received: true, events: 2 });
+    // A redelivery stores nothing new but finds the same two events.
+    expect((await post(mixed)).body).toEqual({ received: true, events: 2 });
+    expect((await stream(s)).map((e) => e.type)).toEqual(['chatapp.message.delivered', 'chatapp.message.read']);
+  });
+
   it('maps account updates (always live, resolved through waba_id) and tier changes', async () => {
     const s = await setup();
     await post(envelope(s.waba, 'account_update', { event: 'ACCOUNT_VIOLATION', violation_info: { violation_type: 'SPAM' } }));
