@@ -8,6 +8,7 @@ import {
   echoPayload,
   editedPayload,
   factEventType,
+  freeEntryPointEnd,
   mapChatappWebhook,
   receivedPayload,
   revokedPayload,
@@ -16,7 +17,7 @@ import {
 } from '../core/catalog/chatapp-provider.js';
 import { formatIssue, getEventDefinition, type EventDefinition } from '../core/catalog/index.js';
 import { findChannelAccountByDisplay, findChannelAccountByPhoneNumber, findChannelAccountsByWaba, type ChannelAccount } from '../db/directory.js';
-import { findMessage, findRegisteredMessage, recordIncomingMessage, updateMessageStatus } from '../db/messaging.js';
+import { findMessage, findRegisteredMessage, recordFepExpiry, recordIncomingMessage, updateMessageStatus } from '../db/messaging.js';
 import { logger } from '../runtime/logger.js';
 import { RejectedNotification, wakeFor, type IngestDeps } from './deps.js';
 import { storeEvent, type IngestEvent } from './store-event.js';
@@ -120,6 +121,8 @@ async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
       const message = await findRegisteredMessage(deps.db, ca.id, fact.messageId);
       if (!message) return false;
       await updateMessageStatus(deps.db, message.id, fact.status);
+      const fepEnd = freeEntryPointEnd(fact);
+      if (fepEnd) await recordFepExpiry(deps.db, message, fact.recipientId, fepEnd);
       event = {
         ...base,
         externalId: fact.messageId,
