@@ -15,6 +15,7 @@ import { eventRoutes } from './routes/events.js';
 import { operationsRoutes } from './routes/operations.js';
 import { providerRoutes } from './routes/provider.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { refuseUnstorableInput } from './validation.js';
 
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();
@@ -51,7 +52,7 @@ export function createApp(deps: ApiDeps): Koa {
   for (const r of [open, operationsRoutes(deps), providerRoutes(deps)]) app.use(r.routes()).use(r.allowedMethods({ throw: true, methodNotAllowed: methodNotAllowed, notImplemented }));
 
   const api = new Router();
-  api.use('/api/v1', authenticate(deps.db), rateLimit(deps.config.rateLimit));
+  api.use('/api/v1', authenticate(deps.db), rateLimit(deps.config.rateLimit), refuseUnstorableInput);
   for (const r of [webhookRoutes(deps), deliveryRoutes(deps), eventRoutes(deps), eventTypeRoutes(), contactRoutes(deps)]) api.use(r.routes(), r.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
   app.use(api.routes()).use(api.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
   return app;

@@ -1,6 +1,8 @@
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
+import { findUnstorableText, UNSTORABLE_REASON } from '../core/storable-text.js';
 import { ApiError } from './errors.js';
+import { fieldCode } from './validation.js';
 
 const LIMIT = '256kb';
 
@@ -12,17 +14,25 @@ export async function readRawBody(ctx: Context): Promise<Buffer> {
   return raw;
 }
 
-/** The JSON body; an empty body reads as `{}` so bodiless POSTs and PATCHes are fine. */
-export async function readJson(ctx: Context): Promise<unknown> {
+/**
+ * The JSON body; an empty body reads as `{}` so bodiless POSTs and PATCHes are fine. A body
+ * with text Postgres cannot store is 422 here, for every route at once: `code` when the route
+ * has one for all its fields (invalid_event), else the failing field's code (invalid_url...).
+ */
+export async function readJson(ctx: Context, code?: string): Promise<unknown> {
   const raw = await readRawBody(ctx);
   if (raw.length === 0) return {};
   const type = ctx.request.type;
   if (type && type !== 'application/json' && !type.endsWith('+json')) {
     throw new ApiError(415, 'unsupported_media_type', 'request body must be application/json');
   }
+  let body: unknown;
   try {
-    return JSON.parse(raw.toString('utf8'));
+    body = JSON.parse(raw.toString('utf8'));
   } catch {
     throw new ApiError(400, 'invalid_json', 'request body is not valid JSON');
   }
+  const field = findUnstorableText(body);
+  if (field !== undefined) throw new ApiError(422, code ?? fieldCode(field), `${field}: ${UNSTORABLE_REASON}`);
+  return body;
 }

@@ -18,6 +18,8 @@ export interface ApiDeps {
   wakes: WakeCoalescer;
   /** Messaging provider webhook: signature secret and handshake token; unset disables the ingress. */
   provider: { appSecret?: string; verifyToken?: string };
+  /** The clock ingest judges the Free plan by (SPEC 8); the system clock when unset. Tests pin it. */
+  now?: () => Date;
   /** True when Temporal answers; used by /healthz. */
   temporalHealthy: () => Promise<boolean>;
 }

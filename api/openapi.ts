@@ -20,9 +20,10 @@ import {
 } from './schemas.js';
 import { PublishBody } from '../ingest/publish.js';
 
+/** 401, 403 and 429 can answer any authenticated route, and 422 too: text Postgres cannot store (NUL, unpaired surrogates) in the path or query. */
 function errors(...codes: number[]) {
   const out: Record<number, { description: string; content: { 'application/json': { schema: typeof ErrorEnvelope } } }> = {};
-  for (const code of [401, 403, 429, ...codes]) out[code] = { description: 'Error envelope', content: { 'application/json': { schema: ErrorEnvelope } } };
+  for (const code of [401, 403, 422, 429, ...codes]) out[code] = { description: 'Error envelope', content: { 'application/json': { schema: ErrorEnvelope } } };
   return out;
 }
 
@@ -89,7 +90,7 @@ export function buildOpenApiDocument() {
   });
   registry.registerPath({
     method: 'delete', path: '/api/v1/contacts/{id}', summary: 'Delete a contact and its events from the stream', security, request: { params: z.object({ id: z.string() }) },
-    responses: { 204: { description: 'Deleted' }, ...errors(404) },
+    responses: { 204: { description: 'Deleted' }, ...errors(404, 422) },
   });
   for (const channel of ['chatapp', 'photoapp']) {
     registry.registerPath({

@@ -1,4 +1,6 @@
+import type { Context, Next } from 'koa';
 import type { z } from 'zod';
+import { findUnstorableText, UNSTORABLE_REASON } from '../core/storable-text.js';
 import { ApiError } from './errors.js';
 
 /** Which error code a failing field maps to (SPEC 7); other fields give `invalid_request`. */
@@ -8,6 +10,33 @@ const FIELD_CODES: Record<string, string> = {
   secret: 'invalid_secret',
   customer_id: 'invalid_customer_id',
 };
+
+/** The error code of a body field given as a path (`url`, `headers.Authorization`, `events[0]`). */
+export function fieldCode(path: string): string {
+  return FIELD_CODES[/^[^.[]*/.exec(path)![0]] ?? 'invalid_request';
+}
+
+/** Query parameters whose routes already have a code for a bad value. */
+const QUERY_CODES: Record<string, string> = { after: 'invalid_cursor', before: 'invalid_cursor', status: 'invalid_status' };
+
+/**
+ * Path and query text Postgres cannot store (NUL, unpaired surrogates) is 422 before any route
+ * runs, so no route needs its own check. `limit` is exempt: it is only ever parsed as a number,
+ * and an invalid one falls back to the default (SPEC 6.5 rule 3).
+ */
+export async function refuseUnstorableInput(ctx: Context, next: Next): Promise<void> {
+  let path = ctx.path;
+  try {
+    path = decodeURIComponent(ctx.path);
+  } catch {
+    // Malformed escapes are not decoded by the router either: the raw path is what routes see.
+  }
+  if (findUnstorableText(path) !== undefined) throw new ApiError(422, 'invalid_request', `path ${UNSTORABLE_REASON}`);
+  const { limit: _limit, ...query } = ctx.query;
+  const field = findUnstorableText(query);
+  if (field !== undefined) throw new ApiError(422, QUERY_CODES[/^[^.[]*/.exec(field)![0]] ?? 'invalid_request', `${field}: ${UNSTORABLE_REASON}`);
+  await next();
+}
 
 export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
@@ -20,6 +49,6 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infe
   if (issue.code === 'unrecognized_keys') {
     throw new ApiError(422, 'invalid_request', `unknown field: ${issue.keys.join(', ')}`);
   }
-  const code = FIELD_CODES[String(issue.path[0])] ?? 'invalid_request';
+  const code = fieldCode(String(issue.path[0] ?? ''));
   throw new ApiError(422, code, field ? `${field}: ${issue.message}` : issue.message);
 }

@@ -6,7 +6,28 @@ export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
 
 /** created_at as Postgres prints timestamptz: `2026-11-22 10:00:00.123456+00`. */
-const PG_TIMESTAMP = /^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([+-]\d{2}(:\d{2})?|Z)?$/;
+const PG_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(\.\d{1,6})?(?:([+-])(\d{2})(?::(\d{2}))?|Z)?$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * True when `ts` has the printed shape and names a real instant: the date and time fields
+ * round-trip through a UTC date (no month 13, no 30 February, no hour 24) and the offset is
+ * one Postgres accepts. A forged cursor must be refused here, not by a failing query.
+ */
+function isRealTimestamp(ts: string): boolean {
+  const m = PG_TIMESTAMP.exec(ts);
+  if (!m) return false;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  if (year < 1) return false;
+  const d = new Date(0);
+  d.setUTCFullYear(year, month - 1, day); // setUTCFullYear, unlike Date.UTC, keeps years below 100 as given
+  d.setUTCHours(hour, minute, second);
+  const roundTrips =
+    d.getUTCFullYear() === year && d.getUTCMonth() === month - 1 && d.getUTCDate() === day && d.getUTCHours() === hour && d.getUTCMinutes() === minute && d.getUTCSeconds() === second;
+  const offsetHours = m[9] === undefined ? 0 : Number(m[9]);
+  const offsetMinutes = m[10] === undefined ? 0 : Number(m[10]);
+  return roundTrips && offsetHours <= 15 && offsetMinutes <= 59;
+}
 
 export interface PageKey {
   /** created_at exactly as Postgres printed it (microseconds kept). */
@@ -26,14 +47,14 @@ export function encodePageKey(key: PageKey): string {
   return Buffer.from(JSON.stringify([key.ts, key.id]), 'utf8').toString('base64url');
 }
 
-/** The key inside a cursor, or undefined when the token is not one of ours. */
+/** The key inside a cursor, or undefined when the token is not one of ours (or names no real row position). */
 export function decodePageKey(token: string): PageKey | undefined {
   try {
     const parsed: unknown = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
     if (!Array.isArray(parsed) || parsed.length !== 2) return undefined;
     const [ts, id] = parsed;
     if (typeof ts !== 'string' || typeof id !== 'string') return undefined;
-    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id) || !PG_TIMESTAMP.test(ts)) return undefined;
+    if (!UUID.test(id) || !isRealTimestamp(ts)) return undefined;
     return { ts, id };
   } catch {
     return undefined;

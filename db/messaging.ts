@@ -72,6 +72,33 @@ export async function findMessage(db: Queryable, channelAccountId: string, exter
   return rows[0];
 }
 
+/**
+ * The message a status is about, when the platform sent it (API, panel, broadcast, sequence).
+ * Statuses of any other message produce no event (SPEC 6.3, 6.4): the provider ingress and the
+ * publish API both ask here.
+ */
+export async function findRegisteredMessage(db: Queryable, channelAccountId: string, externalId: string): Promise<MessageRow | undefined> {
+  const message = await findMessage(db, channelAccountId, externalId);
+  return message?.direction === 'outbound' ? message : undefined;
+}
+
+/**
+ * Records the end of a free-entry-point window (SPEC 6.3) on the conversation of a sent
+ * message: its own conversation, else the one with its contact, else with the contact the
+ * status names. A redelivered older notification never moves the end back.
+ */
+export async function recordFepExpiry(db: Queryable, m: MessageRow, recipientWaId: string | null, expiresAt: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE conversations SET fep_expires_at = greatest(fep_expires_at, $5::timestamptz)
+     WHERE id = coalesce($1::uuid, (
+       SELECT c.id FROM conversations c
+       WHERE c.channel_account_id = $2 AND c.contact_id = coalesce($3::uuid, (SELECT id FROM contacts WHERE channel_account_id = $2 AND wa_id = $4))
+     ))`,
+    [m.conversation_id, m.channel_account_id, m.contact_id, recipientWaId, expiresAt],
+  );
+  return rowCount === 1;
+}
+
 export async function updateMessageStatus(db: Queryable, id: string, status: string): Promise<void> {
   await db.query(`UPDATE messages SET status = $2 WHERE id = $1`, [id, status]);
 }

@@ -9,6 +9,7 @@ import type { LookupFunction } from 'node:net';
 import tls from 'node:tls';
 import ipaddr from 'ipaddr.js';
 import { Agent, request } from 'undici';
+import { storableExcerpt } from '../core/storable-text.js';
 import { BlockedDestinationError, type DestinationPolicy } from '../security/destination-policy.js';
 
 export type AttemptError = 'timeout' | 'connection_error' | 'tls_error' | 'blocked_destination' | 'non_2xx';
@@ -17,7 +18,7 @@ export interface PostResult {
   /** HTTP status, or null when no response arrived. */
   status: number | null;
   headers: Record<string, string | string[] | undefined>;
-  /** The first 4 KiB of the response body. */
+  /** The first 4 KiB of the response body, as text Postgres can store. */
   excerpt: string | null;
   error: AttemptError | null;
   errorMessage: string | null;
@@ -119,5 +120,5 @@ async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): void }): P
     body.destroy();
   }
   if (size === 0) return null;
-  return Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8');
+  return storableExcerpt(Buffer.concat(chunks).subarray(0, EXCERPT_BYTES), { truncated: size >= EXCERPT_BYTES });
 }

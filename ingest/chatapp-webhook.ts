@@ -8,6 +8,7 @@ import {
   echoPayload,
   editedPayload,
   factEventType,
+  freeEntryPointEnd,
   mapChatappWebhook,
   receivedPayload,
   revokedPayload,
@@ -16,7 +17,7 @@ import {
 } from '../core/catalog/chatapp-provider.js';
 import { formatIssue, getEventDefinition, type EventDefinition } from '../core/catalog/index.js';
 import { findChannelAccountByDisplay, findChannelAccountByPhoneNumber, findChannelAccountsByWaba, type ChannelAccount } from '../db/directory.js';
-import { findMessage, recordIncomingMessage, updateMessageStatus } from '../db/messaging.js';
+import { findMessage, findRegisteredMessage, recordFepExpiry, recordIncomingMessage, updateMessageStatus } from '../db/messaging.js';
 import { logger } from '../runtime/logger.js';
 import { RejectedNotification, wakeFor, type IngestDeps } from './deps.js';
 import { storeEvent, type IngestEvent } from './store-event.js';
@@ -85,8 +86,8 @@ async function plan(deps: IngestDeps, body: unknown): Promise<PlannedEvent[]> {
   return planned;
 }
 
-/** Stores one planned event, creating the directory rows an incoming message implies. */
-async function store(deps: IngestDeps, p: PlannedEvent): Promise<void> {
+/** Stores one planned event, creating the directory rows an incoming message implies; false when it produces no event. */
+async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
   const { fact, def, channelAccount: ca } = p;
   const base = {
     accountId: ca.account_id,
@@ -117,9 +118,11 @@ async function store(deps: IngestDeps, p: PlannedEvent): Promise<void> {
     }
     case 'status': {
       // Statuses of messages the platform did not send produce no event.
-      const message = await findMessage(deps.db, ca.id, fact.messageId);
-      if (!message || message.direction !== 'outbound') return;
+      const message = await findRegisteredMessage(deps.db, ca.id, fact.messageId);
+      if (!message) return false;
       await updateMessageStatus(deps.db, message.id, fact.status);
+      const fepEnd = freeEntryPointEnd(fact);
+      if (fepEnd) await recordFepExpiry(deps.db, message, fact.recipientId, fepEnd);
       event = {
         ...base,
         externalId: fact.messageId,
@@ -148,13 +151,15 @@ async function store(deps: IngestDeps, p: PlannedEvent): Promise<void> {
       event = { ...base, externalId: null, messageResourceId: null, contactRef: null, streamContext: {}, occurredAt: timeOf(fact.data.occurred_at) };
       break;
   }
-  const stored = await storeEvent(deps.db, event);
+  const stored = await storeEvent(deps.db, event, deps.now?.());
   if (stored.created) wakeFor(deps, ca.account_id, stored);
+  return true;
 }
 
-/** Ingests a verified notification body. Returns how many events it held. */
+/** Ingests a verified notification body. Returns how many events it stored, new or repeated. */
 export async function ingestChatappNotification(deps: IngestDeps, body: unknown): Promise<number> {
   const planned = await plan(deps, body);
-  for (const p of planned) await store(deps, p);
-  return planned.length;
+  let stored = 0;
+  for (const p of planned) if (await store(deps, p)) stored++;
+  return stored;
 }

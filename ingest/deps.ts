@@ -5,6 +5,8 @@ import type { StoredEvent } from './store-event.js';
 export interface IngestDeps {
   db: Db;
   wakes: WakeCoalescer;
+  /** The clock the Free-plan rules are judged by (SPEC 8); the system clock when unset. Tests pin it. */
+  now?: () => Date;
 }
 
 /** After commit: each endpoint with a new pending delivery is woken (coalesced): to send it, or to time its hold. */

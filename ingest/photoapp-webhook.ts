@@ -12,6 +12,7 @@ import { storeEvent } from './store-event.js';
 
 const def = getEventDefinition('photoapp.message.received')!;
 
+/** Ingests a verified notification body. Returns how many events it stored, new or repeated: every planned one. */
 export async function ingestPhotoappNotification(deps: IngestDeps, body: unknown): Promise<number> {
   let facts: PhotoappFact[];
   try {
@@ -54,7 +55,7 @@ export async function ingestPhotoappNotification(deps: IngestDeps, body: unknown
       contactRef: rows.contactId,
       streamContext: { messageResourceId: rows.messageId, contactId: rows.contactId, conversationId: rows.conversationId },
       occurredAt: fact.occurredAt ? new Date(fact.occurredAt) : new Date(),
-    });
+    }, deps.now?.());
     if (stored.created) wakeFor(deps, ca.account_id, stored);
   }
   return planned.length;

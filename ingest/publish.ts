@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { formatIssue, getEventDefinition } from '../core/catalog/index.js';
 import { getChannelAccountOfAccount, getCustomerOfAccount } from '../db/directory.js';
 import type { Environment } from '../db/events.js';
-import { findMessage } from '../db/messaging.js';
+import { findMessage, findRegisteredMessage } from '../db/messaging.js';
 import { wakeFor, type IngestDeps } from './deps.js';
 import { storeEvent, type StoredEvent } from './store-event.js';
 
@@ -32,9 +32,13 @@ export async function publishEvent(deps: IngestDeps, principal: { accountId: str
   if (!def) throw new InvalidEvent(`type: unknown event type "${body.type}" (see GET /api/v1/event_types)`);
   if (!def.publishable) throw new InvalidEvent(`type: ${def.type} cannot be published`);
 
+  // The key's environment decides where the event goes; a body naming the other one is refused, never obeyed.
+  const environment = principal.environment;
+  if (body.environment !== undefined && body.environment !== environment) {
+    throw new InvalidEvent(`environment: a ${environment} API key publishes ${environment} events only, not ${body.environment}`);
+  }
   const accountHealth = def.category === 'account' && !def.channelStamped;
-  const environment = body.environment ?? (accountHealth ? 'live' : principal.environment);
-  if (accountHealth && environment !== 'live') throw new InvalidEvent('environment: account-health events are always live');
+  if (accountHealth && environment !== 'live') throw new InvalidEvent('environment: account-health events are always live; publish them with a live API key');
 
   const data = def.data.safeParse(body.data);
   if (!data.success) throw new InvalidEvent(formatIssue(data.error, 'data'));
@@ -52,13 +56,20 @@ export async function publishEvent(deps: IngestDeps, principal: { accountId: str
     throw new InvalidEvent(`channel_account_id: ${def.type} comes from a ${def.channel} channel account, not ${channelAccount.channel}`);
   }
   if (def.hasExternalId && !channelAccount) throw new InvalidEvent(`channel_account_id: required for ${def.type}`);
+  if (channelAccount && channelAccount.environment !== environment) {
+    throw new InvalidEvent(`channel_account_id: a ${channelAccount.environment} channel account, and this API key publishes ${environment} events`);
+  }
   if (body.customer_id && !(await getCustomerOfAccount(deps.db, principal.accountId, body.customer_id))) {
     throw new InvalidEvent('customer_id: not a Customer of this Account');
   }
 
   const message = obj(data.data.message);
   const externalId = def.hasExternalId ? (str(message?.id) ?? str(data.data.message_id)) : null;
-  const registered = channelAccount && externalId ? await findMessage(deps.db, channelAccount.id, externalId) : undefined;
+  const registered = channelAccount && externalId ? await (def.needsRegisteredMessage ? findRegisteredMessage : findMessage)(deps.db, channelAccount.id, externalId) : undefined;
+  // Statuses of messages the platform never registered produce no event (SPEC 6.4), whichever way they arrive.
+  if (def.needsRegisteredMessage && !registered) {
+    throw new InvalidEvent(`data.message_id: message "${externalId}" is not registered on this channel account (statuses are published only for messages the platform sent)`);
+  }
   // The contact an event carries in its payload, wherever its type puts it: deleting that contact removes the event.
   const contactRef =
     str(obj(data.data.contact)?.id) ??
@@ -82,7 +93,7 @@ export async function publishEvent(deps: IngestDeps, principal: { accountId: str
     contactRef,
     streamContext: { messageResourceId: registered?.id ?? null, contactId: registered?.contact_id ?? null, conversationId: registered?.conversation_id ?? null },
     occurredAt: occurredAt ? new Date(occurredAt) : new Date(),
-  });
+  }, deps.now?.());
   if (stored.created) wakeFor(deps, principal.accountId, stored);
   return stored;
 }

@@ -14,9 +14,9 @@ export function eventRoutes(deps: ApiDeps): Router {
 
   router.post('/api/v1/events', requireScope('events:write'), async (ctx) => {
     const principal = principalOf(ctx);
-    const body = await readJson(ctx);
+    const body = await readJson(ctx, 'invalid_event');
     try {
-      const stored = await publishEvent({ db: deps.db, wakes: deps.wakes }, principal, body);
+      const stored = await publishEvent({ db: deps.db, wakes: deps.wakes, now: deps.now }, principal, body);
       // A repeat of a known event stores nothing and answers with the first one.
       ctx.status = stored.created ? 201 : 200;
       ctx.body = { data: presentStreamItem(stored.event) };

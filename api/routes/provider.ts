@@ -7,6 +7,7 @@ import Router from '@koa/router';
 import { ingestChatappNotification } from '../../ingest/chatapp-webhook.js';
 import { RejectedNotification, type IngestDeps } from '../../ingest/deps.js';
 import { ingestPhotoappNotification } from '../../ingest/photoapp-webhook.js';
+import { findUnstorableText, toStorableText, UNSTORABLE_REASON } from '../../core/storable-text.js';
 import { verifyHmacHex } from '../../security/signature.js';
 import { readRawBody } from '../body.js';
 import type { ApiDeps } from '../deps.js';
@@ -41,7 +42,8 @@ export function providerRoutes(deps: ApiDeps): Router {
         throw new ApiError(401, 'invalid_signature', 'X-Hub-Signature-256 does not match the body');
       }
       const reject = async (reason: string) => {
-        await deps.db.query(`INSERT INTO provider_rejections (provider, reason, body) VALUES ($1, $2, $3)`, [channel, reason, raw.toString('utf8')]);
+        // The record itself must be storable: a body or reason may hold NUL bytes (U+FFFD in their place).
+        await deps.db.query(`INSERT INTO provider_rejections (provider, reason, body) VALUES ($1, $2, $3)`, [channel, toStorableText(reason), toStorableText(raw.toString('utf8'))]);
         ctx.state.log.warn({ channel, reason }, 'provider notification rejected');
         ctx.body = { received: true, events: 0 };
       };
@@ -51,8 +53,10 @@ export function providerRoutes(deps: ApiDeps): Router {
       } catch {
         return reject('body is not JSON');
       }
+      const unstorable = findUnstorableText(body);
+      if (unstorable !== undefined) return reject(`${unstorable}: ${UNSTORABLE_REASON}`);
       try {
-        ctx.body = { received: true, events: await ingest({ db: deps.db, wakes: deps.wakes }, body) };
+        ctx.body = { received: true, events: await ingest({ db: deps.db, wakes: deps.wakes, now: deps.now }, body) };
       } catch (err) {
         if (!(err instanceof RejectedNotification)) throw err;
         await reject(err.message);

@@ -57,6 +57,7 @@ function statusEvent(status: MessageStatus): EventDefinition {
     description: statusDescriptions[status],
     data: statusDataSchema(status),
     idempotencyKey: (data) => `${keyPart(data, 'message_id')}:${status}`,
+    needsRegisteredMessage: true,
   });
 }
 

@@ -410,6 +410,17 @@ export function statusPayload(fact: Fact<'status'>): Record<string, unknown> {
   };
 }
 
+/**
+ * The end of the free-entry-point window a `sent` status reports (SPEC 6.3): the
+ * conversation's expiration_timestamp when pricing.type says free_entry_point (before graph API
+ * 24 every conversation carried an expiration, so the conversation alone does not prove a
+ * window). ISO time, or null.
+ */
+export function freeEntryPointEnd(fact: Fact<'status'>): string | null {
+  if (fact.status !== 'sent' || fact.pricing?.type !== 'free_entry_point') return null;
+  return unixSecondsToIso(fact.conversation?.expiration_timestamp);
+}
+
 /** `data` of chatapp.message.echo: received's shape plus the source app. */
 export function echoPayload(fact: Fact<'echo'>, extras: { externalId: string }): Record<string, unknown> {
   return {

@@ -27,13 +27,15 @@ export interface EventDefinition {
   /** Accepted by POST /api/v1/events. */
   publishable: boolean;
   countsTowardFreePlan: boolean;
+  /** A status of a message the platform sent: emitted only when that message is registered (SPEC 6.3, 6.4). */
+  needsRegisteredMessage: boolean;
 }
 
 type DefinitionInput = Pick<EventDefinition, 'type' | 'category' | 'description' | 'channel' | 'channelStamped' | 'hasExternalId' | 'data' | 'idempotencyKey'> &
-  Partial<Pick<EventDefinition, 'inStream' | 'refs' | 'publishable' | 'countsTowardFreePlan'>>;
+  Partial<Pick<EventDefinition, 'inStream' | 'refs' | 'publishable' | 'countsTowardFreePlan' | 'needsRegisteredMessage'>>;
 
 export function define(input: DefinitionInput): EventDefinition {
-  return Object.freeze({ inStream: true, publishable: true, countsTowardFreePlan: false, refs: z.object({}), ...input });
+  return Object.freeze({ inStream: true, publishable: true, countsTowardFreePlan: false, needsRegisteredMessage: false, refs: z.object({}), ...input });
 }
 
 /** A part of an idempotency key read from a nested path; missing parts are a programming error, not a default. */

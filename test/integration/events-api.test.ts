@@ -1,5 +1,5 @@
 /** Publishing, the stream, routing to endpoints, the Free-plan cap and deletion, on real Postgres. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { canonicalJson, getEventDefinition, sha256Hex } from '../../core/catalog/index.js';
 import { webhookBody } from '../../core/webhook-body.js';
 import { webhookHeaders } from '../../delivery/send-webhook.js';
@@ -10,8 +10,10 @@ import { samples, WAMID } from '../support/catalog-samples.js';
 import { createTenant, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
 
 let api: TestApi;
+/** The clock ingest judges the Free plan by; unset means the system clock. */
+let clock: Date | undefined;
 beforeAll(async () => {
-  api = await startTestApi();
+  api = await startTestApi({ now: () => clock ?? new Date() });
 });
 afterAll(() => api.close());
 
@@ -81,6 +83,8 @@ describe('POST /api/v1/events', () => {
   it.each(allPublishable)('%s: exact webhook body, delivery headers and stream item', async (type) => {
     const o = await origin();
     const def = getEventDefinition(type)!;
+    // Statuses are published only for messages the platform sent.
+    if (def.needsRegisteredMessage) await registerOutboundMessage(testDb(), { accountId: o.tenant.accountId, channelAccountId: o.chatapp, externalId: WAMID });
     const res = await publish(o, type);
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     const row = await eventRow(res.body.data.id);
@@ -142,6 +146,53 @@ describe('POST /api/v1/events', () => {
     expect(res.body.data).toMatchObject({ message_id: WAMID, external_id: WAMID, message_resource_id: message.id });
     // Null fields are omitted in the stream.
     expect(Object.values(res.body.data.data)).not.toContain(null);
+  });
+
+  it('refuses a status of a message the platform never registered, as the provider path drops it', async () => {
+    const o = await origin();
+    const unknown = await publish(o, 'chatapp.message.read');
+    expect(unknown.status, JSON.stringify(unknown.body)).toBe(422);
+    expect(unknown.body.error).toEqual({ code: 'invalid_event', message: expect.stringContaining('data.message_id') });
+    expect(unknown.body.error.message).toContain('not registered');
+    // An inbound message with that wamid is not one the platform sent either.
+    expect((await publish(o, 'chatapp.message.received')).status).toBe(201);
+    const inbound = await publish(o, 'chatapp.message.delivered');
+    expect([inbound.status, inbound.body.error?.code]).toEqual([422, 'invalid_event']);
+    // Registered on another channel account of the Account: still unknown on this one.
+    const other = await createChannelAccount(testDb(), { accountId: o.tenant.accountId, channel: 'chatapp', display: 'other', phoneNumberId: `pn-other-${o.tenant.accountId}` });
+    await registerOutboundMessage(testDb(), { accountId: o.tenant.accountId, channelAccountId: other.id, externalId: `${WAMID}.x` });
+    const elsewhere = await publish(o, 'chatapp.message.sent', { data: { ...samples['chatapp.message.sent']!.data, message_id: `${WAMID}.x` } });
+    expect(elsewhere.status).toBe(422);
+    const { rows } = await testDb().query(`SELECT type FROM events WHERE account_id = $1`, [o.tenant.accountId]);
+    expect(rows.map((r) => r.type)).toEqual(['chatapp.message.received']);
+  });
+
+  it("publishes into the API key's environment; a body environment that differs is invalid_event", async () => {
+    const o = await origin();
+    const sandboxKey = await o.tenant.keyFor(['events:write', 'events:read'], 'sandbox');
+    const body = (extra: Record<string, unknown>) => ({ type: 'crm.demand.created', data: samples['crm.demand.created']!.data, ...extra });
+    const intoLive = await api.request('POST', '/api/v1/events', { key: sandboxKey, body: body({ environment: 'live' }) });
+    expect(intoLive.status, JSON.stringify(intoLive.body)).toBe(422);
+    expect(intoLive.body.error).toEqual({ code: 'invalid_event', message: expect.stringMatching(/^environment: /) });
+    const intoSandbox = await api.request('POST', '/api/v1/events', { key: o.tenant.key, body: body({ environment: 'sandbox' }) });
+    expect([intoSandbox.status, intoSandbox.body.error?.code]).toEqual([422, 'invalid_event']);
+    expect(intoSandbox.body.error.message).toContain('environment');
+    // Equal to the key's, or left out: accepted, into the key's stream.
+    const same = await api.request('POST', '/api/v1/events', { key: sandboxKey, body: body({ environment: 'sandbox' }) });
+    expect(same.status).toBe(201);
+    expect(same.body.data.environment).toBe('sandbox');
+    const demand = samples['crm.demand.created']!.data as { after_data: Record<string, unknown> };
+    const implicit = await api.request('POST', '/api/v1/events', { key: sandboxKey, body: { ...body({}), data: { ...demand, after_data: { ...demand.after_data, version: 2 } } } });
+    expect(implicit.status, JSON.stringify(implicit.body)).toBe(201);
+    expect(implicit.body.data.environment).toBe('sandbox');
+    // A channel account of the other environment, and account-health events (always live), need the matching key.
+    const sandboxNumber = await api.request('POST', '/api/v1/events', { key: o.tenant.key, body: { type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data, channel_account_id: o.sandbox } });
+    expect([sandboxNumber.status, sandboxNumber.body.error?.code]).toEqual([422, 'invalid_event']);
+    expect(sandboxNumber.body.error.message).toContain('channel_account_id');
+    const health = await publish(o, 'chatapp.account.updated', {}, sandboxKey);
+    expect([health.status, health.body.error?.code]).toEqual([422, 'invalid_event']);
+    expect((await api.request('GET', '/api/v1/events', { key: o.tenant.key })).body.data).toEqual([]);
+    expect((await api.request('GET', '/api/v1/events', { key: sandboxKey })).body.data.map((e: { cursor: string }) => e.cursor)).toEqual(['1', '2']);
   });
 
   it('refuses what the catalog does not allow, naming the field', async () => {
@@ -211,7 +262,6 @@ describe('GET /api/v1/events', () => {
     expect((await read('?after=5')).body).toEqual({ data: [], paging: { cursor: '5', next: null, has_more: false } });
     expect((await read('?after=99')).body.paging).toEqual({ cursor: '99', next: null, has_more: false });
     expect((await read('?limit=abc')).body.data).toHaveLength(5);
-    expect((await read('?limit=1000')).status).toBe(200);
     for (const bad of ['-1', 'abc', '1.5', '']) {
       const res = await read(`?after=${bad}`);
       expect(res.status, bad).toBe(422);
@@ -219,12 +269,31 @@ describe('GET /api/v1/events', () => {
     }
   });
 
+  it('caps a page at 100 items, even for limit=1000, and pages on without gaps', async () => {
+    const o = await origin();
+    const demand = samples['crm.demand.created']!.data as { after_data: Record<string, unknown> };
+    for (let batch = 0; batch < 105; batch += 15) {
+      await Promise.all(
+        Array.from({ length: Math.min(15, 105 - batch) }, (_, i) =>
+          api.request('POST', '/api/v1/events', { key: o.tenant.key, body: { type: 'crm.demand.created', data: { ...demand, after_data: { ...demand.after_data, version: batch + i + 1 } } } }),
+        ),
+      );
+    }
+    const first = await api.request('GET', '/api/v1/events?limit=1000', { key: o.tenant.key });
+    expect(first.status).toBe(200);
+    expect(first.body.data.map((e: { cursor: string }) => e.cursor)).toEqual(Array.from({ length: 100 }, (_, i) => String(i + 1)));
+    expect(first.body.paging).toEqual({ cursor: '100', next: '100', has_more: true });
+    const rest = await api.request('GET', `/api/v1/events?limit=1000&after=${first.body.paging.next}`, { key: o.tenant.key });
+    expect(rest.body.data.map((e: { cursor: string }) => e.cursor)).toEqual(['101', '102', '103', '104', '105']);
+    expect(rest.body.paging).toEqual({ cursor: '105', next: null, has_more: false });
+  });
+
   it('keeps environments and Accounts apart', async () => {
     const o = await origin();
     const other = await origin();
     await publish(o, 'crm.demand.created');
-    await publish(o, 'crm.demand.created', { environment: 'sandbox' });
-    const sandboxKey = await o.tenant.keyFor(['events:read'], 'sandbox');
+    const sandboxKey = await o.tenant.keyFor(['events:read', 'events:write'], 'sandbox');
+    await publish(o, 'crm.demand.created', { channel_account_id: o.sandbox }, sandboxKey);
     const live = await api.request('GET', '/api/v1/events', { key: o.tenant.key });
     const sandbox = await api.request('GET', '/api/v1/events', { key: sandboxKey });
     expect(live.body.data.map((e: { environment: string; cursor: string }) => [e.environment, e.cursor])).toEqual([['live', '1']]);
@@ -260,7 +329,8 @@ describe('routing to endpoints', () => {
     for (const none of [statusesOnly, otherFilter, inactive, unverified, appMessages]) expect(byEndpoint[none]).toBeUndefined();
 
     // Sandbox events reach the same endpoints.
-    const sandboxEvent = await api.request('POST', '/api/v1/events', { key: o.tenant.key, body: { type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data, channel_account_id: o.sandbox, environment: 'sandbox' } });
+    const sandboxKey = await o.tenant.keyFor(['events:write'], 'sandbox');
+    const sandboxEvent = await api.request('POST', '/api/v1/events', { key: sandboxKey, body: { type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data, channel_account_id: o.sandbox } });
     const sandboxDeliveries = await deliveriesOf(sandboxEvent.body.data.id);
     expect(sandboxDeliveries.map((r) => r.endpoint_id).sort()).toEqual([messages, paused].sort());
 
@@ -271,6 +341,15 @@ describe('routing to endpoints', () => {
 });
 
 describe('free-plan cap', () => {
+  // The verdict depends on the date (SPEC 8 rule 7): every test here pins the clock ingest uses.
+  const NOW = new Date('2026-11-10T12:00:00Z');
+  beforeEach(() => {
+    clock = NOW;
+  });
+  afterEach(() => {
+    clock = undefined;
+  });
+
   async function receivedFor(o: Origin, n: number) {
     const data = samples['chatapp.message.received']!.data as { message: Record<string, unknown> };
     const wamid = `wamid.${o.tenant.accountId}.${n}`;
@@ -281,14 +360,14 @@ describe('free-plan cap', () => {
     expect(res.status).toBe(201);
     return res.body.data.id as string;
   }
-  const usage = async (accountId: string) => (await testDb().query(`SELECT month::text, received_count FROM plan_usage WHERE account_id = $1`, [accountId])).rows;
+  const usage = async (accountId: string) => (await testDb().query(`SELECT month::text, received_count FROM plan_usage WHERE account_id = $1 ORDER BY month`, [accountId])).rows;
   const warnings = async (accountId: string) => (await testDb().query(`SELECT payload->>'count' AS count FROM notifications WHERE account_id = $1 ORDER BY created_at`, [accountId])).rows.map((r) => Number(r.count));
 
   it('limits the 301st received message on every endpoint, counting it once, and warns at 240 and 300', async () => {
     const o = await origin('free', new Date('2026-10-05T00:00:00Z'));
     const a = await verifiedEndpoint(o, ['messages']);
     const b = await verifiedEndpoint(o, ['messages', 'statuses']);
-    const month = new Date().toISOString().slice(0, 7) + '-01';
+    const month = '2026-11-01';
     await testDb().query(`INSERT INTO plan_usage (account_id, month, received_count) VALUES ($1, $2, 238)`, [o.tenant.accountId, month]);
     await receivedFor(o, 239);
     expect(await warnings(o.tenant.accountId)).toEqual([]);
@@ -307,7 +386,8 @@ describe('free-plan cap', () => {
 
     // Statuses, CRM events and the sandbox do not count; the limited ones are filterable.
     await publish(o, 'crm.demand.created');
-    await api.request('POST', '/api/v1/events', { key: o.tenant.key, body: { type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data, channel_account_id: o.sandbox, environment: 'sandbox' } });
+    const sandbox = await api.request('POST', '/api/v1/events', { key: await o.tenant.keyFor(['events:write'], 'sandbox'), body: { type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data, channel_account_id: o.sandbox } });
+    expect(sandbox.status).toBe(201);
     expect((await usage(o.tenant.accountId))[0].received_count).toBe(302);
     const list = await api.request('GET', '/api/v1/webhook_deliveries?status=limited', { key: o.tenant.key });
     expect(list.body.data).toHaveLength(4);
@@ -332,6 +412,21 @@ describe('free-plan cap', () => {
     await verifiedEndpoint(paid, ['messages']);
     await receivedFor(paid, 1);
     expect(await usage(paid.tenant.accountId)).toEqual([]);
+
+    // Created up to 30 September 2026: unlimited before 1 November 2026, counted from it (SPEC 8 rule 7).
+    const old = await origin('free', new Date('2026-09-15T00:00:00Z'));
+    const endpoint = await verifiedEndpoint(old, ['messages']);
+    await testDb().query(`INSERT INTO plan_usage (account_id, month, received_count) VALUES ($1, '2026-10-01', 300)`, [old.tenant.accountId]);
+    clock = new Date('2026-10-31T23:59:59Z');
+    const october = await receivedFor(old, 1);
+    expect(await deliveriesOf(october)).toMatchObject([{ endpoint_id: endpoint, status: 'pending' }]);
+    expect(await usage(old.tenant.accountId)).toEqual([{ month: '2026-10-01', received_count: 300 }]);
+    clock = new Date('2026-11-01T00:00:00Z');
+    await receivedFor(old, 2);
+    expect(await usage(old.tenant.accountId)).toEqual([
+      { month: '2026-10-01', received_count: 300 },
+      { month: '2026-11-01', received_count: 1 },
+    ]);
   });
 });
 

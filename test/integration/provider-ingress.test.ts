@@ -174,6 +174,57 @@ describe('provider webhook', () => {
     expect(keys).toEqual([`${sent}:sent`, `${sent}:delivered`, `${sent}:failed`]);
   });
 
+  it('answers with the number of events it stored: 0 when a notification stores nothing', async () => {
+    const s = await setup();
+    const statuses = (list: unknown[]) => envelope(s.waba, 'messages', { messaging_product: 'whatsapp', metadata: { display_phone_number: '15550783881', phone_number_id: s.pnid }, statuses: list });
+    const status = (id: string, st: string) => ({ id, status: st, timestamp: T, recipient_id: '5511999998888' });
+    expect((await post(statuses([status('wamid.never', 'delivered'), status('wamid.never', 'read')]))).body).toEqual({ received: true, events: 0 });
+    const sent = `wamid.count.${s.pnid}`;
+    await registerOutboundMessage(testDb(), { accountId: s.tenant.accountId, channelAccountId: s.channelAccountId, externalId: sent });
+    const mixed = statuses([status(sent, 'delivered'), status('wamid.never', 'read'), status(sent, 'read')]);
+    expect((await post(mixed)).body).toEqual({ received: true, events: 2 });
+    // A redelivery stores nothing new but finds the same two events.
+    expect((await post(mixed)).body).toEqual({ received: true, events: 2 });
+    expect((await stream(s)).map((e) => e.type)).toEqual(['chatapp.message.delivered', 'chatapp.message.read']);
+  });
+
+  it('stores the end of a free-entry-point window as fep_expires_at of the conversation', async () => {
+    const s = await setup();
+    // The contact wrote first (a click-to-chat ad): that opened the conversation.
+    await post(textMessage(s, `wamid.ad.${s.pnid}`));
+    const { rows: contacts } = await testDb().query(`SELECT id FROM contacts WHERE channel_account_id = $1`, [s.channelAccountId]);
+    const fepEnd = async () => (await testDb().query(`SELECT fep_expires_at FROM conversations WHERE channel_account_id = $1`, [s.channelAccountId])).rows.map((r) => r.fep_expires_at?.toISOString() ?? null);
+    expect(await fepEnd()).toEqual([null]);
+
+    const statuses = (list: unknown[]) => envelope(s.waba, 'messages', { messaging_product: 'whatsapp', metadata: { display_phone_number: '15550783881', phone_number_id: s.pnid }, statuses: list });
+    const fepPricing = { billable: false, pricing_model: 'PMP', category: 'referral_conversion', type: 'free_entry_point' };
+    const sentIn = (id: string, expiration: string, pricing: Record<string, unknown> = fepPricing) => ({
+      id,
+      status: 'sent',
+      timestamp: T,
+      recipient_id: '5511999998888',
+      pricing,
+      conversation: { id: 'conv-fep', expiration_timestamp: expiration, origin: { type: 'referral_conversion' } },
+    });
+    const first = `wamid.fep1.${s.pnid}`;
+    await registerOutboundMessage(testDb(), { accountId: s.tenant.accountId, channelAccountId: s.channelAccountId, contactId: contacts[0].id, externalId: first });
+    expect((await post(statuses([sentIn(first, '1795428000')]))).body.events).toBe(1);
+    expect(await fepEnd()).toEqual(['2026-11-23T10:00:00.000Z']);
+
+    // A later window, on a message registered without its contact: found through the recipient.
+    const second = `wamid.fep2.${s.pnid}`;
+    await registerOutboundMessage(testDb(), { accountId: s.tenant.accountId, channelAccountId: s.channelAccountId, externalId: second });
+    await post(statuses([sentIn(second, '1795514400')]));
+    expect(await fepEnd()).toEqual(['2026-11-24T10:00:00.000Z']);
+
+    // A redelivered older notification does not move the end back; a regular price is no window.
+    await post(statuses([sentIn(first, '1795428000')]));
+    const third = `wamid.fep3.${s.pnid}`;
+    await registerOutboundMessage(testDb(), { accountId: s.tenant.accountId, channelAccountId: s.channelAccountId, contactId: contacts[0].id, externalId: third });
+    await post(statuses([sentIn(third, '1795600800', { billable: true, pricing_model: 'PMP', category: 'utility', type: 'regular' })]));
+    expect(await fepEnd()).toEqual(['2026-11-24T10:00:00.000Z']);
+  });
+
   it('maps account updates (always live, resolved through waba_id) and tier changes', async () => {
     const s = await setup();
     await post(envelope(s.waba, 'account_update', { event: 'ACCOUNT_VIOLATION', violation_info: { violation_type: 'SPAM' } }));

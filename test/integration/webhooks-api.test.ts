@@ -136,6 +136,17 @@ describe('POST /api/v1/webhooks', () => {
     expect(res.body.error.message).toContain(why);
   });
 
+  it.each(['https://[::7f00:1]/', 'https://[::127.0.0.1]/', 'https://[::a00:1]/'])('refuses the IPv4-compatible address %s at create and PATCH', async (url) => {
+    const created = await create({ url });
+    expect(created.status, JSON.stringify(created.body)).toBe(422);
+    expect(created.body.error).toEqual({ code: 'invalid_url', message: expect.stringContaining('IPv4-compatible') });
+    const id = (await create({})).body.data.id;
+    const patched = await api.request('PATCH', `/api/v1/webhooks/${id}`, { key: tenant.key, body: { url } });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(422);
+    expect(patched.body.error.code).toBe('invalid_url');
+    expect((await api.request('GET', `/api/v1/webhooks/${id}`, { key: tenant.key })).body.data.url).toBe(publicUrl);
+  });
+
   it('accepts a public IPv6 destination', async () => {
     expect((await create({ url: 'https://public-v6.example/h' })).status).toBe(201);
   });
@@ -223,6 +234,24 @@ describe('reads, PATCH and DELETE', () => {
     const bad = await api.request('GET', '/api/v1/webhooks?after=garbage', { key: t.key });
     expect(bad.status).toBe(422);
     expect(bad.body.error.code).toBe('invalid_cursor');
+  });
+
+  it('a forged cursor naming an impossible date is 422 invalid_cursor on both lists, after and before', async () => {
+    const t = await createTenant();
+    await create({}, t.key);
+    const forged = (ts: string) => Buffer.from(JSON.stringify([ts, '00000000-0000-4000-8000-000000000001'])).toString('base64url');
+    for (const ts of ['2026-13-01 10:00:00+00', '2026-11-22 10:00:00+99', '2026-02-30 10:00:00+00', '2026-11-22 25:00:00+00']) {
+      for (const path of ['/api/v1/webhooks', '/api/v1/webhook_deliveries']) {
+        for (const param of ['after', 'before']) {
+          const res = await api.request('GET', `${path}?${param}=${forged(ts)}`, { key: t.key });
+          expect(res.status, `${path} ${param} ${ts}: ${res.text}`).toBe(422);
+          expect(res.body.error.code).toBe('invalid_cursor');
+        }
+      }
+    }
+    // A real date that names no row is simply an empty page.
+    const empty = await api.request('GET', `/api/v1/webhook_deliveries?after=${forged('2026-02-28 10:00:00+00')}`, { key: t.key });
+    expect([empty.status, empty.body.data]).toEqual([200, []]);
   });
 
   it('applies the state effects of SPEC 3.2 and is safe to repeat', async () => {

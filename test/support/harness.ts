@@ -71,7 +71,18 @@ export interface TestApi {
 export const PROVIDER_APP_SECRET = 'provider-app-secret-for-tests';
 export const PROVIDER_VERIFY_TOKEN = 'provider-verify-token';
 
-export async function startTestApi(opts: { allowLoopback?: boolean; timeoutMs?: number; rateLimit?: { capacity: number; refillPerSecond: number }; taskQueue?: string; resolver?: Resolver; temporalAddress?: string } = {}): Promise<TestApi> {
+export async function startTestApi(
+  opts: {
+    allowLoopback?: boolean;
+    timeoutMs?: number;
+    rateLimit?: { capacity: number; refillPerSecond: number };
+    taskQueue?: string;
+    resolver?: Resolver;
+    temporalAddress?: string;
+    /** The clock ingest judges the Free plan by, so plan tests give the same verdict on any date. */
+    now?: () => Date;
+  } = {},
+): Promise<TestApi> {
   const db = testDb();
   const connection = await Connection.connect({ address: opts.temporalAddress ?? inject('devServerAddress') });
   const client = new Client({ connection });
@@ -87,6 +98,7 @@ export async function startTestApi(opts: { allowLoopback?: boolean; timeoutMs?: 
     workflows,
     wakes: createWakeCoalescer(workflows),
     provider: { appSecret: PROVIDER_APP_SECRET, verifyToken: PROVIDER_VERIFY_TOKEN },
+    now: opts.now,
     temporalHealthy: async () => {
       await connection.withDeadline(Date.now() + 2_000, () => connection.workflowService.getSystemInfo({}));
       return true;

@@ -15,7 +15,8 @@ export interface ReceivedRequest {
 export interface Reply {
   status: number;
   headers?: Record<string, string>;
-  body?: string;
+  /** Bytes as given: a Buffer can hold invalid UTF-8 or NUL bytes. */
+  body?: string | Buffer;
   delayMs?: number;
 }
 

@@ -24,6 +24,47 @@ describe('paging', () => {
     expect(decodePageKey(Buffer.from(JSON.stringify(["2026-01-01", "1; DROP TABLE x"])).toString('base64url'))).toBeUndefined();
   });
 
+  const token = (ts: unknown, id: unknown = '00000000-0000-4000-8000-000000000001') => Buffer.from(JSON.stringify([ts, id])).toString('base64url');
+
+  it.each([
+    '2026-11-22 10:00:00+00',
+    '2026-11-22 10:00:00.123456+00',
+    '2026-11-22T10:00:00.5Z',
+    '2026-11-22 10:00:00-03',
+    '2026-11-22 10:00:00+05:30',
+    '2024-02-29 23:59:59.999999+00',
+    '0001-01-01 00:00:00+00',
+    '2026-11-22 10:00:00',
+  ])('accepts a real timestamp %s', (ts) => {
+    expect(decodePageKey(token(ts))).toEqual({ ts, id: '00000000-0000-4000-8000-000000000001' });
+  });
+
+  it.each([
+    '2026-13-01 10:00:00+00',
+    '2026-00-10 10:00:00+00',
+    '2026-02-30 10:00:00+00',
+    '2025-02-29 10:00:00+00',
+    '2026-04-31 10:00:00+00',
+    '2026-11-00 10:00:00+00',
+    '2026-11-22 24:00:00+00',
+    '2026-11-22 10:60:00+00',
+    '2026-11-22 10:00:60+00',
+    '2026-11-22 10:00:00+99',
+    '2026-11-22 10:00:00+16',
+    '2026-11-22 10:00:00+05:60',
+    '0000-01-01 00:00:00+00',
+    '2026-11-22 10:00:00.1234567+00',
+    '2026-11-22',
+  ])('refuses an impossible or malformed timestamp %s', (ts) => {
+    expect(decodePageKey(token(ts))).toBeUndefined();
+  });
+
+  it('refuses an id that is not a UUID and a key of the wrong shape', () => {
+    expect(decodePageKey(token('2026-11-22 10:00:00+00', '00000000-0000-4000-8000-00000000000g'))).toBeUndefined();
+    expect(decodePageKey(token('2026-11-22 10:00:00+00', 42))).toBeUndefined();
+    expect(decodePageKey(Buffer.from(JSON.stringify({ ts: '2026-11-22 10:00:00+00' })).toString('base64url'))).toBeUndefined();
+  });
+
   it('sets next only when a look-ahead row exists', () => {
     const full = pageOf(rows(3), 2, 'after', false);
     expect(full.items).toHaveLength(2);

@@ -37,11 +37,71 @@ describe('destination policy', () => {
     expect(policy.refusal(address)).toBeUndefined();
   });
 
+  // One row per special-purpose range (IANA IPv4 and IPv6 registries): an address inside is
+  // refused, a public address next to it is allowed. IPv6 neighbours of ranges outside 2000::/3
+  // are the nearest global unicast addresses, since nothing else is publicly routed.
+  it.each([
+    ['0.0.0.0/8', '0.255.255.255', '1.0.0.1'],
+    ['10.0.0.0/8', '10.255.0.1', '11.0.0.1'],
+    ['100.64.0.0/10', '100.127.255.254', '100.128.0.1'],
+    ['127.0.0.0/8', '127.1.2.3', '128.0.0.1'],
+    ['169.254.0.0/16', '169.254.1.1', '169.255.0.1'],
+    ['172.16.0.0/12', '172.31.255.1', '172.32.0.1'],
+    ['192.0.0.0/24', '192.0.0.170', '192.0.1.1'],
+    ['192.0.2.0/24', '192.0.2.200', '192.0.3.1'],
+    ['192.31.196.0/24', '192.31.196.1', '192.31.197.1'],
+    ['192.52.193.0/24', '192.52.193.1', '192.52.194.1'],
+    ['192.88.99.0/24', '192.88.99.1', '192.88.100.1'],
+    ['192.168.0.0/16', '192.168.255.1', '192.169.0.1'],
+    ['192.175.48.0/24', '192.175.48.6', '192.175.49.1'],
+    ['198.18.0.0/15', '198.19.255.1', '198.20.0.1'],
+    ['198.51.100.0/24', '198.51.100.7', '198.51.101.1'],
+    ['203.0.113.0/24', '203.0.113.9', '203.0.114.1'],
+    ['224.0.0.0/4', '239.255.255.250', '223.255.255.254'],
+    ['240.0.0.0/4', '250.1.2.3', '223.1.2.3'],
+    ['255.255.255.255/32', '255.255.255.255', '223.255.255.255'],
+    ['::/128', '::', '2600::1'],
+    ['::1/128', '::1', '2600::1'],
+    ['::/96 (IPv4-compatible)', '::7f00:1', '2600::7f00:1'],
+    ['::/96 (IPv4-compatible, dotted)', '::127.0.0.1', '2600::127.0.0.1'],
+    ['::/96 (IPv4-compatible, public v4)', '::808:808', '2600::808:808'],
+    ['::/96 (IPv4-compatible, dotted public v4)', '::8.8.8.8', '::ffff:8.8.8.8'],
+    ['::ffff:0:0/96 (mapped, private v4)', '::ffff:10.0.0.1', '::ffff:8.8.8.8'],
+    ['::ffff:0:0:0/96 (IPv4-translated)', '::ffff:0:808:808', '2600::808:808'],
+    ['64:ff9b::/96 (NAT64, private v4)', '64:ff9b::a00:1', '64:ff9b::808:808'],
+    ['64:ff9b:1::/48', '64:ff9b:1::808:808', '2600::1'],
+    ['100::/64', '100::1', '2600::1'],
+    ['100:0:0:1::/64', '100:0:0:1::1', '2600::1'],
+    ['2001::/32 (Teredo)', '2001:0:4136:e378:8000:63bf:3fff:fdd2', '2001:200::1'],
+    ['2001::/23', '2001:1ff::1', '2001:200::1'],
+    ['2001:db8::/32', '2001:db8::1', '2001:db9::1'],
+    ['2002::/16 (6to4)', '2002:808:808::1', '2003::1'],
+    ['2620:4f:8000::/48', '2620:4f:8000::1', '2620:4f:8001::1'],
+    ['3fff::/20', '3fff:fff::1', '3fff:1000::1'],
+    ['5f00::/16', '5f00::1', '3fff:ffff::1'],
+    ['fc00::/7', 'fdff::1', '2600::1'],
+    ['fe80::/10', 'febf::1', '2600::1'],
+    ['fec0::/10', 'fec0::1', '2600::1'],
+    ['ff00::/8', 'ff02::1', '2600::1'],
+    ['outside 2000::/3', '4000::1', '3fff:ffff::1'],
+  ])('%s: refuses %s, allows %s', (_range, inside, neighbour) => {
+    expect(policy.refusal(inside)).toBeDefined();
+    expect(policy.refusal(neighbour)).toBeUndefined();
+  });
+
+  it.each(['https://[::7f00:1]/', 'https://[::127.0.0.1]/', 'https://[::a00:1]/', 'https://[64:ff9b::7f00:1]/', 'https://[2002:7f00:1::1]/'])('refuses the embedded-IPv4 url %s', async (url) => {
+    expect(await urlRefusal(policy, url)).toMatch(/is (a|an) .* address/);
+  });
+
   it('lets only the named private ranges through', () => {
     const p = createDestinationPolicy({ allowCidrs: ['127.0.0.0/8'] });
     expect(p.refusal('127.0.0.1')).toBeUndefined();
     expect(p.refusal('10.0.0.1')).toContain('private');
     expect(p.refusal('::1')).toContain('loopback');
+    // The allowance covers the IPv4 address a mapped or NAT64 form carries, never IPv4-compatible forms.
+    expect(p.refusal('::ffff:127.0.0.1')).toBeUndefined();
+    expect(p.refusal('64:ff9b::7f00:1')).toBeUndefined();
+    expect(p.refusal('::7f00:1')).toContain('IPv4-compatible');
   });
 
   it('checks every address a name resolves to', async () => {
