@@ -71,8 +71,11 @@ export interface TestApi {
 export const PROVIDER_APP_SECRET = 'provider-app-secret-for-tests';
 export const PROVIDER_VERIFY_TOKEN = 'provider-verify-token';
 
-export async function startTestApi(opts: { allowLoopback?: boolean; timeoutMs?: number; rateLimit?: { capacity: number; refillPerSecond: number }; taskQueue?: string; resolver?: Resolver; temporalAddress?: string } = {}): Promise<TestApi> {
-  const db = testDb();
+export async function startTestApi(
+  opts: { allowLoopback?: boolean; timeoutMs?: number; rateLimit?: { capacity: number; refillPerSecond: number }; taskQueue?: string; resolver?: Resolver; temporalAddress?: string; db?: Db } = {},
+): Promise<TestApi> {
+  // A test with its own Postgres passes its pool; closing the API leaves that pool to the test.
+  const db = opts.db ?? testDb();
   const connection = await Connection.connect({ address: opts.temporalAddress ?? inject('devServerAddress') });
   const client = new Client({ connection });
   const policy = createDestinationPolicy({ allowCidrs: opts.allowLoopback ? ['127.0.0.0/8'] : [], resolver: opts.resolver ?? staticResolver(TEST_HOSTS) });
