@@ -9,7 +9,15 @@ export type Queryable = pg.Pool | pg.PoolClient;
 const CONNECT_TIMEOUT_MS = 5_000;
 
 export function createPool(url: string, max = 10): Db {
-  const pool = new pg.Pool({ connectionString: url, max, idleTimeoutMillis: 30_000, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    // A server that vanished without closing its sockets (host lost, network cut) is found out by TCP keepalives.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  });
   // An idle client losing its connection (server restart, failover) emits 'error' through the pool; unheard, it
   // would kill the process. The pool has already dropped that client and the next checkout reconnects.
   pool.on('error', (err) => logger.warn({ err }, 'idle Postgres connection lost'));
