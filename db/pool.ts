@@ -34,8 +34,9 @@ export async function withClient<T>(db: Db, fn: (client: pg.PoolClient) => Promi
   const client = await db.connect();
   let broken: Error | undefined;
   const onError = (err: Error) => {
+    // A dying connection can report twice (the server's FATAL, then the socket closing): log the cause once.
+    if (!broken) logger.warn({ err }, 'Postgres connection lost while checked out');
     broken ??= err;
-    logger.warn({ err }, 'Postgres connection lost while checked out');
   };
   client.on('error', onError);
   try {
