@@ -1,28 +1,89 @@
 import pg from 'pg';
+import { logger } from '../runtime/logger.js';
 
 // Timestamps come back as Date, bigints (stream cursors) as strings: the API renders cursors as strings anyway.
 export type Db = pg.Pool;
 export type Queryable = pg.Pool | pg.PoolClient;
 
+/** How long a checkout waits for a connection: with the server down or the pool drained, callers get an error, never a hang. */
+const CONNECT_TIMEOUT_MS = 5_000;
+
 export function createPool(url: string, max = 10): Db {
-  const pool = new pg.Pool({ connectionString: url, max, idleTimeoutMillis: 30_000 });
-  // An idle client losing its connection must not crash the process; the next query reconnects.
-  pool.on('error', () => {});
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    // A server that vanished without closing its sockets (host lost, network cut) is found out by TCP keepalives.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  });
+  // An idle client losing its connection (server restart, failover) emits 'error' through the pool; unheard, it
+  // would kill the process. The pool has already dropped that client and the next checkout reconnects.
+  pool.on('error', (err) => logger.warn({ err }, 'idle Postgres connection lost'));
   return pool;
 }
 
-/** Runs `fn` in a transaction, rolling back on any error. */
-export async function inTransaction<T>(db: Db, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+/**
+ * The one way to check a client out of the pool. pg emits 'error' on a checked-out client whose
+ * connection dies, and nobody else listens to it then: an unheard 'error' event kills the process.
+ * So the checkout listens for its whole duration, and a client that broke is released with its
+ * error, which makes the pool discard it instead of handing it to the next caller.
+ */
+export async function withClient<T>(db: Db, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await db.connect();
+  let broken: Error | undefined;
+  const onError = (err: Error) => {
+    // A dying connection can report twice (the server's FATAL, then the socket closing): log the cause once.
+    if (!broken) logger.warn({ err }, 'Postgres connection lost while checked out');
+    broken ??= err;
+  };
+  client.on('error', onError);
   try {
-    await client.query('BEGIN');
-    const result = await fn(client);
-    await client.query('COMMIT');
-    return result;
+    return await fn(client);
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
+    if (isDatabaseUnavailable(err)) broken ??= err as Error;
     throw err;
   } finally {
-    client.release();
+    // Synchronous with the release, which puts the pool's own idle listener back.
+    client.removeListener('error', onError);
+    client.release(broken);
   }
+}
+
+/** Runs `fn` in a transaction, rolling back on any error. */
+export function inTransaction<T>(db: Db, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return withClient(db, async (client) => {
+    await client.query('BEGIN');
+    try {
+      const result = await fn(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      // ROLLBACK only fails on a dead connection, and withClient discards that client.
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    }
+  });
+}
+
+// Socket and DNS failures reaching the server (DNS: a stopped container's name disappears).
+const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+// admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections; class 08 is checked by prefix.
+const UNAVAILABLE_SQLSTATE = new Set(['57P01', '57P02', '57P03', '53300']);
+// pg's and pg-pool's own errors carry no code, only these messages.
+const UNAVAILABLE_MESSAGE = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable)/;
+
+/**
+ * True when `err` says Postgres cannot be reached or dropped the connection, as opposed to an
+ * error in the SQL or the data: the caller should answer "try again later", not "bug".
+ */
+export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
+  if (!(err instanceof Error) || depth > 4) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && (UNAVAILABLE_ERRNO.has(code) || UNAVAILABLE_SQLSTATE.has(code) || /^08[0-9A-Z]{3}$/.test(code))) return true;
+  if (UNAVAILABLE_MESSAGE.test(err.message)) return true;
+  // Node reports a refused connection to every address of a name as one AggregateError.
+  if (err instanceof AggregateError && err.errors.some((e) => isDatabaseUnavailable(e, depth + 1))) return true;
+  return isDatabaseUnavailable(err.cause, depth + 1);
 }

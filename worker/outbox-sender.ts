@@ -50,19 +50,32 @@ export async function sendPendingNotifications(db: Db, deliver: Deliver, limit =
   });
 }
 
-/** Polls the outbox until `signal` aborts. */
-export function runOutboxSender(db: Db, opts: { smtpUrl?: string; from: string; intervalMs?: number; signal?: AbortSignal }): Promise<void> {
-  const deliver = opts.smtpUrl ? mailDelivery(nodemailer.createTransport(opts.smtpUrl), opts.from) : logDelivery;
+/**
+ * Polls the outbox until `signal` aborts. A failed pass (Postgres down, say) is logged and
+ * the loop carries on, waiting twice as long after each failure in a row, up to `maxIntervalMs`,
+ * and back to `intervalMs` after the first pass that works.
+ */
+export function runOutboxSender(
+  db: Db,
+  opts: { smtpUrl?: string; from: string; intervalMs?: number; maxIntervalMs?: number; signal?: AbortSignal; deliver?: Deliver },
+): Promise<void> {
+  const deliver = opts.deliver ?? (opts.smtpUrl ? mailDelivery(nodemailer.createTransport(opts.smtpUrl), opts.from) : logDelivery);
+  const interval = opts.intervalMs ?? 5_000;
+  const maxInterval = Math.max(interval, opts.maxIntervalMs ?? 60_000);
   return new Promise((resolve) => {
     let timer: NodeJS.Timeout | undefined;
+    let failures = 0;
+    const delay = () => Math.min(interval * 2 ** failures, maxInterval);
     const tick = async () => {
       try {
         while ((await sendPendingNotifications(db, deliver)) > 0);
+        failures = 0;
       } catch (err) {
-        logger.warn({ err }, 'outbox pass failed');
+        failures++;
+        logger.warn({ err, failures, retryInMs: delay() }, 'outbox pass failed');
       }
       if (opts.signal?.aborted) return resolve();
-      timer = setTimeout(tick, opts.intervalMs ?? 5_000);
+      timer = setTimeout(tick, delay());
     };
     opts.signal?.addEventListener('abort', () => {
       if (timer) clearTimeout(timer);

@@ -81,9 +81,11 @@ export async function startTestApi(
     temporalAddress?: string;
     /** The clock ingest judges the Free plan by, so plan tests give the same verdict on any date. */
     now?: () => Date;
+    /** A test with its own Postgres passes its pool; closing the API leaves that pool to the test. */
+    db?: Db;
   } = {},
 ): Promise<TestApi> {
-  const db = testDb();
+  const db = opts.db ?? testDb();
   const connection = await Connection.connect({ address: opts.temporalAddress ?? inject('devServerAddress') });
   const client = new Client({ connection });
   const policy = createDestinationPolicy({ allowCidrs: opts.allowLoopback ? ['127.0.0.0/8'] : [], resolver: opts.resolver ?? staticResolver(TEST_HOSTS) });
