@@ -110,7 +110,7 @@ describe('the service end to end', () => {
 
     // A delivery still owed to the endpoint when it is deleted.
     await testDb().query(
-      `INSERT INTO deliveries (account_id, endpoint_id, event_type, idempotency_key, environment, status) VALUES ($1, $2, 'crm.demand.created', 'crm:demand:1:1', 'live', 'pending')`,
+      `INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status) VALUES ($1, $2, gen_random_uuid(), 'crm.demand.created', 'crm:demand:1:1', 'live', 'pending')`,
       [tenant.accountId, id],
     );
     expect((await call('DELETE', `/api/v1/webhooks/${id}`)).status).toBe(204);

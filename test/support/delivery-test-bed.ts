@@ -95,6 +95,20 @@ export function deliveryTestBed() {
       return res.body.data;
     },
 
+    /**
+     * Waits until the endpoint's workflow has handled everything it was told and waits idle:
+     * its last completed workflow task started at most a timer (no activity, nothing after).
+     */
+    async idle(endpointId: string): Promise<void> {
+      const { EventType } = temporal.api.enums.v1;
+      const waiting = new Set([EventType.EVENT_TYPE_TIMER_STARTED, EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES]);
+      await eventually(async () => {
+        const events = (await bed.handle(endpointId).fetchHistory()).events ?? [];
+        const lastTask = events.map((e) => e.eventType).lastIndexOf(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
+        return lastTask >= 0 && events.slice(lastTask + 1).every((e) => waiting.has(e.eventType!));
+      });
+    },
+
     /** Created and verified by a 2xx test, as a tenant does it. */
     async verifiedEndpoint(tenant: Tenant, urlPath: string, host?: string): Promise<string> {
       const id = await bed.createEndpoint(tenant, urlPath, host);

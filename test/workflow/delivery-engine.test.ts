@@ -106,9 +106,8 @@ describe('delivery engine (time skipping)', () => {
     const id = await bed.verifiedEndpoint(tenant, bed.uniquePath('woken'));
     // Its workflow goes, as if its signals had been lost in a Temporal outage. Terminated only
     // when idle: the test server would keep time locked for an activity terminated under it.
-    const handle = bed.handle(id);
-    await eventually(async () => (await handle.query(endpointStateQuery)).sending === true && (await handle.describe()).raw.pendingActivities?.length === 0);
-    await handle.terminate('signals lost in a Temporal outage');
+    await bed.idle(id);
+    await bed.handle(id).terminate('signals lost in a Temporal outage');
     await bed.publish(tenant, 1);
     await bed.workflows().wake(id, tenant.accountId);
     await bed.settled(id, 1, (d) => d.status === 'success');
@@ -118,6 +117,7 @@ describe('delivery engine (time skipping)', () => {
   it('a receiver blip while healthy costs one step of the streak, not a pause: the in-flight failures count once', async () => {
     const tenant = await createTenant();
     const endpointId = await bed.verifiedEndpoint(tenant, bed.uniquePath('blip'));
+    await bed.idle(endpointId); // so one round claims the whole backlog
     // The first round's 16 concurrent POSTs fail, then the first two probes; the third gets through.
     bed.receiver.reply(...Array.from({ length: 18 }, () => ({ status: 503 })), { status: 200 });
     for (let n = 0; n < 50; n++) await bed.publish(tenant, n);

@@ -1,0 +1,133 @@
+/**
+ * Faults in the middle of a real backlog, on the Temporal dev server with the production
+ * worker in a process of its own: the worker killed with SIGKILL mid-round, and a secret
+ * rotation or a deactivation committed while a round is under way.
+ */
+import crypto from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getEventDefinition } from '../../core/catalog/index.js';
+import { storeEvent } from '../../ingest/store-event.js';
+import { createTenant, eventually, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
+import { startReceiver, type ReceivedRequest, type Receiver } from '../support/https-receiver.js';
+import { startWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
+
+const taskQueue = `faults-${crypto.randomUUID()}`;
+const def = getEventDefinition('crm.demand.created')!;
+const BACKLOG = 300;
+/** How long after a PATCH's answer a POST that read the endpoint before its commit may still arrive. */
+const IN_FLIGHT_GRACE_MS = 500;
+
+let api: TestApi;
+let receiver: Receiver;
+let tenant: Tenant;
+const workers: WorkerProcess[] = [];
+
+beforeAll(async () => {
+  [receiver, tenant] = await Promise.all([startReceiver(), createTenant()]);
+  api = await startTestApi({ allowLoopback: true, taskQueue });
+  workers.push(await startWorkerProcess(taskQueue));
+}, 120_000);
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.kill()));
+  await api.close();
+  await receiver.close();
+});
+
+const hmac = (secret: string, body: Buffer) => crypto.createHmac('sha256', secret).update(body).digest('hex');
+const posts = (prefix: string): ReceivedRequest[] => receiver.received.filter((r) => r.path.startsWith(prefix) && r.headers['x-webhook-event'] !== 'webhook.test');
+
+/** A verified endpoint on the local receiver, through the API. */
+async function endpoint(prefix: string, secret: string): Promise<string> {
+  receiver.reply({ status: 200 });
+  const created = await api.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url: `https://127.0.0.1:${receiver.port}${prefix}`, events: ['crm'], secret } });
+  expect(created.status).toBe(201);
+  expect((await api.request('POST', `/api/v1/webhooks/${created.body.data.id}/test`, { key: tenant.key })).status).toBe(200);
+  return created.body.data.id;
+}
+
+/** BACKLOG stored events for the endpoint, then one wake-up: a slow receiver makes each round last seconds. */
+async function backlog(endpointId: string, tag: string): Promise<void> {
+  receiver.reply({ status: 200, delayMs: 100 });
+  for (let n = 0; n < BACKLOG; n++) {
+    const data = def.data.parse({ entity_type: 'demand', entity_id: `${tag}_${n}`, before_data: null, after_data: { id: `${tag}_${n}`, version: 1, status: 'open', contact_id: 'c', title: 'D' }, actor_user_id: null });
+    await storeEvent(testDb(), { accountId: tenant.accountId, environment: 'live', def, data, refs: {}, customerId: null, channelAccount: null, externalId: null, messageResourceId: null, contactRef: null, streamContext: {}, occurredAt: new Date() });
+  }
+  await api.deps.workflows.wake(endpointId, tenant.accountId);
+}
+
+const statuses = async (endpointId: string) =>
+  (await testDb().query<{ id: string; idempotency_key: string; status: string; held_since: Date | null }>(`SELECT id, idempotency_key, status, held_since FROM deliveries WHERE endpoint_id = $1 AND event_type <> 'webhook.test'`, [endpointId])).rows;
+const allDelivered = (endpointId: string) =>
+  eventually(async () => {
+    const rows = await statuses(endpointId);
+    return rows.length === BACKLOG && rows.every((d) => d.status === 'success') ? rows : undefined;
+  }, 90_000);
+
+describe('delivery faults on real components', () => {
+  it('a worker killed mid-round: a new worker resumes within 15 s, and only the POSTs in flight are sent twice', async () => {
+    const prefix = `/crash/${crypto.randomUUID()}`;
+    const id = await endpoint(prefix, 'whsec_crash_test_secret_0001');
+    await backlog(id, 'crash');
+    await eventually(async () => posts(prefix).length >= 40);
+    await workers.shift()!.kill();
+    const recordedBeforeKill = new Set((await statuses(id)).filter((d) => d.status === 'success').map((d) => d.idempotency_key));
+    const sentBeforeRestart = new Set(posts(prefix).map((p) => String(p.headers['x-idempotency-key'])));
+    expect(recordedBeforeKill.size).toBeLessThan(BACKLOG);
+
+    const replacement = await startWorkerProcess(taskQueue);
+    workers.push(replacement);
+    const resumed = await eventually(async () => posts(prefix).find((p) => p.atMs > replacement.readyAtMs), 60_000);
+    console.log(`deliveries resumed ${resumed.atMs - replacement.readyAtMs} ms after the new worker started`);
+    expect(resumed.atMs - replacement.readyAtMs).toBeLessThan(15_000);
+
+    await allDelivered(id);
+    const counts = new Map<string, number>();
+    for (const p of posts(prefix)) counts.set(String(p.headers['x-idempotency-key']), (counts.get(String(p.headers['x-idempotency-key'])) ?? 0) + 1);
+    expect(counts.size).toBe(BACKLOG);
+    const twice = [...counts].filter(([, n]) => n > 1).map(([key]) => key);
+    // Sent again: only POSTs the dead worker had made but not recorded, at most one per lane.
+    for (const key of twice) {
+      expect(counts.get(key)).toBe(2);
+      expect(sentBeforeRestart.has(key)).toBe(true);
+      expect(recordedBeforeKill.has(key)).toBe(false);
+    }
+    expect(twice.length).toBeLessThanOrEqual(16);
+  }, 180_000);
+
+  it('a secret rotated in the middle of a round signs every POST that starts after the PATCH', async () => {
+    const prefix = `/rotate/${crypto.randomUUID()}`;
+    const [oldSecret, newSecret] = ['whsec_rotation_old_secret_0001', 'whsec_rotation_new_secret_0002'];
+    const id = await endpoint(prefix, oldSecret);
+    await backlog(id, 'rotate');
+    await eventually(async () => posts(prefix).length >= 60);
+    const patched = await api.request('PATCH', `/api/v1/webhooks/${id}`, { key: tenant.key, body: { secret: newSecret } });
+    expect(patched.status).toBe(200);
+    const committedAt = Date.now();
+    await allDelivered(id);
+
+    const all = posts(prefix);
+    for (const p of all) expect([hmac(oldSecret, p.body), hmac(newSecret, p.body)]).toContain(p.headers['x-webhook-signature']);
+    const later = all.filter((p) => p.atMs > committedAt + IN_FLIGHT_GRACE_MS);
+    expect(later.length).toBeGreaterThan(50);
+    expect(later.filter((p) => p.headers['x-webhook-signature'] !== hmac(newSecret, p.body))).toHaveLength(0);
+  }, 180_000);
+
+  it('a deactivation in the middle of a round stops its POSTs at once and holds the rest', async () => {
+    const prefix = `/deactivate/${crypto.randomUUID()}`;
+    const id = await endpoint(prefix, 'whsec_deactivation_secret_0001');
+    await backlog(id, 'deactivate');
+    await eventually(async () => posts(prefix).length >= 60);
+    const patched = await api.request('PATCH', `/api/v1/webhooks/${id}`, { key: tenant.key, body: { active: false } });
+    expect(patched.body.data).toMatchObject({ active: false, next_attempt_at: null });
+    const committedAt = Date.now();
+
+    const rows = await eventually(async () => {
+      const r = await statuses(id);
+      const held = r.filter((d) => d.held_since !== null && d.status !== 'success');
+      return held.length > 0 && held.length + r.filter((d) => d.status === 'success').length === BACKLOG ? r : undefined;
+    }, 30_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(posts(prefix).filter((p) => p.atMs > committedAt + IN_FLIGHT_GRACE_MS)).toHaveLength(0);
+    expect(rows.filter((d) => d.status === 'success').length).toBeLessThan(BACKLOG);
+  }, 180_000);
+});

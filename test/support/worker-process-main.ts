@@ -1,0 +1,6 @@
+/** Entry of a worker in a process of its own (see worker-process.ts); configured by the environment like `npm run worker`. */
+import { loadConfig } from '../../runtime/config.js';
+import { runWorker } from '../../worker/main.js';
+
+const config = loadConfig();
+await runWorker({ ...config, databaseUrl: config.databaseUrl!, temporalAddress: config.temporalAddress! }, { workflowBundlePath: process.env.WORKFLOW_BUNDLE_PATH });

@@ -1,0 +1,63 @@
+/**
+ * The production worker (runWorker) in a child process on the dev server, so a test can kill
+ * it with SIGKILL mid-round, as a crashed machine would stop it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
+import { TEST_ENCRYPTION_KEY } from './harness.js';
+
+const entry = path.join(path.dirname(fileURLToPath(import.meta.url)), 'worker-process-main.ts');
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  /** When the worker said it was polling. */
+  readyAtMs: number;
+  kill(): Promise<void>;
+}
+
+export async function startWorkerProcess(taskQueue: string): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    env: {
+      ...process.env,
+      VITEST: '',
+      LOG_LEVEL: 'info',
+      DATABASE_URL: inject('databaseUrl'),
+      TEMPORAL_ADDRESS: inject('devServerAddress'),
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      SECRETS_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+      WEBHOOK_ALLOW_PRIVATE_CIDRS: '127.0.0.0/8',
+      NODE_EXTRA_CA_CERTS: inject('tls').caFile,
+      WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const readyAtMs = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`worker process did not start:\n${output}`)), 60_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('"msg":"worker started"')) {
+        clearTimeout(timer);
+        resolve(Date.now());
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`worker process exited (${code}):\n${output}`));
+    });
+  });
+  return {
+    child,
+    readyAtMs,
+    kill: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGKILL');
+      }),
+  };
+}
