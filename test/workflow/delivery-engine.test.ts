@@ -22,7 +22,10 @@ describe('delivery engine (time skipping)', () => {
     await bed.workflows().wake(endpointId, tenant.accountId);
     await bed.settled(endpointId, 30, (d) => d.status === 'success');
     // The health verdict is written after the round that delivered them.
-    await eventually(async () => (await bed.endpointRow(endpointId)).last_response_code === 200);
+    await eventually(async () => {
+      const row = await bed.endpointRow(endpointId);
+      return row.last_response_code === 200 && row.next_attempt_at === null;
+    });
     const mine = bed.posts('/ok/');
     expect(mine).toHaveLength(30);
     for (const r of mine) {
