@@ -5,6 +5,7 @@
 import { extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import { CATEGORIES } from '../core/categories.js';
+import { HEALTH_STATUSES } from '../core/health.js';
 import { DELIVERY_STATUSES } from '../db/deliveries.js';
 
 extendZodWithOpenApi(z);
@@ -57,7 +58,7 @@ export const Endpoint = z
     events: z.array(z.enum(CATEGORIES)),
     active: z.boolean(),
     has_authorization: z.boolean(),
-    health_status: z.enum(['unverified', 'healthy', 'degraded', 'paused']),
+    health_status: z.enum(HEALTH_STATUSES),
     failure_streak: z.number().int(),
     verified_at: Timestamp.nullable(),
     last_success_at: Timestamp.nullable(),

@@ -3,13 +3,14 @@
  * Pure: the caller supplies the endpoints and the event's routing facts.
  */
 import { routesTo, type EventDefinition } from './catalog/index.js';
+import type { Health } from './health.js';
 
 export interface RoutableEndpoint {
   id: string;
   customer_id: string | null;
   events: string[];
   active: boolean;
-  health_status: 'unverified' | 'healthy' | 'degraded' | 'paused';
+  health_status: Health;
 }
 
 export interface Admission {

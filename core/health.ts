@@ -1,9 +1,11 @@
 /**
- * Endpoint health transitions of real deliveries (SPEC 3.2, DECISIONS): a failure streak,
- * owner alerts at 5, 10 and 15, `degraded` from 5, `paused` at 15; a success resets it all.
- * Pure: the endpoint workflow applies these and persists the result through an activity.
+ * The transitions of an endpoint (SPEC 3.1, 3.2 and DECISIONS), in one place: what a PATCH
+ * changes, what a signed test does, and what real deliveries do to the failure streak (owner
+ * alerts at 5, 10 and 15, `degraded` from 5, `paused` at 15; a success resets it all).
+ * Pure: the API and the endpoint workflow apply these and persist the result.
  */
-export type Health = 'unverified' | 'healthy' | 'degraded' | 'paused';
+export const HEALTH_STATUSES = ['unverified', 'healthy', 'degraded', 'paused'] as const;
+export type Health = (typeof HEALTH_STATUSES)[number];
 
 export const ALERT_STREAKS = [5, 10, 15] as const;
 export const DEGRADED_AT = 5;
@@ -33,6 +35,68 @@ export function afterFailure(s: HealthState): Transition {
   if (failureStreak >= PAUSE_AT) return { health: 'paused', failureStreak, alert, paused: s.health !== 'paused' };
   const health: Health = failureStreak >= DEGRADED_AT ? 'degraded' : s.health === 'unverified' ? 'unverified' : 'healthy';
   return { health, failureStreak, alert, paused: false };
+}
+
+/** What the tenant configures on an endpoint, secrets in clear (the caller opens and seals them). */
+export interface EndpointConfig {
+  url: string;
+  events: string[];
+  active: boolean;
+  customerId: string | null;
+  secret: string;
+  authorization: string | null;
+}
+
+/** A PATCH body, parsed: `undefined` leaves a field alone; an empty or null Authorization removes it. */
+export interface EndpointPatch {
+  url?: string;
+  events?: string[];
+  active?: boolean;
+  customerId?: string | null;
+  secret?: string;
+  authorization?: string | null;
+}
+
+export type PatchPlan =
+  | { refused: 'verification_required' }
+  | {
+      refused?: never;
+      /** Only what differs from the current configuration: repeating a PATCH changes nothing. */
+      changes: Partial<EndpointConfig>;
+      /** A new url or Authorization: the verification no longer holds (health `unverified`, verified_at null). */
+      invalidatesVerification: boolean;
+      /** The endpoint stops sending with this change, so it has no next attempt from the commit on. */
+      stopsSending: boolean;
+    };
+
+/** SPEC 3.2 for PATCH /webhooks/{id}. Reactivation goes only through a 2xx test (DECISIONS: 409). */
+export function planPatch(current: EndpointConfig, patch: EndpointPatch): PatchPlan {
+  if (patch.active === true && !current.active) return { refused: 'verification_required' };
+  const changes: Partial<EndpointConfig> = {};
+  if (patch.url !== undefined && patch.url !== current.url) changes.url = patch.url;
+  if (patch.events !== undefined && patch.events.join() !== current.events.join()) changes.events = patch.events;
+  if (patch.active === false && current.active) changes.active = false;
+  if (patch.customerId !== undefined && patch.customerId !== current.customerId) changes.customerId = patch.customerId;
+  if (patch.secret !== undefined && patch.secret !== current.secret) changes.secret = patch.secret;
+  if (patch.authorization !== undefined) {
+    const wanted = patch.authorization === '' ? null : patch.authorization;
+    if (wanted !== current.authorization) changes.authorization = wanted;
+  }
+  const invalidatesVerification = changes.url !== undefined || changes.authorization !== undefined;
+  return { changes, invalidatesVerification, stopsSending: invalidatesVerification || changes.active === false };
+}
+
+/** A new endpoint (SPEC 2.1): unverified, no streak, active as requested (an intention). */
+export function newEndpoint(active: boolean): HealthState & { active: boolean } {
+  return { health: 'unverified', failureStreak: 0, active };
+}
+
+/**
+ * A signed test (SPEC 3.2): a 2xx verifies the configuration, resets the streak, closes the
+ * circuit and activates the endpoint; any other answer changes none of that (null).
+ */
+export function afterTest(acknowledged: boolean): (HealthState & { active: true; pausedAt: null }) | null {
+  return acknowledged ? { health: 'healthy', failureStreak: 0, active: true, pausedAt: null } : null;
 }
 
 /** Whether an endpoint in this state POSTs at all (SPEC 3.1). */

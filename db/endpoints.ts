@@ -1,7 +1,8 @@
+import { newEndpoint, type afterTest, type Health } from '../core/health.js';
 import type { PageKey } from '../core/paging.js';
 import type { Queryable } from './pool.js';
 
-export type HealthStatus = 'unverified' | 'healthy' | 'degraded' | 'paused';
+export type HealthStatus = Health;
 
 export interface EndpointRow {
   id: string;
@@ -38,6 +39,7 @@ export async function insertEndpoint(
   db: Queryable,
   e: { accountId: string; customerId: string | null; url: string; events: string[]; active: boolean; secretCiphertext: Buffer; limit: number },
 ): Promise<EndpointRow> {
+  const state = newEndpoint(e.active);
   await db.query(`SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, [e.accountId]);
   const { rows: count } = await db.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM endpoints WHERE account_id = $1 AND deleted_at IS NULL`,
@@ -45,9 +47,9 @@ export async function insertEndpoint(
   );
   if (count[0]!.n >= e.limit) throw new EndpointLimitReached();
   const { rows } = await db.query<EndpointRow>(
-    `INSERT INTO endpoints (account_id, customer_id, url, events, active, secret_ciphertext)
-     VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
-    [e.accountId, e.customerId, e.url, e.events, e.active, e.secretCiphertext],
+    `INSERT INTO endpoints (account_id, customer_id, url, events, active, health_status, failure_streak, secret_ciphertext)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
+    [e.accountId, e.customerId, e.url, e.events, state.active, state.health, state.failureStreak, e.secretCiphertext],
   );
   return rows[0]!;
 }
@@ -101,6 +103,8 @@ export interface EndpointChanges {
   authorizationCiphertext?: Buffer | null;
   /** Set when the url or Authorization changed: the verification no longer holds. */
   invalidateVerification?: boolean;
+  /** Set when the change stops the endpoint sending: it has no next attempt from this commit on. */
+  clearNextAttempt?: boolean;
 }
 
 export async function updateEndpoint(db: Queryable, accountId: string, id: string, c: EndpointChanges): Promise<EndpointRow | undefined> {
@@ -117,8 +121,7 @@ export async function updateEndpoint(db: Queryable, accountId: string, id: strin
   if (c.secretCiphertext !== undefined) set('secret_ciphertext', c.secretCiphertext);
   if (c.authorizationCiphertext !== undefined) set('authorization_ciphertext', c.authorizationCiphertext);
   if (c.invalidateVerification) sets.push(`health_status = 'unverified'`, `verified_at = NULL`);
-  // An endpoint that stops sending has no next attempt, from this commit on (SPEC 2.1).
-  if (c.invalidateVerification || c.active === false) sets.push('next_attempt_at = NULL');
+  if (c.clearNextAttempt) sets.push('next_attempt_at = NULL');
   if (sets.length === 0) return getEndpoint(db, accountId, id);
   sets.push('updated_at = now()');
   const { rows } = await db.query<EndpointRow>(
@@ -137,13 +140,13 @@ export async function softDeleteEndpoint(db: Queryable, accountId: string, id: s
   return rowCount === 1;
 }
 
-/** A 2xx signed test: the configuration is verified, the circuit closes, the endpoint is active again. */
-export async function recordVerification(db: Queryable, id: string, responseCode: number): Promise<EndpointRow | undefined> {
+/** A 2xx signed test: the configuration is verified, with the state `afterTest` gives. */
+export async function recordVerification(db: Queryable, id: string, responseCode: number, state: NonNullable<ReturnType<typeof afterTest>>): Promise<EndpointRow | undefined> {
   const { rows } = await db.query<EndpointRow>(
-    `UPDATE endpoints SET verified_at = now(), health_status = 'healthy', failure_streak = 0, active = true, paused_at = NULL,
+    `UPDATE endpoints SET verified_at = now(), health_status = $3, failure_streak = $4, active = $5, paused_at = $6,
        last_success_at = now(), last_response_code = $2, updated_at = now()
      WHERE id = $1 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
-    [id, responseCode],
+    [id, responseCode, state.health, state.failureStreak, state.active, state.pausedAt],
   );
   return rows[0];
 }

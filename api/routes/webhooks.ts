@@ -1,6 +1,7 @@
 /** Webhook endpoints: SPEC 4.1 to 4.6 with the state effects of SPEC 3.2. */
 import Router from '@koa/router';
 import { normalizeCategories } from '../../core/categories.js';
+import { afterTest, planPatch } from '../../core/health.js';
 import { decodePageKey, pageOf, parseLimit } from '../../core/paging.js';
 import { getCustomerOfAccount } from '../../db/directory.js';
 import { recordTestDelivery } from '../../db/deliveries.js';
@@ -13,7 +14,6 @@ import {
   recordVerification,
   softDeleteEndpoint,
   updateEndpoint,
-  type EndpointChanges,
 } from '../../db/endpoints.js';
 import { inTransaction } from '../../db/pool.js';
 import { sendToEndpoint } from '../../delivery/send-webhook.js';
@@ -121,29 +121,33 @@ export function webhookRoutes(deps: ApiDeps): Router {
     const { row, changed } = await inTransaction(db, async (tx) => {
       const current = await getEndpoint(tx, accountId, id, { forUpdate: true });
       if (!current) throw notFound('webhook endpoint');
-      if (body.active === true && !current.active) {
+      const plan = planPatch(
+        {
+          url: current.url,
+          events: current.events,
+          active: current.active,
+          customerId: current.customer_id,
+          secret: secretBox.open(current.secret_ciphertext),
+          authorization: current.authorization_ciphertext ? secretBox.open(current.authorization_ciphertext) : null,
+        },
+        { url: body.url, events, active: body.active, customerId: body.customer_id, secret: body.secret, authorization: body.headers?.Authorization },
+      );
+      if (plan.refused) {
         throw new ApiError(409, 'verification_required', 'reactivate an endpoint by sending a test (POST /api/v1/webhooks/{id}/test) that gets a 2xx answer');
       }
-      const changes: EndpointChanges = {};
-      if (body.url !== undefined && body.url !== current.url) {
-        changes.url = body.url;
-        changes.invalidateVerification = true;
-      }
-      if (events && events.join() !== current.events.join()) changes.events = events;
-      if (body.active === false && current.active) changes.active = false;
-      if (body.customer_id !== undefined && body.customer_id !== current.customer_id) changes.customerId = body.customer_id;
-      if (body.secret !== undefined && body.secret !== secretBox.open(current.secret_ciphertext)) changes.secretCiphertext = secretBox.seal(body.secret);
-      const auth = body.headers?.Authorization;
-      if (auth !== undefined) {
-        const stored = current.authorization_ciphertext ? secretBox.open(current.authorization_ciphertext) : null;
-        const wanted = auth === '' ? null : auth;
-        if (wanted !== stored) {
-          changes.authorizationCiphertext = wanted === null ? null : secretBox.seal(wanted);
-          changes.invalidateVerification = true;
-        }
-      }
+      const { changes } = plan;
       if (Object.keys(changes).length === 0) return { row: current, changed: false };
-      return { row: (await updateEndpoint(tx, accountId, id, changes))!, changed: true };
+      const updated = await updateEndpoint(tx, accountId, id, {
+        url: changes.url,
+        events: changes.events,
+        active: changes.active,
+        customerId: changes.customerId,
+        secretCiphertext: changes.secret === undefined ? undefined : secretBox.seal(changes.secret),
+        authorizationCiphertext: changes.authorization === undefined ? undefined : changes.authorization === null ? null : secretBox.seal(changes.authorization),
+        invalidateVerification: plan.invalidatesVerification,
+        clearNextAttempt: plan.stopsSending,
+      });
+      return { row: updated!, changed: true };
     });
     if (changed) await notifyAfterCommit(deps.workflows, id, accountId, 'updated');
     ctx.body = { data: presentEndpoint(row) };
@@ -178,7 +182,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
       await recordTestFailure(db, id, outcome.recordedStatus);
       throw new ApiError(502, 'test_delivery_failed', `test delivery failed: ${outcome.error}${outcome.errorMessage ? ` (${outcome.errorMessage})` : ''}`);
     }
-    const verified = await recordVerification(db, id, outcome.recordedStatus!);
+    const verified = await recordVerification(db, id, outcome.recordedStatus!, afterTest(true)!);
     if (!verified) throw notFound('webhook endpoint');
     await notifyAfterCommit(deps.workflows, id, accountId, 'verified');
     ctx.body = { data: { success: true, response_code: outcome.recordedStatus!, health_status: verified.health_status, active: verified.active } };

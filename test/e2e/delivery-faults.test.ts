@@ -4,12 +4,15 @@
  * rotation or a deactivation committed while a round is under way.
  */
 import crypto from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { getEventDefinition } from '../../core/catalog/index.js';
 import { storeEvent } from '../../ingest/store-event.js';
 import { createTenant, eventually, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
 import { startReceiver, type ReceivedRequest, type Receiver } from '../support/https-receiver.js';
+import { waitIdle } from '../support/temporal.js';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
+import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
 
 const taskQueue = `faults-${crypto.randomUUID()}`;
 const def = getEventDefinition('crm.demand.created')!;
@@ -18,6 +21,7 @@ const BACKLOG = 300;
 const IN_FLIGHT_GRACE_MS = 500;
 
 let api: TestApi;
+let temporal: Client;
 let receiver: Receiver;
 let tenant: Tenant;
 const workers: WorkerProcess[] = [];
@@ -25,11 +29,13 @@ const workers: WorkerProcess[] = [];
 beforeAll(async () => {
   [receiver, tenant] = await Promise.all([startReceiver(), createTenant()]);
   api = await startTestApi({ allowLoopback: true, taskQueue });
+  temporal = new Client({ connection: await Connection.connect({ address: inject('devServerAddress') }) });
   workers.push(await startWorkerProcess(taskQueue));
 }, 120_000);
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.kill()));
   await api.close();
+  await temporal.connection.close();
   await receiver.close();
 });
 
@@ -45,8 +51,12 @@ async function endpoint(prefix: string, secret: string): Promise<string> {
   return created.body.data.id;
 }
 
-/** BACKLOG stored events for the endpoint, then one wake-up: a slow receiver makes each round last seconds. */
+/**
+ * BACKLOG stored events for the endpoint, then one wake-up: its first round claims 200 of them
+ * at once, and a slow receiver makes that round last seconds.
+ */
 async function backlog(endpointId: string, tag: string): Promise<void> {
+  await waitIdle(temporal.workflow.getHandle(endpointWorkflowId(endpointId)));
   receiver.reply({ status: 200, delayMs: 100 });
   for (let n = 0; n < BACKLOG; n++) {
     const data = def.data.parse({ entity_type: 'demand', entity_id: `${tag}_${n}`, before_data: null, after_data: { id: `${tag}_${n}`, version: 1, status: 'open', contact_id: 'c', title: 'D' }, actor_user_id: null });

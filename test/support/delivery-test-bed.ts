@@ -16,7 +16,7 @@ import { endpointWorkflows } from '../../runtime/temporal.js';
 import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
 import { eventually, staticResolver, startTestApi, TEST_HOSTS, testDb, type Tenant, type TestApi } from './harness.js';
 import { startReceiver, type ReceivedRequest, type Receiver } from './https-receiver.js';
-import { startTestWorker, timeSkippingEnvironment } from './temporal.js';
+import { startTestWorker, timeSkippingEnvironment, waitIdle } from './temporal.js';
 
 export const SECRET = 'whsec_delivery_engine_secret';
 const def = getEventDefinition('crm.demand.created')!;
@@ -95,19 +95,7 @@ export function deliveryTestBed() {
       return res.body.data;
     },
 
-    /**
-     * Waits until the endpoint's workflow has handled everything it was told and waits idle:
-     * its last completed workflow task started at most a timer (no activity, nothing after).
-     */
-    async idle(endpointId: string): Promise<void> {
-      const { EventType } = temporal.api.enums.v1;
-      const waiting = new Set([EventType.EVENT_TYPE_TIMER_STARTED, EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES]);
-      await eventually(async () => {
-        const events = (await bed.handle(endpointId).fetchHistory()).events ?? [];
-        const lastTask = events.map((e) => e.eventType).lastIndexOf(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
-        return lastTask >= 0 && events.slice(lastTask + 1).every((e) => waiting.has(e.eventType!));
-      });
-    },
+    idle: (endpointId: string) => waitIdle(bed.handle(endpointId)),
 
     /** Created and verified by a 2xx test, as a tenant does it. */
     async verifiedEndpoint(tenant: Tenant, urlPath: string, host?: string): Promise<string> {

@@ -1,6 +1,7 @@
 /** Temporal test environments attached to the servers started once by global-setup. */
 import crypto from 'node:crypto';
-import { Connection } from '@temporalio/client';
+import { Connection, type WorkflowHandle } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
@@ -10,7 +11,7 @@ import { ensureSearchAttributes } from '../../runtime/temporal.js';
 import { createHttpClient, type HttpClient } from '../../delivery/http-client.js';
 import { createDestinationPolicy, type Resolver } from '../../security/destination-policy.js';
 import { createSecretBox } from '../../security/secret-box.js';
-import { staticResolver, TEST_ENCRYPTION_KEY, TEST_HOSTS, testDb } from './harness.js';
+import { eventually, staticResolver, TEST_ENCRYPTION_KEY, TEST_HOSTS, testDb } from './harness.js';
 
 /**
  * A time-skipping environment on a Java test server of its own. Time skipping is global to
@@ -45,4 +46,18 @@ export async function startTestWorker(
   });
   const running = worker.run().finally(() => httpClient.close());
   return { worker, taskQueue, running, httpClient };
+}
+
+/**
+ * Waits until a workflow has handled everything it was told and waits idle: its last completed
+ * workflow task started at most a timer (no activity, no signal after it).
+ */
+export async function waitIdle(handle: WorkflowHandle): Promise<void> {
+  const { EventType } = temporal.api.enums.v1;
+  const waiting = new Set([EventType.EVENT_TYPE_TIMER_STARTED, EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES]);
+  await eventually(async () => {
+    const events = (await handle.fetchHistory()).events ?? [];
+    const lastTask = events.map((e) => e.eventType).lastIndexOf(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
+    return lastTask >= 0 && events.slice(lastTask + 1).every((e) => waiting.has(e.eventType!));
+  });
 }
