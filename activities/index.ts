@@ -23,7 +23,7 @@ import {
 } from '../db/deliveries.js';
 import { getAccount } from '../db/directory.js';
 import { getEndpointById, recordEndpointHealth, recordNextAttempt, type EndpointRow, type HealthStatus } from '../db/endpoints.js';
-import type { EventRow } from '../db/events.js';
+import { getEventsByIds, type EventRow } from '../db/events.js';
 import { enqueueNotification } from '../db/plan-usage.js';
 import type { Db } from '../db/pool.js';
 import type { HttpClient } from '../delivery/http-client.js';
@@ -154,8 +154,7 @@ export function createActivities(deps: ActivityDeps) {
         if (!first || first.deleted_at || !sends(first.active, first.health_status)) return { outcomes: [], more: false, nextDueAtMs: null };
         const claimed = await claimDueDeliveries(db, endpointId, new Date(startMs), limit, LEASE_MS, owner);
         const eventIds = claimed.map((d) => d.event_id).filter((id): id is string => id !== null);
-        const { rows: events } = eventIds.length ? await db.query<EventRow>(`SELECT * FROM events WHERE id = ANY($1::uuid[])`, [eventIds]) : { rows: [] };
-        const byId = new Map(events.map((e) => [e.id, e]));
+        const byId = new Map((await getEventsByIds(db, eventIds)).map((e) => [e.id, e]));
 
         const outcomes: AttemptOutcome[] = [];
         const concurrency = deps.concurrency ?? 16;

@@ -6,7 +6,8 @@ import { logger } from '../runtime/logger.js';
 import { httpRequestDuration } from '../runtime/metrics.js';
 import { authenticate, rateLimit } from './auth.js';
 import type { ApiDeps } from './deps.js';
-import { ApiError, errorEnvelope } from './errors.js';
+import { DomainError } from '../core/domain-error.js';
+import { errorEnvelope } from './errors.js';
 import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
 import { contactRoutes } from './routes/contacts.js';
 import { deliveryRoutes } from './routes/deliveries.js';
@@ -58,5 +59,5 @@ export function createApp(deps: ApiDeps): Koa {
   return app;
 }
 
-const methodNotAllowed = () => new ApiError(405, 'method_not_allowed', 'method not allowed on this path');
-const notImplemented = () => new ApiError(501, 'not_implemented', 'method not implemented');
+const methodNotAllowed = () => new DomainError(405, 'method_not_allowed', 'method not allowed on this path');
+const notImplemented = () => new DomainError(501, 'not_implemented', 'method not implemented');

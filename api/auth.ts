@@ -3,7 +3,7 @@ import { take, type Bucket } from '../core/token-bucket.js';
 import { findApiKeyByHash, type ApiKeyRecord } from '../db/api-keys.js';
 import type { Db } from '../db/pool.js';
 import { hashApiKey, type Scope } from '../security/api-key.js';
-import { ApiError } from './errors.js';
+import { DomainError } from '../core/domain-error.js';
 
 export interface Principal {
   keyId: string;
@@ -16,9 +16,9 @@ export interface Principal {
 export function authenticate(db: Db) {
   return async (ctx: Context, next: Next) => {
     const key = ctx.get('x-api-key');
-    if (!key) throw new ApiError(401, 'unauthorized', 'missing X-API-Key header');
+    if (!key) throw new DomainError(401, 'unauthorized', 'missing X-API-Key header');
     const record = key.length <= 200 ? await findApiKeyByHash(db, hashApiKey(key)) : undefined;
-    if (!record) throw new ApiError(401, 'unauthorized', 'invalid API key');
+    if (!record) throw new DomainError(401, 'unauthorized', 'invalid API key');
     ctx.state.principal = { keyId: record.id, accountId: record.account_id, environment: record.environment, scopes: record.scopes } satisfies Principal;
     await next();
   };
@@ -27,7 +27,7 @@ export function authenticate(db: Db) {
 export function requireScope(scope: Scope) {
   return async (ctx: Context, next: Next) => {
     const principal = ctx.state.principal as Principal;
-    if (!principal.scopes.includes(scope)) throw new ApiError(403, 'insufficient_scope', `this API key lacks the ${scope} scope`);
+    if (!principal.scopes.includes(scope)) throw new DomainError(403, 'insufficient_scope', `this API key lacks the ${scope} scope`);
     await next();
   };
 }
@@ -45,7 +45,7 @@ export function rateLimit(opts: { capacity: number; refillPerSecond: number; now
     const result = take(buckets.get(keyId), now(), opts.capacity, opts.refillPerSecond);
     buckets.set(keyId, result.bucket);
     if (!result.allowed) {
-      throw new ApiError(429, 'rate_limited', 'too many requests for this API key', { 'Retry-After': String(result.retryAfterSeconds) });
+      throw new DomainError(429, 'rate_limited', 'too many requests for this API key', { 'Retry-After': String(result.retryAfterSeconds) });
     }
     await next();
   };

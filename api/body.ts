@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { findUnstorableText, UNSTORABLE_REASON } from '../core/storable-text.js';
-import { ApiError } from './errors.js';
+import { DomainError } from '../core/domain-error.js';
 import { fieldCode } from './validation.js';
 
 const LIMIT = '256kb';
@@ -24,15 +24,15 @@ export async function readJson(ctx: Context, code?: string): Promise<unknown> {
   if (raw.length === 0) return {};
   const type = ctx.request.type;
   if (type && type !== 'application/json' && !type.endsWith('+json')) {
-    throw new ApiError(415, 'unsupported_media_type', 'request body must be application/json');
+    throw new DomainError(415, 'unsupported_media_type', 'request body must be application/json');
   }
   let body: unknown;
   try {
     body = JSON.parse(raw.toString('utf8'));
   } catch {
-    throw new ApiError(400, 'invalid_json', 'request body is not valid JSON');
+    throw new DomainError(400, 'invalid_json', 'request body is not valid JSON');
   }
   const field = findUnstorableText(body);
-  if (field !== undefined) throw new ApiError(422, code ?? fieldCode(field), `${field}: ${UNSTORABLE_REASON}`);
+  if (field !== undefined) throw new DomainError(422, code ?? fieldCode(field), `${field}: ${UNSTORABLE_REASON}`);
   return body;
 }

@@ -1,20 +1,7 @@
 import type { Context, Next } from 'koa';
+import { DomainError } from '../core/domain-error.js';
 import { isDatabaseUnavailable } from '../db/pool.js';
 import { logger } from '../runtime/logger.js';
-
-/** An error the client caused or should see, rendered as the SPEC's `{ error: { code, message } }`. */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-  }
-}
-
-export const notFound = (what = 'resource') => new ApiError(404, 'not_found', `${what} not found`);
 
 /** Seconds a client is told to wait when a dependency is down: about one reconnect attempt. */
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
@@ -34,7 +21,7 @@ export async function errorEnvelope(ctx: Context, next: Next): Promise<void> {
     await next();
     if (ctx.status === 404 && ctx.body === undefined) sendError(ctx, 404, 'not_found', `no route for ${ctx.method} ${ctx.path}`);
   } catch (err) {
-    if (err instanceof ApiError) {
+    if (err instanceof DomainError) {
       for (const [k, v] of Object.entries(err.headers)) ctx.set(k, v);
       sendError(ctx, err.status, err.code, err.message);
       return;

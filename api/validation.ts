@@ -1,7 +1,7 @@
 import type { Context, Next } from 'koa';
 import type { z } from 'zod';
 import { findUnstorableText, UNSTORABLE_REASON } from '../core/storable-text.js';
-import { ApiError } from './errors.js';
+import { DomainError } from '../core/domain-error.js';
 
 /** Which error code a failing field maps to (SPEC 7); other fields give `invalid_request`. */
 const FIELD_CODES: Record<string, string> = {
@@ -31,24 +31,24 @@ export async function refuseUnstorableInput(ctx: Context, next: Next): Promise<v
   } catch {
     // Malformed escapes are not decoded by the router either: the raw path is what routes see.
   }
-  if (findUnstorableText(path) !== undefined) throw new ApiError(422, 'invalid_request', `path ${UNSTORABLE_REASON}`);
+  if (findUnstorableText(path) !== undefined) throw new DomainError(422, 'invalid_request', `path ${UNSTORABLE_REASON}`);
   const { limit: _limit, ...query } = ctx.query;
   const field = findUnstorableText(query);
-  if (field !== undefined) throw new ApiError(422, QUERY_CODES[/^[^.[]*/.exec(field)![0]] ?? 'invalid_request', `${field}: ${UNSTORABLE_REASON}`);
+  if (field !== undefined) throw new DomainError(422, QUERY_CODES[/^[^.[]*/.exec(field)![0]] ?? 'invalid_request', `${field}: ${UNSTORABLE_REASON}`);
   await next();
 }
 
 export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new ApiError(422, 'invalid_request', 'request body must be a JSON object');
+    throw new DomainError(422, 'invalid_request', 'request body must be a JSON object');
   }
   const result = schema.safeParse(body);
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
   const field = issue.path.map(String).join('.');
   if (issue.code === 'unrecognized_keys') {
-    throw new ApiError(422, 'invalid_request', `unknown field: ${issue.keys.join(', ')}`);
+    throw new DomainError(422, 'invalid_request', `unknown field: ${issue.keys.join(', ')}`);
   }
   const code = fieldCode(String(issue.path[0] ?? ''));
-  throw new ApiError(422, code, field ? `${field}: ${issue.message}` : issue.message);
+  throw new DomainError(422, code, field ? `${field}: ${issue.message}` : issue.message);
 }

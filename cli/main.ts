@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { issueApiKey } from '../db/api-keys.js';
-import { createAccount, createChannelAccount, createCustomer, deleteAccount, getAccount } from '../db/directory.js';
+import { createAccount, createChannelAccount, createCustomer, deleteAccount, deleteChannelAccount, getAccount, getCustomerOfAccount, lockChannelAccount } from '../db/directory.js';
 import { deleteEventsWhere } from '../db/events.js';
 import { inTransaction } from '../db/pool.js';
 import { migrate } from '../db/migrate.js';
@@ -112,8 +112,7 @@ async function run(db: Db, command: string, args: string[]): Promise<unknown> {
       );
       await requireAccount(db, v.account);
       if (v.customer) {
-        const { rows } = await db.query('SELECT 1 FROM customers WHERE id = $1 AND account_id = $2', [v.customer, v.account]);
-        if (rows.length === 0) throw new UsageError(`customer ${v.customer} is not a customer of account ${v.account}`);
+        if (!(await getCustomerOfAccount(db, v.account, v.customer))) throw new UsageError(`customer ${v.customer} is not a customer of account ${v.account}`);
       }
       const ca = await createChannelAccount(db, {
         accountId: v.account,
@@ -130,11 +129,11 @@ async function run(db: Db, command: string, args: string[]): Promise<unknown> {
     case 'channel-account delete': {
       const v = parse(z.object({ id: uuid }), { id: values.id });
       return inTransaction(db, async (tx) => {
-        const { rows } = await tx.query<{ account_id: string }>('SELECT account_id FROM channel_accounts WHERE id = $1 FOR UPDATE', [v.id]);
-        if (rows.length === 0) throw new UsageError(`channel account ${v.id} does not exist`);
+        const locked = await lockChannelAccount(tx, v.id);
+        if (!locked) throw new UsageError(`channel account ${v.id} does not exist`);
         // Events first, so their undelivered deliveries end as event_deleted instead of vanishing.
-        const events = await deleteEventsWhere(tx, { accountId: rows[0]!.account_id, channelAccountId: v.id });
-        await tx.query('DELETE FROM channel_accounts WHERE id = $1', [v.id]);
+        const events = await deleteEventsWhere(tx, { accountId: locked.account_id, channelAccountId: v.id });
+        await deleteChannelAccount(tx, v.id);
         return { deleted: v.id, events_removed: events };
       });
     }

@@ -1,3 +1,4 @@
+import { DomainError, notFound } from '../core/domain-error.js';
 import type { PageKey } from '../core/paging.js';
 import type { AttemptError } from '../delivery/http-client.js';
 import type { Queryable } from './pool.js';
@@ -278,7 +279,7 @@ export async function expireHeldDeliveries(db: Queryable, endpointId: string, no
 }
 
 /** Manual resend: a limited, exhausted or failed delivery is due again at once. Test sends cannot be resent. */
-export async function resendDelivery(db: Queryable, accountId: string, id: string): Promise<DeliveryRow | 'not_resendable' | undefined> {
+export async function resendDelivery(db: Queryable, accountId: string, id: string): Promise<DeliveryRow> {
   const { rows } = await db.query<DeliveryRow>(
     `UPDATE deliveries SET status = 'pending', terminal_reason = NULL, next_attempt_at = now(), held_since = NULL, leased_until = NULL, lease_owner = NULL, updated_at = now()
      WHERE id = $1 AND account_id = $2 AND status IN ('limited', 'exhausted', 'failed') AND event_id IS NOT NULL
@@ -287,5 +288,6 @@ export async function resendDelivery(db: Queryable, accountId: string, id: strin
   );
   if (rows[0]) return rows[0];
   const { rows: existing } = await db.query(`SELECT 1 FROM deliveries WHERE id = $1 AND account_id = $2`, [id, accountId]);
-  return existing.length ? 'not_resendable' : undefined;
+  if (!existing.length) throw notFound('delivery');
+  throw new DomainError(409, 'not_resendable', 'only limited, exhausted or failed deliveries of events can be resent');
 }

@@ -116,3 +116,13 @@ export async function deleteAccount(db: Queryable, id: string): Promise<boolean>
   const { rowCount } = await db.query(`DELETE FROM accounts WHERE id = $1`, [id]);
   return rowCount === 1;
 }
+
+/** Locks a channel account for its deletion; returns its Account, or undefined when it does not exist. */
+export async function lockChannelAccount(tx: Queryable, id: string): Promise<{ account_id: string } | undefined> {
+  const { rows } = await tx.query<{ account_id: string }>('SELECT account_id FROM channel_accounts WHERE id = $1 FOR UPDATE', [id]);
+  return rows[0];
+}
+
+export async function deleteChannelAccount(tx: Queryable, id: string): Promise<void> {
+  await tx.query('DELETE FROM channel_accounts WHERE id = $1', [id]);
+}

@@ -1,4 +1,6 @@
+import { DomainError } from '../core/domain-error.js';
 import { newEndpoint, type afterTest, type Health } from '../core/health.js';
+import type { RoutableEndpoint } from '../core/admission.js';
 import type { PageKey } from '../core/paging.js';
 import type { Queryable } from './pool.js';
 
@@ -29,8 +31,6 @@ export interface EndpointRow {
 
 const COLUMNS = `*, json_build_object('ts', created_at::text, 'id', id) AS page_key`;
 
-export class EndpointLimitReached extends Error {}
-
 /**
  * Inserts an endpoint unless the account is at its limit. The account row is locked so
  * two concurrent creations cannot both slip under the limit.
@@ -45,13 +45,19 @@ export async function insertEndpoint(
     `SELECT count(*)::int AS n FROM endpoints WHERE account_id = $1 AND deleted_at IS NULL`,
     [e.accountId],
   );
-  if (count[0]!.n >= e.limit) throw new EndpointLimitReached();
+  if (count[0]!.n >= e.limit) throw new DomainError(422, 'endpoint_limit_reached', `an Account can have at most ${e.limit} endpoints`);
   const { rows } = await db.query<EndpointRow>(
     `INSERT INTO endpoints (account_id, customer_id, url, events, active, health_status, failure_streak, secret_ciphertext)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
     [e.accountId, e.customerId, e.url, e.events, state.active, state.health, state.failureStreak, e.secretCiphertext],
   );
   return rows[0]!;
+}
+
+/** The live endpoints of an account with what routing and admission need (SPEC 2.2, 3.1). */
+export async function listRoutableEndpoints(db: Queryable, accountId: string): Promise<RoutableEndpoint[]> {
+  const { rows } = await db.query<RoutableEndpoint>(`SELECT id, customer_id, events, active, health_status FROM endpoints WHERE account_id = $1 AND deleted_at IS NULL`, [accountId]);
+  return rows;
 }
 
 /** The endpoint when it exists, is not deleted, and belongs to the account. */

@@ -134,3 +134,8 @@ export async function recordIncomingMessage(
     : await findMessage(db, ca.id, m.externalId);
   return { contactId: row.id, contactMetadata: row.metadata, conversationId, messageId: message?.id ?? null };
 }
+
+/** A provider notification that stored nothing, kept for the operator (it was answered 200). */
+export async function recordProviderRejection(db: Queryable, r: { provider: string; reason: string; body: string }): Promise<void> {
+  await db.query(`INSERT INTO provider_rejections (provider, reason, body) VALUES ($1, $2, $3)`, [r.provider, r.reason, r.body]);
+}

@@ -20,3 +20,19 @@ export async function enqueueNotification(tx: Queryable, n: { accountId: string;
   );
   return rowCount === 1;
 }
+
+export interface OutboxRow {
+  id: string;
+  kind: string;
+  payload: Record<string, unknown>;
+}
+
+/** Locks up to `limit` unsent notifications, oldest first; SKIP LOCKED lets any number of senders run. */
+export async function claimUnsentNotifications(tx: Queryable, limit: number): Promise<OutboxRow[]> {
+  const { rows } = await tx.query<OutboxRow>(`SELECT id, kind, payload FROM notifications WHERE sent_at IS NULL ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED`, [limit]);
+  return rows;
+}
+
+export async function markNotificationSent(tx: Queryable, id: string): Promise<void> {
+  await tx.query(`UPDATE notifications SET sent_at = now() WHERE id = $1`, [id]);
+}

@@ -51,6 +51,11 @@ export async function withClient<T>(db: Db, fn: (client: pg.PoolClient) => Promi
   }
 }
 
+/** One round trip to the server: is the database answering? */
+export async function pingDatabase(db: Queryable): Promise<void> {
+  await db.query('SELECT 1');
+}
+
 /** Runs `fn` in a transaction, rolling back on any error. */
 export function inTransaction<T>(db: Db, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   return withClient(db, async (client) => {

@@ -1,6 +1,7 @@
 /** The platform's publish API (DECISIONS "Platform publish API"): validate, resolve the origin, store. */
 import { z } from 'zod';
 import { formatIssue, getEventDefinition } from '../core/catalog/index.js';
+import { invalidEvent } from '../core/domain-error.js';
 import { getChannelAccountOfAccount, getCustomerOfAccount } from '../db/directory.js';
 import type { Environment } from '../db/events.js';
 import { findMessage, findRegisteredMessage } from '../db/messaging.js';
@@ -19,48 +20,47 @@ export const PublishBody = z
   })
   .strict();
 
-export class InvalidEvent extends Error {}
 
 const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
 const obj = (v: unknown): Record<string, unknown> | null => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null);
 
 export async function publishEvent(deps: IngestDeps, principal: { accountId: string; environment: Environment }, raw: unknown): Promise<StoredEvent> {
   const parsed = PublishBody.safeParse(raw);
-  if (!parsed.success) throw new InvalidEvent(formatIssue(parsed.error));
+  if (!parsed.success) throw invalidEvent(formatIssue(parsed.error));
   const body = parsed.data;
   const def = getEventDefinition(body.type);
-  if (!def) throw new InvalidEvent(`type: unknown event type "${body.type}" (see GET /api/v1/event_types)`);
-  if (!def.publishable) throw new InvalidEvent(`type: ${def.type} cannot be published`);
+  if (!def) throw invalidEvent(`type: unknown event type "${body.type}" (see GET /api/v1/event_types)`);
+  if (!def.publishable) throw invalidEvent(`type: ${def.type} cannot be published`);
 
   // The key's environment decides where the event goes; a body naming the other one is refused, never obeyed.
   const environment = principal.environment;
   if (body.environment !== undefined && body.environment !== environment) {
-    throw new InvalidEvent(`environment: a ${environment} API key publishes ${environment} events only, not ${body.environment}`);
+    throw invalidEvent(`environment: a ${environment} API key publishes ${environment} events only, not ${body.environment}`);
   }
   const accountHealth = def.category === 'account' && !def.channelStamped;
-  if (accountHealth && environment !== 'live') throw new InvalidEvent('environment: account-health events are always live; publish them with a live API key');
+  if (accountHealth && environment !== 'live') throw invalidEvent('environment: account-health events are always live; publish them with a live API key');
 
   const data = def.data.safeParse(body.data);
-  if (!data.success) throw new InvalidEvent(formatIssue(data.error, 'data'));
+  if (!data.success) throw invalidEvent(formatIssue(data.error, 'data'));
   const refs = def.refs.safeParse(body.refs ?? {});
-  if (!refs.success) throw new InvalidEvent(formatIssue(refs.error, 'refs'));
+  if (!refs.success) throw invalidEvent(formatIssue(refs.error, 'refs'));
   try {
     def.idempotencyKey(data.data, refs.data);
   } catch (err) {
-    throw new InvalidEvent(`data: ${(err as Error).message}`);
+    throw invalidEvent(`data: ${(err as Error).message}`);
   }
 
   const channelAccount = body.channel_account_id ? await getChannelAccountOfAccount(deps.db, principal.accountId, body.channel_account_id) : undefined;
-  if (body.channel_account_id && !channelAccount) throw new InvalidEvent('channel_account_id: not a channel account of this Account');
+  if (body.channel_account_id && !channelAccount) throw invalidEvent('channel_account_id: not a channel account of this Account');
   if (channelAccount && def.channel && channelAccount.channel !== def.channel) {
-    throw new InvalidEvent(`channel_account_id: ${def.type} comes from a ${def.channel} channel account, not ${channelAccount.channel}`);
+    throw invalidEvent(`channel_account_id: ${def.type} comes from a ${def.channel} channel account, not ${channelAccount.channel}`);
   }
-  if (def.hasExternalId && !channelAccount) throw new InvalidEvent(`channel_account_id: required for ${def.type}`);
+  if (def.hasExternalId && !channelAccount) throw invalidEvent(`channel_account_id: required for ${def.type}`);
   if (channelAccount && channelAccount.environment !== environment) {
-    throw new InvalidEvent(`channel_account_id: a ${channelAccount.environment} channel account, and this API key publishes ${environment} events`);
+    throw invalidEvent(`channel_account_id: a ${channelAccount.environment} channel account, and this API key publishes ${environment} events`);
   }
   if (body.customer_id && !(await getCustomerOfAccount(deps.db, principal.accountId, body.customer_id))) {
-    throw new InvalidEvent('customer_id: not a Customer of this Account');
+    throw invalidEvent('customer_id: not a Customer of this Account');
   }
 
   const message = obj(data.data.message);
@@ -68,7 +68,7 @@ export async function publishEvent(deps: IngestDeps, principal: { accountId: str
   const registered = channelAccount && externalId ? await (def.needsRegisteredMessage ? findRegisteredMessage : findMessage)(deps.db, channelAccount.id, externalId) : undefined;
   // Statuses of messages the platform never registered produce no event (SPEC 6.4), whichever way they arrive.
   if (def.needsRegisteredMessage && !registered) {
-    throw new InvalidEvent(`data.message_id: message "${externalId}" is not registered on this channel account (statuses are published only for messages the platform sent)`);
+    throw invalidEvent(`data.message_id: message "${externalId}" is not registered on this channel account (statuses are published only for messages the platform sent)`);
   }
   // The contact an event carries in its payload, wherever its type puts it: deleting that contact removes the event.
   const contactRef =

@@ -2,11 +2,12 @@
  * Stores one catalog event exactly once and routes it, in a single transaction: the stream
  * append, the Free-plan count and every endpoint's delivery commit together or not at all.
  */
-import { admit, type RoutableEndpoint } from '../core/admission.js';
+import { admit } from '../core/admission.js';
 import { streamData, type EventDefinition, type StreamContext } from '../core/catalog/index.js';
 import { capApplies, FREE_PLAN_MONTHLY_LIMIT, judgeCount, usageMonth } from '../core/free-plan.js';
 import { insertEventDeliveries, type NewEventDelivery } from '../db/deliveries.js';
 import { getAccount, type ChannelAccount } from '../db/directory.js';
+import { listRoutableEndpoints } from '../db/endpoints.js';
 import { appendEvent, ensureStreamHead, findEventByKey, type Environment, type EventRow } from '../db/events.js';
 import { countReceived, enqueueNotification } from '../db/plan-usage.js';
 import { inTransaction, type Db } from '../db/pool.js';
@@ -44,10 +45,7 @@ export async function storeEvent(db: Db, e: IngestEvent, now: Date = new Date())
   try {
     return await inTransaction(db, async (tx) => {
       // Read before the append so the stream's lock is held for as few round trips as possible.
-      const { rows: endpoints } = await tx.query<RoutableEndpoint>(
-        `SELECT id, customer_id, events, active, health_status FROM endpoints WHERE account_id = $1 AND deleted_at IS NULL`,
-        [e.accountId],
-      );
+      const endpoints = await listRoutableEndpoints(tx, e.accountId);
       const row = {
         account_id: e.accountId,
         environment: e.environment,

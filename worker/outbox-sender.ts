@@ -6,14 +6,11 @@
  */
 import nodemailer, { type Transporter } from 'nodemailer';
 import { notificationText } from '../core/notification-text.js';
+import { claimUnsentNotifications, markNotificationSent, type OutboxRow } from '../db/plan-usage.js';
 import { inTransaction, type Db } from '../db/pool.js';
 import { logger } from '../runtime/logger.js';
 
-export interface OutboxRow {
-  id: string;
-  kind: string;
-  payload: Record<string, unknown>;
-}
+export type { OutboxRow };
 
 export type Deliver = (row: OutboxRow) => Promise<void>;
 
@@ -32,15 +29,12 @@ export const logDelivery: Deliver = async (row) => {
 /** Sends up to `limit` pending notifications; returns how many went out. */
 export async function sendPendingNotifications(db: Db, deliver: Deliver, limit = 20): Promise<number> {
   return inTransaction(db, async (tx) => {
-    const { rows } = await tx.query<OutboxRow>(
-      `SELECT id, kind, payload FROM notifications WHERE sent_at IS NULL ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
-      [limit],
-    );
+    const rows = await claimUnsentNotifications(tx, limit);
     let sent = 0;
     for (const row of rows) {
       try {
         await deliver(row);
-        await tx.query(`UPDATE notifications SET sent_at = now() WHERE id = $1`, [row.id]);
+        await markNotificationSent(tx, row.id);
         sent++;
       } catch (err) {
         logger.warn({ err, notification: row.id }, 'notification not sent; will retry');

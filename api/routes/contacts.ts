@@ -5,7 +5,7 @@ import { deleteContact } from '../../db/messaging.js';
 import { inTransaction } from '../../db/pool.js';
 import { principalOf, requireScope } from '../auth.js';
 import type { ApiDeps } from '../deps.js';
-import { notFound } from '../errors.js';
+import { notFound } from '../../core/domain-error.js';
 
 export function contactRoutes(deps: ApiDeps): Router {
   const router = new Router();

@@ -4,7 +4,7 @@ import { pageOf, parseLimit } from '../../core/paging.js';
 import { DELIVERY_STATUSES, getDelivery, listDeliveries, resendDelivery, type DeliveryStatus } from '../../db/deliveries.js';
 import { principalOf, requireScope } from '../auth.js';
 import type { ApiDeps } from '../deps.js';
-import { ApiError, notFound } from '../errors.js';
+import { DomainError, notFound } from '../../core/domain-error.js';
 import { presentAttempt, presentDelivery } from '../presenters.js';
 import { Uuid } from '../schemas.js';
 import { pageCursor } from './webhooks.js';
@@ -17,11 +17,11 @@ export function deliveryRoutes(deps: ApiDeps): Router {
     const q = ctx.query;
     const status = q.status as string | undefined;
     if (status !== undefined && !(DELIVERY_STATUSES as readonly string[]).includes(status)) {
-      throw new ApiError(422, 'invalid_status', `status must be one of ${DELIVERY_STATUSES.join(', ')}`);
+      throw new DomainError(422, 'invalid_status', `status must be one of ${DELIVERY_STATUSES.join(', ')}`);
     }
     const endpointId = (q.endpoint_id ?? q.webhook_id) as string | undefined;
     if (endpointId !== undefined && !Uuid.safeParse(endpointId).success) {
-      throw new ApiError(422, 'invalid_request', 'endpoint_id must be a UUID');
+      throw new DomainError(422, 'invalid_request', 'endpoint_id must be a UUID');
     }
     const limit = parseLimit(q.limit);
     const after = pageCursor(q.after);
@@ -46,11 +46,8 @@ export function deliveryRoutes(deps: ApiDeps): Router {
   router.post('/api/v1/webhook_deliveries/:id/resend', requireScope('webhooks:write'), async (ctx) => {
     const { accountId } = principalOf(ctx);
     const id = ctx.params.id!;
-    const result = Uuid.safeParse(id).success ? await resendDelivery(deps.db, accountId, id) : undefined;
-    if (!result) throw notFound('delivery');
-    if (result === 'not_resendable') {
-      throw new ApiError(409, 'not_resendable', 'only limited, exhausted or failed deliveries of events can be resent');
-    }
+    if (!Uuid.safeParse(id).success) throw notFound('delivery');
+    const result = await resendDelivery(deps.db, accountId, id);
     // The endpoint's workflow sends it, or holds it if the endpoint is not sending.
     deps.wakes.wake(result.endpoint_id, accountId);
     ctx.body = { data: presentDelivery(result) };

@@ -2,11 +2,11 @@
 import Router from '@koa/router';
 import { parseStreamAfter, parseStreamLimit, streamPaging } from '../../core/stream-paging.js';
 import { readStream } from '../../db/events.js';
-import { InvalidEvent, publishEvent } from '../../ingest/publish.js';
+import { publishEvent } from '../../ingest/publish.js';
 import { principalOf, requireScope } from '../auth.js';
 import { readJson } from '../body.js';
 import type { ApiDeps } from '../deps.js';
-import { ApiError } from '../errors.js';
+import { DomainError } from '../../core/domain-error.js';
 import { presentStreamItem } from '../presenters.js';
 
 export function eventRoutes(deps: ApiDeps): Router {
@@ -15,21 +15,16 @@ export function eventRoutes(deps: ApiDeps): Router {
   router.post('/api/v1/events', requireScope('events:write'), async (ctx) => {
     const principal = principalOf(ctx);
     const body = await readJson(ctx, 'invalid_event');
-    try {
-      const stored = await publishEvent({ db: deps.db, wakes: deps.wakes, now: deps.now }, principal, body);
-      // A repeat of a known event stores nothing and answers with the first one.
-      ctx.status = stored.created ? 201 : 200;
-      ctx.body = { data: presentStreamItem(stored.event) };
-    } catch (err) {
-      if (err instanceof InvalidEvent) throw new ApiError(422, 'invalid_event', err.message);
-      throw err;
-    }
+    const stored = await publishEvent({ db: deps.db, wakes: deps.wakes, now: deps.now }, principal, body);
+    // A repeat of a known event stores nothing and answers with the first one.
+    ctx.status = stored.created ? 201 : 200;
+    ctx.body = { data: presentStreamItem(stored.event) };
   });
 
   router.get('/api/v1/events', requireScope('events:read'), async (ctx) => {
     const { accountId, environment } = principalOf(ctx);
     const after = parseStreamAfter(ctx.query.after);
-    if (after === undefined) throw new ApiError(422, 'invalid_cursor', 'after must be a non-negative integer');
+    if (after === undefined) throw new DomainError(422, 'invalid_cursor', 'after must be a non-negative integer');
     const limit = parseStreamLimit(ctx.query.limit);
     const { rows, hasMore } = await readStream(deps.db, accountId, environment, after, limit);
     ctx.body = { data: rows.map(presentStreamItem), paging: streamPaging(after, rows.map((r) => String(r.cursor)), hasMore) };

@@ -1,5 +1,6 @@
 /** Liveness for orchestrators and metrics for Prometheus; neither needs an API key. */
 import Router from '@koa/router';
+import { pingDatabase } from '../../db/pool.js';
 import { registry } from '../../runtime/metrics.js';
 import type { ApiDeps } from '../deps.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.js';
@@ -19,7 +20,7 @@ export function operationsRoutes(deps: ApiDeps): Router {
   const router = new Router();
   router.get('/healthz', async (ctx) => {
     const [postgres, temporal] = await Promise.all([
-      within(CHECK_DEADLINE_MS, deps.db.query('SELECT 1')).then(() => true, () => false),
+      within(CHECK_DEADLINE_MS, pingDatabase(deps.db)).then(() => true, () => false),
       within(CHECK_DEADLINE_MS, deps.temporalHealthy()).catch(() => false),
     ]);
     if (postgres && temporal) {

@@ -8,10 +8,11 @@ import { ingestChatappNotification } from '../../ingest/chatapp-webhook.js';
 import { RejectedNotification, type IngestDeps } from '../../ingest/deps.js';
 import { ingestPhotoappNotification } from '../../ingest/photoapp-webhook.js';
 import { findUnstorableText, toStorableText, UNSTORABLE_REASON } from '../../core/storable-text.js';
+import { recordProviderRejection } from '../../db/messaging.js';
 import { verifyHmacHex } from '../../security/signature.js';
 import { readRawBody } from '../body.js';
 import type { ApiDeps } from '../deps.js';
-import { ApiError } from '../errors.js';
+import { DomainError } from '../../core/domain-error.js';
 
 const INGRESSES: Record<'chatapp' | 'photoapp', (deps: IngestDeps, body: unknown) => Promise<number>> = {
   chatapp: ingestChatappNotification,
@@ -27,7 +28,7 @@ export function providerRoutes(deps: ApiDeps): Router {
       const q = ctx.query;
       const token = deps.provider.verifyToken;
       if (q['hub.mode'] !== 'subscribe' || !token || q['hub.verify_token'] !== token || typeof q['hub.challenge'] !== 'string') {
-        throw new ApiError(403, 'forbidden', 'verification token mismatch');
+        throw new DomainError(403, 'forbidden', 'verification token mismatch');
       }
       ctx.type = 'text/plain';
       ctx.body = q['hub.challenge'];
@@ -35,15 +36,15 @@ export function providerRoutes(deps: ApiDeps): Router {
 
     router.post(path, async (ctx) => {
       const secret = deps.provider.appSecret;
-      if (!secret) throw new ApiError(503, 'provider_not_configured', 'PROVIDER_APP_SECRET is not set');
+      if (!secret) throw new DomainError(503, 'provider_not_configured', 'PROVIDER_APP_SECRET is not set');
       const raw = await readRawBody(ctx);
       const header = ctx.get('x-hub-signature-256');
       if (!header.startsWith('sha256=') || !verifyHmacHex(secret, raw, header.slice(7))) {
-        throw new ApiError(401, 'invalid_signature', 'X-Hub-Signature-256 does not match the body');
+        throw new DomainError(401, 'invalid_signature', 'X-Hub-Signature-256 does not match the body');
       }
       const reject = async (reason: string) => {
         // The record itself must be storable: a body or reason may hold NUL bytes (U+FFFD in their place).
-        await deps.db.query(`INSERT INTO provider_rejections (provider, reason, body) VALUES ($1, $2, $3)`, [channel, toStorableText(reason), toStorableText(raw.toString('utf8'))]);
+        await recordProviderRejection(deps.db, { provider: channel, reason: toStorableText(reason), body: toStorableText(raw.toString('utf8')) });
         ctx.state.log.warn({ channel, reason }, 'provider notification rejected');
         ctx.body = { received: true, events: 0 };
       };

@@ -6,7 +6,6 @@ import { decodePageKey, pageOf, parseLimit } from '../../core/paging.js';
 import { getCustomerOfAccount } from '../../db/directory.js';
 import { recordTestDelivery } from '../../db/deliveries.js';
 import {
-  EndpointLimitReached,
   getEndpoint,
   insertEndpoint,
   listEndpoints,
@@ -24,7 +23,7 @@ import { generateSigningSecret } from '../../security/signature.js';
 import { principalOf, requireScope } from '../auth.js';
 import { readJson } from '../body.js';
 import type { ApiDeps } from '../deps.js';
-import { ApiError, notFound } from '../errors.js';
+import { DomainError, notFound } from '../../core/domain-error.js';
 import { presentEndpoint } from '../presenters.js';
 import { CreateEndpointBody, UpdateEndpointBody, Uuid } from '../schemas.js';
 import { parseBody } from '../validation.js';
@@ -34,7 +33,7 @@ export const TEST_MESSAGE = 'This is a test event sent to verify your webhook en
 export function pageCursor(raw: unknown): ReturnType<typeof decodePageKey> | undefined {
   if (raw === undefined) return undefined;
   const key = typeof raw === 'string' ? decodePageKey(raw) : undefined;
-  if (!key) throw new ApiError(422, 'invalid_cursor', 'cursor is not one this API issued');
+  if (!key) throw new DomainError(422, 'invalid_cursor', 'cursor is not one this API issued');
   return key;
 }
 
@@ -44,19 +43,19 @@ export function webhookRoutes(deps: ApiDeps): Router {
 
   async function checkUrl(url: string) {
     const why = await urlRefusal(policy, url);
-    if (why) throw new ApiError(422, 'invalid_url', why);
+    if (why) throw new DomainError(422, 'invalid_url', why);
   }
 
   function checkEvents(events: string[]) {
     const categories = normalizeCategories(events);
-    if (categories.length === 0) throw new ApiError(422, 'invalid_events', 'events has no valid category (messages, statuses, crm, account, app_messages)');
+    if (categories.length === 0) throw new DomainError(422, 'invalid_events', 'events has no valid category (messages, statuses, crm, account, app_messages)');
     return categories;
   }
 
   async function checkCustomer(accountId: string, customerId: string | null | undefined) {
     if (!customerId) return;
     if (!(await getCustomerOfAccount(db, accountId, customerId))) {
-      throw new ApiError(422, 'invalid_customer_id', 'customer_id is not a Customer of this Account');
+      throw new DomainError(422, 'invalid_customer_id', 'customer_id is not a Customer of this Account');
     }
   }
 
@@ -82,12 +81,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
         secretCiphertext: secretBox.seal(secret),
         limit: deps.config.endpointLimit,
       }),
-    ).catch((err) => {
-      if (err instanceof EndpointLimitReached) {
-        throw new ApiError(422, 'endpoint_limit_reached', `an Account can have at most ${deps.config.endpointLimit} endpoints`);
-      }
-      throw err;
-    });
+    );
     await notifyAfterCommit(deps.workflows, row.id, accountId, 'created');
     ctx.status = 201;
     ctx.body = { data: { ...presentEndpoint(row), secret } };
@@ -133,7 +127,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
         { url: body.url, events, active: body.active, customerId: body.customer_id, secret: body.secret, authorization: body.headers?.Authorization },
       );
       if (plan.refused) {
-        throw new ApiError(409, 'verification_required', 'reactivate an endpoint by sending a test (POST /api/v1/webhooks/{id}/test) that gets a 2xx answer');
+        throw new DomainError(409, 'verification_required', 'reactivate an endpoint by sending a test (POST /api/v1/webhooks/{id}/test) that gets a 2xx answer');
       }
       const { changes } = plan;
       if (Object.keys(changes).length === 0) return { row: current, changed: false };
@@ -180,7 +174,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
     });
     if (!outcome.acknowledged) {
       await recordTestFailure(db, id, outcome.recordedStatus);
-      throw new ApiError(502, 'test_delivery_failed', `test delivery failed: ${outcome.error}${outcome.errorMessage ? ` (${outcome.errorMessage})` : ''}`);
+      throw new DomainError(502, 'test_delivery_failed', `test delivery failed: ${outcome.error}${outcome.errorMessage ? ` (${outcome.errorMessage})` : ''}`);
     }
     const verified = await recordVerification(db, id, outcome.recordedStatus!, afterTest(true)!);
     if (!verified) throw notFound('webhook endpoint');
