@@ -14,7 +14,7 @@ import {
   revokedPayload,
   statusPayload,
   type ProviderFact,
-} from '../core/catalog/chatapp-provider.js';
+} from './chatapp-provider.js';
 import { formatIssue, getEventDefinition, type EventDefinition } from '../core/catalog/index.js';
 import { findChannelAccountByDisplay, findChannelAccountByPhoneNumber, findChannelAccountsByWaba, type ChannelAccount } from '../db/directory.js';
 import { findMessage, findRegisteredMessage, recordFepExpiry, recordIncomingMessage, updateMessageStatus } from '../db/messaging.js';

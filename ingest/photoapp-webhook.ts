@@ -2,7 +2,7 @@
  * The second channel's direct-message webhook (DECISIONS). Like the primary channel's, a
  * notification is validated as a whole before anything is stored, and stored idempotently.
  */
-import { mapPhotoappWebhook, photoappReceivedPayload, type PhotoappFact } from '../core/catalog/photoapp-provider.js';
+import { mapPhotoappWebhook, photoappReceivedPayload, type PhotoappFact } from './photoapp-provider.js';
 import { formatIssue, getEventDefinition } from '../core/catalog/index.js';
 import { findChannelAccountByProviderId, type ChannelAccount } from '../db/directory.js';
 import { recordIncomingMessage } from '../db/messaging.js';

@@ -11,7 +11,7 @@ import {
   revokedPayload,
   statusPayload,
   type ProviderFact,
-} from '../../core/catalog/chatapp-provider.js';
+} from '../../ingest/chatapp-provider.js';
 
 const WABA = '102290129340398';
 const PNID = '106540352242922';

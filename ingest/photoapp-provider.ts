@@ -18,9 +18,9 @@
  * ProviderPayloadError naming the field.
  */
 import { z } from 'zod';
-import { ProviderPayloadError, parseProviderPart } from './issues.js';
-import { unixSecondsToIso } from './time.js';
-import { providerTime } from './types.js';
+import { ProviderPayloadError, parseProviderPart } from '../core/catalog/issues.js';
+import { unixSecondsToIso } from '../core/catalog/time.js';
+import { providerTime } from '../core/catalog/types.js';
 
 
 // ---- envelope and item schemas (lenient on unknown fields) ----

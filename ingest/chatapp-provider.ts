@@ -18,13 +18,13 @@
  * message id/type, status id/status...), throws ProviderPayloadError naming the field.
  */
 import { z } from 'zod';
-import { isUsableTier } from './chatapp-account.js';
-import type { MessageStatus } from './chatapp-messages.js';
-import { ProviderPayloadError, parseProviderPart } from './issues.js';
+import { isUsableTier } from '../core/catalog/chatapp-account.js';
+import type { MessageStatus } from '../core/catalog/chatapp-messages.js';
+import { ProviderPayloadError, parseProviderPart } from '../core/catalog/issues.js';
 
 export { ProviderPayloadError };
-import { unixSecondsToIso } from './time.js';
-import { conversationSchema, pricingSchema, providerErrorSchema, providerTime, referralSchema } from './types.js';
+import { unixSecondsToIso } from '../core/catalog/time.js';
+import { conversationSchema, pricingSchema, providerErrorSchema, providerTime, referralSchema } from '../core/catalog/types.js';
 
 
 // ---- envelope and value schemas (lenient on unknown fields) ----
