@@ -7,8 +7,9 @@ import { httpRequestDuration } from '../runtime/metrics.js';
 import { authenticate, rateLimit } from './auth.js';
 import type { ApiDeps } from './deps.js';
 import { DomainError } from '../core/domain-error.js';
+import { docsRoutes } from './docs.js';
 import { errorEnvelope } from './errors.js';
-import { buildOpenApiDocument, renderDocsPage } from './openapi.js';
+import { buildOpenApiDocument } from './openapi.js';
 import { contactRoutes } from './routes/contacts.js';
 import { deliveryRoutes } from './routes/deliveries.js';
 import { eventTypeRoutes } from './routes/event-types.js';
@@ -42,15 +43,10 @@ export function createApp(deps: ApiDeps): Koa {
 
   const open = new Router();
   const doc = buildOpenApiDocument();
-  const docsPage = renderDocsPage(doc);
   open.get('/api/v1/openapi.json', (ctx) => {
     ctx.body = doc;
   });
-  open.get('/docs', (ctx) => {
-    ctx.type = 'html';
-    ctx.body = docsPage;
-  });
-  for (const r of [open, operationsRoutes(deps), providerRoutes(deps)]) app.use(r.routes()).use(r.allowedMethods({ throw: true, methodNotAllowed: methodNotAllowed, notImplemented }));
+  for (const r of [open, docsRoutes(), operationsRoutes(deps), providerRoutes(deps)]) app.use(r.routes()).use(r.allowedMethods({ throw: true, methodNotAllowed: methodNotAllowed, notImplemented }));
 
   const api = new Router();
   api.use('/api/v1', authenticate(deps.db), rateLimit(deps.config.rateLimit), refuseUnstorableInput);

@@ -17,6 +17,7 @@ import {
   StreamQuery,
   TestResult,
   UpdateEndpointBody,
+  publishExample,
 } from './schemas.js';
 import { PublishBody } from '../ingest/publish.js';
 
@@ -77,7 +78,7 @@ export function buildOpenApiDocument() {
   });
   registry.registerPath({
     method: 'post', path: '/api/v1/events', summary: 'Publish a catalog event (201 stored, 200 already known)', security,
-    request: { body: { content: { 'application/json': { schema: PublishBody.openapi('PublishEvent') } } } },
+    request: { body: { content: { 'application/json': { schema: PublishBody.openapi('PublishEvent', { example: publishExample }) } } } },
     responses: { 201: json(z.object({ data: StreamItem }), 'Stored'), 200: json(z.object({ data: StreamItem }), 'Already stored: the first event'), ...errors(422) },
   });
   registry.registerPath({
@@ -102,28 +103,7 @@ export function buildOpenApiDocument() {
 
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
-    info: { title: 'Webhook platform API', version: '1.0.0', description: 'Signed webhook endpoints, delivery audit and the durable event stream.' },
+    info: { title: 'Webhook platform API', version: '1.0.0', description: 'Signed webhook endpoints, delivery audit and the durable event stream. Authenticate with the `X-API-Key` header (Authorize, then Try it out). Every error answers `{ "error": { "code", "message" } }`. The rules behind each route are in the repository\'s docs/api.md.' },
     servers: [{ url: '/' }],
   });
-}
-
-/** A readable reference page rendered from the document, with no external assets. */
-export function renderDocsPage(doc: ReturnType<typeof buildOpenApiDocument>): string {
-  const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-  const sections: string[] = [];
-  for (const [path, item] of Object.entries(doc.paths ?? {})) {
-    for (const [method, op] of Object.entries(item as Record<string, { summary?: string; responses?: Record<string, unknown> }>)) {
-      sections.push(
-        `<section><h2><code>${method.toUpperCase()} ${esc(path)}</code></h2><p>${esc(op.summary ?? '')}</p>` +
-          `<p>Responses: ${Object.keys(op.responses ?? {}).join(', ')}</p></section>`,
-      );
-    }
-  }
-  const schemas = Object.entries(doc.components?.schemas ?? {})
-    .map(([name, schema]) => `<section><h3 id="${esc(name)}">${esc(name)}</h3><pre>${esc(JSON.stringify(schema, null, 2))}</pre></section>`)
-    .join('');
-  return `<!doctype html><html><head><meta charset="utf-8"><title>${esc(doc.info.title)}</title>
-<style>body{font-family:system-ui,sans-serif;max-width:960px;margin:2rem auto;padding:0 1rem}pre{background:#f5f5f5;padding:1rem;overflow:auto}h2{font-size:1.1rem}</style></head>
-<body><h1>${esc(doc.info.title)}</h1><p>${esc(doc.info.description ?? '')}</p><p>Authenticate with the <code>X-API-Key</code> header. Errors use <code>{ "error": { "code", "message" } }</code>. Machine-readable: <a href="/api/v1/openapi.json">openapi.json</a>.</p>
-${sections.join('\n')}<h1>Schemas</h1>${schemas}</body></html>`;
 }

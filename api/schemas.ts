@@ -15,7 +15,67 @@ const Timestamp = z.string().openapi({ format: 'date-time', example: '2026-11-22
 
 export const ErrorEnvelope = z
   .object({ error: z.object({ code: z.string(), message: z.string() }) })
-  .openapi('Error');
+  .openapi('Error', { example: { error: { code: 'invalid_url', message: 'url must use https://' } } });
+
+/** Example objects of the reference at /docs: one endpoint, one delivery, one stream item, consistent with each other. */
+const ENDPOINT_ID = '0b9a4a4e-3f4e-4c57-9d0e-6c1f7f1d2a10';
+const EVENT_ID = '5f7c2d1e-8a3b-4c6d-9e0f-1a2b3c4d5e6f';
+const endpointExample = {
+  id: ENDPOINT_ID,
+  customer_id: null,
+  url: 'https://example.com/webhooks',
+  events: ['messages', 'statuses'],
+  active: true,
+  has_authorization: false,
+  health_status: 'healthy',
+  failure_streak: 0,
+  verified_at: '2026-11-22T10:01:00.000Z',
+  last_success_at: '2026-11-22T10:05:12.345Z',
+  last_failure_at: null,
+  last_response_code: 200,
+  next_attempt_at: null,
+  paused_at: null,
+  created_at: '2026-11-22T10:00:00.000Z',
+  updated_at: '2026-11-22T10:05:12.345Z',
+};
+const deliveryExample = {
+  id: '9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a',
+  endpoint_id: ENDPOINT_ID,
+  event_id: EVENT_ID,
+  event_type: 'crm.demand.created',
+  idempotency_key: 'crm:demand:dem_01:1',
+  environment: 'live',
+  status: 'failed',
+  attempts: 1,
+  response_code: 503,
+  last_attempt_at: '2026-11-22T10:05:00.000Z',
+  next_attempt_at: '2026-11-22T10:06:00.000Z',
+  terminal_reason: null,
+  created_at: '2026-11-22T10:05:00.000Z',
+  updated_at: '2026-11-22T10:05:00.120Z',
+};
+const attemptExample = {
+  number: 1,
+  started_at: '2026-11-22T10:05:00.000Z',
+  duration_ms: 120,
+  response_code: 503,
+  error: 'non_2xx',
+  response_excerpt: 'Service Unavailable',
+};
+const demandRow = { id: 'dem_01', version: 1, status: 'open', contact_id: 'c_1', title: 'Quote' };
+const streamItemExample = {
+  id: EVENT_ID,
+  cursor: '42',
+  type: 'crm.demand.created',
+  environment: 'live',
+  message_id: null,
+  external_id: null,
+  occurred_at: '2026-11-22T10:05:00.000Z',
+  created_at: '2026-11-22T10:05:00.010Z',
+  data: { entity_type: 'demand', entity_id: 'dem_01', before_data: null, after_data: demandRow, actor_user_id: null },
+};
+/** The body of POST /api/v1/events that stores the stream item above. */
+export const publishExample = { type: 'crm.demand.created', data: streamItemExample.data };
 
 /** Secret rules of SPEC 4.1: 16 to 256 characters, no line breaks. */
 export const Secret = z
@@ -36,7 +96,7 @@ export const CreateEndpointBody = z
     active: z.boolean().optional(),
   })
   .strict()
-  .openapi('CreateEndpoint');
+  .openapi('CreateEndpoint', { example: { url: 'https://example.com/webhooks', events: ['messages', 'statuses'] } });
 
 export const UpdateEndpointBody = z
   .object({
@@ -45,10 +105,13 @@ export const UpdateEndpointBody = z
     active: z.boolean().optional(),
     secret: Secret.optional(),
     customer_id: Uuid.nullable().optional(),
-    headers: z.object({ Authorization: z.string().max(4096).nullable().optional() }).strict().optional(),
+    headers: z
+      .object({ Authorization: z.string().max(4096).nullable().optional().openapi({ description: 'Sent as the Authorization header of every delivery and test; null or "" removes it. Never returned.' }) })
+      .strict()
+      .optional(),
   })
   .strict()
-  .openapi('UpdateEndpoint');
+  .openapi('UpdateEndpoint', { example: { events: ['crm'], headers: { Authorization: 'Bearer receiver-token' } } });
 
 export const Endpoint = z
   .object({
@@ -69,9 +132,19 @@ export const Endpoint = z
     created_at: Timestamp,
     updated_at: Timestamp,
   })
-  .openapi('Endpoint');
+  .openapi('Endpoint', { example: endpointExample });
 
-export const EndpointWithSecret = Endpoint.extend({ secret: z.string() }).openapi('EndpointWithSecret');
+export const EndpointWithSecret = Endpoint.extend({ secret: z.string().openapi({ description: 'Shown in this answer only.' }) }).openapi('EndpointWithSecret', {
+  example: {
+    ...endpointExample,
+    health_status: 'unverified',
+    verified_at: null,
+    last_success_at: null,
+    last_response_code: null,
+    updated_at: endpointExample.created_at,
+    secret: 'whsec_3q2-7wEXAMPLEv5dH0hZ1lS8nQkQm9YV0cXo1pA2bC3dE4',
+  },
+});
 
 export const Paging = z
   .object({
@@ -83,7 +156,7 @@ export const Paging = z
 
 export const TestResult = z
   .object({ success: z.boolean(), response_code: z.number().int(), health_status: z.string(), active: z.boolean() })
-  .openapi('TestResult');
+  .openapi('TestResult', { example: { success: true, response_code: 200, health_status: 'healthy', active: true } });
 
 export const DeliveryStatus = z.enum(DELIVERY_STATUSES);
 
@@ -104,7 +177,7 @@ export const Delivery = z
     created_at: Timestamp,
     updated_at: Timestamp,
   })
-  .openapi('Delivery');
+  .openapi('Delivery', { example: deliveryExample });
 
 export const Attempt = z
   .object({
@@ -113,11 +186,11 @@ export const Attempt = z
     duration_ms: z.number().int(),
     response_code: z.number().int().nullable(),
     error: z.enum(['timeout', 'connection_error', 'tls_error', 'blocked_destination', 'non_2xx']).nullable(),
-    response_excerpt: z.string().nullable(),
+    response_excerpt: z.string().nullable().openapi({ description: 'The first 4 KiB of the answer, as UTF-8 text.' }),
   })
-  .openapi('Attempt');
+  .openapi('Attempt', { example: attemptExample });
 
-export const DeliveryDetail = Delivery.extend({ attempts_log: z.array(Attempt) }).openapi('DeliveryDetail');
+export const DeliveryDetail = Delivery.extend({ attempts_log: z.array(Attempt) }).openapi('DeliveryDetail', { example: { ...deliveryExample, attempts_log: [attemptExample] } });
 
 export const ListQuery = z.object({
   limit: z.string().optional().openapi({ description: 'Page size, default 20, at most 100.' }),
@@ -145,11 +218,11 @@ export const StreamItem = z
     created_at: Timestamp,
     data: z.record(z.string(), z.unknown()),
   })
-  .openapi('StreamItem');
+  .openapi('StreamItem', { example: streamItemExample });
 
 export const StreamPaging = z
   .object({ cursor: z.string(), next: z.string().nullable(), has_more: z.boolean() })
-  .openapi('StreamPaging');
+  .openapi('StreamPaging', { example: { cursor: '42', next: null, has_more: false } });
 
 export const StreamQuery = z.object({
   after: z.string().optional().openapi({ description: 'Exclusive cursor, a non-negative integer (default 0); anything else is 422 invalid_cursor.' }),
@@ -158,4 +231,12 @@ export const StreamQuery = z.object({
 
 export const EventType = z
   .object({ name: z.string(), category: z.string().nullable(), description: z.string(), in_stream: z.boolean(), schema: z.record(z.string(), z.unknown()) })
-  .openapi('EventType');
+  .openapi('EventType', {
+    example: {
+      name: 'crm.demand.created',
+      category: 'crm',
+      description: 'A demand was created; each write increments its version.',
+      in_stream: true,
+      schema: { type: 'object', properties: { entity_type: { type: 'string', const: 'demand' } } },
+    },
+  });

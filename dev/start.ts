@@ -29,8 +29,13 @@ async function preferredPort(envName: string, fallback: number): Promise<number 
 async function bootstrapLocalAccount(databaseUrl: string): Promise<void> {
   const db = createPool(databaseUrl, 1);
   try {
-    const { rows } = await db.query('SELECT 1 FROM accounts LIMIT 1');
-    if (rows.length > 0) return;
+    const { rows } = await db.query<{ id: string }>('SELECT id FROM accounts ORDER BY created_at, id LIMIT 1');
+    if (rows[0]) {
+      // Keys are shown once and stored as hashes, so a restart can only say how to make a new one.
+      const dataDir = process.env.DATA_DIR ? `DATA_DIR=${process.env.DATA_DIR} ` : '';
+      say(`API keys are shown only on the first run. A new key for Account ${rows[0].id}: ${dataDir}npm run --silent cli -- key create --account ${rows[0].id} --env live --scopes ${SCOPES.join(',')}`);
+      return;
+    }
     const account = await createAccount(db, { name: 'Local account', ownerEmail: 'owner@localhost', plan: 'paid' });
     const live = await issueApiKey(db, { accountId: account.id, environment: 'live', scopes: [...SCOPES] });
     const sandbox = await issueApiKey(db, { accountId: account.id, environment: 'sandbox', scopes: [...SCOPES] });

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities/index.js';
+import { bundlerLogger, temporalLogger } from './temporal-logging.js';
 
 const require = createRequire(import.meta.url);
 
@@ -19,7 +20,8 @@ export async function createWorker(opts: {
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     activities: createActivities(opts.deps),
-    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath }),
+    // Bundled here rather than by Worker.create so the bundler's webpack report is a debug line, not an info screenful.
+    workflowBundle: opts.workflowBundle ?? (await bundleWorkflowCode({ workflowsPath, logger: bundlerLogger(temporalLogger) })),
     // The workflow is signal-driven and long-lived; a modest cache keeps hot endpoints in memory.
     maxCachedWorkflows: 1000,
   });

@@ -10,11 +10,13 @@ import { createDestinationPolicy, type Resolver } from '../security/destination-
 import { createSecretBox, loadOrCreateEncryptionKey } from '../security/secret-box.js';
 import { createWorker } from './create-worker.js';
 import { runOutboxSender } from './outbox-sender.js';
+import { installTemporalLogging } from './temporal-logging.js';
 
 export async function runWorker(
   config: Config & { databaseUrl: string; temporalAddress: string },
   opts: { signal?: AbortSignal; resolver?: Resolver; workflowBundlePath?: string } = {},
 ): Promise<void> {
+  installTemporalLogging();
   await migrate(config.databaseUrl);
   const db = createPool(config.databaseUrl, 20);
   const { connection: clientConnection } = await connectTemporal(config.temporalAddress, config.temporalNamespace);

@@ -108,11 +108,14 @@ describe('the service end to end', () => {
     const patched = await call('PATCH', `/api/v1/webhooks/${id}`, { events: ['crm'] });
     expect(patched.body.data).toMatchObject({ events: ['crm'], health_status: 'healthy' });
 
-    // A delivery still owed to the endpoint when it is deleted.
-    await testDb().query(
-      `INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status) VALUES ($1, $2, gen_random_uuid(), 'crm.demand.created', 'crm:demand:1:1', 'live', 'pending')`,
+    // A delivery still owed to the endpoint when it is deleted: of a real event (the engine owes
+    // only those; a row without one is a test send), never due, so only the deletion ends it.
+    const owed = await testDb().query(
+      `INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status)
+       SELECT $1, $2, id, type, idempotency_key, environment, 'pending' FROM events WHERE account_id = $1 AND type = 'crm.demand.created' LIMIT 1`,
       [tenant.accountId, id],
     );
+    expect(owed.rowCount).toBe(1);
     expect((await call('DELETE', `/api/v1/webhooks/${id}`)).status).toBe(204);
 
     // The workflow's activity closes it; the result is read back through the API.

@@ -376,7 +376,7 @@ describe('when Temporal is down', () => {
 });
 
 describe('OpenAPI', () => {
-  it('serves a valid OpenAPI 3.1 document and a reference page', async () => {
+  it('serves a valid OpenAPI 3.1 document with examples', async () => {
     const doc = await api.request('GET', '/api/v1/openapi.json');
     expect(doc.status).toBe(200);
     expect(doc.body.openapi).toBe('3.1.0');
@@ -384,8 +384,28 @@ describe('OpenAPI', () => {
     const result = await new Validator().validate(doc.body);
     expect(result.errors ?? []).toEqual([]);
     expect(result.valid).toBe(true);
+    expect(doc.body.components.schemas.Endpoint.example).toMatchObject({ health_status: 'healthy' });
+  });
+
+  it('serves /docs as Swagger UI whose every asset is local and answers with its content type', async () => {
     const page = await api.request('GET', '/docs');
     expect(page.status).toBe(200);
-    expect(page.text).toContain('POST /api/v1/webhooks');
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    // Nothing from another host: the reference must work offline.
+    expect(page.text).not.toMatch(/(https?:)?\/\/[a-z0-9]/i);
+    const assets = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    expect(assets).toEqual(expect.arrayContaining(['/docs/assets/swagger-ui.css', '/docs/assets/swagger-ui-bundle.js', '/docs/init.js', '/api/v1/openapi.json']));
+    const expectedType: Record<string, RegExp> = { css: /^text\/css/, js: /^(text|application)\/javascript/, png: /^image\/png/, json: /^application\/json/ };
+    for (const asset of assets) {
+      const res = await fetch(api.url + asset);
+      expect(res.status, asset).toBe(200);
+      expect(res.headers.get('content-type'), asset).toMatch(expectedType[asset.split('.').pop()!]!);
+      expect((await res.arrayBuffer()).byteLength, asset).toBeGreaterThan(0);
+    }
+    // The initializer points Swagger UI at this API's document, and at no online validator.
+    const init = await (await fetch(`${api.url}/docs/init.js`)).text();
+    expect(init).toContain("url: '/api/v1/openapi.json'");
+    expect(init).toContain('validatorUrl: null');
+    expect((await fetch(`${api.url}/docs/assets/package.json`)).status).toBe(404);
   });
 });

@@ -1,0 +1,99 @@
+/**
+ * Follows the durable stream from its head and reports new items: the MCP subscription of
+ * `webhooks://events/live`. The API pages forward from a cursor only, so the head is found by
+ * probing: doubling, then bisecting, about 2·log2(N) one-item reads instead of N/100 pages.
+ */
+import type { ApiClient } from './api-client.js';
+
+export interface StreamItem {
+  id: string;
+  cursor: string;
+  type: string;
+  [field: string]: unknown;
+}
+
+export interface StreamPage {
+  data: StreamItem[];
+  paging: { cursor: string; next: string | null; has_more: boolean };
+}
+
+/** The largest cursor the API accepts (18 digits). */
+const MAX_CURSOR = 999_999_999_999_999_999n;
+/** Items kept for reads of the live resource. */
+const KEEP = 100;
+
+export function readStream(api: ApiClient, after: string, limit: number): Promise<StreamPage> {
+  return api.get<StreamPage>('/events', { after, limit });
+}
+
+/**
+ * The cursor of the newest item (0 for an empty stream). Invariants: `lo` is 0 or the cursor
+ * of an item; nothing lies after `hi`. Cursors may have gaps (deleted events), so a probe
+ * moves `lo` to the item it finds rather than to the probe.
+ */
+export async function headCursor(api: ApiClient): Promise<bigint> {
+  let lo = 0n;
+  let hi: bigint | undefined;
+  for (;;) {
+    const probe = hi === undefined ? (lo * 2n < MAX_CURSOR ? lo * 2n : MAX_CURSOR) : lo + (hi - lo) / 2n;
+    const first = (await readStream(api, probe.toString(), 1)).data[0];
+    if (first) lo = BigInt(first.cursor);
+    else if (probe === lo) return lo;
+    else hi = probe;
+  }
+}
+
+export class LiveStream {
+  private cursor: bigint | undefined;
+  private items: StreamItem[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private watching = false;
+
+  constructor(
+    private readonly api: ApiClient,
+    private readonly opts: { pollIntervalMs: number; onItems: (items: StreamItem[]) => void; onError: (err: unknown) => void },
+  ) {}
+
+  /** What the live resource shows: the head cursor and the items that arrived while watching. */
+  async snapshot(): Promise<{ cursor: string; watching: boolean; items: StreamItem[] }> {
+    this.cursor ??= await headCursor(this.api);
+    return { cursor: this.cursor.toString(), watching: this.watching, items: [...this.items] };
+  }
+
+  async start(): Promise<void> {
+    if (this.watching) return;
+    this.cursor ??= await headCursor(this.api);
+    this.watching = true;
+    this.schedule();
+  }
+
+  stop(): void {
+    this.watching = false;
+    clearTimeout(this.timer);
+  }
+
+  private schedule(): void {
+    // A timeout chain, not an interval: a slow poll never overlaps the next one.
+    this.timer = setTimeout(() => {
+      void this.poll()
+        .catch(this.opts.onError)
+        .finally(() => {
+          if (this.watching) this.schedule();
+        });
+    }, this.opts.pollIntervalMs);
+    this.timer.unref();
+  }
+
+  private async poll(): Promise<void> {
+    const fresh: StreamItem[] = [];
+    for (;;) {
+      const page = await readStream(this.api, this.cursor!.toString(), 100);
+      fresh.push(...page.data);
+      this.cursor = BigInt(page.paging.cursor);
+      if (!page.paging.has_more) break;
+    }
+    if (fresh.length === 0) return;
+    this.items = [...this.items, ...fresh].slice(-KEEP);
+    this.opts.onItems(fresh);
+  }
+}
