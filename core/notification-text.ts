@@ -11,7 +11,7 @@ export function notificationText(kind: string, p: Record<string, unknown>): Noti
         subject: `Free plan: ${p.count} of ${p.limit} received messages forwarded this month`,
         text:
           Number(p.count) >= Number(p.limit)
-            ? `Your Account has forwarded ${p.count} received messages this month, the Free plan's limit. Further received messages are still stored and readable, but their webhook deliveries are marked "limited" and not sent until resent by hand or the month ends. Upgrade to lift the limit.`
+            ? `Your Account has forwarded ${p.count} received messages this month, the Free plan's limit. Further received messages are still stored and readable, but their webhook deliveries are marked "limited" and are not sent unless resent by hand; messages received from the next month on are forwarded again. Upgrade to lift the limit.`
             : `Your Account has forwarded ${p.count} of the ${p.limit} received messages the Free plan includes this month.`,
       };
     case 'endpoint_failing':

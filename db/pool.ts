@@ -20,8 +20,13 @@ export function createPool(url: string, max = 10): Db {
   });
   // An idle client losing its connection (server restart, failover) emits 'error' through the pool; unheard, it
   // would kill the process. The pool has already dropped that client and the next checkout reconnects.
-  pool.on('error', (err) => logger.warn({ err }, 'idle Postgres connection lost'));
+  pool.on('error', (err) => logger.warn({ err: brief(err) }, 'idle Postgres connection lost'));
   return pool;
+}
+
+/** What a lost connection's error says: pg's errors can carry the whole client, which would flood one log line. */
+function brief(err: Error): { message: string; code?: string } {
+  return { message: err.message, code: (err as { code?: string }).code };
 }
 
 /**
@@ -35,7 +40,7 @@ export async function withClient<T>(db: Db, fn: (client: pg.PoolClient) => Promi
   let broken: Error | undefined;
   const onError = (err: Error) => {
     // A dying connection can report twice (the server's FATAL, then the socket closing): log the cause once.
-    if (!broken) logger.warn({ err }, 'Postgres connection lost while checked out');
+    if (!broken) logger.warn({ err: brief(err) }, 'Postgres connection lost while checked out');
     broken ??= err;
   };
   client.on('error', onError);
