@@ -24,7 +24,7 @@ export async function startApi(
   const db = createPool(config.databaseUrl, 20);
   const { connection, client } = await connectTemporal(config.temporalAddress, config.temporalNamespace);
   const policy = createDestinationPolicy({ allowCidrs: config.allowPrivateCidrs, resolver: opts.resolver });
-  const httpClient = createHttpClient({ policy, timeoutMs: config.deliveryTimeoutMs });
+  const httpClient = createHttpClient({ policy, timeoutMs: config.deliveryTimeoutMs, devCaFile: config.devCaFile });
   const workflows = endpointWorkflows(client, config.taskQueue);
   const wakes = createWakeCoalescer(workflows);
   const app = createApp({

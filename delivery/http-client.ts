@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import type { LookupFunction } from 'node:net';
 import tls from 'node:tls';
 import ipaddr from 'ipaddr.js';
-import { Agent, request } from 'undici';
+import { Agent, buildConnector, request } from 'undici';
 import { storableExcerpt } from '../core/storable-text.js';
 import { BlockedDestinationError, type DestinationPolicy } from '../security/destination-policy.js';
 
@@ -32,10 +32,23 @@ export interface HttpClient {
 
 const EXCERPT_BYTES = 4096;
 
-/** Node's bundled roots plus NODE_EXTRA_CA_CERTS, read now so a test CA set after start-up is honoured too. */
-function trustedCas(): string[] {
-  const extra = process.env.NODE_EXTRA_CA_CERTS;
-  return extra && fs.existsSync(extra) ? [...tls.rootCertificates, fs.readFileSync(extra, 'utf8')] : [...tls.rootCertificates];
+/** Node's bundled roots plus NODE_EXTRA_CA_CERTS, read now so a test CA set after start-up is honoured too, plus the dev-mode CA file. */
+function trustedCas(devCaFile?: string): string[] {
+  const extras = [process.env.NODE_EXTRA_CA_CERTS, devCaFile].filter((f): f is string => Boolean(f) && fs.existsSync(f!));
+  return [...tls.rootCertificates, ...extras.map((f) => fs.readFileSync(f, 'utf8'))];
+}
+
+/**
+ * Dev mode: the CA file is read again whenever it changes, so a `webhooks listen` started (or
+ * its certificate made) after the service is trusted without a restart. New connections only.
+ */
+function reloadingConnector(base: buildConnector.BuildOptions, devCaFile: string): buildConnector.connector {
+  let current: { stamp: number; connector: buildConnector.connector } | undefined;
+  return (options, callback) => {
+    const stamp = fs.existsSync(devCaFile) ? fs.statSync(devCaFile).mtimeMs : -1;
+    if (current?.stamp !== stamp) current = { stamp, connector: buildConnector({ ...base, ca: trustedCas(devCaFile) }) };
+    return current.connector(options, callback);
+  };
 }
 
 function guardedLookup(policy: DestinationPolicy): LookupFunction {
@@ -67,11 +80,12 @@ function classify(err: unknown): { error: AttemptError; message: string } {
   return { error: 'connection_error', message };
 }
 
-export function createHttpClient(opts: { policy: DestinationPolicy; timeoutMs: number; maxConnectionsPerOrigin?: number }): HttpClient {
+export function createHttpClient(opts: { policy: DestinationPolicy; timeoutMs: number; maxConnectionsPerOrigin?: number; devCaFile?: string }): HttpClient {
+  const connect = { lookup: guardedLookup(opts.policy), timeout: opts.timeoutMs };
   const agent = new Agent({
     connections: opts.maxConnectionsPerOrigin ?? 16,
     keepAliveTimeout: 30_000,
-    connect: { lookup: guardedLookup(opts.policy), ca: trustedCas(), timeout: opts.timeoutMs },
+    connect: opts.devCaFile ? reloadingConnector(connect, opts.devCaFile) : { ...connect, ca: trustedCas() },
   });
 
   return {

@@ -50,6 +50,12 @@ async function bootstrapLocalAccount(databaseUrl: string): Promise<void> {
 }
 
 async function main() {
+  if (config.devMode) {
+    // Loud on purpose: dev mode lowers the SSRF guard, which must never happen in production.
+    say('WARNING: WEBHOOKS_DEV_MODE is on: deliveries may go to loopback receivers (127.0.0.0/8, ::1)' +
+      (config.devCaFile ? ` and ${config.devCaFile} is trusted as a receiver CA` : '; set WEBHOOKS_DEV_CA_FILE to trust a local receiver\'s CA') +
+      '. Never use it in production.');
+  }
   say(`Data folder: ${config.dataDir}`);
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {

@@ -20,7 +20,17 @@ export interface Config {
   /** smtp://user:pass@host:587 for owner notifications; unset logs them instead. */
   smtpUrl: string | undefined;
   smtpFrom: string;
+  /**
+   * WEBHOOKS_DEV_MODE=1, for a local receiver such as `webhooks listen`: loopback receivers are
+   * let through the SSRF guard and `devCaFile` is trusted. Never set it in production.
+   */
+  devMode: boolean;
+  /** WEBHOOKS_DEV_CA_FILE: a PEM CA trusted for receivers, in dev mode only (read at each new connection, so it may appear after start). */
+  devCaFile: string | undefined;
 }
+
+/** What dev mode lets through: the loopback ranges, where a local receiver listens. */
+export const DEV_MODE_CIDRS = ['127.0.0.0/8', '::1/128'];
 
 function int(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -38,6 +48,8 @@ function list(name: string): string[] {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const devMode = env.WEBHOOKS_DEV_MODE === '1' || env.WEBHOOKS_DEV_MODE === 'true';
+  const allowPrivateCidrs = list('WEBHOOK_ALLOW_PRIVATE_CIDRS');
   return {
     port: int('PORT', 3000),
     dataDir: path.resolve(env.DATA_DIR || '.data'),
@@ -49,11 +61,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     endpointLimit: int('ENDPOINT_LIMIT', 50),
     deliveryTimeoutMs: int('DELIVERY_TIMEOUT_MS', 10_000),
     rateLimit: { capacity: int('RATE_LIMIT_BURST', 100), refillPerSecond: int('RATE_LIMIT_PER_SECOND', 20) },
-    allowPrivateCidrs: list('WEBHOOK_ALLOW_PRIVATE_CIDRS'),
+    allowPrivateCidrs: devMode ? [...new Set([...allowPrivateCidrs, ...DEV_MODE_CIDRS])] : allowPrivateCidrs,
     providerAppSecret: env.PROVIDER_APP_SECRET || undefined,
     providerVerifyToken: env.PROVIDER_VERIFY_TOKEN || undefined,
     logLevel: env.LOG_LEVEL || 'info',
     smtpUrl: env.SMTP_URL || undefined,
     smtpFrom: env.SMTP_FROM || 'Webhook platform <no-reply@localhost>',
+    devMode,
+    devCaFile: devMode && env.WEBHOOKS_DEV_CA_FILE ? path.resolve(env.WEBHOOKS_DEV_CA_FILE) : undefined,
   };
 }

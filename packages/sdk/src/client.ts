@@ -1,0 +1,217 @@
+/** The REST client: one typed method per /api/v1 operation, the error model of SPEC 7, 429 retries. */
+import { WebhookPlatformError } from './errors.js';
+import type { components, paths } from './openapi.js';
+import { ROUTES, type RouteName, type Shape } from './routes.js';
+import { EventStream, type StreamOptions } from './stream.js';
+
+export const SDK_VERSION = '0.11.0';
+export const DEFAULT_BASE_URL = 'http://localhost:3000/api/v1';
+
+type Schemas = components['schemas'];
+export type Endpoint = Schemas['Endpoint'];
+export type EndpointWithSecret = Schemas['EndpointWithSecret'];
+export type CreateEndpoint = Schemas['CreateEndpoint'];
+export type UpdateEndpoint = Schemas['UpdateEndpoint'];
+export type TestResult = Schemas['TestResult'];
+export type Delivery = Schemas['Delivery'];
+export type DeliveryDetail = Schemas['DeliveryDetail'];
+export type Attempt = Schemas['Attempt'];
+export type Paging = Schemas['Paging'];
+export type StreamItem = Schemas['StreamItem'];
+export type StreamPaging = Schemas['StreamPaging'];
+export type PublishEvent = Schemas['PublishEvent'];
+export type EventType = Schemas['EventType'];
+export type ErrorEnvelope = Schemas['Error'];
+
+type Op<N extends RouteName> = NonNullable<paths[(typeof ROUTES)[N]['path']][(typeof ROUTES)[N]['method']]>;
+type JsonOf<R> = R extends { content: { 'application/json': infer B } } ? B : undefined;
+type Responses<N extends RouteName> = Op<N> extends { responses: infer R } ? R : never;
+/** The JSON of the 200 or 201 answer of a route, as the server documents it. */
+export type ResponseOf<N extends RouteName> = Responses<N> extends { 200: infer R } ? JsonOf<R> : Responses<N> extends { 201: infer R } ? JsonOf<R> : undefined;
+export type BodyOf<N extends RouteName> = Op<N> extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
+/** Query parameters as documented (strings on the wire); numbers are accepted for convenience. */
+export type QueryOf<N extends RouteName> = Op<N> extends { parameters: { query?: infer Q } } ? { [K in keyof Q]?: Q[K] | number } : never;
+
+export type Page<T> = { data: T[]; paging: Paging };
+export type DeliveryFilter = QueryOf<'listDeliveries'>;
+
+export interface ClientOptions {
+  /** Ends in /api/v1. Default http://localhost:3000/api/v1. */
+  baseUrl?: string;
+  /** Sent as X-API-Key. */
+  apiKey?: string;
+  /** Default: the global fetch (Node 20.19+). */
+  fetch?: typeof fetch;
+  /** Retries of a 429 answer, each after its Retry-After. Default 2. */
+  maxRetries?: number;
+  /** Delay before a 429 retry when the answer has no Retry-After. Default 1000 ms. */
+  defaultRetryDelayMs?: number;
+  userAgent?: string;
+}
+
+interface CallArgs {
+  params?: Record<string, string>;
+  query?: Record<string, string | number | undefined>;
+  body?: unknown;
+  signal?: AbortSignal;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Seconds of a Retry-After header: delta-seconds or an HTTP date. */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
+  if (value === null || value.trim() === '') return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim());
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
+}
+
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function checkShape(shape: Shape, body: unknown, what: string): void {
+  const data = isObject(body) ? body.data : undefined;
+  const ok =
+    shape === 'item' ? isObject(data) : shape === 'array' ? Array.isArray(data) : shape === 'page' ? Array.isArray(data) && isObject((body as { paging?: unknown }).paging) : true;
+  if (!ok) throw WebhookPlatformError.malformed(`${what}: the answer is not the documented shape (${shape === 'item' ? '{ data: {...} }' : shape === 'page' ? '{ data: [...], paging }' : '{ data: [...] }'})`);
+}
+
+export class WebhookPlatform {
+  readonly baseUrl: string;
+  readonly #apiKey: string | undefined;
+  readonly #fetch: typeof fetch;
+  readonly #maxRetries: number;
+  readonly #defaultRetryDelayMs: number;
+  readonly #userAgent: string;
+
+  constructor(options: ClientOptions = {}) {
+    this.baseUrl = (options.baseUrl ?? DEFAULT_BASE_URL).replace(/\/+$/, '');
+    this.#apiKey = options.apiKey;
+    const f = options.fetch ?? globalThis.fetch;
+    if (typeof f !== 'function') throw new Error('@webhook-platform/sdk needs a global fetch (Node 20.19 or later) or the fetch option');
+    this.#fetch = f;
+    this.#maxRetries = options.maxRetries ?? 2;
+    this.#defaultRetryDelayMs = options.defaultRetryDelayMs ?? 1000;
+    this.#userAgent = options.userAgent ?? `webhook-platform-sdk/${SDK_VERSION}`;
+  }
+
+  readonly webhooks = {
+    /** The answer is the only place the signing secret is ever shown. */
+    create: (body: BodyOf<'createWebhook'>, o?: { signal?: AbortSignal }) => this.#data<'createWebhook'>('createWebhook', { body, ...o }),
+    list: (query: QueryOf<'listWebhooks'> = {}, o?: { signal?: AbortSignal }) => this.call('listWebhooks', { query, ...o }),
+    get: (id: string, o?: { signal?: AbortSignal }) => this.#data<'getWebhook'>('getWebhook', { params: { id }, ...o }),
+    update: (id: string, body: BodyOf<'updateWebhook'>, o?: { signal?: AbortSignal }) => this.#data<'updateWebhook'>('updateWebhook', { params: { id }, body, ...o }),
+    delete: async (id: string, o?: { signal?: AbortSignal }): Promise<void> => {
+      await this.call('deleteWebhook', { params: { id }, ...o });
+    },
+    /** A non-2xx answer of the receiver is a WebhookPlatformError with status 502, code test_delivery_failed. */
+    test: (id: string, o?: { signal?: AbortSignal }) => this.#data<'testWebhook'>('testWebhook', { params: { id }, ...o }),
+  };
+
+  readonly deliveries = {
+    /** Newest first. Filters: endpoint_id, status, event_type (the fine name); `after` takes paging.next. */
+    list: (query: DeliveryFilter = {}, o?: { signal?: AbortSignal }) => this.call('listDeliveries', { query, ...o }),
+    get: (id: string, o?: { signal?: AbortSignal }) => this.#data<'getDelivery'>('getDelivery', { params: { id }, ...o }),
+    resend: (id: string, o?: { signal?: AbortSignal }) => this.#data<'resendDelivery'>('resendDelivery', { params: { id }, ...o }),
+  };
+
+  readonly events = {
+    /** One page of the durable stream after the exclusive cursor `after` (default 0). */
+    list: (query: QueryOf<'listEvents'> = {}, o?: { signal?: AbortSignal }) => this.call('listEvents', { query, ...o }),
+    /** `created` is false when the service already had this event (same idempotency key): `event` is then the first one. */
+    publish: async (body: BodyOf<'publishEvent'>, o?: { signal?: AbortSignal }): Promise<{ event: StreamItem; created: boolean }> => {
+      const { status, body: answer } = await this.#request('publishEvent', { body, ...o });
+      return { event: (answer as { data: StreamItem }).data, created: status === 201 };
+    },
+    /** Reads the stream from a saved cursor as an async iterator; see EventStream. */
+    stream: (options: StreamOptions = {}) => new EventStream((query, signal) => this.events.list(query, { signal }), options),
+  };
+
+  readonly eventTypes = {
+    list: async (o?: { signal?: AbortSignal }): Promise<EventType[]> => (await this.call('listEventTypes', { ...o })).data,
+  };
+
+  readonly contacts = {
+    /** Deletes the contact and removes its events from the stream. */
+    delete: async (id: string, o?: { signal?: AbortSignal }): Promise<void> => {
+      await this.call('deleteContact', { params: { id }, ...o });
+    },
+  };
+
+  /** Calls one route by its name in ROUTES and returns the answer's JSON. */
+  async call<N extends RouteName>(name: N, args: CallArgs = {}): Promise<ResponseOf<N>> {
+    return (await this.#request(name, args)).body as ResponseOf<N>;
+  }
+
+  async #data<N extends RouteName>(name: N, args: CallArgs): Promise<ResponseOf<N> extends { data: infer D } ? D : never> {
+    return ((await this.call(name, args)) as unknown as { data: never }).data;
+  }
+
+  async #request(name: RouteName, args: CallArgs): Promise<{ status: number; body: unknown }> {
+    const route = ROUTES[name];
+    const path = route.path.replace(/\{(\w+)\}/g, (_, key: string) => {
+      const value = args.params?.[key];
+      if (value === undefined || value === '') throw new TypeError(`${name}: missing path parameter ${key}`);
+      return encodeURIComponent(value);
+    });
+    const url = new URL(this.baseUrl + path);
+    for (const [key, value] of Object.entries(args.query ?? {})) if (value !== undefined && value !== '') url.searchParams.set(key, String(value));
+    const method = route.method.toUpperCase();
+    const what = `${method} ${url.pathname}`;
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.#userAgent };
+    if (this.#apiKey) headers['x-api-key'] = this.#apiKey;
+    if (args.body !== undefined) headers['content-type'] = 'application/json';
+    const body = args.body === undefined ? undefined : JSON.stringify(args.body);
+
+    for (let attempt = 0; ; attempt++) {
+      let res: Response;
+      let text: string;
+      try {
+        res = await this.#fetch(url, { method, headers, body, signal: args.signal });
+        text = await res.text();
+      } catch (err) {
+        if (args.signal?.aborted) throw err;
+        const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+        throw WebhookPlatformError.network(`${what}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, err);
+      }
+      const retryAfter = parseRetryAfter(res.headers.get('retry-after'));
+      if (res.status === 429 && attempt < this.#maxRetries) {
+        await sleep(retryAfter !== undefined ? retryAfter * 1000 : this.#defaultRetryDelayMs * 2 ** attempt, args.signal);
+        continue;
+      }
+      return { status: res.status, body: this.#interpret(route.shape, what, res.status, text, retryAfter) };
+    }
+  }
+
+  #interpret(shape: Shape, what: string, status: number, text: string, retryAfter: number | undefined): unknown {
+    const ok = status >= 200 && status < 300;
+    if (ok && shape === 'empty' && text === '') return undefined;
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw WebhookPlatformError.malformed(`${what}: HTTP ${status} with a body that is not JSON`);
+    }
+    // The envelope is an error whatever the status (SPEC 7), so it is looked for first.
+    if (isObject(json) && isObject(json.error)) {
+      const { code, message } = json.error;
+      if (typeof code !== 'string' || typeof message !== 'string') throw WebhookPlatformError.malformed(`${what}: HTTP ${status} with an error envelope lacking code or message`);
+      throw new WebhookPlatformError(status, code, message, { retryAfter });
+    }
+    if (!ok) throw WebhookPlatformError.malformed(`${what}: HTTP ${status} without the error envelope`);
+    checkShape(shape, json, what);
+    return json;
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * Every /api/v1 operation the SDK calls, with the shape of its success answer. Paths are keys
+ * of the generated `paths`, so a route the server does not document fails type checking, and
+ * test/kit/sdk-contract.test.ts checks this table covers the server's OpenAPI document exactly.
+ */
+import type { paths } from './openapi.js';
+
+export type Method = 'get' | 'post' | 'patch' | 'delete';
+/** `item`: `{ data: {...} }`; `page`: `{ data: [...], paging: {...} }`; `array`: `{ data: [...] }`; `empty`: 204, no body. */
+export type Shape = 'item' | 'page' | 'array' | 'empty';
+
+export interface Route {
+  readonly method: Method;
+  readonly path: keyof paths;
+  readonly shape: Shape;
+}
+
+export const ROUTES = {
+  createWebhook: { method: 'post', path: '/webhooks', shape: 'item' },
+  listWebhooks: { method: 'get', path: '/webhooks', shape: 'page' },
+  getWebhook: { method: 'get', path: '/webhooks/{id}', shape: 'item' },
+  updateWebhook: { method: 'patch', path: '/webhooks/{id}', shape: 'item' },
+  deleteWebhook: { method: 'delete', path: '/webhooks/{id}', shape: 'empty' },
+  testWebhook: { method: 'post', path: '/webhooks/{id}/test', shape: 'item' },
+  listDeliveries: { method: 'get', path: '/webhook_deliveries', shape: 'page' },
+  getDelivery: { method: 'get', path: '/webhook_deliveries/{id}', shape: 'item' },
+  resendDelivery: { method: 'post', path: '/webhook_deliveries/{id}/resend', shape: 'item' },
+  listEvents: { method: 'get', path: '/events', shape: 'page' },
+  publishEvent: { method: 'post', path: '/events', shape: 'item' },
+  listEventTypes: { method: 'get', path: '/event_types', shape: 'array' },
+  deleteContact: { method: 'delete', path: '/contacts/{id}', shape: 'empty' },
+} as const satisfies Record<string, Route>;
+
+export type RouteName = keyof typeof ROUTES;
