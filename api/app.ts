@@ -21,7 +21,7 @@ import { refuseUnstorableInput } from './validation.js';
 
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();
-  app.proxy = process.env.TRUST_PROXY === '1';
+  app.proxy = deps.config.trustProxy ?? false;
 
   app.use(async (ctx, next) => {
     const given = ctx.get('x-request-id');

@@ -8,7 +8,7 @@ import type { WakeCoalescer } from '../runtime/wake-coalescer.js';
 
 /** What the API needs from the outside world; tests build it from real components. */
 export interface ApiDeps {
-  config: Pick<Config, 'endpointLimit' | 'rateLimit'>;
+  config: Pick<Config, 'endpointLimit' | 'rateLimit'> & Partial<Pick<Config, 'trustProxy'>>;
   db: Db;
   secretBox: SecretBox;
   policy: DestinationPolicy;

@@ -126,3 +126,9 @@ export async function lockChannelAccount(tx: Queryable, id: string): Promise<{ a
 export async function deleteChannelAccount(tx: Queryable, id: string): Promise<void> {
   await tx.query('DELETE FROM channel_accounts WHERE id = $1', [id]);
 }
+
+/** The oldest Account, if any: `npm start` bootstraps one on an empty database. */
+export async function firstAccountId(db: Queryable): Promise<string | undefined> {
+  const { rows } = await db.query<{ id: string }>('SELECT id FROM accounts ORDER BY created_at, id LIMIT 1');
+  return rows[0]?.id;
+}

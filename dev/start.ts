@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { startApi } from '../api/server.js';
 import { issueApiKey } from '../db/api-keys.js';
-import { createAccount } from '../db/directory.js';
+import { createAccount, firstAccountId } from '../db/directory.js';
 import { migrate } from '../db/migrate.js';
 import { createPool } from '../db/pool.js';
 import { loadConfig } from '../runtime/config.js';
@@ -20,8 +20,8 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 const config = loadConfig();
 const stops: Array<() => Promise<void>> = [];
 
-async function preferredPort(envName: string, fallback: number): Promise<number | undefined> {
-  const wanted = Number(process.env[envName] || fallback);
+/** The configured port when it is free; otherwise the dev server picks one. */
+async function preferredPort(wanted: number): Promise<number | undefined> {
   return (await isPortOpen(wanted)) ? undefined : wanted;
 }
 
@@ -29,11 +29,11 @@ async function preferredPort(envName: string, fallback: number): Promise<number 
 async function bootstrapLocalAccount(databaseUrl: string): Promise<void> {
   const db = createPool(databaseUrl, 1);
   try {
-    const { rows } = await db.query<{ id: string }>('SELECT id FROM accounts ORDER BY created_at, id LIMIT 1');
-    if (rows[0]) {
+    const existing = await firstAccountId(db);
+    if (existing) {
       // Keys are shown once and stored as hashes, so a restart can only say how to make a new one.
-      const dataDir = process.env.DATA_DIR ? `DATA_DIR=${process.env.DATA_DIR} ` : '';
-      say(`API keys are shown only on the first run. A new key for Account ${rows[0].id}: ${dataDir}npm run --silent cli -- key create --account ${rows[0].id} --env live --scopes ${SCOPES.join(',')}`);
+      const dataDir = config.dataDir === path.resolve('.data') ? '' : `DATA_DIR=${config.dataDir} `;
+      say(`API keys are shown only on the first run. A new key for Account ${existing}: ${dataDir}npm run --silent cli -- key create --account ${existing} --env live --scopes ${SCOPES.join(',')}`);
       return;
     }
     const account = await createAccount(db, { name: 'Local account', ownerEmail: 'owner@localhost', plan: 'paid' });
@@ -70,8 +70,8 @@ async function main() {
     say('Starting the Temporal dev server...');
     const temporal = await startTemporalDevServer({
       dbFile: path.join(config.dataDir, 'temporal.db'),
-      port: await preferredPort('TEMPORAL_PORT', 7233),
-      uiPort: await preferredPort('TEMPORAL_UI_PORT', 8233),
+      port: await preferredPort(config.devServerPorts.frontend),
+      uiPort: await preferredPort(config.devServerPorts.ui),
       logFile: path.join(config.dataDir, 'temporal.log'),
     });
     stops.unshift(temporal.stop);

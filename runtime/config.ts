@@ -1,6 +1,60 @@
+/**
+ * Everything the service reads from its environment, parsed once, with zod, here. A bad value
+ * stops the process at start with every offending variable named, instead of surfacing later.
+ * (LOG_LEVEL and LOG_FORMAT are read by the logger itself, which must exist before this runs;
+ * NODE_EXTRA_CA_CERTS is Node's own and honoured where Node would.)
+ */
 import path from 'node:path';
+import { z } from 'zod';
 
-/** Everything the service reads from its environment, resolved once with defaults. */
+/** What dev mode lets through: the loopback ranges, where a local receiver listens. */
+export const DEV_MODE_CIDRS = ['127.0.0.0/8', '::1/128'];
+
+const optional = z
+  .string()
+  .optional()
+  .transform((v) => (v === '' ? undefined : v));
+const count = (fallback: number) => z.preprocess((v) => (v === '' || v === undefined ? undefined : v), z.coerce.number().int().nonnegative().default(fallback));
+const port = (fallback: number) => z.preprocess((v) => (v === '' || v === undefined ? undefined : v), z.coerce.number().int().min(0).max(65_535).default(fallback));
+const flag = z
+  .enum(['', '0', '1', 'false', 'true'])
+  .optional()
+  .transform((v) => v === '1' || v === 'true');
+const list = z
+  .string()
+  .optional()
+  .transform((v) =>
+    (v ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
+
+const Env = z.object({
+  PORT: port(3000),
+  DATA_DIR: optional,
+  DATABASE_URL: optional,
+  TEMPORAL_ADDRESS: optional,
+  TEMPORAL_NAMESPACE: optional,
+  TEMPORAL_TASK_QUEUE: optional,
+  TEMPORAL_PORT: port(7233),
+  TEMPORAL_UI_PORT: port(8233),
+  SECRETS_ENCRYPTION_KEY: optional,
+  ENDPOINT_LIMIT: count(50),
+  DELIVERY_TIMEOUT_MS: count(10_000),
+  RATE_LIMIT_BURST: count(100),
+  RATE_LIMIT_PER_SECOND: count(20),
+  WEBHOOK_ALLOW_PRIVATE_CIDRS: list,
+  PROVIDER_APP_SECRET: optional,
+  PROVIDER_VERIFY_TOKEN: optional,
+  LOG_LEVEL: optional,
+  SMTP_URL: optional,
+  SMTP_FROM: optional,
+  TRUST_PROXY: flag,
+  WEBHOOKS_DEV_MODE: flag,
+  WEBHOOKS_DEV_CA_FILE: optional,
+});
+
 export interface Config {
   port: number;
   dataDir: string;
@@ -8,6 +62,8 @@ export interface Config {
   temporalAddress: string | undefined;
   temporalNamespace: string;
   taskQueue: string;
+  /** Ports `npm start` gives the Temporal dev server and its Web UI (a free one when taken). */
+  devServerPorts: { frontend: number; ui: number };
   /** 32-byte key (base64) for AES-256-GCM of secrets at rest; generated into dataDir in development. */
   encryptionKey: string | undefined;
   endpointLimit: number;
@@ -20,6 +76,8 @@ export interface Config {
   /** smtp://user:pass@host:587 for owner notifications; unset logs them instead. */
   smtpUrl: string | undefined;
   smtpFrom: string;
+  /** TRUST_PROXY=1: client addresses come from X-Forwarded-For (behind a trusted proxy only). */
+  trustProxy: boolean;
   /**
    * WEBHOOKS_DEV_MODE=1, for a local receiver such as `webhooks listen`: loopback receivers are
    * let through the SSRF guard and `devCaFile` is trusted. Never set it in production.
@@ -29,45 +87,33 @@ export interface Config {
   devCaFile: string | undefined;
 }
 
-/** What dev mode lets through: the loopback ranges, where a local receiver listens. */
-export const DEV_MODE_CIDRS = ['127.0.0.0/8', '::1/128'];
-
-function int(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`);
-  return value;
-}
-
-function list(name: string): string[] {
-  return (process.env[name] ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-}
-
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const devMode = env.WEBHOOKS_DEV_MODE === '1' || env.WEBHOOKS_DEV_MODE === 'true';
-  const allowPrivateCidrs = list('WEBHOOK_ALLOW_PRIVATE_CIDRS');
+  const parsed = Env.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message} (got "${env[String(i.path[0])]}")`);
+    throw new Error(`invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+  const e = parsed.data;
   return {
-    port: int('PORT', 3000),
-    dataDir: path.resolve(env.DATA_DIR || '.data'),
-    databaseUrl: env.DATABASE_URL || undefined,
-    temporalAddress: env.TEMPORAL_ADDRESS || undefined,
-    temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
-    taskQueue: env.TEMPORAL_TASK_QUEUE || 'webhooks',
-    encryptionKey: env.SECRETS_ENCRYPTION_KEY || undefined,
-    endpointLimit: int('ENDPOINT_LIMIT', 50),
-    deliveryTimeoutMs: int('DELIVERY_TIMEOUT_MS', 10_000),
-    rateLimit: { capacity: int('RATE_LIMIT_BURST', 100), refillPerSecond: int('RATE_LIMIT_PER_SECOND', 20) },
-    allowPrivateCidrs: devMode ? [...new Set([...allowPrivateCidrs, ...DEV_MODE_CIDRS])] : allowPrivateCidrs,
-    providerAppSecret: env.PROVIDER_APP_SECRET || undefined,
-    providerVerifyToken: env.PROVIDER_VERIFY_TOKEN || undefined,
-    logLevel: env.LOG_LEVEL || 'info',
-    smtpUrl: env.SMTP_URL || undefined,
-    smtpFrom: env.SMTP_FROM || 'Webhook platform <no-reply@localhost>',
-    devMode,
-    devCaFile: devMode && env.WEBHOOKS_DEV_CA_FILE ? path.resolve(env.WEBHOOKS_DEV_CA_FILE) : undefined,
+    port: e.PORT,
+    dataDir: path.resolve(e.DATA_DIR ?? '.data'),
+    databaseUrl: e.DATABASE_URL,
+    temporalAddress: e.TEMPORAL_ADDRESS,
+    temporalNamespace: e.TEMPORAL_NAMESPACE ?? 'default',
+    taskQueue: e.TEMPORAL_TASK_QUEUE ?? 'webhooks',
+    devServerPorts: { frontend: e.TEMPORAL_PORT, ui: e.TEMPORAL_UI_PORT },
+    encryptionKey: e.SECRETS_ENCRYPTION_KEY,
+    endpointLimit: e.ENDPOINT_LIMIT,
+    deliveryTimeoutMs: e.DELIVERY_TIMEOUT_MS,
+    rateLimit: { capacity: e.RATE_LIMIT_BURST, refillPerSecond: e.RATE_LIMIT_PER_SECOND },
+    allowPrivateCidrs: e.WEBHOOKS_DEV_MODE ? [...new Set([...e.WEBHOOK_ALLOW_PRIVATE_CIDRS, ...DEV_MODE_CIDRS])] : e.WEBHOOK_ALLOW_PRIVATE_CIDRS,
+    providerAppSecret: e.PROVIDER_APP_SECRET,
+    providerVerifyToken: e.PROVIDER_VERIFY_TOKEN,
+    logLevel: e.LOG_LEVEL ?? 'info',
+    smtpUrl: e.SMTP_URL,
+    smtpFrom: e.SMTP_FROM ?? 'Webhook platform <no-reply@localhost>',
+    trustProxy: e.TRUST_PROXY,
+    devMode: e.WEBHOOKS_DEV_MODE,
+    devCaFile: e.WEBHOOKS_DEV_MODE && e.WEBHOOKS_DEV_CA_FILE ? path.resolve(e.WEBHOOKS_DEV_CA_FILE) : undefined,
   };
 }

@@ -1014,12 +1014,23 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @example {
+         *       "number": 1,
+         *       "started_at": "2026-11-22T10:05:00.000Z",
+         *       "duration_ms": 120,
+         *       "response_code": 503,
+         *       "error": "non_2xx",
+         *       "response_excerpt": "Service Unavailable"
+         *     }
+         */
         Attempt: {
             duration_ms: number;
             /** @enum {string|null} */
             error: "timeout" | "connection_error" | "tls_error" | "blocked_destination" | "non_2xx" | null;
             number: number;
             response_code: number | null;
+            /** @description The first 4 KiB of the answer, as UTF-8 text. */
             response_excerpt: string | null;
             /**
              * Format: date-time
@@ -1027,6 +1038,15 @@ export interface components {
              */
             started_at: string;
         };
+        /**
+         * @example {
+         *       "url": "https://example.com/webhooks",
+         *       "events": [
+         *         "messages",
+         *         "statuses"
+         *       ]
+         *     }
+         */
         CreateEndpoint: {
             active?: boolean;
             /** Format: uuid */
@@ -1043,6 +1063,24 @@ export interface components {
             /** @example https://example.com/webhooks */
             url: string;
         };
+        /**
+         * @example {
+         *       "id": "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a",
+         *       "endpoint_id": "0b9a4a4e-3f4e-4c57-9d0e-6c1f7f1d2a10",
+         *       "event_id": "5f7c2d1e-8a3b-4c6d-9e0f-1a2b3c4d5e6f",
+         *       "event_type": "crm.demand.created",
+         *       "idempotency_key": "crm:demand:dem_01:1",
+         *       "environment": "live",
+         *       "status": "failed",
+         *       "attempts": 1,
+         *       "response_code": 503,
+         *       "last_attempt_at": "2026-11-22T10:05:00.000Z",
+         *       "next_attempt_at": "2026-11-22T10:06:00.000Z",
+         *       "terminal_reason": null,
+         *       "created_at": "2026-11-22T10:05:00.000Z",
+         *       "updated_at": "2026-11-22T10:05:00.120Z"
+         *     }
+         */
         Delivery: {
             attempts: number;
             /**
@@ -1080,9 +1118,60 @@ export interface components {
              */
             updated_at: string;
         };
+        /**
+         * @example {
+         *       "id": "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a",
+         *       "endpoint_id": "0b9a4a4e-3f4e-4c57-9d0e-6c1f7f1d2a10",
+         *       "event_id": "5f7c2d1e-8a3b-4c6d-9e0f-1a2b3c4d5e6f",
+         *       "event_type": "crm.demand.created",
+         *       "idempotency_key": "crm:demand:dem_01:1",
+         *       "environment": "live",
+         *       "status": "failed",
+         *       "attempts": 1,
+         *       "response_code": 503,
+         *       "last_attempt_at": "2026-11-22T10:05:00.000Z",
+         *       "next_attempt_at": "2026-11-22T10:06:00.000Z",
+         *       "terminal_reason": null,
+         *       "created_at": "2026-11-22T10:05:00.000Z",
+         *       "updated_at": "2026-11-22T10:05:00.120Z",
+         *       "attempts_log": [
+         *         {
+         *           "number": 1,
+         *           "started_at": "2026-11-22T10:05:00.000Z",
+         *           "duration_ms": 120,
+         *           "response_code": 503,
+         *           "error": "non_2xx",
+         *           "response_excerpt": "Service Unavailable"
+         *         }
+         *       ]
+         *     }
+         */
         DeliveryDetail: components["schemas"]["Delivery"] & {
             attempts_log: components["schemas"]["Attempt"][];
         };
+        /**
+         * @example {
+         *       "id": "0b9a4a4e-3f4e-4c57-9d0e-6c1f7f1d2a10",
+         *       "customer_id": null,
+         *       "url": "https://example.com/webhooks",
+         *       "events": [
+         *         "messages",
+         *         "statuses"
+         *       ],
+         *       "active": true,
+         *       "has_authorization": false,
+         *       "health_status": "healthy",
+         *       "failure_streak": 0,
+         *       "verified_at": "2026-11-22T10:01:00.000Z",
+         *       "last_success_at": "2026-11-22T10:05:12.345Z",
+         *       "last_failure_at": null,
+         *       "last_response_code": 200,
+         *       "next_attempt_at": null,
+         *       "paused_at": null,
+         *       "created_at": "2026-11-22T10:00:00.000Z",
+         *       "updated_at": "2026-11-22T10:05:12.345Z"
+         *     }
+         */
         Endpoint: {
             active: boolean;
             /**
@@ -1132,15 +1221,65 @@ export interface components {
              */
             verified_at: string | null;
         };
+        /**
+         * @example {
+         *       "id": "0b9a4a4e-3f4e-4c57-9d0e-6c1f7f1d2a10",
+         *       "customer_id": null,
+         *       "url": "https://example.com/webhooks",
+         *       "events": [
+         *         "messages",
+         *         "statuses"
+         *       ],
+         *       "active": true,
+         *       "has_authorization": false,
+         *       "health_status": "unverified",
+         *       "failure_streak": 0,
+         *       "verified_at": null,
+         *       "last_success_at": null,
+         *       "last_failure_at": null,
+         *       "last_response_code": null,
+         *       "next_attempt_at": null,
+         *       "paused_at": null,
+         *       "created_at": "2026-11-22T10:00:00.000Z",
+         *       "updated_at": "2026-11-22T10:00:00.000Z",
+         *       "secret": "whsec_3q2-7wEXAMPLEv5dH0hZ1lS8nQkQm9YV0cXo1pA2bC3dE4"
+         *     }
+         */
         EndpointWithSecret: components["schemas"]["Endpoint"] & {
+            /** @description Shown in this answer only. */
             secret: string;
         };
+        /**
+         * @example {
+         *       "error": {
+         *         "code": "invalid_url",
+         *         "message": "url must use https://"
+         *       }
+         *     }
+         */
         Error: {
             error: {
                 code: string;
                 message: string;
             };
         };
+        /**
+         * @example {
+         *       "name": "crm.demand.created",
+         *       "category": "crm",
+         *       "description": "A demand was created; each write increments its version.",
+         *       "in_stream": true,
+         *       "schema": {
+         *         "type": "object",
+         *         "properties": {
+         *           "entity_type": {
+         *             "type": "string",
+         *             "const": "demand"
+         *           }
+         *         }
+         *       }
+         *     }
+         */
         EventType: {
             category: string | null;
             description: string;
@@ -1158,6 +1297,24 @@ export interface components {
             next: string | null;
             previous: string | null;
         };
+        /**
+         * @example {
+         *       "type": "crm.demand.created",
+         *       "data": {
+         *         "entity_type": "demand",
+         *         "entity_id": "dem_01",
+         *         "before_data": null,
+         *         "after_data": {
+         *           "id": "dem_01",
+         *           "version": 1,
+         *           "status": "open",
+         *           "contact_id": "c_1",
+         *           "title": "Quote"
+         *         },
+         *         "actor_user_id": null
+         *       }
+         *     }
+         */
         PublishEvent: {
             /** Format: uuid */
             channel_account_id?: string | null;
@@ -1175,6 +1332,31 @@ export interface components {
             };
             type: string;
         };
+        /**
+         * @example {
+         *       "id": "5f7c2d1e-8a3b-4c6d-9e0f-1a2b3c4d5e6f",
+         *       "cursor": "42",
+         *       "type": "crm.demand.created",
+         *       "environment": "live",
+         *       "message_id": null,
+         *       "external_id": null,
+         *       "occurred_at": "2026-11-22T10:05:00.000Z",
+         *       "created_at": "2026-11-22T10:05:00.010Z",
+         *       "data": {
+         *         "entity_type": "demand",
+         *         "entity_id": "dem_01",
+         *         "before_data": null,
+         *         "after_data": {
+         *           "id": "dem_01",
+         *           "version": 1,
+         *           "status": "open",
+         *           "contact_id": "c_1",
+         *           "title": "Quote"
+         *         },
+         *         "actor_user_id": null
+         *       }
+         *     }
+         */
         StreamItem: {
             /**
              * Format: date-time
@@ -1204,17 +1386,42 @@ export interface components {
             occurred_at: string;
             type: string;
         };
+        /**
+         * @example {
+         *       "cursor": "42",
+         *       "next": null,
+         *       "has_more": false
+         *     }
+         */
         StreamPaging: {
             cursor: string;
             has_more: boolean;
             next: string | null;
         };
+        /**
+         * @example {
+         *       "success": true,
+         *       "response_code": 200,
+         *       "health_status": "healthy",
+         *       "active": true
+         *     }
+         */
         TestResult: {
             active: boolean;
             health_status: string;
             response_code: number;
             success: boolean;
         };
+        /**
+         * @example {
+         *       "events": [
+         *         "crm"
+         *       ],
+         *       "headers": {
+         *         "Authorization": "Bearer receiver-token"
+         *       }
+         *     }
+         */
         UpdateEndpoint: {
             active?: boolean;
             /** Format: uuid */
@@ -1228,6 +1435,7 @@ export interface components {
              */
             events?: string[];
             headers?: {
+                /** @description Sent as the Authorization header of every delivery and test; null or "" removes it. Never returned. */
                 Authorization?: string | null;
             };
             secret?: string;
