@@ -1,10 +1,10 @@
 import type { Config } from '../runtime/config.js';
 import type { Db } from '../db/pool.js';
 import type { HttpClient } from '../delivery/http-client.js';
-import type { EndpointWorkflows } from '../runtime/temporal.js';
+import type { EndpointWorkflows } from '../temporal/client.js';
 import type { DestinationPolicy } from '../security/destination-policy.js';
 import type { SecretBox } from '../security/secret-box.js';
-import type { WakeCoalescer } from '../runtime/wake-coalescer.js';
+import type { WakeCoalescer } from '../temporal/wake-coalescer.js';
 
 /** What the API needs from the outside world; tests build it from real components. */
 export interface ApiDeps {

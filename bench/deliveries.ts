@@ -22,7 +22,7 @@ import { startTemporalDevServer } from '../dev/temporal-servers.js';
 import { projectRoot } from '../dev/tools.js';
 import { storeEvent } from '../ingest/store-event.js';
 import { loadConfig } from '../runtime/config.js';
-import { connectTemporal, endpointWorkflows } from '../runtime/temporal.js';
+import { connectTemporal, endpointWorkflows } from '../temporal/client.js';
 import { createSecretBox } from '../security/secret-box.js';
 import { runWorker } from '../worker/main.js';
 import { endpointStateQuery, endpointWorkflowId } from '../workflows/endpoint-contract.js';

@@ -1,5 +1,5 @@
 import type { Db } from '../db/pool.js';
-import type { WakeCoalescer } from '../runtime/wake-coalescer.js';
+import type { WakeCoalescer } from '../temporal/wake-coalescer.js';
 import type { StoredEvent } from './store-event.js';
 
 export interface IngestDeps {

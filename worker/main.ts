@@ -5,7 +5,7 @@ import { createPool } from '../db/pool.js';
 import { createHttpClient } from '../delivery/http-client.js';
 import { loadConfig, type Config } from '../runtime/config.js';
 import { logger } from '../runtime/logger.js';
-import { connectTemporal, ensureSearchAttributes } from '../runtime/temporal.js';
+import { connectTemporal, ensureSearchAttributes } from '../temporal/client.js';
 import { createDestinationPolicy, type Resolver } from '../security/destination-policy.js';
 import { createSecretBox, loadOrCreateEncryptionKey } from '../security/secret-box.js';
 import { createWorker } from './create-worker.js';

@@ -17,7 +17,7 @@ import {
 import { inTransaction } from '../../db/pool.js';
 import { sendToEndpoint } from '../../delivery/send-webhook.js';
 import { webhookSends } from '../../runtime/metrics.js';
-import { notifyAfterCommit } from '../../runtime/temporal.js';
+import { notifyAfterCommit } from '../../temporal/client.js';
 import { urlRefusal } from '../../security/destination-policy.js';
 import { generateSigningSecret } from '../../security/signature.js';
 import { principalOf, requireScope } from '../auth.js';

@@ -12,7 +12,7 @@ import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, beforeEach, expect } from 'vitest';
 import { getEventDefinition } from '../../core/catalog/index.js';
 import { storeEvent } from '../../ingest/store-event.js';
-import { endpointWorkflows } from '../../runtime/temporal.js';
+import { endpointWorkflows } from '../../temporal/client.js';
 import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
 import { eventually, staticResolver, startTestApi, TEST_HOSTS, testDb, type Tenant, type TestApi } from './harness.js';
 import { startReceiver, type ReceivedRequest, type Receiver } from './https-receiver.js';

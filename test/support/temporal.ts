@@ -7,7 +7,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import { createActivities } from '../../activities/index.js';
 import { startTimeSkippingTestServer } from '../../dev/temporal-servers.js';
-import { ensureSearchAttributes } from '../../runtime/temporal.js';
+import { ensureSearchAttributes } from '../../temporal/client.js';
 import { createHttpClient, type HttpClient } from '../../delivery/http-client.js';
 import { createDestinationPolicy, type Resolver } from '../../security/destination-policy.js';
 import { createSecretBox } from '../../security/secret-box.js';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { endpointWorkflows } from '../../runtime/temporal.js';
+import { endpointWorkflows } from '../../temporal/client.js';
 import { createSecretBox } from '../../security/secret-box.js';
 import { endpointStateQuery, endpointWorkflowId } from '../../workflows/endpoint-contract.js';
 import { insertEndpoint } from '../../db/endpoints.js';

@@ -2,8 +2,8 @@
  * Coalesces "wake up" signals: many events for one endpoint within a short window become
  * one signal. Postgres is the queue; the signal only says "look".
  */
-import { logger } from './logger.js';
-import type { EndpointWorkflows } from './temporal.js';
+import { logger } from '../runtime/logger.js';
+import type { EndpointWorkflows } from './client.js';
 
 export interface WakeCoalescer {
   wake(endpointId: string, accountId: string): void;

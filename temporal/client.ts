@@ -2,7 +2,7 @@
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { endpointChangedSignal, endpointWorkflowId, wakeSignal, type EndpointChange } from '../workflows/endpoint-contract.js';
 import { customSearchAttributes } from '../workflows/search-attributes.js';
-import { logger } from './logger.js';
+import { logger } from '../runtime/logger.js';
 
 const GRPC_ALREADY_EXISTS = 6;
 const GRPC_UNIMPLEMENTED = 12;
