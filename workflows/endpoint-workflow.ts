@@ -46,6 +46,7 @@ const { deliverDue } = proxyActivities<EndpointActivities>({
 export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: EndpointWorkflowState): Promise<void> {
   const state: EndpointWorkflowState = carried ?? { health: 'unverified', failureStreak: 0, active: true, changesSeen: 0, wakeups: 0 };
   const pending: EndpointChange[] = [];
+  // Every run starts with a pass, as if woken.
   let woken = true;
   let changesThisRun = 0;
 
@@ -104,7 +105,7 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: E
       state.nextExpiryAtMs = await expireHeld(input.endpointId, Date.now());
     }
     await showNextAttempt(input, state);
-    // Only with nothing unhandled: what signal handlers queued in this run would not cross over.
+    // Only between signals: what the handlers queued in this run is handled first.
     const forced = input.continueAsNewAfterChanges != null && changesThisRun >= input.continueAsNewAfterChanges;
     if ((workflowInfo().continueAsNewSuggested || forced) && pending.length === 0 && !woken) {
       await condition(allHandlersFinished);
