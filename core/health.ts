@@ -121,6 +121,19 @@ export interface EndpointHealth extends HealthState {
   pausedAtMs: number | null;
 }
 
+/** The health a state carries; observations it has not made yet are null. */
+export function endpointHealthOf(s: HealthState & Partial<EndpointHealth>): EndpointHealth {
+  return {
+    health: s.health,
+    failureStreak: s.failureStreak,
+    lastSuccessAtMs: s.lastSuccessAtMs ?? null,
+    lastFailureAtMs: s.lastFailureAtMs ?? null,
+    lastResponseCode: s.lastResponseCode ?? null,
+    streakStartedAtMs: s.streakStartedAtMs ?? null,
+    pausedAtMs: s.pausedAtMs ?? null,
+  };
+}
+
 export interface StreakAlert {
   streak: (typeof ALERT_STREAKS)[number];
   streakStartedAtMs: number;

@@ -10,6 +10,12 @@ export type EndpointChange = 'created' | 'updated' | 'verified' | 'deleted';
 export interface EndpointWorkflowInput {
   endpointId: string;
   accountId: string;
+  /**
+   * For tests: continue as new once a run has taken in this many change signals, as when
+   * Temporal suggests it (the time-skipping test server never does). Absent in production;
+   * it travels with the input into every later run.
+   */
+  continueAsNewAfterChanges?: number;
 }
 
 export const endpointChangedSignal = defineSignal<[{ change: EndpointChange }]>('endpointChanged');

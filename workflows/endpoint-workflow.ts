@@ -9,15 +9,14 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
-  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { EndpointActivities } from '../activities/index.js';
-import { afterRound, sends, type EndpointHealth } from '../core/health.js';
-import { retryDelayMs } from '../core/retry-curve.js';
+import { afterRound, endpointHealthOf, sends } from '../core/health.js';
+import { expiryDue, failingNotBefore, idleWait, nextPostAt, roundLimit } from '../core/schedule.js';
 import {
   endpointChangedSignal,
   endpointStateQuery,
@@ -37,24 +36,19 @@ const { recordHealth, recordNextAttempt, holdDeliveries, releaseDeliveries, expi
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 const { deliverDue } = proxyActivities<EndpointActivities>({
-  // A round is at most BATCH POSTs of 10 s each, 16 at a time: about 2 minutes at worst.
+  // A round is at most 200 POSTs (BATCH) of 10 s each, 16 at a time: about 2 minutes at worst.
   startToCloseTimeout: '3 minutes',
   // It heartbeats every 2 s: a round lost with its worker is retried within seconds, not minutes.
   heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 
-/** POSTs per round while the endpoint is healthy (fewer rounds, fewer workflow tasks); one while it is failing. */
-const BATCH = 200;
-/** How long an idle workflow waits before re-reading its endpoint anyway. */
-const RECONCILE_MS = 60 * 60 * 1000;
-/** Workflows that predate the delivery engine replay without it. */
-const DELIVERY_ENGINE = 'delivery-engine';
-
 export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: EndpointWorkflowState): Promise<void> {
   const state: EndpointWorkflowState = carried ?? { health: 'unverified', failureStreak: 0, active: true, changesSeen: 0, wakeups: 0 };
   const pending: EndpointChange[] = [];
-  let woken = false;
+  // Every run starts with a pass, as if woken.
+  let woken = true;
+  let changesThisRun = 0;
 
   setHandler(endpointChangedSignal, ({ change }) => {
     pending.push(change);
@@ -64,25 +58,17 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: E
   });
   setHandler(endpointStateQuery, () => state);
 
-  const engine = patched(DELIVERY_ENGINE);
   // A new run looks at Postgres before anything else: it may have been started by a wake-up,
   // not a change, and a first run knows nothing of the endpoint yet.
-  let reload = engine && !carried;
-  if (engine) woken = true;
+  let reload = !carried;
 
   for (;;) {
-    if (engine) {
-      // Idle at most an hour: a signal lost while Temporal was unreachable is made good by
-      // re-reading the endpoint.
-      const scheduled = nextWakeAt(state);
-      const reconcileAt = Date.now() + RECONCILE_MS;
-      const wakeAt = scheduled === null ? reconcileAt : Math.min(scheduled, reconcileAt);
-      if (wakeAt > Date.now()) {
-        const signalled = await condition(() => pending.length > 0 || woken, wakeAt - Date.now());
-        if (!signalled && wakeAt === reconcileAt) reload = true;
-      }
-    } else {
-      await condition(() => pending.length > 0 || woken);
+    // Idle at most an hour: a signal lost while Temporal was unreachable is made good by
+    // re-reading the endpoint.
+    const wait = idleWait(state, Date.now());
+    if (wait.delayMs > 0) {
+      const signalled = await condition(() => pending.length > 0 || woken, wait.delayMs);
+      if (!signalled && wait.reconcile) reload = true;
     }
     const wasWoken = woken;
     if (woken) {
@@ -94,6 +80,7 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: E
       // Changes are coalesced: the snapshot read after them reflects them all.
       const changes = pending.splice(0);
       state.changesSeen += changes.length;
+      changesThisRun += changes.length;
       // A deletion wins over anything queued before or after it, and an endpoint gone from
       // Postgres is closed the same way.
       const snapshot = changes.includes('deleted') ? null : await loadEndpointSnapshot(input.endpointId);
@@ -101,27 +88,26 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: E
         await closeEndpoint(input.endpointId);
         return;
       }
-      if (engine && state.failureStreak > 0 && snapshot.failure_streak === 0) state.streakStartedAtMs = null;
+      if (state.failureStreak > 0 && snapshot.failure_streak === 0) state.streakStartedAtMs = null;
       state.health = snapshot.health_status;
       state.failureStreak = snapshot.failure_streak;
       state.active = snapshot.active;
-      if (engine && snapshot.health_status !== 'paused') state.pausedAtMs = null;
+      if (snapshot.health_status !== 'paused') state.pausedAtMs = null;
       publishSearchAttributes(input, state);
     }
-    if (engine) {
-      const wasSending = state.sending ?? false;
-      await followAdmission(input, state);
-      await deliver(input, state);
-      // Holds are looked at when they may have changed: just held, new work arrived, or one is due to expire.
-      const expiryDue = state.nextExpiryAtMs != null && Date.now() >= state.nextExpiryAtMs;
-      if (!state.sending && (wasWoken || wasSending || expiryDue)) {
-        // Deliveries accepted while not sending start their hold now.
-        if (wasWoken) await holdDeliveries(input.endpointId, Date.now());
-        state.nextExpiryAtMs = await expireHeld(input.endpointId, Date.now());
-      }
-      await showNextAttempt(input, state);
+    const wasSending = state.sending ?? false;
+    await followAdmission(input, state);
+    await deliver(input, state);
+    // Holds are looked at when they may have changed: just held, new work arrived, or one is due to expire.
+    if (!state.sending && (wasWoken || wasSending || expiryDue(state, Date.now()))) {
+      // Deliveries accepted while not sending start their hold now.
+      if (wasWoken) await holdDeliveries(input.endpointId, Date.now());
+      state.nextExpiryAtMs = await expireHeld(input.endpointId, Date.now());
     }
-    if (workflowInfo().continueAsNewSuggested && pending.length === 0 && !woken) {
+    await showNextAttempt(input, state);
+    // Only between signals: what the handlers queued in this run is handled first.
+    const forced = input.continueAsNewAfterChanges != null && changesThisRun >= input.continueAsNewAfterChanges;
+    if ((workflowInfo().continueAsNewSuggested || forced) && pending.length === 0 && !woken) {
       await condition(allHandlersFinished);
       await continueAsNew<typeof endpointWorkflow>(input, state);
     }
@@ -154,13 +140,13 @@ async function deliver(input: EndpointWorkflowInput, state: EndpointWorkflowStat
     const now = Date.now();
     const notBefore = failingNotBefore(state);
     if (notBefore !== null && now < notBefore) return;
-    const round = await deliverDue(input.endpointId, now, state.failureStreak > 0 ? 1 : BATCH);
+    const round = await deliverDue(input.endpointId, now, roundLimit(state));
     state.nextDueAtMs = round.nextDueAtMs;
     if (round.outcomes.length === 0) {
       if (round.more) continue;
       return;
     }
-    const { health, alerts } = afterRound(healthOf(state), round.outcomes);
+    const { health, alerts } = afterRound(endpointHealthOf(state), round.outcomes);
     Object.assign(state, health);
     state.delivered = (state.delivered ?? 0) + round.outcomes.length;
     for (const alert of alerts) await alertOwner(input.endpointId, alert.streak, alert.streakStartedAtMs);
@@ -177,39 +163,10 @@ async function deliver(input: EndpointWorkflowInput, state: EndpointWorkflowStat
   }
 }
 
-function healthOf(state: EndpointWorkflowState): EndpointHealth {
-  return {
-    health: state.health,
-    failureStreak: state.failureStreak,
-    lastSuccessAtMs: state.lastSuccessAtMs ?? null,
-    lastFailureAtMs: state.lastFailureAtMs ?? null,
-    lastResponseCode: state.lastResponseCode ?? null,
-    streakStartedAtMs: state.streakStartedAtMs ?? null,
-    pausedAtMs: state.pausedAtMs ?? null,
-  };
-}
-
 /** Keeps the endpoint's `next_attempt_at` true when the schedule moves outside a round (a hold, a release, a verification). */
 async function showNextAttempt(input: EndpointWorkflowInput, state: EndpointWorkflowState): Promise<void> {
   const next = nextPostAt(state);
   if (next === (state.recordedNextAttemptAtMs ?? null)) return;
   await recordNextAttempt(input.endpointId, next);
   state.recordedNextAttemptAtMs = next;
-}
-
-function failingNotBefore(state: EndpointWorkflowState): number | null {
-  if (state.failureStreak === 0 || state.lastFailureAtMs == null) return null;
-  return state.lastFailureAtMs + retryDelayMs(state.failureStreak);
-}
-
-/** When the next POST will be: the endpoint's `next_attempt_at` (none while it does not send). */
-function nextPostAt(state: EndpointWorkflowState): number | null {
-  if (!sends(state.active, state.health) || state.nextDueAtMs == null) return null;
-  const notBefore = failingNotBefore(state);
-  return notBefore === null ? state.nextDueAtMs : Math.max(state.nextDueAtMs, notBefore);
-}
-
-function nextWakeAt(state: EndpointWorkflowState): number | null {
-  const times = [state.sending ? nextPostAt(state) : null, state.sending ? null : (state.nextExpiryAtMs ?? null)].filter((t): t is number => t !== null);
-  return times.length ? Math.min(...times) : null;
 }

@@ -50,15 +50,24 @@ async function makeTls() {
   return { caFile, cert: leaf.cert, key: leaf.private };
 }
 
-/** A fresh database per run on the shared server, so runs never see each other's rows. */
+/** Leftovers of runs that never cleaned up are dropped once they are this old; a live run is younger. */
+const LEFTOVER_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * A fresh database per run on the shared server, so runs never see each other's rows. Its
+ * name carries its creation time: concurrent runs on one server drop only their own database
+ * (at teardown) and leftovers older than a day, never another run's.
+ */
 async function freshDatabase(serverUrl: string): Promise<string> {
   const name = `test_${Date.now()}_${crypto.randomBytes(3).toString('hex')}`;
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
   try {
-    // Drop leftovers of earlier runs that did not clean up.
-    const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE 'test\\_%'`);
-    for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`).catch(() => {});
+    const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname ~ '^test_[0-9]+_[0-9a-f]+$'`);
+    for (const { datname } of rows) {
+      const createdAtMs = Number(datname.split('_')[1]);
+      if (Date.now() - createdAtMs > LEFTOVER_MS) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`).catch(() => {});
+    }
     await admin.query(`CREATE DATABASE "${name}"`);
   } finally {
     await admin.end();

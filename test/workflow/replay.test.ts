@@ -1,17 +1,21 @@
 /**
  * Replays recorded histories of real runs against today's workflow code. A change that
- * would break running workflows (non-determinism) fails here; guard it with `patched()`.
+ * would break running workflows (non-determinism) fails here; guard it with `patched()`. A
+ * deliberately changed workflow proves the replay can fail at all.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { temporal } from '@temporalio/proto';
-import { Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, Worker } from '@temporalio/worker';
+import { DeterminismViolationError } from '@temporalio/workflow';
 import { describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 
 const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'histories');
 const files = fs.readdirSync(dir).filter((f) => f.endsWith('.binpb'));
+// Binary protobuf: the SDK's JSON history path trips over its own duplicated protobufjs copies.
+const load = (file: string) => temporal.api.history.v1.History.decode(fs.readFileSync(path.join(dir, file)));
 
 describe('replay of recorded endpoint workflow histories', () => {
   it('has recorded histories to replay', () => {
@@ -19,8 +23,18 @@ describe('replay of recorded endpoint workflow histories', () => {
   });
 
   it.each(files)('%s replays deterministically', async (file) => {
-    // Binary protobuf: the SDK's JSON history path trips over its own duplicated protobufjs copies.
-    const history = temporal.api.history.v1.History.decode(fs.readFileSync(path.join(dir, file)));
+    const history = load(file);
     await expect(Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, file)).resolves.toBeUndefined();
   });
+});
+
+describe('replay can fail', () => {
+  it('every recorded history is refused by a deliberately changed workflow (a timer before its first step)', async () => {
+    const quiet = { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} } as never;
+    const workflowsPath = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'changed-endpoint-workflow.ts');
+    const workflowBundle = await bundleWorkflowCode({ workflowsPath, logger: quiet });
+    for (const file of files) {
+      await expect(Worker.runReplayHistory({ workflowBundle }, load(file), file), file).rejects.toBeInstanceOf(DeterminismViolationError);
+    }
+  }, 120_000);
 });

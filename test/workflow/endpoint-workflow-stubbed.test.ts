@@ -1,0 +1,272 @@
+/**
+ * The real endpoint workflow code on the time-skipping server with stub activities: no
+ * Postgres, no HTTP. Fast, and it shows exactly what the workflow asks its activities for.
+ * The stubs are typed as the real activities, so a signature change breaks compilation here.
+ */
+import crypto from 'node:crypto';
+import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import type { AttemptOutcome } from '../../core/health.js';
+import type { createActivities, DeliveryRound, EndpointSnapshot } from '../../activities/index.js';
+import { endpointWorkflows } from '../../runtime/temporal.js';
+import { endpointChangedSignal, endpointStateQuery, endpointWorkflowId, wakeSignal, type EndpointChange, type EndpointWorkflowInput } from '../../workflows/endpoint-contract.js';
+import { eventually } from '../support/harness.js';
+import { timeSkippingEnvironment } from '../support/temporal.js';
+
+type Activities = ReturnType<typeof createActivities>;
+type Call = { [K in keyof Activities]: { name: K; args: Parameters<Activities[K]> } }[keyof Activities];
+
+/** What one endpoint's stubs answer, and every call the workflow made to them. */
+interface Script {
+  /** The endpoint row as Postgres would have it; recordHealth writes to it as the real activity does. */
+  snapshot: EndpointSnapshot | null;
+  round(nowMs: number, limit: number): DeliveryRound;
+  calls: Call[];
+}
+
+const scripts = new Map<string, Script>();
+const script = (endpointId: string): Script => {
+  const s = scripts.get(endpointId);
+  if (!s) throw new Error(`no script for endpoint ${endpointId}`);
+  return s;
+};
+function called<K extends keyof Activities>(name: K, ...args: Parameters<Activities[K]>): Script {
+  const s = script(args[0] as string);
+  s.calls.push({ name, args } as Call);
+  return s;
+}
+function callsTo<K extends keyof Activities>(s: Script, name: K): Parameters<Activities[K]>[] {
+  return s.calls.filter((c) => c.name === name).map((c) => c.args as Parameters<Activities[K]>);
+}
+
+const activities: Activities = {
+  async loadEndpointSnapshot(endpointId) {
+    return called('loadEndpointSnapshot', endpointId).snapshot;
+  },
+  async closeEndpoint(endpointId) {
+    called('closeEndpoint', endpointId);
+    return 0;
+  },
+  async deliverDue(endpointId, nowMs, limit) {
+    return called('deliverDue', endpointId, nowMs, limit).round(nowMs, limit);
+  },
+  async recordHealth(endpointId, h) {
+    const s = called('recordHealth', endpointId, h);
+    if (s.snapshot) s.snapshot = { ...s.snapshot, health_status: h.health, failure_streak: h.failureStreak };
+  },
+  async recordNextAttempt(endpointId, nextAttemptAtMs) {
+    called('recordNextAttempt', endpointId, nextAttemptAtMs);
+  },
+  async holdDeliveries(endpointId, nowMs) {
+    called('holdDeliveries', endpointId, nowMs);
+    return 0;
+  },
+  async releaseDeliveries(endpointId, nowMs) {
+    called('releaseDeliveries', endpointId, nowMs);
+    return 0;
+  },
+  async expireHeld(endpointId, nowMs) {
+    called('expireHeld', endpointId, nowMs);
+    return null;
+  },
+  async alertOwner(endpointId, streak, streakStartedAtMs) {
+    called('alertOwner', endpointId, streak, streakStartedAtMs);
+  },
+};
+
+const healthySnapshot = (): EndpointSnapshot => ({ health_status: 'healthy', failure_streak: 0, active: true });
+const outcomes = (nowMs: number, n: number, ok: boolean): AttemptOutcome[] =>
+  Array.from({ length: n }, (_, i) => ({ ok, responseCode: ok ? 200 : 500, atMs: nowMs + 5 + i }));
+const nothingDue: DeliveryRound = { outcomes: [], more: false, nextDueAtMs: null };
+
+function newEndpoint(round: Script['round'] = () => nothingDue): { endpointId: string; accountId: string; s: Script } {
+  const endpointId = crypto.randomUUID();
+  const s: Script = { snapshot: healthySnapshot(), round, calls: [] };
+  scripts.set(endpointId, s);
+  return { endpointId, accountId: crypto.randomUUID(), s };
+}
+
+let env: Awaited<ReturnType<typeof timeSkippingEnvironment>>;
+let worker: Worker;
+let running: Promise<void>;
+const taskQueue = `stubbed-${crypto.randomUUID()}`;
+
+beforeAll(async () => {
+  env = await timeSkippingEnvironment();
+  worker = await Worker.create({ connection: env.nativeConnection, namespace: 'default', taskQueue, workflowBundle: { codePath: inject('workflowBundlePath') }, activities });
+  running = worker.run();
+});
+afterAll(async () => {
+  worker.shutdown();
+  await running;
+  await env.teardown();
+  await env.stopServer();
+});
+
+/** signalWithStart as the API sends it, without its 3 s deadline: a loaded test server may take longer. */
+const workflows = () => ({
+  notify: (endpointId: string, accountId: string, change: EndpointChange) =>
+    env.client.workflow.signalWithStart('endpointWorkflow', { workflowId: endpointWorkflowId(endpointId), taskQueue, args: [{ endpointId, accountId }], signal: endpointChangedSignal, signalArgs: [{ change }] }),
+  wake: (endpointId: string, accountId: string) =>
+    env.client.workflow.signalWithStart('endpointWorkflow', { workflowId: endpointWorkflowId(endpointId), taskQueue, args: [{ endpointId, accountId }], signal: wakeSignal, signalArgs: [] }),
+});
+const state = (endpointId: string) => env.client.workflow.getHandle(endpointWorkflowId(endpointId)).query(endpointStateQuery);
+
+describe('endpoint workflow with stub activities (time skipping)', () => {
+  it('a healthy backlog goes in full rounds of 200 until one is short, and each round records its health', async () => {
+    let rounds = 0;
+    const { endpointId, accountId, s } = newEndpoint((nowMs) => {
+      rounds++;
+      if (rounds === 1) return { outcomes: outcomes(nowMs, 200, true), more: true, nextDueAtMs: nowMs };
+      if (rounds === 2) return { outcomes: outcomes(nowMs, 3, true), more: false, nextDueAtMs: null };
+      return nothingDue;
+    });
+    await workflows().wake(endpointId, accountId);
+    await eventually(async () => (await state(endpointId)).delivered === 203);
+
+    // A new run reads its endpoint, releases what was held while it knew nothing, then delivers.
+    expect(s.calls.map((c) => c.name).slice(0, 3)).toEqual(['loadEndpointSnapshot', 'releaseDeliveries', 'deliverDue']);
+    const asked = callsTo(s, 'deliverDue');
+    expect(asked.map(([id, , limit]) => [id, limit])).toEqual([[endpointId, 200], [endpointId, 200]]);
+    const [first, second] = asked.map(([, nowMs]) => nowMs);
+    const recorded = callsTo(s, 'recordHealth').map(([, h]) => h);
+    expect(recorded).toEqual([
+      { health: 'healthy', failureStreak: 0, lastSuccessAtMs: first! + 5 + 199, lastFailureAtMs: null, lastResponseCode: 200, streakStartedAtMs: null, pausedAtMs: null, nextAttemptAtMs: first, observedAtMs: first },
+      { health: 'healthy', failureStreak: 0, lastSuccessAtMs: second! + 5 + 2, lastFailureAtMs: null, lastResponseCode: 200, streakStartedAtMs: null, pausedAtMs: null, nextAttemptAtMs: null, observedAtMs: second },
+    ]);
+    expect(callsTo(s, 'alertOwner')).toEqual([]);
+    expect(callsTo(s, 'holdDeliveries')).toEqual([]);
+    expect(await state(endpointId)).toMatchObject({ health: 'healthy', failureStreak: 0, sending: true, changesSeen: 0 });
+  });
+
+  it('a failing receiver: one POST at a time on the curve, alerts at 5, 10 and 15, paused and held at 15; a verification resumes it', async () => {
+    // Two deliveries stay due, and every POST fails.
+    const { endpointId, accountId, s } = newEndpoint((nowMs, limit) => ({ outcomes: outcomes(nowMs, Math.min(limit, 2), false), more: false, nextDueAtMs: nowMs }));
+    await workflows().notify(endpointId, accountId, 'created');
+    for (let step = 0; step < 8 && (await state(endpointId)).health !== 'paused'; step++) await env.sleep('2 hours');
+
+    const rounds = callsTo(s, 'deliverDue');
+    // Healthy, the first round may send a batch; its two in-flight failures are one step of the streak.
+    expect(rounds.map(([, , limit]) => limit)).toEqual([200, ...Array(14).fill(1)]);
+    const gaps = rounds.slice(1).map(([, nowMs], i) => Math.round((nowMs - rounds[i]![1]) / 60_000));
+    expect(gaps).toEqual([1, 2, 4, 8, 16, 32, 60, 60, 60, 60, 60, 60, 60, 60]);
+
+    const recorded = callsTo(s, 'recordHealth').map(([, h]) => h);
+    expect(recorded.map((h) => [h.failureStreak, h.health])).toEqual(
+      Array.from({ length: 15 }, (_, i) => [i + 1, i + 1 >= 15 ? 'paused' : i + 1 >= 5 ? 'degraded' : 'healthy']),
+    );
+    // Every failing record shows the next POST: the last failure plus the curve at the streak; the pause shows none.
+    expect(recorded[0]!.nextAttemptAtMs).toBe(recorded[0]!.lastFailureAtMs! + 60_000);
+    expect(recorded[6]!.nextAttemptAtMs).toBe(recorded[6]!.lastFailureAtMs! + 60 * 60_000);
+    expect(recorded[14]).toMatchObject({ nextAttemptAtMs: null, pausedAtMs: recorded[14]!.lastFailureAtMs });
+
+    // The alerts are keyed by the start of the streak: the first failure of the first round.
+    const streakStartedAtMs = rounds[0]![1] + 5;
+    expect(callsTo(s, 'alertOwner')).toEqual([5, 10, 15].map((streak) => [endpointId, streak, streakStartedAtMs]));
+
+    // Paused: followAdmission holds the backlog once, and the workflow looks for holds to expire.
+    const afterPause = s.calls.slice(s.calls.findIndex((c) => c.name === 'recordHealth' && c.args[1].health === 'paused') + 1).map((c) => c.name);
+    expect(afterPause.slice(0, 2)).toEqual(['holdDeliveries', 'expireHeld']);
+    expect(await state(endpointId)).toMatchObject({ health: 'paused', failureStreak: 15, sending: false });
+
+    // Nothing is POSTed while paused; the idle workflow re-reads its endpoint each hour.
+    const reads = callsTo(s, 'loadEndpointSnapshot').length;
+    await env.sleep('3 hours');
+    expect(callsTo(s, 'deliverDue')).toHaveLength(15);
+    expect(callsTo(s, 'loadEndpointSnapshot').length - reads).toBeGreaterThanOrEqual(2);
+    expect(callsTo(s, 'holdDeliveries')).toHaveLength(1);
+
+    // A 2xx test: the endpoint row is healthy again and the workflow is told.
+    let drained = false;
+    s.round = (nowMs) => (drained ? nothingDue : ((drained = true), { outcomes: outcomes(nowMs, 2, true), more: false, nextDueAtMs: null }));
+    s.snapshot = healthySnapshot();
+    await workflows().notify(endpointId, accountId, 'verified');
+    // 16 failed POSTs (two in the first round), then the two held deliveries.
+    await eventually(async () => (await state(endpointId)).delivered === 18);
+    expect(callsTo(s, 'releaseDeliveries')).toHaveLength(2);
+    const resumed = callsTo(s, 'deliverDue').slice(15);
+    expect(resumed[0]![2]).toBe(200);
+    expect(callsTo(s, 'recordHealth').at(-1)![1]).toMatchObject({ health: 'healthy', failureStreak: 0, streakStartedAtMs: null, pausedAtMs: null, lastResponseCode: 200, nextAttemptAtMs: null });
+    expect(await state(endpointId)).toMatchObject({ health: 'healthy', failureStreak: 0, sending: true, changesSeen: 2 });
+    expect(callsTo(s, 'alertOwner')).toHaveLength(3);
+  });
+
+  it('continues as new under thousands of signals and loses none of them', async () => {
+    const { endpointId, accountId, s } = newEndpoint();
+    const workflowId = endpointWorkflowId(endpointId);
+    const input: EndpointWorkflowInput = { endpointId, accountId, continueAsNewAfterChanges: 25 };
+    const first = await env.client.workflow.start('endpointWorkflow', { workflowId, taskQueue, args: [input] });
+    await eventually(async () => callsTo(s, 'deliverDue').length === 1);
+
+    // The API's own sender: signalWithStart with a 3 s deadline, retried when a signal racing a
+    // continue-as-new is answered NOT_FOUND (a gap of the Java test server). On a loaded machine
+    // a send can still time out after it was delivered, so it is sent again: the server's history,
+    // not the count of sends, is then the truth each change is checked against.
+    const sender = endpointWorkflows(env.client, taskQueue);
+    const send = async (kind: 'change' | 'wake') => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await (kind === 'change' ? sender.notify(endpointId, accountId, 'updated') : sender.wake(endpointId, accountId));
+        } catch (err) {
+          if (attempt >= 5) throw err;
+        }
+      }
+    };
+    // A query or history read racing a continue-as-new can hang on the test server: bound each, and try again.
+    const bounded = <T>(fn: () => Promise<T>) => env.client.connection.withDeadline(Date.now() + 5_000, fn).catch(() => undefined);
+    const changesSeen = async () => (await bounded(() => state(endpointId)))?.changesSeen;
+    const chain = async () => {
+      const runs: string[] = [];
+      let signalled = 0;
+      for (let runId: string | null | undefined = first.firstExecutionRunId; runId; ) {
+        runs.push(runId);
+        const history: temporal.api.history.v1.IHistory | undefined = await bounded(() => env.client.workflow.getHandle(workflowId, runId!).fetchHistory());
+        if (!history) return undefined;
+        const events = history.events ?? [];
+        signalled += events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'endpointChanged').length;
+        runId = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId;
+      }
+      return { runs, signalled };
+    };
+
+    // 3,000 signals, one in three a change, 4 in flight, in bursts: the workflow continues as
+    // new while the next burst is already arriving.
+    const bursts = 12;
+    const perBurst = 250;
+    let changesSent = 0;
+    for (let b = 0; b < bursts; b++) {
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          while (next < perBurst) {
+            if (next++ % 3 === 0) {
+              await send('change');
+              changesSent++;
+            } else await send('wake');
+          }
+        }),
+      );
+      await eventually(async () => ((await changesSeen()) ?? -1) >= changesSent, 60_000);
+    }
+    expect(changesSent).toBe(bursts * Math.ceil(perBurst / 3));
+
+    // Follow the chain of runs from the first: every change signal the server took, in any run,
+    // is counted once in the state carried to the latest run.
+    let last: { runs: string[]; signalled: number; seen: number | undefined } | undefined;
+    await eventually(async () => {
+      const c = await chain();
+      last = c && { ...c, seen: await changesSeen() };
+      return last && last.signalled === last.seen;
+    }, 60_000).catch(() => {});
+    const { runs, signalled, seen } = last ?? { runs: [], signalled: -1, seen: undefined };
+    expect(seen).toBe(signalled);
+    expect(signalled).toBeGreaterThanOrEqual(changesSent);
+    expect(runs.length).toBeGreaterThan(1);
+    const latest = await env.client.workflow.getHandle(workflowId).describe();
+    expect(latest.status.name).toBe('RUNNING');
+    expect(latest.runId).toBe(runs.at(-1));
+    expect(callsTo(s, 'closeEndpoint')).toEqual([]);
+  }, 180_000);
+});
