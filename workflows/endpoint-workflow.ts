@@ -58,9 +58,9 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: E
   });
   setHandler(endpointStateQuery, () => state);
 
-  // A new run looks at Postgres before anything else: it may have been started by a wake-up,
-  // not a change, and a first run knows nothing of the endpoint yet.
-  let reload = !carried;
+  // Every run reads the endpoint before anything else: a first run knows nothing of it yet (it may
+  // have been started by a wake-up alone), and a continued run may carry changes it was told of.
+  let reload = true;
 
   for (;;) {
     // Idle at most an hour: a signal lost while Temporal was unreachable is made good by
@@ -105,10 +105,13 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: E
       state.nextExpiryAtMs = await expireHeld(input.endpointId, Date.now());
     }
     await showNextAttempt(input, state);
-    // Only between signals: what the handlers queued in this run is handled first.
+    // Not waiting for a quiet moment: a busy endpoint is woken every few milliseconds and would never
+    // have one, and its history would grow without end. Nothing is lost by going now, since the next
+    // run starts by re-reading the endpoint and looking for due work (the signals only say "look").
     const forced = input.continueAsNewAfterChanges != null && changesThisRun >= input.continueAsNewAfterChanges;
-    if ((workflowInfo().continueAsNewSuggested || forced) && pending.length === 0 && !woken) {
+    if (workflowInfo().continueAsNewSuggested || forced) {
       await condition(allHandlersFinished);
+      state.changesSeen += pending.length;
       await continueAsNew<typeof endpointWorkflow>(input, state);
     }
   }
