@@ -21,9 +21,9 @@ const exited = (c: ChildProcess) => c.exitCode !== null || c.signalCode !== null
  * tsx CLI, which adds a wrapper process; this keeps the profiled process the service itself).
  * Resolves once a line of its output contains `ready`. Output goes to `logFile`.
  */
-export async function startService(opts: { name: string; entry: string; env: NodeJS.ProcessEnv; logFile: string; ready: string; ipc?: boolean; timeoutMs?: number }): Promise<Service> {
+export async function startService(opts: { name: string; entry: string; env: NodeJS.ProcessEnv; nodeArgs?: string[]; logFile: string; ready: string; ipc?: boolean; timeoutMs?: number }): Promise<Service> {
   const log = fs.createWriteStream(opts.logFile, { flags: 'a' });
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, opts.entry)], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', path.join(projectRoot, opts.entry)], {
     cwd: projectRoot,
     env: opts.env,
     stdio: ['ignore', 'pipe', 'pipe', ...(opts.ipc ? (['ipc'] as const) : [])],
