@@ -35,6 +35,8 @@ export interface HistoryCost {
   roundMsP50: number;
   /** Median time from a round's completion to the next round's scheduling: the workflow's turn between rounds. */
   gapMsP50: number;
+  /** Median time from a wake-up signal reaching an idle workflow to its round's activity starting on the worker. */
+  wakeToRoundMsP50: number;
 }
 
 const median = (xs: number[]) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]! : 0);
@@ -49,6 +51,9 @@ export function historyCost(events: HistoryEvent[], fromMs: number, toMs: number
   const roundMs: number[] = [];
   const gapMs: number[] = [];
   let lastRoundEndMs: number | null = null;
+  const wakeToRound: number[] = [];
+  let signalledAtMs: number | null = null;
+  let roundRunning = false;
   for (const e of inWindow) {
     const t = tsToMs(e.eventTime);
     if (e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED) lastRoundEndMs = null;
@@ -57,9 +62,16 @@ export function historyCost(events: HistoryEvent[], fromMs: number, toMs: number
       scheduled.set(String(e.eventId), { name, atMs: t });
       if (name === 'deliverDue' && lastRoundEndMs !== null) gapMs.push(t - lastRoundEndMs);
     }
+    if (e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED && !roundRunning) signalledAtMs ??= t;
+    if (e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED && scheduled.get(String(e.activityTaskStartedEventAttributes?.scheduledEventId))?.name === 'deliverDue') {
+      roundRunning = true;
+      if (signalledAtMs !== null) wakeToRound.push(t - signalledAtMs);
+      signalledAtMs = null;
+    }
     if (e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
       const s = scheduled.get(String(e.activityTaskCompletedEventAttributes?.scheduledEventId));
       if (s?.name === 'deliverDue') {
+        roundRunning = false;
         roundMs.push(t - s.atMs);
         lastRoundEndMs = t;
       }
@@ -74,5 +86,6 @@ export function historyCost(events: HistoryEvent[], fromMs: number, toMs: number
     activities: scheduled.size,
     roundMsP50: median(roundMs),
     gapMsP50: median(gapMs),
+    wakeToRoundMsP50: median(wakeToRound),
   };
 }

@@ -19,6 +19,8 @@ export interface ReceiverStats {
   /** Idempotency keys seen more than once (a delivery sent twice). */
   duplicates: number;
   tests: number;
+  /** TLS handshakes: with keep-alive, about one per connection the clients keep open. */
+  connections: number;
 }
 
 export type ToReceiver = { type: 'listen'; cert: string; key: string } | { type: 'secrets'; secrets: Record<string, string> } | { type: 'stats' };
@@ -30,7 +32,7 @@ const now = () => performance.timeOrigin + performance.now();
 const send = (m: FromReceiver) => process.send!(m);
 const secrets = new Map<string, string>();
 const seen = new Map<string, number>();
-const stats: ReceiverStats = { type: 'stats', requests: 0, badSignatures: 0, unknownPaths: 0, duplicates: 0, tests: 0 };
+const stats: ReceiverStats = { type: 'stats', requests: 0, badSignatures: 0, unknownPaths: 0, duplicates: 0, tests: 0, connections: 0 };
 let batch: [string, number][] = [];
 
 // Batched so IPC costs one message per 20 ms, not one per request.
@@ -64,6 +66,7 @@ function listen(cert: string, key: string) {
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
     });
   });
+  server.on('secureConnection', () => stats.connections++);
   server.listen(0, '127.0.0.1', () => send({ type: 'listening', port: (server.address() as AddressInfo).port }));
 }
 

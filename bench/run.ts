@@ -47,7 +47,7 @@ const PROFILE = args.has('--profile');
 const EXPLAIN = args.has('--explain');
 // Counts are upper bounds: each phase also stops at its time cap, so a slow machine still finishes in time (the figures say how many were done).
 const SIZE = QUICK
-  ? { bareSeconds: 2, e2eEvents: 600, e2eCapSeconds: 4, halfSeconds: 3, drain: 2_000, ingest: 1_000, storeCapSeconds: 4 }
+  ? { bareSeconds: 2, e2eEvents: 600, e2eCapSeconds: 3, halfSeconds: 3, drain: 2_000, ingest: 1_000, storeCapSeconds: 3 }
   : { bareSeconds: 8, e2eEvents: 4_000, e2eCapSeconds: 20, halfSeconds: 10, drain: 20_000, ingest: 5_000, storeCapSeconds: 45 };
 /** Publishing clients, bare-loop concurrency and ingest writers: the worker's 16 POSTs in flight. */
 const CONCURRENCY = 16;
@@ -310,12 +310,14 @@ async function main() {
     toUs: number;
     cpu: Record<string, number>;
     pgCommits: number;
+    tlsHandshakes: number;
   }
   const phases: Phase[] = [];
   async function phase<T>(name: string, fn: () => Promise<T>): Promise<T> {
     step(name);
     await sleep(300); // let the previous phase's stragglers settle
     const commits = await pgCommits();
+    const handshakes = (await receiver.stats()).connections;
     const cpu0 = cpuSeconds(cpuRoots());
     const p = { name, fromMs: Date.now(), fromUs: monoUs() } as Phase;
     const result = await fn();
@@ -324,6 +326,7 @@ async function main() {
     p.cpu = Object.fromEntries(Object.keys(cpu1).map((k) => [k, +(cpu1[k]! - (cpu0[k] ?? 0)).toFixed(2)]));
     await sleep(1_100); // Postgres flushes a backend's statistics about once a second
     p.pgCommits = (await pgCommits()) - commits;
+    p.tlsHandshakes = (await receiver.stats()).connections - handshakes;
     phases.push(p);
     return result;
   }
@@ -466,6 +469,7 @@ async function main() {
     activities: costs.reduce((s, c) => s + c.activities, 0),
     roundMsP50: costs.map((c) => c.roundMsP50).sort((a, b) => a - b)[Math.floor(costs.length / 2)]!,
     gapMsP50: costs.map((c) => c.gapMsP50).sort((a, b) => a - b)[Math.floor(costs.length / 2)]!,
+    wakeToRoundMsP50: costs.map((c) => c.wakeToRoundMsP50).sort((a, b) => a - b)[Math.floor(costs.length / 2)]!,
   });
   const per1000 = (c: HistoryCost, deliveries: number) => ({
     ...c,
@@ -496,7 +500,7 @@ async function main() {
     drain: { ...drain, ratio: +(drain.perSecond / bare.perSecond).toFixed(3), storedPerSecond: drainStored.perSecond },
     ingest: { events: ingest.keys.length, fanout: INGEST_FANOUT, writers: CONCURRENCY, perSecond: ingest.perSecond },
     cost,
-    phases: phases.map((p) => ({ name: p.name, seconds: +((p.toMs - p.fromMs) / 1000).toFixed(2), cpuSeconds: p.cpu, pgCommits: p.pgCommits })),
+    phases: phases.map((p) => ({ name: p.name, seconds: +((p.toMs - p.fromMs) / 1000).toFixed(2), cpuSeconds: p.cpu, pgCommits: p.pgCommits, tlsHandshakes: p.tlsHandshakes })),
     checks: { receiver: receiverStats, recorded, expected },
     explain,
   };
@@ -546,7 +550,8 @@ function printTable(r: Results) {
     ['  at half load', `${n(r.cost.half.eventsPer1000)} (${r.cost.half.workflowTasksPer1000} workflow tasks)`, '', '< 50'],
     [`  e2e, ${r.e2e100.endpoints} endpoints`, `${n(r.cost.e2e100.eventsPer1000)} (${r.cost.e2e100.workflowTasksPer1000} workflow tasks)`, '', ''],
     ['deliveries per round (e2e 1 / half / drain)', `${r.cost.e2e1.deliveriesPerRound} / ${r.cost.half.deliveriesPerRound} / ${r.cost.drain.deliveriesPerRound}`, '', ''],
-    ['round p50, gap between rounds p50 (e2e 1)', `${r.cost.e2e1.roundMsP50} ms, ${r.cost.e2e1.gapMsP50} ms`, '', ''],
+    ['round p50, gap between rounds p50 (e2e 1 / drain)', `${r.cost.e2e1.roundMsP50} ms, ${r.cost.e2e1.gapMsP50} ms / ${r.cost.drain.roundMsP50} ms, ${r.cost.drain.gapMsP50} ms`, '', ''],
+    ['wake signal → round starts p50 (half load)', `${r.cost.half.wakeToRoundMsP50} ms`, '', ''],
   ];
   const width = [0, 1, 2, 3].map((i) => Math.max(...rows.map((row) => row[i]!.length)));
   console.log('');
@@ -555,7 +560,8 @@ function printTable(r: Results) {
     if (i === 0) console.log(width.map((w) => '-'.repeat(w)).join('  '));
   }
   console.log('');
-  console.log(`CPU seconds per phase (2 cores = 2 s per s): ${r.phases.map((p: any) => `${p.name} ${p.seconds} s: ${Object.entries(p.cpuSeconds).map(([k, v]) => `${k} ${v}`).join(', ')}`).join(' | ')}`);
+  console.log('CPU seconds per phase (2 cores: at most 2 s per s), Postgres commits, TLS handshakes at the receiver:');
+  for (const p of r.phases) console.log(`  ${p.name.padEnd(34)} ${String(p.seconds).padStart(6)} s  ${Object.entries(p.cpuSeconds).map(([k, v]) => `${k} ${v}`).join(', ')}; ${p.pgCommits} commits; ${p.tlsHandshakes} handshakes`);
   console.log(`load average before ${r.machine.loadavgBefore.join(' ')}, after ${r.machine.loadavgAfter.join(' ')} (${r.machine.cpus} cpus)`);
   console.log('');
 }
