@@ -24,6 +24,20 @@ export async function endpointHistory(client: Client, endpointId: string): Promi
   return { runs: runs.length, events: runs.flat() };
 }
 
+/** One line per event (ms since `originMs`, type, activity): for reading a workflow's timeline by eye. */
+export function historyTimeline(events: HistoryEvent[], originMs: number): string {
+  const names = new Map<string, string>();
+  return events
+    .map((e) => {
+      const type = EventType[e.eventType!]?.replace('EVENT_TYPE_', '') ?? String(e.eventType);
+      if (e.activityTaskScheduledEventAttributes) names.set(String(e.eventId), e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
+      const ref = e.activityTaskStartedEventAttributes?.scheduledEventId ?? e.activityTaskCompletedEventAttributes?.scheduledEventId;
+      const activity = e.activityTaskScheduledEventAttributes?.activityType?.name ?? (ref != null ? names.get(String(ref)) : '') ?? '';
+      return `${(tsToMs(e.eventTime) - originMs).toFixed(0)}\t${type}\t${activity}`;
+    })
+    .join('\n');
+}
+
 export interface HistoryCost {
   events: number;
   workflowTasks: number;

@@ -36,7 +36,7 @@ import { SCOPES } from '../security/api-key.js';
 import { signBody } from '../security/signature.js';
 import { endpointWorkflowId } from '../workflows/endpoint-contract.js';
 import { explainHotQueries } from './explain.js';
-import { endpointHistory, historyCost, type HistoryCost } from './history.js';
+import { endpointHistory, historyCost, historyTimeline, type HistoryCost } from './history.js';
 import { childPid, cpuSeconds, startService, type Service } from './processes.js';
 import { summarizeProfile } from './profile-summary.js';
 import type { FromReceiver, ReceiverStats, ToReceiver } from './receiver.js';
@@ -460,6 +460,8 @@ async function main() {
   const singleHistory = await endpointHistory(client, single.endpointIds[0]!);
   const drainHistory = await endpointHistory(client, drainT.endpointIds[0]!);
   const fanoutHistories = await Promise.all(fanout.endpointIds.map((id) => endpointHistory(client, id)));
+  fs.writeFileSync(path.join(dir, 'history-single.tsv'), historyTimeline(singleHistory.events, byName('end to end, 1 ').fromMs));
+  fs.writeFileSync(path.join(dir, 'history-drain.tsv'), historyTimeline(drainHistory.events, byName('drain').fromMs));
   const costOf = (events: Parameters<typeof historyCost>[0], p: Phase) => historyCost(events, p.fromMs, p.toMs + 2_000);
   const sumCosts = (costs: HistoryCost[]): HistoryCost => ({
     events: costs.reduce((s, c) => s + c.events, 0),
@@ -500,7 +502,7 @@ async function main() {
     drain: { ...drain, ratio: +(drain.perSecond / bare.perSecond).toFixed(3), storedPerSecond: drainStored.perSecond },
     ingest: { events: ingest.keys.length, fanout: INGEST_FANOUT, writers: CONCURRENCY, perSecond: ingest.perSecond },
     cost,
-    phases: phases.map((p) => ({ name: p.name, seconds: +((p.toMs - p.fromMs) / 1000).toFixed(2), cpuSeconds: p.cpu, pgCommits: p.pgCommits, tlsHandshakes: p.tlsHandshakes })),
+    phases: phases.map((p) => ({ name: p.name, startMs: p.fromMs - phases[0]!.fromMs, seconds: +((p.toMs - p.fromMs) / 1000).toFixed(2), cpuSeconds: p.cpu, pgCommits: p.pgCommits, tlsHandshakes: p.tlsHandshakes })),
     checks: { receiver: receiverStats, recorded, expected },
     explain,
   };
