@@ -24,6 +24,12 @@ export async function endpointHistory(client: Client, endpointId: string): Promi
   return { runs: runs.length, events: runs.flat() };
 }
 
+/** Wake signals the workflow got after `afterMs`, and when the last one came. */
+export function signalsAfter(events: HistoryEvent[], afterMs: number): { count: number; lastMs: number | null } {
+  const times = events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED).map((e) => tsToMs(e.eventTime)).filter((t) => t > afterMs);
+  return { count: times.length, lastMs: times.length ? Math.max(...times) : null };
+}
+
 /** One line per event (ms since `originMs`, type, activity): for reading a workflow's timeline by eye. */
 export function historyTimeline(events: HistoryEvent[], originMs: number): string {
   const names = new Map<string, string>();
