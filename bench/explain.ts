@@ -117,10 +117,10 @@ export async function explainHotQueries(
 
     // Ingest what-ifs with fan-out as in the ingest phase: as today (a transaction per event),
     // without waiting for fsync, and N events per transaction (the same statements, batched).
-    const ingestRate = async (pool: Db, tag: string, count: number) => {
+    const ingestRate = async (pool: Db, tag: string, count: number, writers = 16) => {
       let next = 0;
       const t0 = performance.now();
-      await Promise.all(Array.from({ length: 16 }, async () => {
+      await Promise.all(Array.from({ length: writers }, async () => {
         for (let i = next++; i < count; i = next++) {
           const data = ctx.def.data.parse(ctx.makeData(`${tag}_${i}`));
           await storeEvent(pool, { accountId: ctx.ingestAccountId, environment: 'live', def: ctx.def, data, refs: {}, customerId: null, channelAccount: null, externalId: null, messageResourceId: null, contactRef: null, streamContext: {}, occurredAt: new Date() });
@@ -131,6 +131,8 @@ export async function explainHotQueries(
     const tag = `whatif_${Date.now()}`;
     out.ingestPerSecond = await ingestRate(db, `${tag}_sync`, 1000);
     out.ingestPerSecondAsyncCommit = await ingestRate(asyncDb, `${tag}_async`, 1000);
+    // One writer: no queue on the stream's head row. Close to 16 writers means the lock, not the work, sets the pace.
+    out.ingestPerSecond1Writer = await ingestRate(db, `${tag}_one`, 500, 1);
     const batched = async (batch: number, count: number) => {
       const endpoints = await listRoutableEndpoints(db, ctx.ingestAccountId);
       let next = 0;
