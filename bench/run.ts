@@ -463,7 +463,7 @@ async function main() {
   const fanoutHistories = await Promise.all(fanout.endpointIds.map((id) => endpointHistory(client, id)));
   fs.writeFileSync(path.join(dir, 'history-single.tsv'), historyTimeline(singleHistory.events, byName('end to end, 1 ').fromMs));
   fs.writeFileSync(path.join(dir, 'history-drain.tsv'), historyTimeline(drainHistory.events, byName('drain').fromMs));
-  const costOf = (events: Parameters<typeof historyCost>[0], p: Phase) => historyCost(events, p.fromMs, p.toMs + 2_000);
+  const costOf = (events: Parameters<typeof historyCost>[0], p: Phase) => historyCost(events, p.fromMs, p.toMs + 1_000);
   const sumCosts = (costs: HistoryCost[]): HistoryCost => ({
     events: costs.reduce((s, c) => s + c.events, 0),
     workflowTasks: costs.reduce((s, c) => s + c.workflowTasks, 0),
