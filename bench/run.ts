@@ -178,18 +178,28 @@ async function main() {
 
   // ---- the stack
   step('starting Postgres, Temporal dev server, TLS');
-  const [pgServer, temporal, tls] = await Promise.all([
-    process.env.DATABASE_URL ? { url: process.env.DATABASE_URL, stop: async () => {} } : startEmbeddedPostgres(path.join(dir, 'pg')),
+  const started = await Promise.allSettled([
+    process.env.DATABASE_URL ? Promise.resolve({ url: process.env.DATABASE_URL, stop: async () => {} }) : startEmbeddedPostgres(path.join(dir, 'pg')),
     startTemporalDevServer({ logFile: logFile('temporal') }),
     makeLocalTls(path.join(dir, 'tls'), 'bench'),
   ]);
-  cleanups.push({ name: 'postgres', fn: () => pgServer.stop() });
-  cleanups.push({ name: 'temporal', fn: () => temporal.stop() });
+  // Whichever server did start is stopped, even when the other failed.
+  if (started[0].status === 'fulfilled') cleanups.push({ name: 'postgres', fn: () => (started[0] as PromiseFulfilledResult<{ stop(): Promise<void> }>).value.stop() });
+  if (started[1].status === 'fulfilled') cleanups.push({ name: 'temporal', fn: () => (started[1] as PromiseFulfilledResult<{ stop(): Promise<void> }>).value.stop() });
+  for (const r of started) if (r.status === 'rejected') throw r.reason;
+  const [pgServer, temporal, tls] = started.map((r) => (r as PromiseFulfilledResult<unknown>).value) as [{ url: string }, { address: string }, Awaited<ReturnType<typeof makeLocalTls>>];
   const database = await scratchDatabase(pgServer.url);
   cleanups.push({ name: 'scratch database', fn: () => database.drop() });
   await migrate(database.url);
   const db = createPool(database.url, CONCURRENCY + 4);
-  cleanups.push({ name: 'bench pool', fn: () => db.end() });
+  cleanups.push({
+    name: 'bench pool',
+    fn: () => {
+      // pool.end() resolves before its sockets close; the database's drop then ends them, which is no news.
+      db.removeAllListeners('error').on('error', () => {});
+      return db.end();
+    },
+  });
 
   const apiPort = await freePort();
   const sharedKey = crypto.randomBytes(32).toString('base64');
