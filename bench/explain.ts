@@ -1,0 +1,161 @@
+/**
+ * Diagnosis for bench/run.ts --explain: EXPLAIN ANALYZE of the statements a delivery and an
+ * ingested event cost, run through the real query functions of db/ (a client that prefixes
+ * EXPLAIN, inside a transaction that is rolled back), and a few timed what-ifs.
+ */
+import fs from 'node:fs';
+import type { PoolClient } from 'pg';
+import type { EventDefinition } from '../core/catalog/index.js';
+import { claimDueDeliveries, insertEventDeliveries, nextDueAt, recordDeliveryAttempt } from '../db/deliveries.js';
+import { listRoutableEndpoints } from '../db/endpoints.js';
+import { appendEvent, getEventsByIds } from '../db/events.js';
+import { createPool, inTransaction, type Db, type Queryable } from '../db/pool.js';
+import { storeEvent } from '../ingest/store-event.js';
+
+interface Plan {
+  planningMs: number;
+  executionMs: number;
+  plan: string;
+}
+
+/** A Queryable whose statements are EXPLAIN ANALYZEd (so also executed) and answer no rows. */
+function explaining(client: PoolClient, into: Plan[]): Queryable {
+  return {
+    async query(text: string, params?: unknown[]) {
+      const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS, WAL) ${text}`, params);
+      const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+      const num = (label: string) => Number(new RegExp(`${label}: ([\\d.]+) ms`).exec(plan)?.[1] ?? NaN);
+      into.push({ planningMs: num('Planning Time'), executionMs: num('Execution Time'), plan });
+      // One empty row: callers that read an aggregate's single row (nextDueAt) get undefined fields, not a crash.
+      return { rows: [{}], rowCount: 0 };
+    },
+  } as unknown as Queryable;
+}
+
+const ms = (t0: number) => performance.now() - t0;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+export async function explainHotQueries(
+  db: Db,
+  databaseUrl: string,
+  ctx: { ingestAccountId: string; ingestEndpointId: string; def: EventDefinition; makeData: (entityId: string) => Record<string, unknown>; file: string },
+) {
+  const out: Record<string, unknown> = {};
+  const report: string[] = [];
+  const client = await db.connect();
+  try {
+    await client.query('BEGIN');
+    // The second run of each is the one kept: the first warms caches and plans.
+    const explain = async (name: string, run: (q: Queryable) => Promise<unknown>) => {
+      let last: Plan | undefined;
+      for (let i = 0; i < 2; i++) {
+        const plans: Plan[] = [];
+        await run(explaining(client, plans));
+        last = plans[plans.length - 1];
+      }
+      out[name] = { planningMs: last!.planningMs, executionMs: last!.executionMs };
+      report.push(`==== ${name}\n${last!.plan}\n`);
+    };
+    const key = `explain_${Date.now()}`;
+    await explain('listRoutableEndpoints', (q) => listRoutableEndpoints(q, ctx.ingestAccountId));
+    let n = 0;
+    const row = () => {
+      const entityId = `${key}_${n++}`;
+      const data = ctx.def.data.parse(ctx.makeData(entityId));
+      return { account_id: ctx.ingestAccountId, environment: 'live' as const, type: ctx.def.type, idempotency_key: ctx.def.idempotencyKey(data, {}), customer_id: null, channel: null, channel_account_id: null, channel_account: null, external_id: null, message_id: null, message_resource_id: null, contact_ref: null, data, stream_data: data, occurred_at: new Date() };
+    };
+    await explain('appendEvent', (q) => appendEvent(q, row()));
+    const { rows: ev } = await client.query<{ id: string }>(`SELECT id FROM events WHERE account_id = $1 ORDER BY cursor DESC LIMIT 1`, [ctx.ingestAccountId]);
+    const endpoints = await listRoutableEndpoints(client, ctx.ingestAccountId);
+    let d = 0;
+    await explain(`insertEventDeliveries (fan-out ${endpoints.length})`, (q) =>
+      insertEventDeliveries(q, { accountId: ctx.ingestAccountId, eventId: ev[0]!.id, eventType: ctx.def.type, idempotencyKey: `${key}:d${d++}`, environment: 'live' }, endpoints.map((e) => ({ endpointId: e.id, status: 'pending', held: false }))),
+    );
+    const { rows: pending } = await client.query<{ id: string; event_id: string }>(`SELECT id, event_id FROM deliveries WHERE endpoint_id = $1 AND status = 'pending' LIMIT 200`, [ctx.ingestEndpointId]);
+    const { rows: backlog } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 AND status = 'pending'`, [ctx.ingestEndpointId]);
+    out.claimBacklog = backlog[0]!.n;
+    await explain(`claimDueDeliveries (200 of ${backlog[0]!.n} pending)`, (q) => claimDueDeliveries(q, ctx.ingestEndpointId, new Date(), 200, 240_000, `explain-${d++}`));
+    await explain('getEventsByIds (200)', (q) => getEventsByIds(q, pending.map((p) => p.event_id)));
+    let a = 0;
+    await explain('recordDeliveryAttempt', (q) =>
+      recordDeliveryAttempt(q, { id: pending[a++]!.id, number: 1, attempt: { startedAt: new Date(), durationMs: 3, responseCode: 200, error: null, responseExcerpt: 'ok' }, success: true, nextAttemptAt: null }),
+    );
+    await explain('nextDueAt', (q) => nextDueAt(q, ctx.ingestEndpointId));
+    await client.query('ROLLBACK');
+  } finally {
+    client.release();
+  }
+
+  // A round trip with nothing to do: the floor under every statement.
+  const rtt: number[] = [];
+  for (let i = 0; i < 300; i++) {
+    const t0 = performance.now();
+    await db.query('SELECT 1');
+    rtt.push(ms(t0));
+  }
+  out.roundTripMsP50 = +median(rtt).toFixed(3);
+
+  // Recording attempts as the worker does (one autocommit statement each, 16 lanes): how many per second can the database take?
+  const { rows: toRecord } = await db.query<{ id: string }>(`SELECT id FROM deliveries WHERE endpoint_id = $1 AND status = 'pending' LIMIT 800`, [ctx.ingestEndpointId]);
+  const recordRate = async (pool: Db, ids: string[]) => {
+    let next = 0;
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: 16 }, async () => {
+      for (let i = next++; i < ids.length; i = next++) {
+        await recordDeliveryAttempt(pool, { id: ids[i]!, number: 1, attempt: { startedAt: new Date(), durationMs: 3, responseCode: 200, error: null, responseExcerpt: 'ok' }, success: true, nextAttemptAt: null });
+      }
+    }));
+    return Math.round(ids.length / (ms(t0) / 1000));
+  };
+  // The same work with commits that do not wait for the WAL flush: how much of it is fsync.
+  const asyncUrl = new URL(databaseUrl);
+  asyncUrl.searchParams.set('options', '-c synchronous_commit=off');
+  const asyncDb = createPool(asyncUrl.toString(), 18);
+  try {
+    out.recordAttemptsPerSecond = await recordRate(db, toRecord.slice(0, 400).map((r) => r.id));
+    out.recordAttemptsPerSecondAsyncCommit = await recordRate(asyncDb, toRecord.slice(400).map((r) => r.id));
+
+    // Ingest what-ifs with fan-out as in the ingest phase: as today (a transaction per event),
+    // without waiting for fsync, and N events per transaction (the same statements, batched).
+    const ingestRate = async (pool: Db, tag: string, count: number, writers = 16) => {
+      let next = 0;
+      const t0 = performance.now();
+      await Promise.all(Array.from({ length: writers }, async () => {
+        for (let i = next++; i < count; i = next++) {
+          const data = ctx.def.data.parse(ctx.makeData(`${tag}_${i}`));
+          await storeEvent(pool, { accountId: ctx.ingestAccountId, environment: 'live', def: ctx.def, data, refs: {}, customerId: null, channelAccount: null, externalId: null, messageResourceId: null, contactRef: null, streamContext: {}, occurredAt: new Date() });
+        }
+      }));
+      return Math.round(count / (ms(t0) / 1000));
+    };
+    const tag = `whatif_${Date.now()}`;
+    out.ingestPerSecond = await ingestRate(db, `${tag}_sync`, 1000);
+    out.ingestPerSecondAsyncCommit = await ingestRate(asyncDb, `${tag}_async`, 1000);
+    // One writer: no queue on the stream's head row. Close to 16 writers means the lock, not the work, sets the pace.
+    out.ingestPerSecond1Writer = await ingestRate(db, `${tag}_one`, 500, 1);
+    const batched = async (batch: number, count: number) => {
+      const endpoints = await listRoutableEndpoints(db, ctx.ingestAccountId);
+      let next = 0;
+      const t0 = performance.now();
+      await Promise.all(Array.from({ length: 4 }, async () => {
+        for (let b = next++; b * batch < count; b = next++) {
+          await inTransaction(db, async (tx) => {
+            for (let i = b * batch; i < Math.min(count, (b + 1) * batch); i++) {
+              const data = ctx.def.data.parse(ctx.makeData(`${tag}_b${batch}_${i}`));
+              const key = ctx.def.idempotencyKey(data, {});
+              const ev = await appendEvent(tx, { account_id: ctx.ingestAccountId, environment: 'live', type: ctx.def.type, idempotency_key: key, customer_id: null, channel: null, channel_account_id: null, channel_account: null, external_id: null, message_id: null, message_resource_id: null, contact_ref: null, data, stream_data: data, occurred_at: new Date() });
+              await insertEventDeliveries(tx, { accountId: ctx.ingestAccountId, eventId: ev!.id, eventType: ctx.def.type, idempotencyKey: key, environment: 'live' }, endpoints.map((e) => ({ endpointId: e.id, status: 'pending' as const, held: false })));
+            }
+          });
+        }
+      }));
+      return Math.round(count / (ms(t0) / 1000));
+    };
+    out.ingestPerSecondBatched50 = await batched(50, 2000);
+  } finally {
+    await asyncDb.end();
+  }
+  fs.writeFileSync(ctx.file, report.join('\n'));
+  out.plansFile = ctx.file;
+  return out;
+}

@@ -1,0 +1,596 @@
+/**
+ * The platform benchmark (issue #8): one run, one process tree. Embedded Postgres and the
+ * Temporal dev server; the production API and worker entry points as child processes,
+ * configured by environment like `npm run api` / `npm run worker`; an HTTPS receiver in a
+ * child process that verifies every signature and reports every arrival.
+ *
+ *   npm run bench                  # full run, under 5 minutes
+ *   npm run bench -- --quick       # smaller sizes, under 1 minute
+ *   npm run bench -- --profile     # also CPU-profiles the API and worker (summary printed at the end)
+ *   npm run bench -- --explain     # also EXPLAIN ANALYZE of the hot statements and an fsync experiment
+ *   DATABASE_URL=...               # a server to create a scratch database on, instead of embedded Postgres
+ *
+ * Prints one table, then one JSON line with every figure.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import pg from 'pg';
+import { Pool } from 'undici';
+import { getEventDefinition } from '../core/catalog/index.js';
+import { issueApiKey } from '../db/api-keys.js';
+import { createAccount, createCustomer } from '../db/directory.js';
+import { migrate } from '../db/migrate.js';
+import { createPool, type Db } from '../db/pool.js';
+import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
+import { freePort } from '../dev/ports.js';
+import { startTemporalDevServer } from '../dev/temporal-servers.js';
+import { makeLocalTls } from '../dev/tls.js';
+import { projectRoot } from '../dev/tools.js';
+import { storeEvent } from '../ingest/store-event.js';
+import { endpointWorkflows } from '../runtime/temporal.js';
+import { SCOPES } from '../security/api-key.js';
+import { signBody } from '../security/signature.js';
+import { endpointWorkflowId } from '../workflows/endpoint-contract.js';
+import { explainHotQueries } from './explain.js';
+import { endpointHistory, historyCost, historyTimeline, signalsAfter, type HistoryCost } from './history.js';
+import { childPid, cpuSeconds, startService, type Service } from './processes.js';
+import { summarizeProfile } from './profile-summary.js';
+import type { FromReceiver, ReceiverStats, ToReceiver } from './receiver.js';
+
+const args = new Set(process.argv.slice(2));
+const QUICK = args.has('--quick');
+const PROFILE = args.has('--profile');
+const EXPLAIN = args.has('--explain');
+// Counts are upper bounds: each phase also stops at its time cap, so a slow machine still finishes in time (the figures say how many were done).
+const SIZE = QUICK
+  ? { bareSeconds: 2, e2eEvents: 600, e2eCapSeconds: 3, halfSeconds: 3, drain: 2_000, ingest: 1_000, storeCapSeconds: 3 }
+  : { bareSeconds: 8, e2eEvents: 4_000, e2eCapSeconds: 20, halfSeconds: 10, drain: 20_000, ingest: 5_000, storeCapSeconds: 45 };
+/** Publishing clients, bare-loop concurrency and ingest writers: the worker's 16 POSTs in flight. */
+const CONCURRENCY = 16;
+// 100 endpoints in the full run; --quick creates 20, since creating and verifying them is most of its set-up.
+const FANOUT_ENDPOINTS = QUICK ? 20 : 100;
+const INGEST_FANOUT = 10;
+const TASK_QUEUE = 'bench';
+const dir = path.join(projectRoot, '.data', 'bench-run');
+const profileDir = path.join(dir, 'profiles');
+const def = getEventDefinition('crm.demand.created')!;
+
+/** Wall-clock ms with sub-ms resolution; the receiver uses the same clock. */
+const now = () => performance.timeOrigin + performance.now();
+/** The monotonic clock V8 stamps CPU profile samples with, in µs. */
+const monoUs = () => Number(process.hrtime.bigint() / 1000n);
+/** Runs fn(0..count-1), 8 at a time: setup requests, not measured. */
+async function eachOf(count: number, fn: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(8, count) }, async () => {
+    for (let i = next++; i < count; i = next++) await fn(i);
+  }));
+}
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN);
+
+// ---------------------------------------------------------------------------------------------
+// Stack lifetime: everything started is pushed here and stopped in reverse, error or not.
+
+const cleanups: { name: string; fn: () => Promise<unknown> }[] = [];
+async function cleanUp() {
+  for (const { name, fn } of cleanups.splice(0).reverse()) {
+    await fn().catch((err) => console.error(`stopping ${name}: ${(err as Error).message}`));
+  }
+}
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: stopping everything`);
+    void cleanUp().finally(() => process.exit(130));
+  });
+}
+
+/** A scratch database per run, so runs never see each other's rows; leftovers of crashed runs are dropped. */
+async function scratchDatabase(serverUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `bench_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  const { rows } = await admin.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname LIKE 'bench\\_%'`);
+  for (const { datname } of rows) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`).catch(() => {});
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: serverUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The receiver, as the parent sees it.
+
+interface ReceiverHandle {
+  port: number;
+  /** First arrival of each idempotency key. */
+  arrivals: Map<string, number>;
+  secrets(map: Record<string, string>): void;
+  stats(): Promise<ReceiverStats>;
+}
+
+async function connectReceiver(service: Service, tls: { cert: string; key: string }): Promise<ReceiverHandle> {
+  const arrivals = new Map<string, number>();
+  const waiting: ((m: FromReceiver) => void)[] = [];
+  service.child.on('message', (m: FromReceiver) => {
+    if (m.type === 'arrivals') {
+      for (const [k, t] of m.items) if (!arrivals.has(k)) arrivals.set(k, t);
+    } else waiting.shift()?.(m);
+  });
+  const ask = <T extends FromReceiver>(m: ToReceiver) =>
+    new Promise<T>((resolve) => {
+      waiting.push(resolve as (m: FromReceiver) => void);
+      service.child.send(m);
+    });
+  const { port } = await ask<{ type: 'listening'; port: number }>({ type: 'listen', cert: tls.cert, key: tls.key });
+  return {
+    port,
+    arrivals,
+    secrets: (secrets) => service.child.send({ type: 'secrets', secrets } satisfies ToReceiver),
+    stats: () => ask<ReceiverStats>({ type: 'stats' }),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tenants, endpoints and events, through the real API.
+
+interface Tenant {
+  name: string;
+  accountId: string;
+  key: string;
+  endpointIds: string[];
+  customerIds: string[];
+}
+
+// Pads the event's data to about 1 KiB, what a CRM payload of a few fields and a description weighs.
+const PAD = 'x'.repeat(1024 - JSON.stringify(demandData('t_000000', 'c_000000', '')).length);
+function demandData(entityId: string, contactId: string, pad = PAD) {
+  return { entity_type: 'demand', entity_id: entityId, before_data: null, after_data: { id: entityId, version: 1, status: 'open', contact_id: contactId, title: 'Bench demand', description: pad }, actor_user_id: null };
+}
+/** The idempotency key the catalog derives for that data: what the receiver sees in X-Idempotency-Key. */
+const demandKey = (entityId: string) => `crm:demand:${entityId}:1`;
+
+async function main() {
+  const startedAt = Date.now();
+  const loadBefore = os.loadavg();
+  fs.mkdirSync(dir, { recursive: true });
+  const logFile = (name: string) => path.join(dir, `${name}.log`);
+  for (const name of ['api', 'worker', 'receiver', 'temporal']) fs.rmSync(logFile(name), { force: true });
+  if (PROFILE) {
+    fs.rmSync(profileDir, { recursive: true, force: true });
+    fs.mkdirSync(profileDir, { recursive: true });
+  }
+  console.error(`bench pid ${process.pid}, logs in ${dir}`);
+  const step = (what: string) => console.error(`[${((Date.now() - startedAt) / 1000).toFixed(1).padStart(5)} s] ${what}`);
+
+  // ---- the stack
+  step('starting Postgres, Temporal dev server, TLS');
+  const started = await Promise.allSettled([
+    process.env.DATABASE_URL ? Promise.resolve({ url: process.env.DATABASE_URL, stop: async () => {} }) : startEmbeddedPostgres(path.join(dir, 'pg')),
+    startTemporalDevServer({ logFile: logFile('temporal') }),
+    makeLocalTls(path.join(dir, 'tls'), 'bench'),
+  ]);
+  // Whichever server did start is stopped, even when the other failed.
+  if (started[0].status === 'fulfilled') cleanups.push({ name: 'postgres', fn: () => (started[0] as PromiseFulfilledResult<{ stop(): Promise<void> }>).value.stop() });
+  if (started[1].status === 'fulfilled') cleanups.push({ name: 'temporal', fn: () => (started[1] as PromiseFulfilledResult<{ stop(): Promise<void> }>).value.stop() });
+  for (const r of started) if (r.status === 'rejected') throw r.reason;
+  const [pgServer, temporal, tls] = started.map((r) => (r as PromiseFulfilledResult<unknown>).value) as [{ url: string }, { address: string }, Awaited<ReturnType<typeof makeLocalTls>>];
+  const database = await scratchDatabase(pgServer.url);
+  cleanups.push({ name: 'scratch database', fn: () => database.drop() });
+  await migrate(database.url);
+  const db = createPool(database.url, CONCURRENCY + 4);
+  cleanups.push({
+    name: 'bench pool',
+    fn: () => {
+      // pool.end() resolves before its sockets close; the database's drop then ends them, which is no news.
+      db.removeAllListeners('error').on('error', () => {});
+      return db.end();
+    },
+  });
+
+  const apiPort = await freePort();
+  const sharedKey = crypto.randomBytes(32).toString('base64');
+  const serviceEnv = (): NodeJS.ProcessEnv => ({
+    ...process.env,
+    DATABASE_URL: database.url,
+    TEMPORAL_ADDRESS: temporal.address,
+    TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+    // One key for both: secrets sealed by the API are opened by the worker.
+    SECRETS_ENCRYPTION_KEY: sharedKey,
+    WEBHOOK_ALLOW_PRIVATE_CIDRS: '127.0.0.0/8',
+    NODE_EXTRA_CA_CERTS: tls.caFile,
+    PORT: String(apiPort),
+    RATE_LIMIT_BURST: '1000000000',
+    RATE_LIMIT_PER_SECOND: '1000000000',
+    // 100 endpoints in one Account (one per Customer) for the fan-out measurement.
+    ENDPOINT_LIMIT: String(FANOUT_ENDPOINTS + 10),
+    DATA_DIR: dir,
+    LOG_FORMAT: 'json',
+  });
+  // Node 20 refuses --cpu-prof in NODE_OPTIONS, so it goes on the command line.
+  // A folder per service: tsx's module-hooks thread writes a profile of its own, with the same name if one is given.
+  const profileArgs = (name: string) => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${path.join(profileDir, name)}`] : []);
+  step('starting receiver, API and worker processes (the worker bundles its workflow code)');
+  const receiverService = await startService({ name: 'receiver', entry: 'bench/receiver.ts', env: { ...process.env, NODE_OPTIONS: '' }, logFile: logFile('receiver'), ready: 'receiver ready', ipc: true });
+  cleanups.push({ name: 'receiver', fn: () => receiverService.stop() });
+  // The worker bundles its workflow code for seconds; tenants are created meanwhile (endpoint workflows wait on the task queue).
+  const workerStarting = startService({ name: 'worker', entry: 'worker/main.ts', env: serviceEnv(), nodeArgs: profileArgs('worker'), logFile: logFile('worker'), ready: '"msg":"worker started"' });
+  workerStarting.catch(() => {});
+  const apiService = await startService({ name: 'api', entry: 'api/main.ts', env: serviceEnv(), nodeArgs: profileArgs('api'), logFile: logFile('api'), ready: '"msg":"api listening"' });
+  cleanups.push({ name: 'api', fn: () => apiService.stop() });
+  let workerService: Service | undefined;
+  cleanups.push({ name: 'worker', fn: async () => (workerService ?? (await workerStarting.catch(() => undefined)))?.stop() });
+  const receiver = await connectReceiver(receiverService, tls);
+
+  const connection = await Connection.connect({ address: temporal.address });
+  cleanups.push({ name: 'temporal client', fn: () => connection.close() });
+  const client = new Client({ connection });
+  const workflows = endpointWorkflows(client, TASK_QUEUE);
+  const apiPool = new Pool(`http://127.0.0.1:${apiPort}`, { connections: 64, pipelining: 1 });
+  cleanups.push({ name: 'api client', fn: () => apiPool.close() });
+
+  const cpuRoots = () => ({ api: apiService.child.pid, worker: workerService?.child.pid, receiver: receiverService.child.pid, postgres: childPid('postgres'), temporal: childPid('temporal') });
+
+  async function api(method: string, urlPath: string, key: string, body?: unknown): Promise<{ status: number; body: any }> {
+    const res = await apiPool.request({ method: method as 'POST', path: urlPath, headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const text = await res.body.text();
+    return { status: res.statusCode, body: text ? JSON.parse(text) : null };
+  }
+
+  /** An Account with a live key, `endpoints` endpoints created and verified through the API (one per Customer when `perCustomer`). */
+  async function tenant(name: string, endpoints: number, perCustomer = false): Promise<Tenant> {
+    const account = await createAccount(db, { name: `bench-${name}`, ownerEmail: 'bench@example.com', plan: 'paid' });
+    const { key } = await issueApiKey(db, { accountId: account.id, environment: 'live', scopes: [...SCOPES] });
+    const customerIds = perCustomer ? await Promise.all(Array.from({ length: endpoints }, (_, i) => createCustomer(db, { accountId: account.id, name: `customer ${i}` }).then((c) => c.id))) : [];
+    const created: { id: string; path: string; secret: string }[] = [];
+    await eachOf(endpoints, async (i) => {
+      const urlPath = `/h/${name}/${i}`;
+      const res = await api('POST', '/api/v1/webhooks', key, { url: `https://127.0.0.1:${receiver.port}${urlPath}`, events: ['crm'], ...(perCustomer ? { customer_id: customerIds[i] } : {}) });
+      if (res.status !== 201) throw new Error(`endpoint not created: ${res.status} ${JSON.stringify(res.body)}`);
+      created[i] = { id: res.body.data.id, path: urlPath, secret: res.body.data.secret };
+    });
+    receiver.secrets(Object.fromEntries(created.map((c) => [c.path, c.secret])));
+    await eachOf(endpoints, async (i) => {
+      const res = await api('POST', `/api/v1/webhooks/${created[i]!.id}/test`, key);
+      if (res.status !== 200) throw new Error(`endpoint not verified: ${res.status} ${JSON.stringify(res.body)}`);
+    });
+    return { name, accountId: account.id, key, endpointIds: created.map((c) => c.id), customerIds };
+  }
+
+  /** Until each workflow has handled what it was told and waits on a timer (no activity or signal pending). */
+  async function waitIdle(endpointIds: string[]) {
+    const { EventType } = proto.temporal.api.enums.v1;
+    const waiting = new Set([EventType.EVENT_TYPE_TIMER_STARTED, EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES]);
+    const deadline = Date.now() + 60_000;
+    await eachOf(endpointIds.length, async (i) => {
+      const id = endpointIds[i]!;
+      for (;;) {
+        const events = (await client.workflow.getHandle(endpointWorkflowId(id)).fetchHistory()).events ?? [];
+        const types = events.map((e) => e.eventType);
+        const lastTask = types.lastIndexOf(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
+        if (lastTask >= 0 && types.slice(lastTask + 1).every((t) => waiting.has(t!))) break;
+        if (Date.now() > deadline) throw new Error(`workflow of endpoint ${id} did not go idle`);
+        await sleep(100);
+      }
+    });
+  }
+
+  /** Waits until every key has arrived at the receiver; fails when nothing new arrives for 30 s. */
+  async function allArrived(keys: string[], what: string): Promise<void> {
+    let missing = keys.filter((k) => !receiver.arrivals.has(k));
+    let progressAt = Date.now();
+    while (missing.length > 0) {
+      await sleep(50);
+      const still = missing.filter((k) => !receiver.arrivals.has(k));
+      if (still.length < missing.length) progressAt = Date.now();
+      missing = still;
+      if (Date.now() - progressAt > 30_000) throw new Error(`${what}: ${missing.length} of ${keys.length} deliveries never arrived (e.g. ${missing[0]})`);
+    }
+  }
+
+  /** How many deliveries of the Account Postgres recorded as delivered: every arrival must also be on record. */
+  async function recordedSuccesses(accountId: string): Promise<number> {
+    const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE account_id = $1 AND status = 'success' AND event_id IS NOT NULL`, [accountId]);
+    return rows[0]!.n;
+  }
+
+  async function pgCommits(): Promise<number> {
+    const { rows } = await db.query<{ n: string }>(`SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()`);
+    return Number(rows[0]!.n);
+  }
+
+  // ---- measurement phases: each records its wall-clock window (for histories), its monotonic one (for CPU profiles), and CPU use.
+  interface Phase {
+    name: string;
+    fromMs: number;
+    toMs: number;
+    fromUs: number;
+    toUs: number;
+    cpu: Record<string, number>;
+    pgCommits: number;
+    tlsHandshakes: number;
+  }
+  const phases: Phase[] = [];
+  async function phase<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    step(name);
+    await sleep(300); // let the previous phase's stragglers settle
+    const commits = await pgCommits();
+    const handshakes = (await receiver.stats()).connections;
+    const cpu0 = cpuSeconds(cpuRoots());
+    const p = { name, fromMs: Date.now(), fromUs: monoUs() } as Phase;
+    const result = await fn();
+    Object.assign(p, { toMs: Date.now(), toUs: monoUs() });
+    const cpu1 = cpuSeconds(cpuRoots());
+    p.cpu = Object.fromEntries(Object.keys(cpu1).map((k) => [k, +(cpu1[k]! - (cpu0[k] ?? 0)).toFixed(2)]));
+    await sleep(1_100); // Postgres flushes a backend's statistics about once a second
+    p.pgCommits = (await pgCommits()) - commits;
+    p.tlsHandshakes = (await receiver.stats()).connections - handshakes;
+    phases.push(p);
+    return result;
+  }
+
+  /** Publishes through POST /api/v1/events: closed loop with CONCURRENCY clients, or open loop at `rate` per second. */
+  async function publish(t: Tenant, tag: string, count: number, opts: { rate?: number } = {}) {
+    const sentAt = new Map<string, number>();
+    const callMs: number[] = [];
+    let failures = 0;
+    const one = async (n: number) => {
+      const entityId = `${tag}_${n}`;
+      const customerId = t.customerIds.length ? t.customerIds[n % t.customerIds.length] : undefined;
+      const body = { type: def.type, data: demandData(entityId, `c_${n}`), ...(customerId ? { customer_id: customerId } : {}) };
+      const t0 = now();
+      sentAt.set(demandKey(entityId), t0);
+      const res = await api('POST', '/api/v1/events', t.key, body);
+      callMs.push(now() - t0);
+      if (res.status !== 201) failures++;
+    };
+    if (opts.rate) {
+      // Open loop: each publish starts on its schedule, whether or not earlier ones have answered.
+      const inFlight: Promise<void>[] = [];
+      const start = now();
+      for (let n = 0; n < count; n++) {
+        const due = start + (n * 1000) / opts.rate;
+        const wait = due - now();
+        if (wait > 1) await sleep(wait);
+        inFlight.push(one(n));
+      }
+      await Promise.all(inFlight);
+    } else {
+      let next = 0;
+      const until = now() + SIZE.e2eCapSeconds * 1000;
+      await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+        for (let n = next++; n < count && now() < until; n = next++) await one(n);
+      }));
+    }
+    if (failures) throw new Error(`${tag}: ${failures} publishes were not answered 201`);
+    const published = sentAt.size;
+    await allArrived([...sentAt.keys()], tag);
+    const first = Math.min(...sentAt.values());
+    const last = Math.max(...[...sentAt.keys()].map((k) => receiver.arrivals.get(k)!));
+    const latency = [...sentAt].map(([k, t0]) => receiver.arrivals.get(k)! - t0).sort((a, b) => a - b);
+    callMs.sort((a, b) => a - b);
+    return {
+      events: published,
+      perSecond: Math.round(published / ((last - first) / 1000)),
+      latencyMs: { p50: +pct(latency, 50).toFixed(1), p99: +pct(latency, 99).toFixed(1), max: +latency[latency.length - 1]!.toFixed(1) },
+      publishCallMs: { p50: +pct(callMs, 50).toFixed(1), p99: +pct(callMs, 99).toFixed(1) },
+    };
+  }
+
+  /** Stores events through the real ingest function (storeEvent: one transaction each) with CONCURRENCY writers; no wake-up. */
+  async function store(t: Tenant, tag: string, count: number): Promise<{ keys: string[]; perSecond: number }> {
+    const keys: string[] = [];
+    let next = 0;
+    const t0 = now();
+    const until = t0 + SIZE.storeCapSeconds * 1000;
+    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+      for (let n = next++; n < count && now() < until; n = next++) {
+        const entityId = `${tag}_${n}`;
+        keys.push(demandKey(entityId));
+        await storeEvent(db, { accountId: t.accountId, environment: 'live', def, data: def.data.parse(demandData(entityId, `c_${n}`)), refs: {}, customerId: null, channelAccount: null, externalId: null, messageResourceId: null, contactRef: `c_${n}`, streamContext: {}, occurredAt: new Date() });
+      }
+    }));
+    return { keys, perSecond: Math.round(keys.length / ((now() - t0) / 1000)) };
+  }
+
+  // ---- setup: tenants and their verified endpoints
+  step(`creating tenants: 1 + ${FANOUT_ENDPOINTS} (one per Customer) + 1 + ${INGEST_FANOUT} endpoints, verified through the API`);
+  const [single, fanout, drainT, ingestT] = await Promise.all([tenant('single', 1), tenant('fanout', FANOUT_ENDPOINTS, true), tenant('drain', 1), tenant('ingest', INGEST_FANOUT)]);
+  step('waiting for the worker, then for every endpoint workflow to be idle');
+  workerService = await workerStarting;
+  await waitIdle([...single.endpointIds, ...fanout.endpointIds, ...drainT.endpointIds, ...ingestT.endpointIds]);
+
+  // ---- 1. bare loop: signed 1 KiB POSTs straight to the receiver, 16 in flight on keep-alive connections
+  const bareSecret = 'whsec_bare_loop_secret';
+  receiver.secrets({ '/bare': bareSecret });
+  const bare = await phase('bare loop', async () => {
+    const pool = new Pool(`https://127.0.0.1:${receiver.port}`, { connections: CONCURRENCY, connect: { ca: tls.ca } });
+    const body = Buffer.from(JSON.stringify({ event: def.type, ...demandData('bare', 'c') }));
+    let sent = 0;
+    const until = now() + SIZE.bareSeconds * 1000;
+    const t0 = now();
+    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+      while (now() < until) {
+        const n = sent++;
+        const res = await pool.request({ method: 'POST', path: '/bare', headers: { 'content-type': 'application/json', 'x-idempotency-key': `bare:${n}`, 'x-webhook-signature': signBody(bareSecret, body) }, body });
+        await res.body.text();
+      }
+    }));
+    const seconds = (now() - t0) / 1000;
+    await pool.close();
+    return { requests: sent, perSecond: Math.round(sent / seconds) };
+  });
+
+  // ---- 2. end to end, 1 endpoint; 3. half load, open loop; then end to end to 100 endpoints.
+  // Half load runs before the 100 endpoints: the wake-ups that phase leaves queued in the API
+  // reach Temporal for seconds after its last delivery (measured below), and would be measured as latency.
+  const e2e1 = await phase('end to end, 1 endpoint', () => publish(single, 'e1', SIZE.e2eEvents));
+  const halfRate = Math.max(1, Math.round(e2e1.perSecond / 2));
+  const half = await phase(`half load (${halfRate}/s), 1 endpoint`, () => publish(single, 'half', Math.max(1, Math.round(halfRate * SIZE.halfSeconds)), { rate: halfRate }));
+  const e2e100 = await phase(`end to end, ${FANOUT_ENDPOINTS} endpoints`, () => publish(fanout, 'e100', SIZE.e2eEvents));
+
+  // ---- 4. drain: a stored backlog, then one wake-up
+  const drainStored = await store(drainT, 'drain', SIZE.drain);
+  await sleep(500);
+  const drain = await phase(`drain ${drainStored.keys.length} to 1 endpoint`, async () => {
+    const t0 = now();
+    await workflows.wake(drainT.endpointIds[0]!, drainT.accountId);
+    await allArrived(drainStored.keys, 'drain');
+    const last = Math.max(...drainStored.keys.map((k) => receiver.arrivals.get(k)!));
+    return { deliveries: drainStored.keys.length, perSecond: Math.round(drainStored.keys.length / ((last - t0) / 1000)) };
+  });
+
+  // ---- 5. ingest into one stream with fan-out 10 (deliveries stay pending: nobody is woken)
+  const ingest = await phase(`ingest with fan-out ${INGEST_FANOUT}`, () => store(ingestT, 'ingest', SIZE.ingest));
+
+  // ---- checks: every delivery on record, every signature good, nothing sent twice
+  const receiverStats = await receiver.stats();
+  const recorded = {
+    single: await recordedSuccesses(single.accountId),
+    fanout: await recordedSuccesses(fanout.accountId),
+    drain: await recordedSuccesses(drainT.accountId),
+  };
+  const expected = { single: e2e1.events + half.events, fanout: e2e100.events, drain: drain.deliveries };
+
+  // ---- 5b. cost in Temporal, per phase
+  step('reading workflow histories');
+  const byName = (n: string) => phases.find((p) => p.name.startsWith(n))!;
+  const singleHistory = await endpointHistory(client, single.endpointIds[0]!);
+  const drainHistory = await endpointHistory(client, drainT.endpointIds[0]!);
+  const fanoutHistories = await Promise.all(fanout.endpointIds.map((id) => endpointHistory(client, id)));
+  fs.writeFileSync(path.join(dir, 'history-single.tsv'), historyTimeline(singleHistory.events, byName('end to end, 1 ').fromMs));
+  fs.writeFileSync(path.join(dir, 'history-drain.tsv'), historyTimeline(drainHistory.events, byName('drain').fromMs));
+  const costOf = (events: Parameters<typeof historyCost>[0], p: Phase) => historyCost(events, p.fromMs, p.toMs + 1_000);
+  const sumCosts = (costs: HistoryCost[]): HistoryCost => ({
+    events: costs.reduce((s, c) => s + c.events, 0),
+    workflowTasks: costs.reduce((s, c) => s + c.workflowTasks, 0),
+    signals: costs.reduce((s, c) => s + c.signals, 0),
+    rounds: costs.reduce((s, c) => s + c.rounds, 0),
+    activities: costs.reduce((s, c) => s + c.activities, 0),
+    roundMsP50: costs.map((c) => c.roundMsP50).sort((a, b) => a - b)[Math.floor(costs.length / 2)]!,
+    gapMsP50: costs.map((c) => c.gapMsP50).sort((a, b) => a - b)[Math.floor(costs.length / 2)]!,
+    wakeToRoundMsP50: costs.map((c) => c.wakeToRoundMsP50).sort((a, b) => a - b)[Math.floor(costs.length / 2)]!,
+  });
+  const per1000 = (c: HistoryCost, deliveries: number) => ({
+    ...c,
+    deliveries,
+    eventsPer1000: Math.round((c.events * 1000) / deliveries),
+    workflowTasksPer1000: Math.round((c.workflowTasks * 1000) / deliveries),
+    deliveriesPerRound: +(deliveries / Math.max(1, c.rounds)).toFixed(1),
+  });
+  // Wake signals the 100 endpoints' workflows got after that phase's last delivery: the API's queued wake-ups.
+  const e2e100End = byName(`end to end, ${FANOUT_ENDPOINTS}`).toMs;
+  const late = fanoutHistories.map((h) => signalsAfter(h.events, e2e100End));
+  const lateWakes = { signals: late.reduce((s, l) => s + l.count, 0), lastAfterMs: Math.max(0, ...late.map((l) => (l.lastMs ?? e2e100End) - e2e100End)) };
+  const cost = {
+    e2e1: per1000(costOf(singleHistory.events, byName('end to end, 1 ')), e2e1.events),
+    e2e100: per1000(sumCosts(fanoutHistories.map((h) => costOf(h.events, byName(`end to end, ${FANOUT_ENDPOINTS}`)))), e2e100.events),
+    half: per1000(costOf(singleHistory.events, byName('half load')), half.events),
+    drain: per1000(costOf(drainHistory.events, byName('drain')), drain.deliveries),
+    runs: { single: singleHistory.runs, drain: drainHistory.runs },
+    lateWakes,
+  };
+
+  // ---- optional diagnosis
+  const explain = EXPLAIN ? (step('EXPLAIN ANALYZE of the hot statements'), await explainHotQueries(db, database.url, { ingestAccountId: ingestT.accountId, ingestEndpointId: ingestT.endpointIds[0]!, def, makeData: (id) => demandData(id, 'c_explain'), file: path.join(dir, 'explain.txt') })) : undefined;
+
+  const loadAfter = os.loadavg();
+  const results = {
+    quick: QUICK,
+    machine: { cpus: os.cpus().length, loadavgBefore: loadBefore.map((l) => +l.toFixed(2)), loadavgAfter: loadAfter.map((l) => +l.toFixed(2)) },
+    bare: { ...bare, ratio: 1 },
+    e2e1: { ...e2e1, ratio: +(e2e1.perSecond / bare.perSecond).toFixed(3) },
+    e2e100: { ...e2e100, endpoints: FANOUT_ENDPOINTS, ratio: +(e2e100.perSecond / bare.perSecond).toFixed(3) },
+    half: { ...half, rate: halfRate, ratio: +(half.perSecond / bare.perSecond).toFixed(3) },
+    drain: { ...drain, ratio: +(drain.perSecond / bare.perSecond).toFixed(3), storedPerSecond: drainStored.perSecond },
+    ingest: { events: ingest.keys.length, fanout: INGEST_FANOUT, writers: CONCURRENCY, perSecond: ingest.perSecond },
+    cost,
+    phases: phases.map((p) => ({ name: p.name, startMs: p.fromMs - phases[0]!.fromMs, seconds: +((p.toMs - p.fromMs) / 1000).toFixed(2), cpuSeconds: p.cpu, pgCommits: p.pgCommits, tlsHandshakes: p.tlsHandshakes })),
+    checks: { receiver: receiverStats, recorded, expected },
+    explain,
+  };
+
+  // ---- stop the services first: their CPU profiles are written as they exit
+  step('stopping');
+  await cleanUp();
+
+  printTable(results);
+  if (PROFILE) {
+    const windows = phases.filter((p) => p.name !== 'bare loop').map((p) => ({ fromUs: p.fromUs, toUs: p.toUs }));
+    for (const name of ['api', 'worker']) {
+      // The main thread's profile is the largest; the other is the module-hooks thread's.
+      const files = fs.existsSync(path.join(profileDir, name)) ? fs.readdirSync(path.join(profileDir, name)).map((f) => path.join(profileDir, name, f)) : [];
+      const file = files.sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0];
+      if (!file) console.log(`\n(no CPU profile written for ${name})`);
+      else console.log(`\n${name}: top self time during the delivery phases (${file})\n${summarizeProfile(file, windows, 25)}`);
+    }
+  }
+  console.log(JSON.stringify(results));
+  const ok = receiverStats.badSignatures === 0 && receiverStats.unknownPaths === 0 && Object.entries(expected).every(([k, v]) => recorded[k as keyof typeof recorded] === v);
+  if (!ok) {
+    console.error('CHECKS FAILED: see "checks" in the JSON line');
+    process.exitCode = 1;
+  }
+}
+
+type Results = Record<string, any>;
+function printTable(r: Results) {
+  const n = (x: number) => x.toLocaleString('en-US');
+  const ratio = (x: number) => `${x.toFixed(3)}×`;
+  const lat = (l: { p50: number; p99: number; max: number }) => `p50 ${l.p50} / p99 ${l.p99} / max ${l.max} ms`;
+  const rows: [string, string, string, string][] = [
+    ['figure', 'value', 'vs bare loop', 'target'],
+    [`bare loop: signed 1 KiB POSTs to the receiver, ${CONCURRENCY} in flight`, `${n(r.bare.perSecond)} req/s`, ratio(1), ''],
+    [`end to end, 1 endpoint (${n(r.e2e1.events)} events, ${CONCURRENCY} publishers)`, `${n(r.e2e1.perSecond)} deliveries/s`, ratio(r.e2e1.ratio), '≥ 0.25×'],
+    ['  latency publish → receipt', lat(r.e2e1.latencyMs), '', ''],
+    [`end to end, ${r.e2e100.endpoints} endpoints (1 per Customer)`, `${n(r.e2e100.perSecond)} deliveries/s`, ratio(r.e2e100.ratio), '≥ 0.25×'],
+    ['  latency publish → receipt', lat(r.e2e100.latencyMs), '', ''],
+    [`half load: ${r.half.rate}/s open loop, 1 endpoint`, `p50 ${r.half.latencyMs.p50} / p99 ${r.half.latencyMs.p99} ms`, '', 'p50 < 20, p99 < 100 ms'],
+    ['  publish call alone (API answer)', `p50 ${r.half.publishCallMs.p50} / p99 ${r.half.publishCallMs.p99} ms`, '', ''],
+    [`drain: stored backlog of ${n(r.drain.deliveries)}, 1 endpoint`, `${n(r.drain.perSecond)} deliveries/s`, ratio(r.drain.ratio), ''],
+    [`ingest, one stream, fan-out ${r.ingest.fanout} (storeEvent, ${r.ingest.writers} writers)`, `${n(r.ingest.perSecond)} events/s`, '', '≥ 5,000 events/s'],
+    ['  same, fan-out 1 (the drain backlog)', `${n(r.drain.storedPerSecond)} events/s`, '', ''],
+    ['history events / 1,000 deliveries (e2e, 1 endpoint)', `${n(r.cost.e2e1.eventsPer1000)} (${r.cost.e2e1.workflowTasksPer1000} workflow tasks)`, '', '< 50'],
+    ['  during drain', `${n(r.cost.drain.eventsPer1000)} (${r.cost.drain.workflowTasksPer1000} workflow tasks)`, '', '< 50'],
+    ['  at half load', `${n(r.cost.half.eventsPer1000)} (${r.cost.half.workflowTasksPer1000} workflow tasks)`, '', '< 50'],
+    [`  e2e, ${r.e2e100.endpoints} endpoints`, `${n(r.cost.e2e100.eventsPer1000)} (${r.cost.e2e100.workflowTasksPer1000} workflow tasks)`, '', ''],
+    ['deliveries per round (e2e 1 / half / drain)', `${r.cost.e2e1.deliveriesPerRound} / ${r.cost.half.deliveriesPerRound} / ${r.cost.drain.deliveriesPerRound}`, '', ''],
+    ['round p50, gap between rounds p50 (e2e 1 / drain)', `${r.cost.e2e1.roundMsP50} ms, ${r.cost.e2e1.gapMsP50} ms / ${r.cost.drain.roundMsP50} ms, ${r.cost.drain.gapMsP50} ms`, '', ''],
+    ['wake signal → round starts p50 (half load)', `${r.cost.half.wakeToRoundMsP50} ms`, '', ''],
+    [`wake signals landing after the ${r.e2e100.endpoints}-endpoint phase ended`, `${n(r.cost.lateWakes.signals)}, the last ${(r.cost.lateWakes.lastAfterMs / 1000).toFixed(1)} s after`, '', ''],
+  ];
+  const width = [0, 1, 2, 3].map((i) => Math.max(...rows.map((row) => row[i]!.length)));
+  console.log('');
+  for (const [i, row] of rows.entries()) {
+    console.log(row.map((c, j) => c.padEnd(width[j]!)).join('  ').trimEnd());
+    if (i === 0) console.log(width.map((w) => '-'.repeat(w)).join('  '));
+  }
+  console.log('');
+  console.log('CPU seconds per phase (2 cores: at most 2 s per s), Postgres commits, TLS handshakes at the receiver:');
+  for (const p of r.phases) console.log(`  ${p.name.padEnd(34)} ${String(p.seconds).padStart(6)} s  ${Object.entries(p.cpuSeconds).map(([k, v]) => `${k} ${v}`).join(', ')}; ${p.pgCommits} commits; ${p.tlsHandshakes} handshakes`);
+  console.log(`load average before ${r.machine.loadavgBefore.join(' ')}, after ${r.machine.loadavgAfter.join(' ')} (${r.machine.cpus} cpus)`);
+  console.log('');
+}
+
+try {
+  await main();
+} catch (err) {
+  console.error(err);
+  process.exitCode = 1;
+} finally {
+  await cleanUp();
+}
+process.exit();
