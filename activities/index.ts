@@ -96,7 +96,12 @@ export function createActivities(deps: ActivityDeps) {
    * null when nothing was sent (the event is gone). A failed record is logged, not thrown: the
    * other POSTs of the round go on, and the delivery's lease brings it back.
    */
-  async function attempt(endpoint: EndpointRow, d: ClaimedDelivery, event: EventRow | undefined, clock: () => number): Promise<AttemptOutcome | null> {
+  async function attempt(
+    endpoint: EndpointRow,
+    d: ClaimedDelivery,
+    event: EventRow | undefined,
+    clock: () => number,
+  ): Promise<AttemptOutcome | null> {
     const def = getEventDefinition(d.event_type);
     if (!event || !def) {
       await closeForDeletedEvent(db, d.id);
@@ -104,13 +109,23 @@ export function createActivities(deps: ActivityDeps) {
     }
     const body = Buffer.from(JSON.stringify(webhookBody(def, event)), 'utf8');
     const startedAtMs = clock();
-    const outcome = await sendToEndpoint(deps.httpClient, deps.secretBox, endpoint, { eventType: d.event_type, idempotencyKey: d.idempotency_key, body });
+    const outcome = await sendToEndpoint(deps.httpClient, deps.secretBox, endpoint, {
+      eventType: d.event_type,
+      idempotencyKey: d.idempotency_key,
+      body,
+    });
     webhookSends.inc({ kind: 'delivery', outcome: outcome.acknowledged ? 'success' : (outcome.error ?? 'failure') });
     const number = d.attempts + 1;
     await recordDeliveryAttempt(db, {
       id: d.id,
       number,
-      attempt: { startedAt: new Date(startedAtMs), durationMs: outcome.durationMs, responseCode: outcome.recordedStatus, error: outcome.error, responseExcerpt: outcome.excerpt },
+      attempt: {
+        startedAt: new Date(startedAtMs),
+        durationMs: outcome.durationMs,
+        responseCode: outcome.recordedStatus,
+        error: outcome.error,
+        responseExcerpt: outcome.excerpt,
+      },
       success: outcome.acknowledged,
       nextAttemptAt: outcome.acknowledged ? null : new Date(startedAtMs + retryDelayMs(number)),
     }).catch((err) => logger.error({ err, deliveryId: d.id }, 'delivery attempt not recorded; it will be sent again when its lease ends'));
@@ -151,7 +166,8 @@ export function createActivities(deps: ActivityDeps) {
         const readEndpoint = currentEndpoint(db, endpointId);
         const first = await readEndpoint();
         // A PATCH (deactivation, new url) may be committed before its signal reaches the workflow.
-        if (!first || first.deleted_at || !sends(first.active, first.health_status)) return { outcomes: [], more: false, nextDueAtMs: null };
+        if (!first || first.deleted_at || !sends(first.active, first.health_status))
+          return { outcomes: [], more: false, nextDueAtMs: null };
         const claimed = await claimDueDeliveries(db, endpointId, new Date(startMs), limit, LEASE_MS, owner);
         const eventIds = claimed.map((d) => d.event_id).filter((id): id is string => id !== null);
         const byId = new Map((await getEventsByIds(db, eventIds)).map((e) => [e.id, e]));
@@ -190,13 +206,30 @@ export function createActivities(deps: ActivityDeps) {
 
     async recordHealth(
       endpointId: string,
-      h: { health: HealthStatus; failureStreak: number; lastSuccessAtMs: number | null; lastFailureAtMs: number | null; lastResponseCode: number | null; nextAttemptAtMs: number | null; pausedAtMs: number | null; observedAtMs: number },
+      h: {
+        health: HealthStatus;
+        failureStreak: number;
+        lastSuccessAtMs: number | null;
+        lastFailureAtMs: number | null;
+        lastResponseCode: number | null;
+        nextAttemptAtMs: number | null;
+        pausedAtMs: number | null;
+        observedAtMs: number;
+      },
     ): Promise<void> {
       const d = (v: number | null) => (v === null ? null : new Date(v));
       await recordEndpointHealth(
         db,
         endpointId,
-        { health: h.health, failureStreak: h.failureStreak, lastSuccessAt: d(h.lastSuccessAtMs), lastFailureAt: d(h.lastFailureAtMs), lastResponseCode: h.lastResponseCode, nextAttemptAt: d(h.nextAttemptAtMs), pausedAt: d(h.pausedAtMs) },
+        {
+          health: h.health,
+          failureStreak: h.failureStreak,
+          lastSuccessAt: d(h.lastSuccessAtMs),
+          lastFailureAt: d(h.lastFailureAtMs),
+          lastResponseCode: h.lastResponseCode,
+          nextAttemptAt: d(h.nextAttemptAtMs),
+          pausedAt: d(h.pausedAtMs),
+        },
         new Date(h.observedAtMs),
       );
     },

@@ -46,11 +46,13 @@ export function createApp(deps: ApiDeps): Koa {
   open.get('/api/v1/openapi.json', (ctx) => {
     ctx.body = doc;
   });
-  for (const r of [open, docsRoutes(), operationsRoutes(deps), providerRoutes(deps)]) app.use(r.routes()).use(r.allowedMethods({ throw: true, methodNotAllowed: methodNotAllowed, notImplemented }));
+  for (const r of [open, docsRoutes(), operationsRoutes(deps), providerRoutes(deps)])
+    app.use(r.routes()).use(r.allowedMethods({ throw: true, methodNotAllowed: methodNotAllowed, notImplemented }));
 
   const api = new Router();
   api.use('/api/v1', authenticate(deps.db), rateLimit(deps.config.rateLimit), refuseUnstorableInput);
-  for (const r of [webhookRoutes(deps), deliveryRoutes(deps), eventRoutes(deps), eventTypeRoutes(), contactRoutes(deps)]) api.use(r.routes(), r.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
+  for (const r of [webhookRoutes(deps), deliveryRoutes(deps), eventRoutes(deps), eventTypeRoutes(), contactRoutes(deps)])
+    api.use(r.routes(), r.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
   app.use(api.routes()).use(api.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
   return app;
 }

@@ -19,7 +19,12 @@ export function authenticate(db: Db) {
     if (!key) throw new DomainError(401, 'unauthorized', 'missing X-API-Key header');
     const record = key.length <= 200 ? await findApiKeyByHash(db, hashApiKey(key)) : undefined;
     if (!record) throw new DomainError(401, 'unauthorized', 'invalid API key');
-    ctx.state.principal = { keyId: record.id, accountId: record.account_id, environment: record.environment, scopes: record.scopes } satisfies Principal;
+    ctx.state.principal = {
+      keyId: record.id,
+      accountId: record.account_id,
+      environment: record.environment,
+      scopes: record.scopes,
+    } satisfies Principal;
     await next();
   };
 }

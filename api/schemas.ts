@@ -85,7 +85,10 @@ export const Secret = z
   .refine((s) => !/[\r\n]/.test(s), 'secret must not contain line breaks');
 
 /** Categories as sent; unknown values are dropped later, so any strings pass here. */
-const EventsInput = z.array(z.string()).openapi({ example: ['messages', 'statuses'], description: `Subscription categories: ${CATEGORIES.join(', ')}. Unknown values are discarded.` });
+const EventsInput = z.array(z.string()).openapi({
+  example: ['messages', 'statuses'],
+  description: `Subscription categories: ${CATEGORIES.join(', ')}. Unknown values are discarded.`,
+});
 
 export const CreateEndpointBody = z
   .object({
@@ -106,7 +109,14 @@ export const UpdateEndpointBody = z
     secret: Secret.optional(),
     customer_id: Uuid.nullable().optional(),
     headers: z
-      .object({ Authorization: z.string().max(4096).nullable().optional().openapi({ description: 'Sent as the Authorization header of every delivery and test; null or "" removes it. Never returned.' }) })
+      .object({
+        Authorization: z
+          .string()
+          .max(4096)
+          .nullable()
+          .optional()
+          .openapi({ description: 'Sent as the Authorization header of every delivery and test; null or "" removes it. Never returned.' }),
+      })
       .strict()
       .optional(),
   })
@@ -134,17 +144,20 @@ export const Endpoint = z
   })
   .openapi('Endpoint', { example: endpointExample });
 
-export const EndpointWithSecret = Endpoint.extend({ secret: z.string().openapi({ description: 'Shown in this answer only.' }) }).openapi('EndpointWithSecret', {
-  example: {
-    ...endpointExample,
-    health_status: 'unverified',
-    verified_at: null,
-    last_success_at: null,
-    last_response_code: null,
-    updated_at: endpointExample.created_at,
-    secret: 'whsec_3q2-7wEXAMPLEv5dH0hZ1lS8nQkQm9YV0cXo1pA2bC3dE4',
+export const EndpointWithSecret = Endpoint.extend({ secret: z.string().openapi({ description: 'Shown in this answer only.' }) }).openapi(
+  'EndpointWithSecret',
+  {
+    example: {
+      ...endpointExample,
+      health_status: 'unverified',
+      verified_at: null,
+      last_success_at: null,
+      last_response_code: null,
+      updated_at: endpointExample.created_at,
+      secret: 'whsec_3q2-7wEXAMPLEv5dH0hZ1lS8nQkQm9YV0cXo1pA2bC3dE4',
+    },
   },
-});
+);
 
 export const Paging = z
   .object({
@@ -190,7 +203,9 @@ export const Attempt = z
   })
   .openapi('Attempt', { example: attemptExample });
 
-export const DeliveryDetail = Delivery.extend({ attempts_log: z.array(Attempt) }).openapi('DeliveryDetail', { example: { ...deliveryExample, attempts_log: [attemptExample] } });
+export const DeliveryDetail = Delivery.extend({ attempts_log: z.array(Attempt) }).openapi('DeliveryDetail', {
+  example: { ...deliveryExample, attempts_log: [attemptExample] },
+});
 
 export const ListQuery = z.object({
   limit: z.string().optional().openapi({ description: 'Page size, default 20, at most 100.' }),
@@ -201,7 +216,10 @@ export const ListQuery = z.object({
 export const DeliveryListQuery = ListQuery.extend({
   endpoint_id: Uuid.optional(),
   webhook_id: Uuid.optional().openapi({ description: 'Alias of endpoint_id.' }),
-  status: z.string().optional().openapi({ description: `One of ${DELIVERY_STATUSES.join(', ')}.` }),
+  status: z
+    .string()
+    .optional()
+    .openapi({ description: `One of ${DELIVERY_STATUSES.join(', ')}.` }),
   event_type: z.string().optional(),
 });
 
@@ -225,12 +243,21 @@ export const StreamPaging = z
   .openapi('StreamPaging', { example: { cursor: '42', next: null, has_more: false } });
 
 export const StreamQuery = z.object({
-  after: z.string().optional().openapi({ description: 'Exclusive cursor, a non-negative integer (default 0); anything else is 422 invalid_cursor.' }),
+  after: z
+    .string()
+    .optional()
+    .openapi({ description: 'Exclusive cursor, a non-negative integer (default 0); anything else is 422 invalid_cursor.' }),
   limit: z.string().optional().openapi({ description: 'Default 20, at most 100; an invalid value falls back to 20.' }),
 });
 
 export const EventType = z
-  .object({ name: z.string(), category: z.string().nullable(), description: z.string(), in_stream: z.boolean(), schema: z.record(z.string(), z.unknown()) })
+  .object({
+    name: z.string(),
+    category: z.string().nullable(),
+    description: z.string(),
+    in_stream: z.boolean(),
+    schema: z.record(z.string(), z.unknown()),
+  })
   .openapi('EventType', {
     example: {
       name: 'crm.demand.created',

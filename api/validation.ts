@@ -34,7 +34,8 @@ export async function refuseUnstorableInput(ctx: Context, next: Next): Promise<v
   if (findUnstorableText(path) !== undefined) throw new DomainError(422, 'invalid_request', `path ${UNSTORABLE_REASON}`);
   const { limit: _limit, ...query } = ctx.query;
   const field = findUnstorableText(query);
-  if (field !== undefined) throw new DomainError(422, QUERY_CODES[/^[^.[]*/.exec(field)![0]] ?? 'invalid_request', `${field}: ${UNSTORABLE_REASON}`);
+  if (field !== undefined)
+    throw new DomainError(422, QUERY_CODES[/^[^.[]*/.exec(field)![0]] ?? 'invalid_request', `${field}: ${UNSTORABLE_REASON}`);
   await next();
 }
 

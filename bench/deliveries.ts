@@ -39,8 +39,18 @@ function percentile(sorted: number[], p: number): number {
 async function main() {
   fs.mkdirSync(dir, { recursive: true });
   // A private CA for the local receiver, trusted by the worker's HTTP client.
-  const ca = await generate([{ name: 'commonName', value: 'bench CA' }], { keySize: 2048, extensions: [{ name: 'basicConstraints', cA: true, critical: true }, { name: 'keyUsage', keyCertSign: true, critical: true }] });
-  const leaf = await generate([{ name: 'commonName', value: '127.0.0.1' }], { keySize: 2048, ca: { key: ca.private, cert: ca.cert }, extensions: [{ name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }] }] });
+  const ca = await generate([{ name: 'commonName', value: 'bench CA' }], {
+    keySize: 2048,
+    extensions: [
+      { name: 'basicConstraints', cA: true, critical: true },
+      { name: 'keyUsage', keyCertSign: true, critical: true },
+    ],
+  });
+  const leaf = await generate([{ name: 'commonName', value: '127.0.0.1' }], {
+    keySize: 2048,
+    ca: { key: ca.private, cert: ca.cert },
+    extensions: [{ name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }] }],
+  });
   fs.writeFileSync(path.join(dir, 'ca.pem'), ca.cert);
   process.env.NODE_EXTRA_CA_CERTS = path.join(dir, 'ca.pem');
 
@@ -55,12 +65,21 @@ async function main() {
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   const port = (receiver.address() as AddressInfo).port;
 
-  const pg = process.env.DATABASE_URL ? { url: process.env.DATABASE_URL, stop: async () => {} } : await startEmbeddedPostgres(path.join(dir, 'pg'));
+  const pg = process.env.DATABASE_URL
+    ? { url: process.env.DATABASE_URL, stop: async () => {} }
+    : await startEmbeddedPostgres(path.join(dir, 'pg'));
   const temporal = await startTemporalDevServer();
   await migrate(pg.url);
   const db = createPool(pg.url, 10);
   const encryptionKey = Buffer.alloc(32, 7).toString('base64');
-  const config = { ...loadConfig({}), databaseUrl: pg.url, temporalAddress: temporal.address, encryptionKey, allowPrivateCidrs: ['127.0.0.0/8'], taskQueue: 'bench' };
+  const config = {
+    ...loadConfig({}),
+    databaseUrl: pg.url,
+    temporalAddress: temporal.address,
+    encryptionKey,
+    allowPrivateCidrs: ['127.0.0.0/8'],
+    taskQueue: 'bench',
+  };
   const stopWorker = new AbortController();
   const worker = runWorker(config, { signal: stopWorker.signal });
   const { connection, client } = await connectTemporal(temporal.address, 'default');
@@ -72,7 +91,17 @@ async function main() {
     const account = await createAccount(db, { name: `bench-${endpoints}`, ownerEmail: 'bench@example.com', plan: 'paid' });
     const ids: string[] = [];
     for (let i = 0; i < endpoints; i++) {
-      const e = await inTransaction(db, (tx) => insertEndpoint(tx, { accountId: account.id, customerId: null, url: `https://127.0.0.1:${port}/hook/${i}`, events: ['crm'], active: true, secretCiphertext: box.seal('whsec_bench_secret_value'), limit: 1000 }));
+      const e = await inTransaction(db, (tx) =>
+        insertEndpoint(tx, {
+          accountId: account.id,
+          customerId: null,
+          url: `https://127.0.0.1:${port}/hook/${i}`,
+          events: ['crm'],
+          active: true,
+          secretCiphertext: box.seal('whsec_bench_secret_value'),
+          limit: 1000,
+        }),
+      );
       await db.query(`UPDATE endpoints SET health_status = 'healthy', verified_at = now() WHERE id = $1`, [e.id]);
       await workflows.notify(e.id, account.id, 'created');
       ids.push(e.id);
@@ -90,21 +119,46 @@ async function main() {
     // Store the backlog first, then wake: the drain measures delivery alone, not ingest.
     const ingestStarted = performance.now();
     for (let n = 0; n < perEndpoint; n++) {
-      const data = def.data.parse({ entity_type: 'demand', entity_id: `dem_${n}`, before_data: null, after_data: { id: `dem_${n}`, version: 1, status: 'open', contact_id: 'c', title: 'bench' }, actor_user_id: null });
-      await storeEvent(db, { accountId: account.id, environment: 'live', def, data, refs: {}, customerId: null, channelAccount: null, externalId: null, messageResourceId: null, contactRef: null, streamContext: {}, occurredAt: new Date() });
+      const data = def.data.parse({
+        entity_type: 'demand',
+        entity_id: `dem_${n}`,
+        before_data: null,
+        after_data: { id: `dem_${n}`, version: 1, status: 'open', contact_id: 'c', title: 'bench' },
+        actor_user_id: null,
+      });
+      await storeEvent(db, {
+        accountId: account.id,
+        environment: 'live',
+        def,
+        data,
+        refs: {},
+        customerId: null,
+        channelAccount: null,
+        externalId: null,
+        messageResourceId: null,
+        contactRef: null,
+        streamContext: {},
+        occurredAt: new Date(),
+      });
     }
     const ingestSeconds = (performance.now() - ingestStarted) / 1000;
     const started = performance.now();
     const wokenAt = Date.now();
     await Promise.all(ids.map((id) => workflows.wake(id, account.id)));
     for (;;) {
-      const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE account_id = $1 AND status = 'success'`, [account.id]);
+      const { rows } = await db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM deliveries WHERE account_id = $1 AND status = 'success'`,
+        [account.id],
+      );
       if (rows[0]!.n >= total) break;
       await new Promise((r) => setTimeout(r, 50));
     }
     const seconds = (performance.now() - started) / 1000;
     // When the receiver got each POST, counted from the wake-up.
-    const ms = receivedAt.slice(before).map((t) => t - wokenAt).sort((a, b) => a - b);
+    const ms = receivedAt
+      .slice(before)
+      .map((t) => t - wokenAt)
+      .sort((a, b) => a - b);
     results.push(
       `${endpoints} endpoint(s) x ${perEndpoint} events: backlog of ${total} stored in ${ingestSeconds.toFixed(1)} s, drained in ${seconds.toFixed(1)} s = ` +
         `${Math.round(total / seconds)} deliveries/s; wake-to-received p50 ${percentile(ms, 50).toFixed(0)} ms, p99 ${percentile(ms, 99).toFixed(0)} ms; receiver got ${ms.length}`,

@@ -38,7 +38,13 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 export async function explainHotQueries(
   db: Db,
   databaseUrl: string,
-  ctx: { ingestAccountId: string; ingestEndpointId: string; def: EventDefinition; makeData: (entityId: string) => Record<string, unknown>; file: string },
+  ctx: {
+    ingestAccountId: string;
+    ingestEndpointId: string;
+    def: EventDefinition;
+    makeData: (entityId: string) => Record<string, unknown>;
+    file: string;
+  },
 ) {
   const out: Record<string, unknown> = {};
   const report: string[] = [];
@@ -62,23 +68,70 @@ export async function explainHotQueries(
     const row = () => {
       const entityId = `${key}_${n++}`;
       const data = ctx.def.data.parse(ctx.makeData(entityId));
-      return { account_id: ctx.ingestAccountId, environment: 'live' as const, type: ctx.def.type, idempotency_key: ctx.def.idempotencyKey(data, {}), customer_id: null, channel: null, channel_account_id: null, channel_account: null, external_id: null, message_id: null, message_resource_id: null, contact_ref: null, data, stream_data: data, occurred_at: new Date() };
+      return {
+        account_id: ctx.ingestAccountId,
+        environment: 'live' as const,
+        type: ctx.def.type,
+        idempotency_key: ctx.def.idempotencyKey(data, {}),
+        customer_id: null,
+        channel: null,
+        channel_account_id: null,
+        channel_account: null,
+        external_id: null,
+        message_id: null,
+        message_resource_id: null,
+        contact_ref: null,
+        data,
+        stream_data: data,
+        occurred_at: new Date(),
+      };
     };
     await explain('appendEvent', (q) => appendEvent(q, row()));
-    const { rows: ev } = await client.query<{ id: string }>(`SELECT id FROM events WHERE account_id = $1 ORDER BY cursor DESC LIMIT 1`, [ctx.ingestAccountId]);
+    const { rows: ev } = await client.query<{ id: string }>(`SELECT id FROM events WHERE account_id = $1 ORDER BY cursor DESC LIMIT 1`, [
+      ctx.ingestAccountId,
+    ]);
     const endpoints = await listRoutableEndpoints(client, ctx.ingestAccountId);
     let d = 0;
     await explain(`insertEventDeliveries (fan-out ${endpoints.length})`, (q) =>
-      insertEventDeliveries(q, { accountId: ctx.ingestAccountId, eventId: ev[0]!.id, eventType: ctx.def.type, idempotencyKey: `${key}:d${d++}`, environment: 'live' }, endpoints.map((e) => ({ endpointId: e.id, status: 'pending', held: false }))),
+      insertEventDeliveries(
+        q,
+        {
+          accountId: ctx.ingestAccountId,
+          eventId: ev[0]!.id,
+          eventType: ctx.def.type,
+          idempotencyKey: `${key}:d${d++}`,
+          environment: 'live',
+        },
+        endpoints.map((e) => ({ endpointId: e.id, status: 'pending', held: false })),
+      ),
     );
-    const { rows: pending } = await client.query<{ id: string; event_id: string }>(`SELECT id, event_id FROM deliveries WHERE endpoint_id = $1 AND status = 'pending' LIMIT 200`, [ctx.ingestEndpointId]);
-    const { rows: backlog } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 AND status = 'pending'`, [ctx.ingestEndpointId]);
+    const { rows: pending } = await client.query<{ id: string; event_id: string }>(
+      `SELECT id, event_id FROM deliveries WHERE endpoint_id = $1 AND status = 'pending' LIMIT 200`,
+      [ctx.ingestEndpointId],
+    );
+    const { rows: backlog } = await client.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 AND status = 'pending'`,
+      [ctx.ingestEndpointId],
+    );
     out.claimBacklog = backlog[0]!.n;
-    await explain(`claimDueDeliveries (200 of ${backlog[0]!.n} pending)`, (q) => claimDueDeliveries(q, ctx.ingestEndpointId, new Date(), 200, 240_000, `explain-${d++}`));
-    await explain('getEventsByIds (200)', (q) => getEventsByIds(q, pending.map((p) => p.event_id)));
+    await explain(`claimDueDeliveries (200 of ${backlog[0]!.n} pending)`, (q) =>
+      claimDueDeliveries(q, ctx.ingestEndpointId, new Date(), 200, 240_000, `explain-${d++}`),
+    );
+    await explain('getEventsByIds (200)', (q) =>
+      getEventsByIds(
+        q,
+        pending.map((p) => p.event_id),
+      ),
+    );
     let a = 0;
     await explain('recordDeliveryAttempt', (q) =>
-      recordDeliveryAttempt(q, { id: pending[a++]!.id, number: 1, attempt: { startedAt: new Date(), durationMs: 3, responseCode: 200, error: null, responseExcerpt: 'ok' }, success: true, nextAttemptAt: null }),
+      recordDeliveryAttempt(q, {
+        id: pending[a++]!.id,
+        number: 1,
+        attempt: { startedAt: new Date(), durationMs: 3, responseCode: 200, error: null, responseExcerpt: 'ok' },
+        success: true,
+        nextAttemptAt: null,
+      }),
     );
     await explain('nextDueAt', (q) => nextDueAt(q, ctx.ingestEndpointId));
     await client.query('ROLLBACK');
@@ -96,15 +149,26 @@ export async function explainHotQueries(
   out.roundTripMsP50 = +median(rtt).toFixed(3);
 
   // Recording attempts as the worker does (one autocommit statement each, 16 lanes): how many per second can the database take?
-  const { rows: toRecord } = await db.query<{ id: string }>(`SELECT id FROM deliveries WHERE endpoint_id = $1 AND status = 'pending' LIMIT 800`, [ctx.ingestEndpointId]);
+  const { rows: toRecord } = await db.query<{ id: string }>(
+    `SELECT id FROM deliveries WHERE endpoint_id = $1 AND status = 'pending' LIMIT 800`,
+    [ctx.ingestEndpointId],
+  );
   const recordRate = async (pool: Db, ids: string[]) => {
     let next = 0;
     const t0 = performance.now();
-    await Promise.all(Array.from({ length: 16 }, async () => {
-      for (let i = next++; i < ids.length; i = next++) {
-        await recordDeliveryAttempt(pool, { id: ids[i]!, number: 1, attempt: { startedAt: new Date(), durationMs: 3, responseCode: 200, error: null, responseExcerpt: 'ok' }, success: true, nextAttemptAt: null });
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        for (let i = next++; i < ids.length; i = next++) {
+          await recordDeliveryAttempt(pool, {
+            id: ids[i]!,
+            number: 1,
+            attempt: { startedAt: new Date(), durationMs: 3, responseCode: 200, error: null, responseExcerpt: 'ok' },
+            success: true,
+            nextAttemptAt: null,
+          });
+        }
+      }),
+    );
     return Math.round(ids.length / (ms(t0) / 1000));
   };
   // The same work with commits that do not wait for the WAL flush: how much of it is fsync.
@@ -112,20 +176,41 @@ export async function explainHotQueries(
   asyncUrl.searchParams.set('options', '-c synchronous_commit=off');
   const asyncDb = createPool(asyncUrl.toString(), 18);
   try {
-    out.recordAttemptsPerSecond = await recordRate(db, toRecord.slice(0, 400).map((r) => r.id));
-    out.recordAttemptsPerSecondAsyncCommit = await recordRate(asyncDb, toRecord.slice(400).map((r) => r.id));
+    out.recordAttemptsPerSecond = await recordRate(
+      db,
+      toRecord.slice(0, 400).map((r) => r.id),
+    );
+    out.recordAttemptsPerSecondAsyncCommit = await recordRate(
+      asyncDb,
+      toRecord.slice(400).map((r) => r.id),
+    );
 
     // Ingest what-ifs with fan-out as in the ingest phase: as today (a transaction per event),
     // without waiting for fsync, and N events per transaction (the same statements, batched).
     const ingestRate = async (pool: Db, tag: string, count: number, writers = 16) => {
       let next = 0;
       const t0 = performance.now();
-      await Promise.all(Array.from({ length: writers }, async () => {
-        for (let i = next++; i < count; i = next++) {
-          const data = ctx.def.data.parse(ctx.makeData(`${tag}_${i}`));
-          await storeEvent(pool, { accountId: ctx.ingestAccountId, environment: 'live', def: ctx.def, data, refs: {}, customerId: null, channelAccount: null, externalId: null, messageResourceId: null, contactRef: null, streamContext: {}, occurredAt: new Date() });
-        }
-      }));
+      await Promise.all(
+        Array.from({ length: writers }, async () => {
+          for (let i = next++; i < count; i = next++) {
+            const data = ctx.def.data.parse(ctx.makeData(`${tag}_${i}`));
+            await storeEvent(pool, {
+              accountId: ctx.ingestAccountId,
+              environment: 'live',
+              def: ctx.def,
+              data,
+              refs: {},
+              customerId: null,
+              channelAccount: null,
+              externalId: null,
+              messageResourceId: null,
+              contactRef: null,
+              streamContext: {},
+              occurredAt: new Date(),
+            });
+          }
+        }),
+      );
       return Math.round(count / (ms(t0) / 1000));
     };
     const tag = `whatif_${Date.now()}`;
@@ -137,18 +222,40 @@ export async function explainHotQueries(
       const endpoints = await listRoutableEndpoints(db, ctx.ingestAccountId);
       let next = 0;
       const t0 = performance.now();
-      await Promise.all(Array.from({ length: 4 }, async () => {
-        for (let b = next++; b * batch < count; b = next++) {
-          await inTransaction(db, async (tx) => {
-            for (let i = b * batch; i < Math.min(count, (b + 1) * batch); i++) {
-              const data = ctx.def.data.parse(ctx.makeData(`${tag}_b${batch}_${i}`));
-              const key = ctx.def.idempotencyKey(data, {});
-              const ev = await appendEvent(tx, { account_id: ctx.ingestAccountId, environment: 'live', type: ctx.def.type, idempotency_key: key, customer_id: null, channel: null, channel_account_id: null, channel_account: null, external_id: null, message_id: null, message_resource_id: null, contact_ref: null, data, stream_data: data, occurred_at: new Date() });
-              await insertEventDeliveries(tx, { accountId: ctx.ingestAccountId, eventId: ev!.id, eventType: ctx.def.type, idempotencyKey: key, environment: 'live' }, endpoints.map((e) => ({ endpointId: e.id, status: 'pending' as const, held: false })));
-            }
-          });
-        }
-      }));
+      await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          for (let b = next++; b * batch < count; b = next++) {
+            await inTransaction(db, async (tx) => {
+              for (let i = b * batch; i < Math.min(count, (b + 1) * batch); i++) {
+                const data = ctx.def.data.parse(ctx.makeData(`${tag}_b${batch}_${i}`));
+                const key = ctx.def.idempotencyKey(data, {});
+                const ev = await appendEvent(tx, {
+                  account_id: ctx.ingestAccountId,
+                  environment: 'live',
+                  type: ctx.def.type,
+                  idempotency_key: key,
+                  customer_id: null,
+                  channel: null,
+                  channel_account_id: null,
+                  channel_account: null,
+                  external_id: null,
+                  message_id: null,
+                  message_resource_id: null,
+                  contact_ref: null,
+                  data,
+                  stream_data: data,
+                  occurred_at: new Date(),
+                });
+                await insertEventDeliveries(
+                  tx,
+                  { accountId: ctx.ingestAccountId, eventId: ev!.id, eventType: ctx.def.type, idempotencyKey: key, environment: 'live' },
+                  endpoints.map((e) => ({ endpointId: e.id, status: 'pending' as const, held: false })),
+                );
+              }
+            });
+          }
+        }),
+      );
       return Math.round(count / (ms(t0) / 1000));
     };
     out.ingestPerSecondBatched50 = await batched(50, 2000);

@@ -26,7 +26,10 @@ export async function endpointHistory(client: Client, endpointId: string): Promi
 
 /** Wake signals the workflow got after `afterMs`, and when the last one came. */
 export function signalsAfter(events: HistoryEvent[], afterMs: number): { count: number; lastMs: number | null } {
-  const times = events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED).map((e) => tsToMs(e.eventTime)).filter((t) => t > afterMs);
+  const times = events
+    .filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)
+    .map((e) => tsToMs(e.eventTime))
+    .filter((t) => t > afterMs);
   return { count: times.length, lastMs: times.length ? Math.max(...times) : null };
 }
 
@@ -36,7 +39,8 @@ export function historyTimeline(events: HistoryEvent[], originMs: number): strin
   return events
     .map((e) => {
       const type = EventType[e.eventType!]?.replace('EVENT_TYPE_', '') ?? String(e.eventType);
-      if (e.activityTaskScheduledEventAttributes) names.set(String(e.eventId), e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
+      if (e.activityTaskScheduledEventAttributes)
+        names.set(String(e.eventId), e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
       const ref = e.activityTaskStartedEventAttributes?.scheduledEventId ?? e.activityTaskCompletedEventAttributes?.scheduledEventId;
       const activity = e.activityTaskScheduledEventAttributes?.activityType?.name ?? (ref != null ? names.get(String(ref)) : '') ?? '';
       return `${(tsToMs(e.eventTime) - originMs).toFixed(0)}\t${type}\t${activity}`;
@@ -83,7 +87,10 @@ export function historyCost(events: HistoryEvent[], fromMs: number, toMs: number
       if (name === 'deliverDue' && lastRoundEndMs !== null) gapMs.push(t - lastRoundEndMs);
     }
     if (e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED && !roundRunning) signalledAtMs ??= t;
-    if (e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED && scheduled.get(String(e.activityTaskStartedEventAttributes?.scheduledEventId))?.name === 'deliverDue') {
+    if (
+      e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED &&
+      scheduled.get(String(e.activityTaskStartedEventAttributes?.scheduledEventId))?.name === 'deliverDue'
+    ) {
       roundRunning = true;
       if (signalledAtMs !== null) wakeToRound.push(t - signalledAtMs);
       signalledAtMs = null;

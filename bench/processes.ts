@@ -21,7 +21,16 @@ const exited = (c: ChildProcess) => c.exitCode !== null || c.signalCode !== null
  * tsx CLI, which adds a wrapper process; this keeps the profiled process the service itself).
  * Resolves once a line of its output contains `ready`. Output goes to `logFile`.
  */
-export async function startService(opts: { name: string; entry: string; env: NodeJS.ProcessEnv; nodeArgs?: string[]; logFile: string; ready: string; ipc?: boolean; timeoutMs?: number }): Promise<Service> {
+export async function startService(opts: {
+  name: string;
+  entry: string;
+  env: NodeJS.ProcessEnv;
+  nodeArgs?: string[];
+  logFile: string;
+  ready: string;
+  ipc?: boolean;
+  timeoutMs?: number;
+}): Promise<Service> {
   const log = fs.createWriteStream(opts.logFile, { flags: 'a' });
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', path.join(projectRoot, opts.entry)], {
     cwd: projectRoot,
@@ -34,7 +43,10 @@ export async function startService(opts: { name: string; entry: string; env: Nod
   child.once('exit', () => process.off('exit', kill));
   let tail = '';
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${opts.name} not ready within ${(opts.timeoutMs ?? 120_000) / 1000} s; see ${opts.logFile}`)), opts.timeoutMs ?? 120_000);
+    const timer = setTimeout(
+      () => reject(new Error(`${opts.name} not ready within ${(opts.timeoutMs ?? 120_000) / 1000} s; see ${opts.logFile}`)),
+      opts.timeoutMs ?? 120_000,
+    );
     const onData = (chunk: Buffer) => {
       log.write(chunk);
       tail = (tail + chunk.toString()).slice(-4096);

@@ -23,7 +23,12 @@ function area(url: string): string {
   if (nm) return nm[1]!;
   if (url.startsWith('node:')) return url.split('/').slice(0, 2).join('/');
   const rel = url.replace(/^file:\/\//, '').replace(projectRoot + '/', '');
-  return rel.split('/').slice(0, rel.includes('/') ? 1 : 0).join('/') || rel;
+  return (
+    rel
+      .split('/')
+      .slice(0, rel.includes('/') ? 1 : 0)
+      .join('/') || rel
+  );
 }
 
 export function summarizeProfile(file: string, windows: { fromUs: number; toUs: number }[] = [], top = 25): string {
@@ -47,7 +52,8 @@ export function summarizeProfile(file: string, windows: { fromUs: number; toUs: 
       continue;
     }
     total += dt;
-    const name = `${functionName || '(anonymous)'} ${url ? `${url.replace(/^file:\/\//, '').replace(projectRoot + '/', '')}:${lineNumber + 1}` : ''}`.trim();
+    const name =
+      `${functionName || '(anonymous)'} ${url ? `${url.replace(/^file:\/\//, '').replace(projectRoot + '/', '')}:${lineNumber + 1}` : ''}`.trim();
     self.set(name, (self.get(name) ?? 0) + dt);
     const a = ['(garbage collector)', '(program)'].includes(functionName) ? functionName : area(url);
     areas.set(a, (areas.get(a) ?? 0) + dt);
@@ -56,9 +62,15 @@ export function summarizeProfile(file: string, windows: { fromUs: number; toUs: 
   const lines = [
     `busy ${(total / 1e6).toFixed(1)} s of ${(inWindows / 1e6).toFixed(1)} s sampled (${((100 * total) / Math.max(1, inWindows)).toFixed(0)}% of one core); idle ${(idle / 1e6).toFixed(1)} s`,
     'by area:',
-    ...[...areas].sort((a, b) => b[1] - a[1]).slice(0, 15).map(([k, v]) => `  ${pctOf(v)}  ${(v / 1e6).toFixed(2).padStart(6)} s  ${k}`),
+    ...[...areas]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 15)
+      .map(([k, v]) => `  ${pctOf(v)}  ${(v / 1e6).toFixed(2).padStart(6)} s  ${k}`),
     'by function (self time):',
-    ...[...self].sort((a, b) => b[1] - a[1]).slice(0, top).map(([k, v]) => `  ${pctOf(v)}  ${(v / 1e6).toFixed(2).padStart(6)} s  ${k}`),
+    ...[...self]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([k, v]) => `  ${pctOf(v)}  ${(v / 1e6).toFixed(2).padStart(6)} s  ${k}`),
   ];
   return lines.join('\n');
 }

@@ -23,7 +23,8 @@ export interface ReceiverStats {
   connections: number;
 }
 
-export type ToReceiver = { type: 'listen'; cert: string; key: string } | { type: 'secrets'; secrets: Record<string, string> } | { type: 'stats' };
+export type ToReceiver =
+  { type: 'listen'; cert: string; key: string } | { type: 'secrets'; secrets: Record<string, string> } | { type: 'stats' };
 export type FromReceiver = { type: 'listening'; port: number } | { type: 'arrivals'; items: [string, number][] } | ReceiverStats;
 
 /** Wall-clock milliseconds with sub-millisecond resolution, comparable across processes of one machine. */

@@ -24,14 +24,14 @@ import { getEventDefinition } from '../core/catalog/index.js';
 import { issueApiKey } from '../db/api-keys.js';
 import { createAccount, createCustomer } from '../db/directory.js';
 import { migrate } from '../db/migrate.js';
-import { createPool, type Db } from '../db/pool.js';
+import { createPool } from '../db/pool.js';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
 import { freePort } from '../dev/ports.js';
 import { startTemporalDevServer } from '../dev/temporal-servers.js';
 import { makeLocalTls } from '../dev/tls.js';
 import { projectRoot } from '../dev/tools.js';
 import { storeEvent } from '../ingest/store-event.js';
-import { endpointWorkflows } from '../runtime/temporal.js';
+import { endpointWorkflows } from '../temporal/client.js';
 import { SCOPES } from '../security/api-key.js';
 import { signBody } from '../security/signature.js';
 import { endpointWorkflowId } from '../workflows/endpoint-contract.js';
@@ -66,12 +66,15 @@ const monoUs = () => Number(process.hrtime.bigint() / 1000n);
 /** Runs fn(0..count-1), 8 at a time: setup requests, not measured. */
 async function eachOf(count: number, fn: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(8, count) }, async () => {
-    for (let i = next++; i < count; i = next++) await fn(i);
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(8, count) }, async () => {
+      for (let i = next++; i < count; i = next++) await fn(i);
+    }),
+  );
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN);
+const pct = (sorted: number[], p: number) =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN;
 
 // ---------------------------------------------------------------------------------------------
 // Stack lifetime: everything started is pushed here and stopped in reverse, error or not.
@@ -158,7 +161,13 @@ interface Tenant {
 // Pads the event's data to about 1 KiB, what a CRM payload of a few fields and a description weighs.
 const PAD = 'x'.repeat(1024 - JSON.stringify(demandData('t_000000', 'c_000000', '')).length);
 function demandData(entityId: string, contactId: string, pad = PAD) {
-  return { entity_type: 'demand', entity_id: entityId, before_data: null, after_data: { id: entityId, version: 1, status: 'open', contact_id: contactId, title: 'Bench demand', description: pad }, actor_user_id: null };
+  return {
+    entity_type: 'demand',
+    entity_id: entityId,
+    before_data: null,
+    after_data: { id: entityId, version: 1, status: 'open', contact_id: contactId, title: 'Bench demand', description: pad },
+    actor_user_id: null,
+  };
 }
 /** The idempotency key the catalog derives for that data: what the receiver sees in X-Idempotency-Key. */
 const demandKey = (entityId: string) => `crm:demand:${entityId}:1`;
@@ -179,15 +188,23 @@ async function main() {
   // ---- the stack
   step('starting Postgres, Temporal dev server, TLS');
   const started = await Promise.allSettled([
-    process.env.DATABASE_URL ? Promise.resolve({ url: process.env.DATABASE_URL, stop: async () => {} }) : startEmbeddedPostgres(path.join(dir, 'pg')),
+    process.env.DATABASE_URL
+      ? Promise.resolve({ url: process.env.DATABASE_URL, stop: async () => {} })
+      : startEmbeddedPostgres(path.join(dir, 'pg')),
     startTemporalDevServer({ logFile: logFile('temporal') }),
     makeLocalTls(path.join(dir, 'tls'), 'bench'),
   ]);
   // Whichever server did start is stopped, even when the other failed.
-  if (started[0].status === 'fulfilled') cleanups.push({ name: 'postgres', fn: () => (started[0] as PromiseFulfilledResult<{ stop(): Promise<void> }>).value.stop() });
-  if (started[1].status === 'fulfilled') cleanups.push({ name: 'temporal', fn: () => (started[1] as PromiseFulfilledResult<{ stop(): Promise<void> }>).value.stop() });
+  if (started[0].status === 'fulfilled')
+    cleanups.push({ name: 'postgres', fn: () => (started[0] as PromiseFulfilledResult<{ stop(): Promise<void> }>).value.stop() });
+  if (started[1].status === 'fulfilled')
+    cleanups.push({ name: 'temporal', fn: () => (started[1] as PromiseFulfilledResult<{ stop(): Promise<void> }>).value.stop() });
   for (const r of started) if (r.status === 'rejected') throw r.reason;
-  const [pgServer, temporal, tls] = started.map((r) => (r as PromiseFulfilledResult<unknown>).value) as [{ url: string }, { address: string }, Awaited<ReturnType<typeof makeLocalTls>>];
+  const [pgServer, temporal, tls] = started.map((r) => (r as PromiseFulfilledResult<unknown>).value) as [
+    { url: string },
+    { address: string },
+    Awaited<ReturnType<typeof makeLocalTls>>,
+  ];
   const database = await scratchDatabase(pgServer.url);
   cleanups.push({ name: 'scratch database', fn: () => database.drop() });
   await migrate(database.url);
@@ -224,14 +241,35 @@ async function main() {
   // A folder per service: tsx's module-hooks thread writes a profile of its own, with the same name if one is given.
   const profileArgs = (name: string) => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${path.join(profileDir, name)}`] : []);
   step('starting receiver, API and worker processes (the worker bundles its workflow code)');
-  const receiverService = await startService({ name: 'receiver', entry: 'bench/receiver.ts', env: { ...process.env, NODE_OPTIONS: '' }, logFile: logFile('receiver'), ready: 'receiver ready', ipc: true });
+  const receiverService = await startService({
+    name: 'receiver',
+    entry: 'bench/receiver.ts',
+    env: { ...process.env, NODE_OPTIONS: '' },
+    logFile: logFile('receiver'),
+    ready: 'receiver ready',
+    ipc: true,
+  });
   cleanups.push({ name: 'receiver', fn: () => receiverService.stop() });
   // The worker bundles its workflow code for seconds; tenants are created meanwhile (endpoint workflows wait on the task queue).
-  const workerStarting = startService({ name: 'worker', entry: 'worker/main.ts', env: serviceEnv(), nodeArgs: profileArgs('worker'), logFile: logFile('worker'), ready: '"msg":"worker started"' });
+  const workerStarting = startService({
+    name: 'worker',
+    entry: 'worker/main.ts',
+    env: serviceEnv(),
+    nodeArgs: profileArgs('worker'),
+    logFile: logFile('worker'),
+    ready: '"msg":"worker started"',
+  });
   workerStarting.catch(() => {});
-  const apiService = await startService({ name: 'api', entry: 'api/main.ts', env: serviceEnv(), nodeArgs: profileArgs('api'), logFile: logFile('api'), ready: '"msg":"api listening"' });
+  const apiService = await startService({
+    name: 'api',
+    entry: 'api/main.ts',
+    env: serviceEnv(),
+    nodeArgs: profileArgs('api'),
+    logFile: logFile('api'),
+    ready: '"msg":"api listening"',
+  });
   cleanups.push({ name: 'api', fn: () => apiService.stop() });
-  let workerService: Service | undefined;
+  let workerService: Service | undefined = undefined;
   cleanups.push({ name: 'worker', fn: async () => (workerService ?? (await workerStarting.catch(() => undefined)))?.stop() });
   const receiver = await connectReceiver(receiverService, tls);
 
@@ -242,10 +280,21 @@ async function main() {
   const apiPool = new Pool(`http://127.0.0.1:${apiPort}`, { connections: 64, pipelining: 1 });
   cleanups.push({ name: 'api client', fn: () => apiPool.close() });
 
-  const cpuRoots = () => ({ api: apiService.child.pid, worker: workerService?.child.pid, receiver: receiverService.child.pid, postgres: childPid('postgres'), temporal: childPid('temporal') });
+  const cpuRoots = () => ({
+    api: apiService.child.pid,
+    worker: workerService?.child.pid,
+    receiver: receiverService.child.pid,
+    postgres: childPid('postgres'),
+    temporal: childPid('temporal'),
+  });
 
   async function api(method: string, urlPath: string, key: string, body?: unknown): Promise<{ status: number; body: any }> {
-    const res = await apiPool.request({ method: method as 'POST', path: urlPath, headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await apiPool.request({
+      method: method as 'POST',
+      path: urlPath,
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const text = await res.body.text();
     return { status: res.statusCode, body: text ? JSON.parse(text) : null };
   }
@@ -254,11 +303,21 @@ async function main() {
   async function tenant(name: string, endpoints: number, perCustomer = false): Promise<Tenant> {
     const account = await createAccount(db, { name: `bench-${name}`, ownerEmail: 'bench@example.com', plan: 'paid' });
     const { key } = await issueApiKey(db, { accountId: account.id, environment: 'live', scopes: [...SCOPES] });
-    const customerIds = perCustomer ? await Promise.all(Array.from({ length: endpoints }, (_, i) => createCustomer(db, { accountId: account.id, name: `customer ${i}` }).then((c) => c.id))) : [];
+    const customerIds = perCustomer
+      ? await Promise.all(
+          Array.from({ length: endpoints }, (_, i) =>
+            createCustomer(db, { accountId: account.id, name: `customer ${i}` }).then((c) => c.id),
+          ),
+        )
+      : [];
     const created: { id: string; path: string; secret: string }[] = [];
     await eachOf(endpoints, async (i) => {
       const urlPath = `/h/${name}/${i}`;
-      const res = await api('POST', '/api/v1/webhooks', key, { url: `https://127.0.0.1:${receiver.port}${urlPath}`, events: ['crm'], ...(perCustomer ? { customer_id: customerIds[i] } : {}) });
+      const res = await api('POST', '/api/v1/webhooks', key, {
+        url: `https://127.0.0.1:${receiver.port}${urlPath}`,
+        events: ['crm'],
+        ...(perCustomer ? { customer_id: customerIds[i] } : {}),
+      });
       if (res.status !== 201) throw new Error(`endpoint not created: ${res.status} ${JSON.stringify(res.body)}`);
       created[i] = { id: res.body.data.id, path: urlPath, secret: res.body.data.secret };
     });
@@ -297,13 +356,17 @@ async function main() {
       const still = missing.filter((k) => !receiver.arrivals.has(k));
       if (still.length < missing.length) progressAt = Date.now();
       missing = still;
-      if (Date.now() - progressAt > 30_000) throw new Error(`${what}: ${missing.length} of ${keys.length} deliveries never arrived (e.g. ${missing[0]})`);
+      if (Date.now() - progressAt > 30_000)
+        throw new Error(`${what}: ${missing.length} of ${keys.length} deliveries never arrived (e.g. ${missing[0]})`);
     }
   }
 
   /** How many deliveries of the Account Postgres recorded as delivered: every arrival must also be on record. */
   async function recordedSuccesses(accountId: string): Promise<number> {
-    const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE account_id = $1 AND status = 'success' AND event_id IS NOT NULL`, [accountId]);
+    const { rows } = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM deliveries WHERE account_id = $1 AND status = 'success' AND event_id IS NOT NULL`,
+      [accountId],
+    );
     return rows[0]!.n;
   }
 
@@ -371,9 +434,11 @@ async function main() {
     } else {
       let next = 0;
       const until = now() + SIZE.e2eCapSeconds * 1000;
-      await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-        for (let n = next++; n < count && now() < until; n = next++) await one(n);
-      }));
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          for (let n = next++; n < count && now() < until; n = next++) await one(n);
+        }),
+      );
     }
     if (failures) throw new Error(`${tag}: ${failures} publishes were not answered 201`);
     const published = sentAt.size;
@@ -396,19 +461,39 @@ async function main() {
     let next = 0;
     const t0 = now();
     const until = t0 + SIZE.storeCapSeconds * 1000;
-    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-      for (let n = next++; n < count && now() < until; n = next++) {
-        const entityId = `${tag}_${n}`;
-        keys.push(demandKey(entityId));
-        await storeEvent(db, { accountId: t.accountId, environment: 'live', def, data: def.data.parse(demandData(entityId, `c_${n}`)), refs: {}, customerId: null, channelAccount: null, externalId: null, messageResourceId: null, contactRef: `c_${n}`, streamContext: {}, occurredAt: new Date() });
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        for (let n = next++; n < count && now() < until; n = next++) {
+          const entityId = `${tag}_${n}`;
+          keys.push(demandKey(entityId));
+          await storeEvent(db, {
+            accountId: t.accountId,
+            environment: 'live',
+            def,
+            data: def.data.parse(demandData(entityId, `c_${n}`)),
+            refs: {},
+            customerId: null,
+            channelAccount: null,
+            externalId: null,
+            messageResourceId: null,
+            contactRef: `c_${n}`,
+            streamContext: {},
+            occurredAt: new Date(),
+          });
+        }
+      }),
+    );
     return { keys, perSecond: Math.round(keys.length / ((now() - t0) / 1000)) };
   }
 
   // ---- setup: tenants and their verified endpoints
   step(`creating tenants: 1 + ${FANOUT_ENDPOINTS} (one per Customer) + 1 + ${INGEST_FANOUT} endpoints, verified through the API`);
-  const [single, fanout, drainT, ingestT] = await Promise.all([tenant('single', 1), tenant('fanout', FANOUT_ENDPOINTS, true), tenant('drain', 1), tenant('ingest', INGEST_FANOUT)]);
+  const [single, fanout, drainT, ingestT] = await Promise.all([
+    tenant('single', 1),
+    tenant('fanout', FANOUT_ENDPOINTS, true),
+    tenant('drain', 1),
+    tenant('ingest', INGEST_FANOUT),
+  ]);
   step('waiting for the worker, then for every endpoint workflow to be idle');
   workerService = await workerStarting;
   await waitIdle([...single.endpointIds, ...fanout.endpointIds, ...drainT.endpointIds, ...ingestT.endpointIds]);
@@ -422,13 +507,24 @@ async function main() {
     let sent = 0;
     const until = now() + SIZE.bareSeconds * 1000;
     const t0 = now();
-    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-      while (now() < until) {
-        const n = sent++;
-        const res = await pool.request({ method: 'POST', path: '/bare', headers: { 'content-type': 'application/json', 'x-idempotency-key': `bare:${n}`, 'x-webhook-signature': signBody(bareSecret, body) }, body });
-        await res.body.text();
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (now() < until) {
+          const n = sent++;
+          const res = await pool.request({
+            method: 'POST',
+            path: '/bare',
+            headers: {
+              'content-type': 'application/json',
+              'x-idempotency-key': `bare:${n}`,
+              'x-webhook-signature': signBody(bareSecret, body),
+            },
+            body,
+          });
+          await res.body.text();
+        }
+      }),
+    );
     const seconds = (now() - t0) / 1000;
     await pool.close();
     return { requests: sent, perSecond: Math.round(sent / seconds) };
@@ -439,7 +535,9 @@ async function main() {
   // reach Temporal for seconds after its last delivery (measured below), and would be measured as latency.
   const e2e1 = await phase('end to end, 1 endpoint', () => publish(single, 'e1', SIZE.e2eEvents));
   const halfRate = Math.max(1, Math.round(e2e1.perSecond / 2));
-  const half = await phase(`half load (${halfRate}/s), 1 endpoint`, () => publish(single, 'half', Math.max(1, Math.round(halfRate * SIZE.halfSeconds)), { rate: halfRate }));
+  const half = await phase(`half load (${halfRate}/s), 1 endpoint`, () =>
+    publish(single, 'half', Math.max(1, Math.round(halfRate * SIZE.halfSeconds)), { rate: halfRate }),
+  );
   const e2e100 = await phase(`end to end, ${FANOUT_ENDPOINTS} endpoints`, () => publish(fanout, 'e100', SIZE.e2eEvents));
 
   // ---- 4. drain: a stored backlog, then one wake-up
@@ -494,7 +592,10 @@ async function main() {
   // Wake signals the 100 endpoints' workflows got after that phase's last delivery: the API's queued wake-ups.
   const e2e100End = byName(`end to end, ${FANOUT_ENDPOINTS}`).toMs;
   const late = fanoutHistories.map((h) => signalsAfter(h.events, e2e100End));
-  const lateWakes = { signals: late.reduce((s, l) => s + l.count, 0), lastAfterMs: Math.max(0, ...late.map((l) => (l.lastMs ?? e2e100End) - e2e100End)) };
+  const lateWakes = {
+    signals: late.reduce((s, l) => s + l.count, 0),
+    lastAfterMs: Math.max(0, ...late.map((l) => (l.lastMs ?? e2e100End) - e2e100End)),
+  };
   const cost = {
     e2e1: per1000(costOf(singleHistory.events, byName('end to end, 1 ')), e2e1.events),
     e2e100: per1000(sumCosts(fanoutHistories.map((h) => costOf(h.events, byName(`end to end, ${FANOUT_ENDPOINTS}`)))), e2e100.events),
@@ -505,12 +606,25 @@ async function main() {
   };
 
   // ---- optional diagnosis
-  const explain = EXPLAIN ? (step('EXPLAIN ANALYZE of the hot statements'), await explainHotQueries(db, database.url, { ingestAccountId: ingestT.accountId, ingestEndpointId: ingestT.endpointIds[0]!, def, makeData: (id) => demandData(id, 'c_explain'), file: path.join(dir, 'explain.txt') })) : undefined;
+  const explain = EXPLAIN
+    ? (step('EXPLAIN ANALYZE of the hot statements'),
+      await explainHotQueries(db, database.url, {
+        ingestAccountId: ingestT.accountId,
+        ingestEndpointId: ingestT.endpointIds[0]!,
+        def,
+        makeData: (id) => demandData(id, 'c_explain'),
+        file: path.join(dir, 'explain.txt'),
+      }))
+    : undefined;
 
   const loadAfter = os.loadavg();
   const results = {
     quick: QUICK,
-    machine: { cpus: os.cpus().length, loadavgBefore: loadBefore.map((l) => +l.toFixed(2)), loadavgAfter: loadAfter.map((l) => +l.toFixed(2)) },
+    machine: {
+      cpus: os.cpus().length,
+      loadavgBefore: loadBefore.map((l) => +l.toFixed(2)),
+      loadavgAfter: loadAfter.map((l) => +l.toFixed(2)),
+    },
     bare: { ...bare, ratio: 1 },
     e2e1: { ...e2e1, ratio: +(e2e1.perSecond / bare.perSecond).toFixed(3) },
     e2e100: { ...e2e100, endpoints: FANOUT_ENDPOINTS, ratio: +(e2e100.perSecond / bare.perSecond).toFixed(3) },
@@ -518,7 +632,14 @@ async function main() {
     drain: { ...drain, ratio: +(drain.perSecond / bare.perSecond).toFixed(3), storedPerSecond: drainStored.perSecond },
     ingest: { events: ingest.keys.length, fanout: INGEST_FANOUT, writers: CONCURRENCY, perSecond: ingest.perSecond },
     cost,
-    phases: phases.map((p) => ({ name: p.name, startMs: p.fromMs - phases[0]!.fromMs, seconds: +((p.toMs - p.fromMs) / 1000).toFixed(2), cpuSeconds: p.cpu, pgCommits: p.pgCommits, tlsHandshakes: p.tlsHandshakes })),
+    phases: phases.map((p) => ({
+      name: p.name,
+      startMs: p.fromMs - phases[0]!.fromMs,
+      seconds: +((p.toMs - p.fromMs) / 1000).toFixed(2),
+      cpuSeconds: p.cpu,
+      pgCommits: p.pgCommits,
+      tlsHandshakes: p.tlsHandshakes,
+    })),
     checks: { receiver: receiverStats, recorded, expected },
     explain,
   };
@@ -532,14 +653,19 @@ async function main() {
     const windows = phases.filter((p) => p.name !== 'bare loop').map((p) => ({ fromUs: p.fromUs, toUs: p.toUs }));
     for (const name of ['api', 'worker']) {
       // The main thread's profile is the largest; the other is the module-hooks thread's.
-      const files = fs.existsSync(path.join(profileDir, name)) ? fs.readdirSync(path.join(profileDir, name)).map((f) => path.join(profileDir, name, f)) : [];
+      const files = fs.existsSync(path.join(profileDir, name))
+        ? fs.readdirSync(path.join(profileDir, name)).map((f) => path.join(profileDir, name, f))
+        : [];
       const file = files.sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0];
       if (!file) console.log(`\n(no CPU profile written for ${name})`);
       else console.log(`\n${name}: top self time during the delivery phases (${file})\n${summarizeProfile(file, windows, 25)}`);
     }
   }
   console.log(JSON.stringify(results));
-  const ok = receiverStats.badSignatures === 0 && receiverStats.unknownPaths === 0 && Object.entries(expected).every(([k, v]) => recorded[k as keyof typeof recorded] === v);
+  const ok =
+    receiverStats.badSignatures === 0 &&
+    receiverStats.unknownPaths === 0 &&
+    Object.entries(expected).every(([k, v]) => recorded[k as keyof typeof recorded] === v);
   if (!ok) {
     console.error('CHECKS FAILED: see "checks" in the JSON line');
     process.exitCode = 1;
@@ -554,34 +680,91 @@ function printTable(r: Results) {
   const rows: [string, string, string, string][] = [
     ['figure', 'value', 'vs bare loop', 'target'],
     [`bare loop: signed 1 KiB POSTs to the receiver, ${CONCURRENCY} in flight`, `${n(r.bare.perSecond)} req/s`, ratio(1), ''],
-    [`end to end, 1 endpoint (${n(r.e2e1.events)} events, ${CONCURRENCY} publishers)`, `${n(r.e2e1.perSecond)} deliveries/s`, ratio(r.e2e1.ratio), '≥ 0.25×'],
+    [
+      `end to end, 1 endpoint (${n(r.e2e1.events)} events, ${CONCURRENCY} publishers)`,
+      `${n(r.e2e1.perSecond)} deliveries/s`,
+      ratio(r.e2e1.ratio),
+      '≥ 0.25×',
+    ],
     ['  latency publish → receipt', lat(r.e2e1.latencyMs), '', ''],
-    [`end to end, ${r.e2e100.endpoints} endpoints (1 per Customer)`, `${n(r.e2e100.perSecond)} deliveries/s`, ratio(r.e2e100.ratio), '≥ 0.25×'],
+    [
+      `end to end, ${r.e2e100.endpoints} endpoints (1 per Customer)`,
+      `${n(r.e2e100.perSecond)} deliveries/s`,
+      ratio(r.e2e100.ratio),
+      '≥ 0.25×',
+    ],
     ['  latency publish → receipt', lat(r.e2e100.latencyMs), '', ''],
-    [`half load: ${r.half.rate}/s open loop, 1 endpoint`, `p50 ${r.half.latencyMs.p50} / p99 ${r.half.latencyMs.p99} ms`, '', 'p50 < 20, p99 < 100 ms'],
+    [
+      `half load: ${r.half.rate}/s open loop, 1 endpoint`,
+      `p50 ${r.half.latencyMs.p50} / p99 ${r.half.latencyMs.p99} ms`,
+      '',
+      'p50 < 20, p99 < 100 ms',
+    ],
     ['  publish call alone (API answer)', `p50 ${r.half.publishCallMs.p50} / p99 ${r.half.publishCallMs.p99} ms`, '', ''],
     [`drain: stored backlog of ${n(r.drain.deliveries)}, 1 endpoint`, `${n(r.drain.perSecond)} deliveries/s`, ratio(r.drain.ratio), ''],
-    [`ingest, one stream, fan-out ${r.ingest.fanout} (storeEvent, ${r.ingest.writers} writers)`, `${n(r.ingest.perSecond)} events/s`, '', '≥ 5,000 events/s'],
+    [
+      `ingest, one stream, fan-out ${r.ingest.fanout} (storeEvent, ${r.ingest.writers} writers)`,
+      `${n(r.ingest.perSecond)} events/s`,
+      '',
+      '≥ 5,000 events/s',
+    ],
     ['  same, fan-out 1 (the drain backlog)', `${n(r.drain.storedPerSecond)} events/s`, '', ''],
-    ['history events / 1,000 deliveries (e2e, 1 endpoint)', `${n(r.cost.e2e1.eventsPer1000)} (${r.cost.e2e1.workflowTasksPer1000} workflow tasks)`, '', '< 50'],
+    [
+      'history events / 1,000 deliveries (e2e, 1 endpoint)',
+      `${n(r.cost.e2e1.eventsPer1000)} (${r.cost.e2e1.workflowTasksPer1000} workflow tasks)`,
+      '',
+      '< 50',
+    ],
     ['  during drain', `${n(r.cost.drain.eventsPer1000)} (${r.cost.drain.workflowTasksPer1000} workflow tasks)`, '', '< 50'],
     ['  at half load', `${n(r.cost.half.eventsPer1000)} (${r.cost.half.workflowTasksPer1000} workflow tasks)`, '', '< 50'],
-    [`  e2e, ${r.e2e100.endpoints} endpoints`, `${n(r.cost.e2e100.eventsPer1000)} (${r.cost.e2e100.workflowTasksPer1000} workflow tasks)`, '', ''],
-    ['deliveries per round (e2e 1 / half / drain)', `${r.cost.e2e1.deliveriesPerRound} / ${r.cost.half.deliveriesPerRound} / ${r.cost.drain.deliveriesPerRound}`, '', ''],
-    ['round p50, gap between rounds p50 (e2e 1 / drain)', `${r.cost.e2e1.roundMsP50} ms, ${r.cost.e2e1.gapMsP50} ms / ${r.cost.drain.roundMsP50} ms, ${r.cost.drain.gapMsP50} ms`, '', ''],
+    [
+      `  e2e, ${r.e2e100.endpoints} endpoints`,
+      `${n(r.cost.e2e100.eventsPer1000)} (${r.cost.e2e100.workflowTasksPer1000} workflow tasks)`,
+      '',
+      '',
+    ],
+    [
+      'deliveries per round (e2e 1 / half / drain)',
+      `${r.cost.e2e1.deliveriesPerRound} / ${r.cost.half.deliveriesPerRound} / ${r.cost.drain.deliveriesPerRound}`,
+      '',
+      '',
+    ],
+    [
+      'round p50, gap between rounds p50 (e2e 1 / drain)',
+      `${r.cost.e2e1.roundMsP50} ms, ${r.cost.e2e1.gapMsP50} ms / ${r.cost.drain.roundMsP50} ms, ${r.cost.drain.gapMsP50} ms`,
+      '',
+      '',
+    ],
     ['wake signal → round starts p50 (half load)', `${r.cost.half.wakeToRoundMsP50} ms`, '', ''],
-    [`wake signals landing after the ${r.e2e100.endpoints}-endpoint phase ended`, `${n(r.cost.lateWakes.signals)}, the last ${(r.cost.lateWakes.lastAfterMs / 1000).toFixed(1)} s after`, '', ''],
+    [
+      `wake signals landing after the ${r.e2e100.endpoints}-endpoint phase ended`,
+      `${n(r.cost.lateWakes.signals)}, the last ${(r.cost.lateWakes.lastAfterMs / 1000).toFixed(1)} s after`,
+      '',
+      '',
+    ],
   ];
   const width = [0, 1, 2, 3].map((i) => Math.max(...rows.map((row) => row[i]!.length)));
   console.log('');
   for (const [i, row] of rows.entries()) {
-    console.log(row.map((c, j) => c.padEnd(width[j]!)).join('  ').trimEnd());
+    console.log(
+      row
+        .map((c, j) => c.padEnd(width[j]!))
+        .join('  ')
+        .trimEnd(),
+    );
     if (i === 0) console.log(width.map((w) => '-'.repeat(w)).join('  '));
   }
   console.log('');
   console.log('CPU seconds per phase (2 cores: at most 2 s per s), Postgres commits, TLS handshakes at the receiver:');
-  for (const p of r.phases) console.log(`  ${p.name.padEnd(34)} ${String(p.seconds).padStart(6)} s  ${Object.entries(p.cpuSeconds).map(([k, v]) => `${k} ${v}`).join(', ')}; ${p.pgCommits} commits; ${p.tlsHandshakes} handshakes`);
-  console.log(`load average before ${r.machine.loadavgBefore.join(' ')}, after ${r.machine.loadavgAfter.join(' ')} (${r.machine.cpus} cpus)`);
+  for (const p of r.phases)
+    console.log(
+      `  ${p.name.padEnd(34)} ${String(p.seconds).padStart(6)} s  ${Object.entries(p.cpuSeconds)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}; ${p.pgCommits} commits; ${p.tlsHandshakes} handshakes`,
+    );
+  console.log(
+    `load average before ${r.machine.loadavgBefore.join(' ')}, after ${r.machine.loadavgAfter.join(' ')} (${r.machine.cpus} cpus)`,
+  );
   console.log('');
 }
 

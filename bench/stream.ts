@@ -28,7 +28,9 @@ function percentile(sorted: number[], p: number): number {
 }
 
 async function main() {
-  const pg = process.env.DATABASE_URL ? { url: process.env.DATABASE_URL, stop: async () => {} } : await startEmbeddedPostgres(path.join(projectRoot, '.data', 'bench'));
+  const pg = process.env.DATABASE_URL
+    ? { url: process.env.DATABASE_URL, stop: async () => {} }
+    : await startEmbeddedPostgres(path.join(projectRoot, '.data', 'bench'));
   await migrate(pg.url);
   const db = createPool(pg.url, WRITERS + 2);
   const account = await createAccount(db, { name: 'bench', ownerEmail: 'bench@example.com', plan: 'paid' });
@@ -40,8 +42,27 @@ async function main() {
   await Promise.all(
     Array.from({ length: WRITERS }, async () => {
       for (let n = next++; n < INGEST; n = next++) {
-        const data = def.data.parse({ entity_type: 'demand', entity_id: `dem_${n}`, before_data: null, after_data: { id: `dem_${n}`, version: 1, status: 'open', contact_id: 'c1', title: 'bench' }, actor_user_id: null });
-        await storeEvent(db, { accountId: account.id, environment: 'live', def, data, refs: {}, customerId: null, channelAccount: null, externalId: null, messageResourceId: null, contactRef: null, streamContext: {}, occurredAt: new Date() });
+        const data = def.data.parse({
+          entity_type: 'demand',
+          entity_id: `dem_${n}`,
+          before_data: null,
+          after_data: { id: `dem_${n}`, version: 1, status: 'open', contact_id: 'c1', title: 'bench' },
+          actor_user_id: null,
+        });
+        await storeEvent(db, {
+          accountId: account.id,
+          environment: 'live',
+          def,
+          data,
+          refs: {},
+          customerId: null,
+          channelAccount: null,
+          externalId: null,
+          messageResourceId: null,
+          contactRef: null,
+          streamContext: {},
+          occurredAt: new Date(),
+        });
       }
     }),
   );
@@ -60,7 +81,10 @@ async function main() {
       [account.id, from, to],
     );
   }
-  await db.query(`UPDATE stream_heads SET last_cursor = $2 WHERE account_id = $1 AND environment = 'live'`, [account.id, Math.max(STREAM, INGEST)]);
+  await db.query(`UPDATE stream_heads SET last_cursor = $2 WHERE account_id = $1 AND environment = 'live'`, [
+    account.id,
+    Math.max(STREAM, INGEST),
+  ]);
   await db.query('ANALYZE events');
   const fillSeconds = (performance.now() - fillStarted) / 1000;
 
@@ -82,10 +106,16 @@ async function main() {
   const end = await measure(total - 10_100, total - 100);
 
   console.log('');
-  console.log(`ingest (storeEvent, ${WRITERS} writers):  ${INGEST} events in ${ingestSeconds.toFixed(1)} s = ${Math.round(INGEST / ingestSeconds)} events/s`);
+  console.log(
+    `ingest (storeEvent, ${WRITERS} writers):  ${INGEST} events in ${ingestSeconds.toFixed(1)} s = ${Math.round(INGEST / ingestSeconds)} events/s`,
+  );
   console.log(`bulk fill to ${total} events:           ${fillSeconds.toFixed(1)} s`);
-  console.log(`100-item page at the start (after <10k): p50 ${percentile(start, 50).toFixed(2)} ms, p99 ${percentile(start, 99).toFixed(2)} ms (${READS} reads)`);
-  console.log(`100-item page at the end (last 10k):     p50 ${percentile(end, 50).toFixed(2)} ms, p99 ${percentile(end, 99).toFixed(2)} ms (${READS} reads)`);
+  console.log(
+    `100-item page at the start (after <10k): p50 ${percentile(start, 50).toFixed(2)} ms, p99 ${percentile(start, 99).toFixed(2)} ms (${READS} reads)`,
+  );
+  console.log(
+    `100-item page at the end (last 10k):     p50 ${percentile(end, 50).toFixed(2)} ms, p99 ${percentile(end, 99).toFixed(2)} ms (${READS} reads)`,
+  );
 
   await db.query('DELETE FROM accounts WHERE id = $1', [account.id]);
   await db.end();

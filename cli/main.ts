@@ -6,7 +6,16 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { issueApiKey } from '../db/api-keys.js';
-import { createAccount, createChannelAccount, createCustomer, deleteAccount, deleteChannelAccount, getAccount, getCustomerOfAccount, lockChannelAccount } from '../db/directory.js';
+import {
+  createAccount,
+  createChannelAccount,
+  createCustomer,
+  deleteAccount,
+  deleteChannelAccount,
+  getAccount,
+  getCustomerOfAccount,
+  lockChannelAccount,
+} from '../db/directory.js';
 import { deleteEventsWhere } from '../db/events.js';
 import { inTransaction } from '../db/pool.js';
 import { migrate } from '../db/migrate.js';
@@ -66,20 +75,41 @@ async function run(db: Db, command: string, args: string[]): Promise<unknown> {
   switch (command) {
     case 'account create': {
       const v = parse(
-        z.object({ name: z.string().min(1), owner_email: z.email(), plan: z.enum(['free', 'trial', 'paid']).default('free'), created_at: z.iso.datetime({ offset: true }).optional() }),
+        z.object({
+          name: z.string().min(1),
+          owner_email: z.email(),
+          plan: z.enum(['free', 'trial', 'paid']).default('free'),
+          created_at: z.iso.datetime({ offset: true }).optional(),
+        }),
         { name: values.name, owner_email: values['owner-email'], plan: values.plan, created_at: values['created-at'] },
       );
-      const account = await createAccount(db, { name: v.name, ownerEmail: v.owner_email, plan: v.plan, createdAt: v.created_at ? new Date(v.created_at) : undefined });
+      const account = await createAccount(db, {
+        name: v.name,
+        ownerEmail: v.owner_email,
+        plan: v.plan,
+        createdAt: v.created_at ? new Date(v.created_at) : undefined,
+      });
       return { ...account, created_at: account.created_at.toISOString() };
     }
     case 'key create': {
-      const v = parse(
-        z.object({ account: uuid, env: z.enum(['live', 'sandbox']), scopes: z.array(z.enum(SCOPES)).min(1) }),
-        { account: values.account, env: values.env, scopes: values.scopes?.split(',').map((s) => s.trim()).filter(Boolean) },
-      );
+      const v = parse(z.object({ account: uuid, env: z.enum(['live', 'sandbox']), scopes: z.array(z.enum(SCOPES)).min(1) }), {
+        account: values.account,
+        env: values.env,
+        scopes: values.scopes
+          ?.split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      });
       await requireAccount(db, v.account);
       const key = await issueApiKey(db, { accountId: v.account, environment: v.env, scopes: v.scopes });
-      return { id: key.id, account_id: key.account_id, environment: key.environment, scopes: key.scopes, key: key.key, created_at: key.created_at.toISOString() };
+      return {
+        id: key.id,
+        account_id: key.account_id,
+        environment: key.environment,
+        scopes: key.scopes,
+        key: key.key,
+        created_at: key.created_at.toISOString(),
+      };
     }
     case 'customer create': {
       const v = parse(z.object({ account: uuid, name: z.string().min(1) }), { account: values.account, name: values.name });
@@ -112,7 +142,8 @@ async function run(db: Db, command: string, args: string[]): Promise<unknown> {
       );
       await requireAccount(db, v.account);
       if (v.customer) {
-        if (!(await getCustomerOfAccount(db, v.account, v.customer))) throw new UsageError(`customer ${v.customer} is not a customer of account ${v.account}`);
+        if (!(await getCustomerOfAccount(db, v.account, v.customer)))
+          throw new UsageError(`customer ${v.customer} is not a customer of account ${v.account}`);
       }
       const ca = await createChannelAccount(db, {
         accountId: v.account,
@@ -168,7 +199,10 @@ async function main(): Promise<number> {
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     return 0;
   } catch (err) {
-    const message = err instanceof UsageError || (err as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? (err as Error).message : `error: ${(err as Error).message}`;
+    const message =
+      err instanceof UsageError || (err as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
+        ? (err as Error).message
+        : `error: ${(err as Error).message}`;
     process.stderr.write(`${message}\n`);
     return err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? 2 : 1;
   } finally {

@@ -23,7 +23,12 @@ function isRealTimestamp(ts: string): boolean {
   d.setUTCFullYear(year, month - 1, day); // setUTCFullYear, unlike Date.UTC, keeps years below 100 as given
   d.setUTCHours(hour, minute, second);
   const roundTrips =
-    d.getUTCFullYear() === year && d.getUTCMonth() === month - 1 && d.getUTCDate() === day && d.getUTCHours() === hour && d.getUTCMinutes() === minute && d.getUTCSeconds() === second;
+    d.getUTCFullYear() === year &&
+    d.getUTCMonth() === month - 1 &&
+    d.getUTCDate() === day &&
+    d.getUTCHours() === hour &&
+    d.getUTCMinutes() === minute &&
+    d.getUTCSeconds() === second;
   const offsetHours = m[9] === undefined ? 0 : Number(m[9]);
   const offsetMinutes = m[10] === undefined ? 0 : Number(m[10]);
   return roundTrips && offsetHours <= 15 && offsetMinutes <= 59;

@@ -7,6 +7,7 @@
 import { formatPath } from './catalog/issues.js';
 
 /** NUL, a high surrogate not followed by a low one, or a low surrogate not preceded by a high one. */
+// eslint-disable-next-line no-control-regex -- NUL is exactly what Postgres refuses in text
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const UNSTORABLE_ALL = new RegExp(UNSTORABLE.source, 'g');
 
@@ -38,7 +39,11 @@ export function storableExcerpt(bytes: Uint8Array, opts: { truncated: boolean })
  */
 export function findUnstorableText(value: unknown): string | undefined {
   // Each node links to its parent, so the path is built only for the string that fails.
-  interface Node { value: unknown; key: PropertyKey | null; parent: Node | null }
+  interface Node {
+    value: unknown;
+    key: PropertyKey | null;
+    parent: Node | null;
+  }
   const pathOf = (n: Node | null, last?: PropertyKey): string => {
     const path: PropertyKey[] = last === undefined ? [] : [last];
     for (let cur = n; cur && cur.key !== null; cur = cur.parent) path.unshift(cur.key);

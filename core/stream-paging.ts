@@ -14,7 +14,11 @@ export function parseStreamLimit(raw: unknown): number {
   return Math.min(Number(raw), MAX_LIMIT);
 }
 
-export function streamPaging(after: string, cursors: string[], hasMore: boolean): { cursor: string; next: string | null; has_more: boolean } {
+export function streamPaging(
+  after: string,
+  cursors: string[],
+  hasMore: boolean,
+): { cursor: string; next: string | null; has_more: boolean } {
   const cursor = cursors.length ? cursors[cursors.length - 1]! : after;
   return { cursor, next: hasMore ? cursor : null, has_more: hasMore };
 }

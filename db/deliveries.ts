@@ -53,7 +53,10 @@ export interface AttemptRecord {
 }
 
 /** A `webhook.test` send: one delivery row with its single attempt, terminal at once. */
-export async function recordTestDelivery(db: Queryable, t: { accountId: string; endpointId: string; attempt: AttemptRecord }): Promise<DeliveryRow> {
+export async function recordTestDelivery(
+  db: Queryable,
+  t: { accountId: string; endpointId: string; attempt: AttemptRecord },
+): Promise<DeliveryRow> {
   const status: DeliveryStatus = t.attempt.error ? 'failed' : 'success';
   const { rows } = await db.query<DeliveryRow>(
     `INSERT INTO deliveries (account_id, endpoint_id, event_type, idempotency_key, environment, status, attempts, response_code, last_attempt_at)
@@ -111,7 +114,11 @@ export async function listDeliveries(
   return order === 'ASC' ? rows.reverse() : rows;
 }
 
-export async function getDelivery(db: Queryable, accountId: string, id: string): Promise<(DeliveryRow & { attempts_log: AttemptRow[] }) | undefined> {
+export async function getDelivery(
+  db: Queryable,
+  accountId: string,
+  id: string,
+): Promise<(DeliveryRow & { attempts_log: AttemptRow[] }) | undefined> {
   const { rows } = await db.query<DeliveryRow>(`SELECT ${COLUMNS} FROM deliveries WHERE id = $1 AND account_id = $2`, [id, accountId]);
   const delivery = rows[0];
   if (!delivery) return undefined;
@@ -180,7 +187,14 @@ export interface ClaimedDelivery {
  * poison event cannot block the rest. `now` is the scheduler's clock (the workflow's), not
  * the database's.
  */
-export async function claimDueDeliveries(db: Queryable, endpointId: string, now: Date, limit: number, leaseMs: number, owner: string): Promise<ClaimedDelivery[]> {
+export async function claimDueDeliveries(
+  db: Queryable,
+  endpointId: string,
+  now: Date,
+  limit: number,
+  leaseMs: number,
+  owner: string,
+): Promise<ClaimedDelivery[]> {
   const { rows } = await db.query<ClaimedDelivery & { next_attempt_at: Date }>(
     `WITH due AS (
        SELECT id FROM deliveries
@@ -203,13 +217,19 @@ export async function claimDueDeliveries(db: Queryable, endpointId: string, now:
  * stopped early), or, on a retry of the round, the POSTs its lost attempt had in flight.
  */
 export async function releaseLeases(db: Queryable, owner: string): Promise<number> {
-  const { rowCount } = await db.query(`UPDATE deliveries SET leased_until = NULL, lease_owner = NULL WHERE lease_owner = $1 AND leased_until IS NOT NULL`, [owner]);
+  const { rowCount } = await db.query(
+    `UPDATE deliveries SET leased_until = NULL, lease_owner = NULL WHERE lease_owner = $1 AND leased_until IS NOT NULL`,
+    [owner],
+  );
   return rowCount ?? 0;
 }
 
 /** The event of a claimed delivery is gone (deleted after the claim): the delivery ends with it. */
 export async function closeForDeletedEvent(db: Queryable, id: string): Promise<void> {
-  await db.query(`UPDATE deliveries SET status = 'exhausted', terminal_reason = 'event_deleted', leased_until = NULL, lease_owner = NULL, updated_at = now() WHERE id = $1`, [id]);
+  await db.query(
+    `UPDATE deliveries SET status = 'exhausted', terminal_reason = 'event_deleted', leased_until = NULL, lease_owner = NULL, updated_at = now() WHERE id = $1`,
+    [id],
+  );
 }
 
 /** Records one attempt and its effect on the delivery, in one statement (so atomically, in one round trip). */
@@ -225,7 +245,17 @@ export async function recordDeliveryAttempt(
      UPDATE deliveries SET status = $3, attempts = $2, response_code = $4, last_attempt_at = $5, next_attempt_at = $6,
        leased_until = NULL, lease_owner = NULL, updated_at = now()
      WHERE id = $1`,
-    [d.id, d.number, d.success ? 'success' : 'failed', d.attempt.responseCode, d.attempt.startedAt, d.nextAttemptAt, d.attempt.durationMs, d.attempt.error, d.attempt.responseExcerpt],
+    [
+      d.id,
+      d.number,
+      d.success ? 'success' : 'failed',
+      d.attempt.responseCode,
+      d.attempt.startedAt,
+      d.nextAttemptAt,
+      d.attempt.durationMs,
+      d.attempt.error,
+      d.attempt.responseExcerpt,
+    ],
   );
 }
 
@@ -263,7 +293,12 @@ export async function releaseHeldDeliveries(db: Queryable, endpointId: string, n
  * Ends holds older than `holdMs` as `exhausted` / `hold_expired`. A hold counts from the
  * later of the delivery's creation and the start of the hold. Returns when the next one expires.
  */
-export async function expireHeldDeliveries(db: Queryable, endpointId: string, now: Date, holdMs: number): Promise<{ expired: number; nextExpiryAt: Date | null }> {
+export async function expireHeldDeliveries(
+  db: Queryable,
+  endpointId: string,
+  now: Date,
+  holdMs: number,
+): Promise<{ expired: number; nextExpiryAt: Date | null }> {
   const { rowCount } = await db.query(
     `UPDATE deliveries SET status = 'exhausted', terminal_reason = 'hold_expired', next_attempt_at = NULL, updated_at = now()
      WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NOT NULL

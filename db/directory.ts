@@ -32,7 +32,10 @@ export interface ChannelAccount {
   created_at: Date;
 }
 
-export async function createAccount(db: Queryable, a: { name: string; ownerEmail: string; plan?: Plan; createdAt?: Date }): Promise<Account> {
+export async function createAccount(
+  db: Queryable,
+  a: { name: string; ownerEmail: string; plan?: Plan; createdAt?: Date },
+): Promise<Account> {
   const { rows } = await db.query<Account>(
     `INSERT INTO accounts (name, owner_email, plan, created_at) VALUES ($1, $2, $3, coalesce($4, now())) RETURNING *`,
     [a.name, a.ownerEmail, a.plan ?? 'free', a.createdAt ?? null],
@@ -72,7 +75,16 @@ export async function createChannelAccount(
   const { rows } = await db.query<ChannelAccount>(
     `INSERT INTO channel_accounts (account_id, customer_id, channel, display, phone_number_id, waba_id, provider_account_id, environment)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
-    [c.accountId, c.customerId ?? null, c.channel, c.display, c.phoneNumberId ?? null, c.wabaId ?? null, c.providerAccountId ?? null, c.environment ?? 'live'],
+    [
+      c.accountId,
+      c.customerId ?? null,
+      c.channel,
+      c.display,
+      c.phoneNumberId ?? null,
+      c.wabaId ?? null,
+      c.providerAccountId ?? null,
+      c.environment ?? 'live',
+    ],
   );
   return rows[0]!;
 }
@@ -83,13 +95,27 @@ export async function getChannelAccountOfAccount(db: Queryable, accountId: strin
 }
 
 /** The channel account of a provider phone number id (unique per channel). */
-export async function findChannelAccountByPhoneNumber(db: Queryable, channel: ChannelAccount['channel'], phoneNumberId: string): Promise<ChannelAccount | undefined> {
-  const { rows } = await db.query<ChannelAccount>(`SELECT * FROM channel_accounts WHERE channel = $1 AND phone_number_id = $2`, [channel, phoneNumberId]);
+export async function findChannelAccountByPhoneNumber(
+  db: Queryable,
+  channel: ChannelAccount['channel'],
+  phoneNumberId: string,
+): Promise<ChannelAccount | undefined> {
+  const { rows } = await db.query<ChannelAccount>(`SELECT * FROM channel_accounts WHERE channel = $1 AND phone_number_id = $2`, [
+    channel,
+    phoneNumberId,
+  ]);
   return rows[0];
 }
 
-export async function findChannelAccountByProviderId(db: Queryable, channel: ChannelAccount['channel'], providerAccountId: string): Promise<ChannelAccount | undefined> {
-  const { rows } = await db.query<ChannelAccount>(`SELECT * FROM channel_accounts WHERE channel = $1 AND provider_account_id = $2`, [channel, providerAccountId]);
+export async function findChannelAccountByProviderId(
+  db: Queryable,
+  channel: ChannelAccount['channel'],
+  providerAccountId: string,
+): Promise<ChannelAccount | undefined> {
+  const { rows } = await db.query<ChannelAccount>(`SELECT * FROM channel_accounts WHERE channel = $1 AND provider_account_id = $2`, [
+    channel,
+    providerAccountId,
+  ]);
   return rows[0];
 }
 

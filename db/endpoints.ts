@@ -37,7 +37,15 @@ const COLUMNS = `*, json_build_object('ts', created_at::text, 'id', id) AS page_
  */
 export async function insertEndpoint(
   db: Queryable,
-  e: { accountId: string; customerId: string | null; url: string; events: string[]; active: boolean; secretCiphertext: Buffer; limit: number },
+  e: {
+    accountId: string;
+    customerId: string | null;
+    url: string;
+    events: string[];
+    active: boolean;
+    secretCiphertext: Buffer;
+    limit: number;
+  },
 ): Promise<EndpointRow> {
   const state = newEndpoint(e.active);
   await db.query(`SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, [e.accountId]);
@@ -56,12 +64,20 @@ export async function insertEndpoint(
 
 /** The live endpoints of an account with what routing and admission need (SPEC 2.2, 3.1). */
 export async function listRoutableEndpoints(db: Queryable, accountId: string): Promise<RoutableEndpoint[]> {
-  const { rows } = await db.query<RoutableEndpoint>(`SELECT id, customer_id, events, active, health_status FROM endpoints WHERE account_id = $1 AND deleted_at IS NULL`, [accountId]);
+  const { rows } = await db.query<RoutableEndpoint>(
+    `SELECT id, customer_id, events, active, health_status FROM endpoints WHERE account_id = $1 AND deleted_at IS NULL`,
+    [accountId],
+  );
   return rows;
 }
 
 /** The endpoint when it exists, is not deleted, and belongs to the account. */
-export async function getEndpoint(db: Queryable, accountId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<EndpointRow | undefined> {
+export async function getEndpoint(
+  db: Queryable,
+  accountId: string,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<EndpointRow | undefined> {
   const { rows } = await db.query<EndpointRow>(
     `SELECT ${COLUMNS} FROM endpoints WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL${opts.forUpdate ? ' FOR UPDATE' : ''}`,
     [id, accountId],
@@ -147,7 +163,12 @@ export async function softDeleteEndpoint(db: Queryable, accountId: string, id: s
 }
 
 /** A 2xx signed test: the configuration is verified, with the state `afterTest` gives. */
-export async function recordVerification(db: Queryable, id: string, responseCode: number, state: NonNullable<ReturnType<typeof afterTest>>): Promise<EndpointRow | undefined> {
+export async function recordVerification(
+  db: Queryable,
+  id: string,
+  responseCode: number,
+  state: NonNullable<ReturnType<typeof afterTest>>,
+): Promise<EndpointRow | undefined> {
   const { rows } = await db.query<EndpointRow>(
     `UPDATE endpoints SET verified_at = now(), health_status = $3, failure_streak = $4, active = $5, paused_at = $6,
        last_success_at = now(), last_response_code = $2, updated_at = now()
@@ -159,15 +180,22 @@ export async function recordVerification(db: Queryable, id: string, responseCode
 
 /** A failed test is an observation, but it moves neither the streak nor the health. */
 export async function recordTestFailure(db: Queryable, id: string, responseCode: number | null): Promise<void> {
-  await db.query(`UPDATE endpoints SET last_failure_at = now(), last_response_code = $2, updated_at = now() WHERE id = $1`, [id, responseCode]);
+  await db.query(`UPDATE endpoints SET last_failure_at = now(), last_response_code = $2, updated_at = now() WHERE id = $1`, [
+    id,
+    responseCode,
+  ]);
 }
 
 /** A deactivation committed after the workflow looked wins: an endpoint that does not send has no next attempt. */
-const NEXT_ATTEMPT_IF_SENDING = (value: string) => `CASE WHEN active AND health_status IN ('healthy', 'degraded') THEN ${value}::timestamptz END`;
+const NEXT_ATTEMPT_IF_SENDING = (value: string) =>
+  `CASE WHEN active AND health_status IN ('healthy', 'degraded') THEN ${value}::timestamptz END`;
 
 /** The workflow's schedule changed outside a delivery round (a release, a hold, a verification). */
 export async function recordNextAttempt(db: Queryable, id: string, nextAttemptAt: Date | null): Promise<void> {
-  await db.query(`UPDATE endpoints SET next_attempt_at = ${NEXT_ATTEMPT_IF_SENDING('$2')} WHERE id = $1 AND deleted_at IS NULL AND next_attempt_at IS DISTINCT FROM $2`, [id, nextAttemptAt]);
+  await db.query(
+    `UPDATE endpoints SET next_attempt_at = ${NEXT_ATTEMPT_IF_SENDING('$2')} WHERE id = $1 AND deleted_at IS NULL AND next_attempt_at IS DISTINCT FROM $2`,
+    [id, nextAttemptAt],
+  );
 }
 
 export interface EndpointHealthRecord {

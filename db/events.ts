@@ -29,11 +29,23 @@ export type NewEvent = Omit<EventRow, 'id' | 'cursor' | 'created_at'>;
 
 /** Creates the stream's head row on first use; a no-op once it exists. */
 export async function ensureStreamHead(tx: Queryable, accountId: string, environment: Environment): Promise<void> {
-  await tx.query(`INSERT INTO stream_heads (account_id, environment, last_cursor) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING`, [accountId, environment]);
+  await tx.query(`INSERT INTO stream_heads (account_id, environment, last_cursor) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING`, [
+    accountId,
+    environment,
+  ]);
 }
 
-export async function findEventByKey(db: Queryable, accountId: string, environment: Environment, key: string): Promise<EventRow | undefined> {
-  const { rows } = await db.query<EventRow>(`SELECT * FROM events WHERE account_id = $1 AND environment = $2 AND idempotency_key = $3`, [accountId, environment, key]);
+export async function findEventByKey(
+  db: Queryable,
+  accountId: string,
+  environment: Environment,
+  key: string,
+): Promise<EventRow | undefined> {
+  const { rows } = await db.query<EventRow>(`SELECT * FROM events WHERE account_id = $1 AND environment = $2 AND idempotency_key = $3`, [
+    accountId,
+    environment,
+    key,
+  ]);
   return rows[0];
 }
 
@@ -76,7 +88,13 @@ export async function appendEvent(tx: Queryable, e: NewEvent): Promise<EventRow 
 }
 
 /** One page of the stream: an index seek on (account, environment, cursor), whatever the position. */
-export async function readStream(db: Queryable, accountId: string, environment: Environment, after: string, limit: number): Promise<{ rows: EventRow[]; hasMore: boolean }> {
+export async function readStream(
+  db: Queryable,
+  accountId: string,
+  environment: Environment,
+  after: string,
+  limit: number,
+): Promise<{ rows: EventRow[]; hasMore: boolean }> {
   const { rows } = await db.query<EventRow>(
     `SELECT * FROM events WHERE account_id = $1 AND environment = $2 AND cursor > $3 ORDER BY cursor LIMIT $4`,
     [accountId, environment, after, limit + 1],
@@ -88,7 +106,10 @@ export async function readStream(db: Queryable, accountId: string, environment: 
  * Removes events in one statement and ends their undelivered deliveries as `event_deleted`.
  * The cursors of other events do not move.
  */
-export async function deleteEventsWhere(tx: Queryable, where: { accountId: string; contactRef?: string; channelAccountId?: string }): Promise<number> {
+export async function deleteEventsWhere(
+  tx: Queryable,
+  where: { accountId: string; contactRef?: string; channelAccountId?: string },
+): Promise<number> {
   const params: unknown[] = [where.accountId];
   let filter: string;
   if (where.contactRef !== undefined) {

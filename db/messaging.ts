@@ -10,7 +10,12 @@ export interface ContactFields {
 }
 
 /** The contact of a channel account by wa_id, created or refreshed with the latest profile. */
-export async function upsertContact(db: Queryable, accountId: string, channelAccountId: string, c: ContactFields): Promise<{ id: string; metadata: Record<string, unknown> }> {
+export async function upsertContact(
+  db: Queryable,
+  accountId: string,
+  channelAccountId: string,
+  c: ContactFields,
+): Promise<{ id: string; metadata: Record<string, unknown> }> {
   const { rows } = await db.query<{ id: string; metadata: Record<string, unknown> }>(
     `INSERT INTO contacts (account_id, channel_account_id, wa_id, user_id, username, phone, profile_name)
      VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -57,7 +62,10 @@ export async function upsertInboundMessage(
 }
 
 /** A message the platform sent (API, panel, broadcast, sequence): only these get status events. */
-export async function registerOutboundMessage(db: Queryable, m: { accountId: string; channelAccountId: string; contactId?: string | null; externalId: string }): Promise<MessageRow> {
+export async function registerOutboundMessage(
+  db: Queryable,
+  m: { accountId: string; channelAccountId: string; contactId?: string | null; externalId: string },
+): Promise<MessageRow> {
   const { rows } = await db.query<MessageRow>(
     `INSERT INTO messages (account_id, channel_account_id, contact_id, external_id, direction, status)
      VALUES ($1, $2, $3, $4, 'outbound', 'accepted')
@@ -68,7 +76,10 @@ export async function registerOutboundMessage(db: Queryable, m: { accountId: str
 }
 
 export async function findMessage(db: Queryable, channelAccountId: string, externalId: string): Promise<MessageRow | undefined> {
-  const { rows } = await db.query<MessageRow>(`SELECT * FROM messages WHERE channel_account_id = $1 AND external_id = $2`, [channelAccountId, externalId]);
+  const { rows } = await db.query<MessageRow>(`SELECT * FROM messages WHERE channel_account_id = $1 AND external_id = $2`, [
+    channelAccountId,
+    externalId,
+  ]);
   return rows[0];
 }
 
@@ -130,7 +141,14 @@ export async function recordIncomingMessage(
   const row = await upsertContact(db, ca.account_id, ca.id, contact);
   const conversationId = await upsertConversation(db, ca.account_id, ca.id, row.id);
   const message = m.inbound
-    ? await upsertInboundMessage(db, { accountId: ca.account_id, channelAccountId: ca.id, contactId: row.id, conversationId, externalId: m.externalId, type: m.type })
+    ? await upsertInboundMessage(db, {
+        accountId: ca.account_id,
+        channelAccountId: ca.id,
+        contactId: row.id,
+        conversationId,
+        externalId: m.externalId,
+        type: m.type,
+      })
     : await findMessage(db, ca.id, m.externalId);
   return { contactId: row.id, contactMetadata: row.metadata, conversationId, messageId: message?.id ?? null };
 }

@@ -13,7 +13,10 @@ export async function countReceived(tx: Queryable, accountId: string, month: str
 }
 
 /** Queues a notification unless one with the same key exists: each is sent once. */
-export async function enqueueNotification(tx: Queryable, n: { accountId: string; kind: string; dedupeKey: string; payload: Record<string, unknown> }): Promise<boolean> {
+export async function enqueueNotification(
+  tx: Queryable,
+  n: { accountId: string; kind: string; dedupeKey: string; payload: Record<string, unknown> },
+): Promise<boolean> {
   const { rowCount } = await tx.query(
     `INSERT INTO notifications (account_id, kind, dedupe_key, payload) VALUES ($1, $2, $3, $4) ON CONFLICT (dedupe_key) DO NOTHING`,
     [n.accountId, n.kind, n.dedupeKey, n.payload],
@@ -29,7 +32,10 @@ export interface OutboxRow {
 
 /** Locks up to `limit` unsent notifications, oldest first; SKIP LOCKED lets any number of senders run. */
 export async function claimUnsentNotifications(tx: Queryable, limit: number): Promise<OutboxRow[]> {
-  const { rows } = await tx.query<OutboxRow>(`SELECT id, kind, payload FROM notifications WHERE sent_at IS NULL ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED`, [limit]);
+  const { rows } = await tx.query<OutboxRow>(
+    `SELECT id, kind, payload FROM notifications WHERE sent_at IS NULL ORDER BY created_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
+    [limit],
+  );
   return rows;
 }
 

@@ -78,11 +78,21 @@ export function inTransaction<T>(db: Db, fn: (client: pg.PoolClient) => Promise<
 }
 
 // Socket and DNS failures reaching the server (DNS: a stopped container's name disappears).
-const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const UNAVAILABLE_ERRNO = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 // admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections; class 08 is checked by prefix.
 const UNAVAILABLE_SQLSTATE = new Set(['57P01', '57P02', '57P03', '53300']);
 // pg's and pg-pool's own errors carry no code, only these messages.
-const UNAVAILABLE_MESSAGE = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable)/;
+const UNAVAILABLE_MESSAGE =
+  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable)/;
 
 /**
  * True when `err` says Postgres cannot be reached or dropped the connection, as opposed to an
@@ -91,7 +101,8 @@ const UNAVAILABLE_MESSAGE = /^(Connection terminated|timeout exceeded when tryin
 export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
   if (!(err instanceof Error) || depth > 4) return false;
   const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string' && (UNAVAILABLE_ERRNO.has(code) || UNAVAILABLE_SQLSTATE.has(code) || /^08[0-9A-Z]{3}$/.test(code))) return true;
+  if (typeof code === 'string' && (UNAVAILABLE_ERRNO.has(code) || UNAVAILABLE_SQLSTATE.has(code) || /^08[0-9A-Z]{3}$/.test(code)))
+    return true;
   if (UNAVAILABLE_MESSAGE.test(err.message)) return true;
   // Node reports a refused connection to every address of a name as one AggregateError.
   if (err instanceof AggregateError && err.errors.some((e) => isDatabaseUnavailable(e, depth + 1))) return true;

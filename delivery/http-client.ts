@@ -75,12 +75,18 @@ function classify(err: unknown): { error: AttemptError; message: string } {
   const code = inner?.code ?? e?.code ?? '';
   const name = inner?.name ?? e?.name ?? '';
   const message = inner?.message ?? e?.message ?? 'request failed';
-  if (name === 'TimeoutError' || name === 'AbortError' || /TIMEOUT/.test(code)) return { error: 'timeout', message: 'no response within the timeout' };
+  if (name === 'TimeoutError' || name === 'AbortError' || /TIMEOUT/.test(code))
+    return { error: 'timeout', message: 'no response within the timeout' };
   if (/^ERR_TLS|^ERR_SSL|CERT|SELF_SIGNED|UNABLE_TO_VERIFY|^EPROTO$/.test(code)) return { error: 'tls_error', message };
   return { error: 'connection_error', message };
 }
 
-export function createHttpClient(opts: { policy: DestinationPolicy; timeoutMs: number; maxConnectionsPerOrigin?: number; devCaFile?: string }): HttpClient {
+export function createHttpClient(opts: {
+  policy: DestinationPolicy;
+  timeoutMs: number;
+  maxConnectionsPerOrigin?: number;
+  devCaFile?: string;
+}): HttpClient {
   const connect = { lookup: guardedLookup(opts.policy), timeout: opts.timeoutMs };
   const agent = new Agent({
     connections: opts.maxConnectionsPerOrigin ?? 16,
@@ -109,7 +115,14 @@ export function createHttpClient(opts: { policy: DestinationPolicy; timeoutMs: n
         });
         const excerpt = await readExcerpt(res.body);
         const error = res.statusCode >= 200 && res.statusCode < 300 ? null : 'non_2xx';
-        return { status: res.statusCode, headers: res.headers, excerpt, error, errorMessage: error ? `receiver answered ${res.statusCode}` : null, durationMs: elapsed() };
+        return {
+          status: res.statusCode,
+          headers: res.headers,
+          excerpt,
+          error,
+          errorMessage: error ? `receiver answered ${res.statusCode}` : null,
+          durationMs: elapsed(),
+        };
       } catch (err) {
         const { error, message } = classify(err);
         return { status: null, headers: {}, excerpt: null, error, errorMessage: message, durationMs: elapsed() };

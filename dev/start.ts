@@ -33,7 +33,9 @@ async function bootstrapLocalAccount(databaseUrl: string): Promise<void> {
     if (existing) {
       // Keys are shown once and stored as hashes, so a restart can only say how to make a new one.
       const dataDir = config.dataDir === path.resolve('.data') ? '' : `DATA_DIR=${config.dataDir} `;
-      say(`API keys are shown only on the first run. A new key for Account ${existing}: ${dataDir}npm run --silent cli -- key create --account ${existing} --env live --scopes ${SCOPES.join(',')}`);
+      say(
+        `API keys are shown only on the first run. A new key for Account ${existing}: ${dataDir}npm run --silent cli -- key create --account ${existing} --env live --scopes ${SCOPES.join(',')}`,
+      );
       return;
     }
     const account = await createAccount(db, { name: 'Local account', ownerEmail: 'owner@localhost', plan: 'paid' });
@@ -52,9 +54,13 @@ async function bootstrapLocalAccount(databaseUrl: string): Promise<void> {
 async function main() {
   if (config.devMode) {
     // Loud on purpose: dev mode lowers the SSRF guard, which must never happen in production.
-    say('WARNING: WEBHOOKS_DEV_MODE is on: deliveries may go to loopback receivers (127.0.0.0/8, ::1)' +
-      (config.devCaFile ? ` and ${config.devCaFile} is trusted as a receiver CA` : '; set WEBHOOKS_DEV_CA_FILE to trust a local receiver\'s CA') +
-      '. Never use it in production.');
+    say(
+      'WARNING: WEBHOOKS_DEV_MODE is on: deliveries may go to loopback receivers (127.0.0.0/8, ::1)' +
+        (config.devCaFile
+          ? ` and ${config.devCaFile} is trusted as a receiver CA`
+          : "; set WEBHOOKS_DEV_CA_FILE to trust a local receiver's CA") +
+        '. Never use it in production.',
+    );
   }
   say(`Data folder: ${config.dataDir}`);
   let databaseUrl = config.databaseUrl;

@@ -48,12 +48,27 @@ function alive(child: ChildProcess): () => boolean {
  * `temporal server start-dev` with the Web UI. With a `dbFile` the server persists its
  * state there, so restarting it loses no workflow; without one it runs in memory.
  */
-export async function startTemporalDevServer(opts: { dbFile?: string; port?: number; uiPort?: number; logFile?: string } = {}): Promise<RunningServer> {
+export async function startTemporalDevServer(
+  opts: { dbFile?: string; port?: number; uiPort?: number; logFile?: string } = {},
+): Promise<RunningServer> {
   const cli = await ensureTemporalCli();
   const port = opts.port ?? (await freePort());
   const uiPort = opts.uiPort ?? (await freePort());
   if (await isPortOpen(port)) throw new Error(`Port ${port} is taken; set TEMPORAL_PORT or TEMPORAL_ADDRESS.`);
-  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--ui-port', String(uiPort), '--namespace', 'default', '--log-level', 'error'];
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--ui-port',
+    String(uiPort),
+    '--namespace',
+    'default',
+    '--log-level',
+    'error',
+  ];
   if (opts.dbFile) {
     fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
     args.push('--db-filename', opts.dbFile);
@@ -73,9 +88,15 @@ export async function startTimeSkippingTestServer(opts: { port?: number; logFile
   const classpath = await ensureTestServerClasspath();
   const port = opts.port ?? (await freePort());
   const out = opts.logFile ? fs.openSync(opts.logFile, 'a') : 'ignore';
-  const child = tieToParent(spawn('java', ['-Xms64m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-cp', classpath, 'io.temporal.testserver.TestServer', String(port)], {
-    stdio: ['ignore', out, out],
-  }));
+  const child = tieToParent(
+    spawn(
+      'java',
+      ['-Xms64m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-cp', classpath, 'io.temporal.testserver.TestServer', String(port)],
+      {
+        stdio: ['ignore', out, out],
+      },
+    ),
+  );
   await waitForPort(port, 'Temporal time-skipping test server', 120_000, alive(child));
   return { address: `127.0.0.1:${port}`, stop: () => stopChild(child) };
 }

@@ -16,14 +16,23 @@ export async function makeLocalTls(dir: string, name = 'local'): Promise<LocalTl
   const ca = await generate([{ name: 'commonName', value: `${name} CA` }], {
     keySize: 2048,
     algorithm: 'sha256',
-    extensions: [{ name: 'basicConstraints', cA: true, critical: true }, { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true }],
+    extensions: [
+      { name: 'basicConstraints', cA: true, critical: true },
+      { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
+    ],
   });
   const leaf = await generate([{ name: 'commonName', value: '127.0.0.1' }], {
     keySize: 2048,
     algorithm: 'sha256',
     ca: { key: ca.private, cert: ca.cert },
     extensions: [
-      { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] },
+      {
+        name: 'subjectAltName',
+        altNames: [
+          { type: 2, value: 'localhost' },
+          { type: 7, ip: '127.0.0.1' },
+        ],
+      },
       { name: 'extKeyUsage', serverAuth: true },
     ],
   });

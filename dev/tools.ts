@@ -36,7 +36,8 @@ export async function ensureTemporalCli(): Promise<string> {
   if (fromPath) return fromPath;
   const local = path.join(toolsDir, 'bin', 'temporal');
   if (fs.existsSync(local)) return local;
-  if (!onPath('go')) throw new Error('The Temporal CLI is not on PATH and Go is not installed to build it; set TEMPORAL_ADDRESS or install Go.');
+  if (!onPath('go'))
+    throw new Error('The Temporal CLI is not on PATH and Go is not installed to build it; set TEMPORAL_ADDRESS or install Go.');
   process.stderr.write(`Building the Temporal CLI (${TEMPORAL_CLI_MODULE}) into ${path.dirname(local)}; this takes a few minutes once.\n`);
   const started = Date.now();
   await run('go', ['install', '-v', TEMPORAL_CLI_MODULE], {

@@ -26,7 +26,6 @@ export { ProviderPayloadError };
 import { unixSecondsToIso } from '../core/catalog/time.js';
 import { conversationSchema, pricingSchema, providerErrorSchema, providerTime, referralSchema } from '../core/catalog/types.js';
 
-
 // ---- envelope and value schemas (lenient on unknown fields) ----
 
 const nonEmpty = z.string().min(1);
@@ -205,7 +204,6 @@ export interface QualityUpdateData {
 
 const DELIVERABLE_STATUSES: ReadonlySet<string> = new Set<MessageStatus>(['sent', 'delivered', 'read', 'failed']);
 
-
 const present = (v: string | undefined | null): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
 const isPhone = (v: string | null): v is string => v !== null && /^\+?\d{5,15}$/.test(v);
 
@@ -249,7 +247,16 @@ export function mapChatappWebhook(body: unknown): { facts: ProviderFact[]; ignor
             const path = `${at}.messages[${i}]`;
             const m = parseProviderPart(messageInSchema, raw, path);
             const sender = contactFor(contacts, present(m.from), present(m.from_user_id));
-            const fact = messageLikeFact('message', 'contact', raw as Record<string, unknown>, path, base, present(value.metadata.display_phone_number), m, sender);
+            const fact = messageLikeFact(
+              'message',
+              'contact',
+              raw as Record<string, unknown>,
+              path,
+              base,
+              present(value.metadata.display_phone_number),
+              m,
+              sender,
+            );
             if (fact) facts.push(fact);
           });
           (value.statuses ?? []).forEach((raw, i) => {
@@ -279,7 +286,16 @@ export function mapChatappWebhook(body: unknown): { facts: ProviderFact[]; ignor
             const path = `${at}.message_echoes[${i}]`;
             const m = parseProviderPart(echoInSchema, raw, path);
             const customer = contactFor(contacts, present(m.to), present(m.to_user_id));
-            const fact = messageLikeFact('echo', 'business', raw as Record<string, unknown>, path, base, present(value.metadata.display_phone_number), m, customer);
+            const fact = messageLikeFact(
+              'echo',
+              'business',
+              raw as Record<string, unknown>,
+              path,
+              base,
+              present(value.metadata.display_phone_number),
+              m,
+              customer,
+            );
             if (fact) facts.push(fact);
           });
           break;
@@ -294,7 +310,9 @@ export function mapChatappWebhook(body: unknown): { facts: ProviderFact[]; ignor
             waba_id: wabaId,
             account_event: value.event,
             ban_state: present(value.ban_info?.waba_ban_state),
-            restrictions: restrictionList ? restrictionList.map((r) => ({ restriction_type: r.restriction_type, expiration: unixSecondsToIso(r.expiration) })) : null,
+            restrictions: restrictionList
+              ? restrictionList.map((r) => ({ restriction_type: r.restriction_type, expiration: unixSecondsToIso(r.expiration) }))
+              : null,
             occurred_at: unixSecondsToIso(entry.time),
           };
           const violation = present(value.violation_info?.violation_type);
@@ -312,7 +330,13 @@ export function mapChatappWebhook(body: unknown): { facts: ProviderFact[]; ignor
           facts.push({
             kind: 'quality_update',
             wabaId: entry.id,
-            data: { waba_id: entry.id, phone_number_id: phoneNumberId, display_phone_number: display, messaging_limit_tier: tier, occurred_at: unixSecondsToIso(entry.time) },
+            data: {
+              waba_id: entry.id,
+              phone_number_id: phoneNumberId,
+              display_phone_number: display,
+              messaging_limit_tier: tier,
+              occurred_at: unixSecondsToIso(entry.time),
+            },
           });
           break;
         }
@@ -361,7 +385,16 @@ function editOrRevoke(
   if (type === 'edit') {
     const edit = parseProviderPart(editInSchema, raw['edit'], `${at}.edit`);
     if (when === null) return null; // the key `<wamid>:edited:<edit time>` needs the time
-    return { kind: 'edited', ...base, actor, messageId: edit.original_message_id, notificationId, message: edit.message, contact, editedAt: when };
+    return {
+      kind: 'edited',
+      ...base,
+      actor,
+      messageId: edit.original_message_id,
+      notificationId,
+      message: edit.message,
+      contact,
+      editedAt: when,
+    };
   }
   const revoke = parseProviderPart(revokeInSchema, raw['revoke'], `${at}.revoke`);
   if (when === null) return null;
@@ -394,7 +427,11 @@ export function factEventType(fact: ProviderFact): string {
 
 /** `data` of chatapp.message.received. */
 export function receivedPayload(fact: Fact<'message'>, extras: { externalId: string }): Record<string, unknown> {
-  return { phone_number_id: fact.phoneNumberId, message: { ...fact.message, external_id: extras.externalId }, contact: { ...fact.contact } };
+  return {
+    phone_number_id: fact.phoneNumberId,
+    message: { ...fact.message, external_id: extras.externalId },
+    contact: { ...fact.contact },
+  };
 }
 
 /** `data` of chatapp.message.<status>; `conversation` only when the provider sent one. */

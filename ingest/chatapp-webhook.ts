@@ -16,7 +16,12 @@ import {
   type ProviderFact,
 } from './chatapp-provider.js';
 import { formatIssue, getEventDefinition, type EventDefinition } from '../core/catalog/index.js';
-import { findChannelAccountByDisplay, findChannelAccountByPhoneNumber, findChannelAccountsByWaba, type ChannelAccount } from '../db/directory.js';
+import {
+  findChannelAccountByDisplay,
+  findChannelAccountByPhoneNumber,
+  findChannelAccountsByWaba,
+  type ChannelAccount,
+} from '../db/directory.js';
 import { findMessage, findRegisteredMessage, recordFepExpiry, recordIncomingMessage, updateMessageStatus } from '../db/messaging.js';
 import { logger } from '../runtime/logger.js';
 import { RejectedNotification, wakeFor, type IngestDeps } from './deps.js';
@@ -104,7 +109,11 @@ async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
     case 'message':
     case 'echo': {
       const externalId = String(fact.message.id);
-      const rows = await recordIncomingMessage(deps.db, ca, fact.contact, { externalId, type: String(fact.message.type), inbound: fact.kind === 'message' });
+      const rows = await recordIncomingMessage(deps.db, ca, fact.contact, {
+        externalId,
+        type: String(fact.message.type),
+        inbound: fact.kind === 'message',
+      });
       event = {
         ...base,
         data: { ...p.data, contact: { ...(p.data.contact as object), metadata: rows.contactMetadata } },
@@ -148,7 +157,14 @@ async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
     }
     case 'account_update':
     case 'quality_update':
-      event = { ...base, externalId: null, messageResourceId: null, contactRef: null, streamContext: {}, occurredAt: timeOf(fact.data.occurred_at) };
+      event = {
+        ...base,
+        externalId: null,
+        messageResourceId: null,
+        contactRef: null,
+        streamContext: {},
+        occurredAt: timeOf(fact.data.occurred_at),
+      };
       break;
   }
   const stored = await storeEvent(deps.db, event, deps.now?.());

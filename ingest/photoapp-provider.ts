@@ -22,7 +22,6 @@ import { ProviderPayloadError, parseProviderPart } from '../core/catalog/issues.
 import { unixSecondsToIso } from '../core/catalog/time.js';
 import { providerTime } from '../core/catalog/types.js';
 
-
 // ---- envelope and item schemas (lenient on unknown fields) ----
 
 const nonEmpty = z.string().min(1);
@@ -44,7 +43,11 @@ export type PhotoappEnvelope = z.infer<typeof photoappEnvelopeSchema>;
 const itemSchema = z.looseObject({ message: z.unknown().optional() });
 
 /** Flags are read before anything is required: an echo or a deletion is ignored, not validated. */
-const flagsSchema = z.looseObject({ is_echo: z.unknown().optional(), is_deleted: z.unknown().optional(), is_unsupported: z.unknown().optional() });
+const flagsSchema = z.looseObject({
+  is_echo: z.unknown().optional(),
+  is_deleted: z.unknown().optional(),
+  is_unsupported: z.unknown().optional(),
+});
 
 const senderSchema = z.looseObject({ sender: z.looseObject({ id: nonEmpty }), timestamp: z.unknown().optional() });
 
@@ -60,7 +63,16 @@ const messageInSchema = z.looseObject({
 });
 
 /** Keys of the raw-message shape an attachment type must not overwrite. */
-const RESERVED_TYPES: ReadonlySet<string> = new Set(['id', 'external_id', 'from', 'timestamp', 'type', 'context', 'referral', 'attachments']);
+const RESERVED_TYPES: ReadonlySet<string> = new Set([
+  'id',
+  'external_id',
+  'from',
+  'timestamp',
+  'type',
+  'context',
+  'referral',
+  'attachments',
+]);
 
 // ---- facts ----
 
@@ -82,7 +94,6 @@ export type PhotoappFact = {
   contact: PhotoappContact;
   occurredAt: string | null;
 };
-
 
 /** Provider times here are unix milliseconds (number or numeric string); null when unreadable. */
 function millis(value: unknown): number | null {
@@ -159,7 +170,8 @@ function messageContent(
   if (m.quick_reply !== undefined) return { type: 'quick_reply', value: { payload: m.quick_reply.payload, text: m.text ?? null } };
   const first = m.attachments?.[0];
   if (first !== undefined) {
-    if (RESERVED_TYPES.has(first.type)) throw new ProviderPayloadError(`${at}.message.attachments[0].type`, `reserved type "${first.type}"`);
+    if (RESERVED_TYPES.has(first.type))
+      throw new ProviderPayloadError(`${at}.message.attachments[0].type`, `reserved type "${first.type}"`);
     const value: Record<string, unknown> = { ...(first.payload ?? {}) };
     // A caption sent with media stays with it, as in chatapp's media content.
     if (typeof m.text === 'string' && m.text.length > 0 && value['caption'] === undefined) value['caption'] = m.text;

@@ -39,23 +39,33 @@ export async function ingestPhotoappNotification(deps: IngestDeps, body: unknown
       deps.db,
       ca,
       // The provider's scoped sender id is the contact's identity on this channel.
-      { wa_id: fact.contact.user_id, user_id: fact.contact.user_id, username: fact.contact.username, phone: null, profile_name: fact.contact.profile_name },
+      {
+        wa_id: fact.contact.user_id,
+        user_id: fact.contact.user_id,
+        username: fact.contact.username,
+        phone: null,
+        profile_name: fact.contact.profile_name,
+      },
       { externalId, type: String(fact.message.type), inbound: true },
     );
-    const stored = await storeEvent(deps.db, {
-      accountId: ca.account_id,
-      environment: ca.environment,
-      def,
-      data: { ...data, contact: { ...(data.contact as object), metadata: rows.contactMetadata } },
-      refs: {},
-      customerId: ca.customer_id,
-      channelAccount: ca,
-      externalId,
-      messageResourceId: rows.messageId,
-      contactRef: rows.contactId,
-      streamContext: { messageResourceId: rows.messageId, contactId: rows.contactId, conversationId: rows.conversationId },
-      occurredAt: fact.occurredAt ? new Date(fact.occurredAt) : new Date(),
-    }, deps.now?.());
+    const stored = await storeEvent(
+      deps.db,
+      {
+        accountId: ca.account_id,
+        environment: ca.environment,
+        def,
+        data: { ...data, contact: { ...(data.contact as object), metadata: rows.contactMetadata } },
+        refs: {},
+        customerId: ca.customer_id,
+        channelAccount: ca,
+        externalId,
+        messageResourceId: rows.messageId,
+        contactRef: rows.contactId,
+        streamContext: { messageResourceId: rows.messageId, contactId: rows.contactId, conversationId: rows.conversationId },
+        occurredAt: fact.occurredAt ? new Date(fact.occurredAt) : new Date(),
+      },
+      deps.now?.(),
+    );
     if (stored.created) wakeFor(deps, ca.account_id, stored);
   }
   return planned.length;

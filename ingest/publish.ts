@@ -20,11 +20,15 @@ export const PublishBody = z
   })
   .strict();
 
-
 const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
-const obj = (v: unknown): Record<string, unknown> | null => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null);
+const obj = (v: unknown): Record<string, unknown> | null =>
+  v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
 
-export async function publishEvent(deps: IngestDeps, principal: { accountId: string; environment: Environment }, raw: unknown): Promise<StoredEvent> {
+export async function publishEvent(
+  deps: IngestDeps,
+  principal: { accountId: string; environment: Environment },
+  raw: unknown,
+): Promise<StoredEvent> {
   const parsed = PublishBody.safeParse(raw);
   if (!parsed.success) throw invalidEvent(formatIssue(parsed.error));
   const body = parsed.data;
@@ -38,7 +42,8 @@ export async function publishEvent(deps: IngestDeps, principal: { accountId: str
     throw invalidEvent(`environment: a ${environment} API key publishes ${environment} events only, not ${body.environment}`);
   }
   const accountHealth = def.category === 'account' && !def.channelStamped;
-  if (accountHealth && environment !== 'live') throw invalidEvent('environment: account-health events are always live; publish them with a live API key');
+  if (accountHealth && environment !== 'live')
+    throw invalidEvent('environment: account-health events are always live; publish them with a live API key');
 
   const data = def.data.safeParse(body.data);
   if (!data.success) throw invalidEvent(formatIssue(data.error, 'data'));
@@ -50,14 +55,18 @@ export async function publishEvent(deps: IngestDeps, principal: { accountId: str
     throw invalidEvent(`data: ${(err as Error).message}`);
   }
 
-  const channelAccount = body.channel_account_id ? await getChannelAccountOfAccount(deps.db, principal.accountId, body.channel_account_id) : undefined;
+  const channelAccount = body.channel_account_id
+    ? await getChannelAccountOfAccount(deps.db, principal.accountId, body.channel_account_id)
+    : undefined;
   if (body.channel_account_id && !channelAccount) throw invalidEvent('channel_account_id: not a channel account of this Account');
   if (channelAccount && def.channel && channelAccount.channel !== def.channel) {
     throw invalidEvent(`channel_account_id: ${def.type} comes from a ${def.channel} channel account, not ${channelAccount.channel}`);
   }
   if (def.hasExternalId && !channelAccount) throw invalidEvent(`channel_account_id: required for ${def.type}`);
   if (channelAccount && channelAccount.environment !== environment) {
-    throw invalidEvent(`channel_account_id: a ${channelAccount.environment} channel account, and this API key publishes ${environment} events`);
+    throw invalidEvent(
+      `channel_account_id: a ${channelAccount.environment} channel account, and this API key publishes ${environment} events`,
+    );
   }
   if (body.customer_id && !(await getCustomerOfAccount(deps.db, principal.accountId, body.customer_id))) {
     throw invalidEvent('customer_id: not a Customer of this Account');
@@ -65,10 +74,15 @@ export async function publishEvent(deps: IngestDeps, principal: { accountId: str
 
   const message = obj(data.data.message);
   const externalId = def.hasExternalId ? (str(message?.id) ?? str(data.data.message_id)) : null;
-  const registered = channelAccount && externalId ? await (def.needsRegisteredMessage ? findRegisteredMessage : findMessage)(deps.db, channelAccount.id, externalId) : undefined;
+  const registered =
+    channelAccount && externalId
+      ? await (def.needsRegisteredMessage ? findRegisteredMessage : findMessage)(deps.db, channelAccount.id, externalId)
+      : undefined;
   // Statuses of messages the platform never registered produce no event (SPEC 6.4), whichever way they arrive.
   if (def.needsRegisteredMessage && !registered) {
-    throw invalidEvent(`data.message_id: message "${externalId}" is not registered on this channel account (statuses are published only for messages the platform sent)`);
+    throw invalidEvent(
+      `data.message_id: message "${externalId}" is not registered on this channel account (statuses are published only for messages the platform sent)`,
+    );
   }
   // The contact an event carries in its payload, wherever its type puts it: deleting that contact removes the event.
   const contactRef =
@@ -80,20 +94,28 @@ export async function publishEvent(deps: IngestDeps, principal: { accountId: str
     null;
   const occurredAt = body.occurred_at ?? str(data.data.occurred_at);
 
-  const stored = await storeEvent(deps.db, {
-    accountId: principal.accountId,
-    environment,
-    def,
-    data: data.data,
-    refs: refs.data,
-    customerId: body.customer_id ?? channelAccount?.customer_id ?? null,
-    channelAccount: def.channelStamped ? (channelAccount ?? null) : null,
-    externalId,
-    messageResourceId: registered?.id ?? null,
-    contactRef,
-    streamContext: { messageResourceId: registered?.id ?? null, contactId: registered?.contact_id ?? null, conversationId: registered?.conversation_id ?? null },
-    occurredAt: occurredAt ? new Date(occurredAt) : new Date(),
-  }, deps.now?.());
+  const stored = await storeEvent(
+    deps.db,
+    {
+      accountId: principal.accountId,
+      environment,
+      def,
+      data: data.data,
+      refs: refs.data,
+      customerId: body.customer_id ?? channelAccount?.customer_id ?? null,
+      channelAccount: def.channelStamped ? (channelAccount ?? null) : null,
+      externalId,
+      messageResourceId: registered?.id ?? null,
+      contactRef,
+      streamContext: {
+        messageResourceId: registered?.id ?? null,
+        contactId: registered?.contact_id ?? null,
+        conversationId: registered?.conversation_id ?? null,
+      },
+      occurredAt: occurredAt ? new Date(occurredAt) : new Date(),
+    },
+    deps.now?.(),
+  );
   if (stored.created) wakeFor(deps, principal.accountId, stored);
   return stored;
 }

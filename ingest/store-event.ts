@@ -54,7 +54,9 @@ export async function storeEvent(db: Db, e: IngestEvent, now: Date = new Date())
         customer_id: e.customerId,
         channel: e.channelAccount?.channel ?? null,
         channel_account_id: e.channelAccount?.id ?? null,
-        channel_account: e.channelAccount ? { id: e.channelAccount.id, channel: e.channelAccount.channel, display: e.channelAccount.display } : null,
+        channel_account: e.channelAccount
+          ? { id: e.channelAccount.id, channel: e.channelAccount.channel, display: e.channelAccount.display }
+          : null,
         external_id: e.externalId,
         message_id: e.def.hasExternalId && e.channelAccount?.channel === 'chatapp' ? e.externalId : null,
         message_resource_id: e.messageResourceId,
@@ -76,14 +78,22 @@ export async function storeEvent(db: Db, e: IngestEvent, now: Date = new Date())
       if (e.def.countsTowardFreePlan && e.environment === 'live' && admissions.length > 0) {
         limited = await countTowardFreePlan(tx, e.accountId, now);
       }
-      const deliveries: NewEventDelivery[] = admissions.map((a) => ({ endpointId: a.endpointId, held: limited ? false : a.held, status: limited ? 'limited' : 'pending' }));
-      await insertEventDeliveries(tx, { accountId: e.accountId, eventId: event.id, eventType: e.def.type, idempotencyKey: key, environment: e.environment }, deliveries);
+      const deliveries: NewEventDelivery[] = admissions.map((a) => ({
+        endpointId: a.endpointId,
+        held: limited ? false : a.held,
+        status: limited ? 'limited' : 'pending',
+      }));
+      await insertEventDeliveries(
+        tx,
+        { accountId: e.accountId, eventId: event.id, eventType: e.def.type, idempotencyKey: key, environment: e.environment },
+        deliveries,
+      );
       return { created: true, event, deliveries };
     });
   } catch (err) {
     if (!(err instanceof DuplicateEvent)) throw err;
     const twin = await findEventByKey(db, e.accountId, e.environment, key);
-    if (!twin) throw new Error(`event ${key} conflicted but cannot be found`);
+    if (!twin) throw new Error(`event ${key} conflicted but cannot be found`, { cause: err });
     return { created: false, event: twin, deliveries: [] };
   }
 }

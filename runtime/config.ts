@@ -14,8 +14,10 @@ const optional = z
   .string()
   .optional()
   .transform((v) => (v === '' ? undefined : v));
-const count = (fallback: number) => z.preprocess((v) => (v === '' || v === undefined ? undefined : v), z.coerce.number().int().nonnegative().default(fallback));
-const port = (fallback: number) => z.preprocess((v) => (v === '' || v === undefined ? undefined : v), z.coerce.number().int().min(0).max(65_535).default(fallback));
+const count = (fallback: number) =>
+  z.preprocess((v) => (v === '' || v === undefined ? undefined : v), z.coerce.number().int().nonnegative().default(fallback));
+const port = (fallback: number) =>
+  z.preprocess((v) => (v === '' || v === undefined ? undefined : v), z.coerce.number().int().min(0).max(65_535).default(fallback));
 const flag = z
   .enum(['', '0', '1', 'false', 'true'])
   .optional()
@@ -106,7 +108,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     endpointLimit: e.ENDPOINT_LIMIT,
     deliveryTimeoutMs: e.DELIVERY_TIMEOUT_MS,
     rateLimit: { capacity: e.RATE_LIMIT_BURST, refillPerSecond: e.RATE_LIMIT_PER_SECOND },
-    allowPrivateCidrs: e.WEBHOOKS_DEV_MODE ? [...new Set([...e.WEBHOOK_ALLOW_PRIVATE_CIDRS, ...DEV_MODE_CIDRS])] : e.WEBHOOK_ALLOW_PRIVATE_CIDRS,
+    allowPrivateCidrs: e.WEBHOOKS_DEV_MODE
+      ? [...new Set([...e.WEBHOOK_ALLOW_PRIVATE_CIDRS, ...DEV_MODE_CIDRS])]
+      : e.WEBHOOK_ALLOW_PRIVATE_CIDRS,
     providerAppSecret: e.PROVIDER_APP_SECRET,
     providerVerifyToken: e.PROVIDER_VERIFY_TOKEN,
     logLevel: e.LOG_LEVEL ?? 'info',

@@ -16,12 +16,23 @@ export function logFormat(env: NodeJS.ProcessEnv = process.env, isTTY = Boolean(
  */
 export function createLogger(opts: { level?: string; format?: LogFormat; write?: (line: string) => void } = {}): Logger {
   const write = opts.write ?? ((line: string) => process.stdout.write(line));
-  const prettify = (opts.format ?? logFormat()) === 'pretty' ? pinoPretty.prettyFactory({ translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true }) : undefined;
+  const prettify =
+    (opts.format ?? logFormat()) === 'pretty'
+      ? pinoPretty.prettyFactory({ translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true })
+      : undefined;
   return pino(
     {
       level: opts.level ?? (process.env.LOG_LEVEL || (process.env.VITEST ? 'silent' : 'info')),
       redact: {
-        paths: ['secret', '*.secret', 'authorization', '*.authorization', 'headers.authorization', 'req.headers["x-api-key"]', 'req.headers.authorization'],
+        paths: [
+          'secret',
+          '*.secret',
+          'authorization',
+          '*.authorization',
+          'headers.authorization',
+          'req.headers["x-api-key"]',
+          'req.headers.authorization',
+        ],
         censor: '[redacted]',
       },
     },

@@ -72,7 +72,13 @@ export function endpointWorkflows(client: Client, taskQueue: string): EndpointWo
       ),
     wake: (endpointId, accountId) =>
       signalWithStart(endpointId, accountId, ({ workflowId }) =>
-        client.workflow.signalWithStart('endpointWorkflow', { workflowId, taskQueue, args: [{ endpointId, accountId }], signal: wakeSignal, signalArgs: [] }),
+        client.workflow.signalWithStart('endpointWorkflow', {
+          workflowId,
+          taskQueue,
+          args: [{ endpointId, accountId }],
+          signal: wakeSignal,
+          signalArgs: [],
+        }),
       ),
   };
 }
@@ -83,7 +89,12 @@ export function endpointWorkflows(client: Client, taskQueue: string): EndpointWo
  * would invite a retry of a committed change; the next signal for the endpoint starts or
  * reaches its workflow.
  */
-export async function notifyAfterCommit(workflows: EndpointWorkflows, endpointId: string, accountId: string, change: EndpointChange): Promise<void> {
+export async function notifyAfterCommit(
+  workflows: EndpointWorkflows,
+  endpointId: string,
+  accountId: string,
+  change: EndpointChange,
+): Promise<void> {
   try {
     await workflows.notify(endpointId, accountId, change);
   } catch (err) {

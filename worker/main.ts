@@ -22,7 +22,11 @@ export async function runWorker(
   const { connection: clientConnection } = await connectTemporal(config.temporalAddress, config.temporalNamespace);
   await ensureSearchAttributes(clientConnection, config.temporalNamespace);
   await clientConnection.close();
-  const httpClient = createHttpClient({ policy: createDestinationPolicy({ allowCidrs: config.allowPrivateCidrs, resolver: opts.resolver }), timeoutMs: config.deliveryTimeoutMs, devCaFile: config.devCaFile });
+  const httpClient = createHttpClient({
+    policy: createDestinationPolicy({ allowCidrs: config.allowPrivateCidrs, resolver: opts.resolver }),
+    timeoutMs: config.deliveryTimeoutMs,
+    devCaFile: config.devCaFile,
+  });
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const worker = await createWorker({
     connection,
@@ -55,6 +59,10 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     console.error('npm run worker needs DATABASE_URL and TEMPORAL_ADDRESS (npm start runs everything locally).');
     process.exit(2);
   }
-  if (config.devMode) logger.warn({ allowPrivateCidrs: config.allowPrivateCidrs, devCaFile: config.devCaFile }, 'WEBHOOKS_DEV_MODE is on: loopback receivers allowed; never in production');
+  if (config.devMode)
+    logger.warn(
+      { allowPrivateCidrs: config.allowPrivateCidrs, devCaFile: config.devCaFile },
+      'WEBHOOKS_DEV_MODE is on: loopback receivers allowed; never in production',
+    );
   await runWorker({ ...config, databaseUrl: config.databaseUrl, temporalAddress: config.temporalAddress });
 }

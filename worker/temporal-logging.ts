@@ -8,7 +8,10 @@ import { IllegalStateError } from '@temporalio/common';
 import type { Logger } from 'pino';
 import { logger } from '../runtime/logger.js';
 
-const PINO_LEVEL = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' } as const satisfies Record<LogLevel, string>;
+const PINO_LEVEL = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' } as const satisfies Record<
+  LogLevel,
+  string
+>;
 
 /** Writes one SDK log entry to `target`; an Error under `error` moves to `err` so pino serializes its message and stack. */
 export function temporalLogFunction(target: Logger): (entry: LogEntry) => void {

@@ -27,7 +27,14 @@ export function eventRoutes(deps: ApiDeps): Router {
     if (after === undefined) throw new DomainError(422, 'invalid_cursor', 'after must be a non-negative integer');
     const limit = parseStreamLimit(ctx.query.limit);
     const { rows, hasMore } = await readStream(deps.db, accountId, environment, after, limit);
-    ctx.body = { data: rows.map(presentStreamItem), paging: streamPaging(after, rows.map((r) => String(r.cursor)), hasMore) };
+    ctx.body = {
+      data: rows.map(presentStreamItem),
+      paging: streamPaging(
+        after,
+        rows.map((r) => String(r.cursor)),
+        hasMore,
+      ),
+    };
   });
 
   return router;

@@ -20,7 +20,10 @@ export function operationsRoutes(deps: ApiDeps): Router {
   const router = new Router();
   router.get('/healthz', async (ctx) => {
     const [postgres, temporal] = await Promise.all([
-      within(CHECK_DEADLINE_MS, pingDatabase(deps.db)).then(() => true, () => false),
+      within(CHECK_DEADLINE_MS, pingDatabase(deps.db)).then(
+        () => true,
+        () => false,
+      ),
       within(CHECK_DEADLINE_MS, deps.temporalHealthy()).catch(() => false),
     ]);
     if (postgres && temporal) {
@@ -29,7 +32,9 @@ export function operationsRoutes(deps: ApiDeps): Router {
     }
     ctx.status = 503;
     ctx.set('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
-    ctx.body = { error: { code: 'service_unavailable', message: `postgres: ${postgres ? 'up' : 'down'}, temporal: ${temporal ? 'up' : 'down'}` } };
+    ctx.body = {
+      error: { code: 'service_unavailable', message: `postgres: ${postgres ? 'up' : 'down'}, temporal: ${temporal ? 'up' : 'down'}` },
+    };
   });
   router.get('/metrics', async (ctx) => {
     ctx.type = registry.contentType;

@@ -44,7 +44,11 @@ export function providerRoutes(deps: ApiDeps): Router {
       }
       const reject = async (reason: string) => {
         // The record itself must be storable: a body or reason may hold NUL bytes (U+FFFD in their place).
-        await recordProviderRejection(deps.db, { provider: channel, reason: toStorableText(reason), body: toStorableText(raw.toString('utf8')) });
+        await recordProviderRejection(deps.db, {
+          provider: channel,
+          reason: toStorableText(reason),
+          body: toStorableText(raw.toString('utf8')),
+        });
         ctx.state.log.warn({ channel, reason }, 'provider notification rejected');
         ctx.body = { received: true, events: 0 };
       };

@@ -48,7 +48,8 @@ export function webhookRoutes(deps: ApiDeps): Router {
 
   function checkEvents(events: string[]) {
     const categories = normalizeCategories(events);
-    if (categories.length === 0) throw new DomainError(422, 'invalid_events', 'events has no valid category (messages, statuses, crm, account, app_messages)');
+    if (categories.length === 0)
+      throw new DomainError(422, 'invalid_events', 'events has no valid category (messages, statuses, crm, account, app_messages)');
     return categories;
   }
 
@@ -124,10 +125,21 @@ export function webhookRoutes(deps: ApiDeps): Router {
           secret: secretBox.open(current.secret_ciphertext),
           authorization: current.authorization_ciphertext ? secretBox.open(current.authorization_ciphertext) : null,
         },
-        { url: body.url, events, active: body.active, customerId: body.customer_id, secret: body.secret, authorization: body.headers?.Authorization },
+        {
+          url: body.url,
+          events,
+          active: body.active,
+          customerId: body.customer_id,
+          secret: body.secret,
+          authorization: body.headers?.Authorization,
+        },
       );
       if (plan.refused) {
-        throw new DomainError(409, 'verification_required', 'reactivate an endpoint by sending a test (POST /api/v1/webhooks/{id}/test) that gets a 2xx answer');
+        throw new DomainError(
+          409,
+          'verification_required',
+          'reactivate an endpoint by sending a test (POST /api/v1/webhooks/{id}/test) that gets a 2xx answer',
+        );
       }
       const { changes } = plan;
       if (Object.keys(changes).length === 0) return { row: current, changed: false };
@@ -137,7 +149,8 @@ export function webhookRoutes(deps: ApiDeps): Router {
         active: changes.active,
         customerId: changes.customerId,
         secretCiphertext: changes.secret === undefined ? undefined : secretBox.seal(changes.secret),
-        authorizationCiphertext: changes.authorization === undefined ? undefined : changes.authorization === null ? null : secretBox.seal(changes.authorization),
+        authorizationCiphertext:
+          changes.authorization === undefined ? undefined : changes.authorization === null ? null : secretBox.seal(changes.authorization),
         invalidateVerification: plan.invalidatesVerification,
         clearNextAttempt: plan.stopsSending,
       });
@@ -162,24 +175,46 @@ export function webhookRoutes(deps: ApiDeps): Router {
     if (!endpoint) throw notFound('webhook endpoint');
     const startedAt = new Date();
     const body = Buffer.from(
-      JSON.stringify({ event: 'webhook.test', customer_id: null, environment: null, message: TEST_MESSAGE, sent_at: startedAt.toISOString() }),
+      JSON.stringify({
+        event: 'webhook.test',
+        customer_id: null,
+        environment: null,
+        message: TEST_MESSAGE,
+        sent_at: startedAt.toISOString(),
+      }),
       'utf8',
     );
-    const outcome = await sendToEndpoint(deps.httpClient, secretBox, endpoint, { eventType: 'webhook.test', idempotencyKey: `test:${endpoint.id}`, body });
+    const outcome = await sendToEndpoint(deps.httpClient, secretBox, endpoint, {
+      eventType: 'webhook.test',
+      idempotencyKey: `test:${endpoint.id}`,
+      body,
+    });
     webhookSends.inc({ kind: 'test', outcome: outcome.acknowledged ? 'success' : (outcome.error ?? 'failure') });
     await recordTestDelivery(db, {
       accountId,
       endpointId: id,
-      attempt: { startedAt, durationMs: outcome.durationMs, responseCode: outcome.recordedStatus, error: outcome.error, responseExcerpt: outcome.excerpt },
+      attempt: {
+        startedAt,
+        durationMs: outcome.durationMs,
+        responseCode: outcome.recordedStatus,
+        error: outcome.error,
+        responseExcerpt: outcome.excerpt,
+      },
     });
     if (!outcome.acknowledged) {
       await recordTestFailure(db, id, outcome.recordedStatus);
-      throw new DomainError(502, 'test_delivery_failed', `test delivery failed: ${outcome.error}${outcome.errorMessage ? ` (${outcome.errorMessage})` : ''}`);
+      throw new DomainError(
+        502,
+        'test_delivery_failed',
+        `test delivery failed: ${outcome.error}${outcome.errorMessage ? ` (${outcome.errorMessage})` : ''}`,
+      );
     }
     const verified = await recordVerification(db, id, outcome.recordedStatus!, afterTest(true)!);
     if (!verified) throw notFound('webhook endpoint');
     await notifyAfterCommit(deps.workflows, id, accountId, 'verified');
-    ctx.body = { data: { success: true, response_code: outcome.recordedStatus!, health_status: verified.health_status, active: verified.active } };
+    ctx.body = {
+      data: { success: true, response_code: outcome.recordedStatus!, health_status: verified.health_status, active: verified.active },
+    };
   });
 
   return router;

@@ -77,4 +77,8 @@ export const chatappPhoneNumberConnected = define({
     `chatapp.phone_number.connected:${data['setup_link_id'] == null ? 'none' : keyPart(data, 'setup_link_id')}:${keyPart(data, 'phone_number_id')}`,
 });
 
-export const chatappAccountEvents: readonly EventDefinition[] = [chatappAccountUpdated, chatappPhoneNumberQualityUpdated, chatappPhoneNumberConnected];
+export const chatappAccountEvents: readonly EventDefinition[] = [
+  chatappAccountUpdated,
+  chatappPhoneNumberQualityUpdated,
+  chatappPhoneNumberConnected,
+];

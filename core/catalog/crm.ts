@@ -77,7 +77,9 @@ function entityRow(entity: 'opportunity' | 'demand') {
     contact_id: id,
     title: z.string().optional(),
   });
-  return entity === 'opportunity' ? row.extend({ value_cents: z.number().int().nullable().optional(), currency: z.string().nullable().optional() }) : row;
+  return entity === 'opportunity'
+    ? row.extend({ value_cents: z.number().int().nullable().optional(), currency: z.string().nullable().optional() })
+    : row;
 }
 
 function entityEvent(entity: 'opportunity' | 'demand', action: 'created' | 'updated'): EventDefinition {

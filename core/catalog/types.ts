@@ -31,11 +31,21 @@ export interface EventDefinition {
   needsRegisteredMessage: boolean;
 }
 
-type DefinitionInput = Pick<EventDefinition, 'type' | 'category' | 'description' | 'channel' | 'channelStamped' | 'hasExternalId' | 'data' | 'idempotencyKey'> &
+type DefinitionInput = Pick<
+  EventDefinition,
+  'type' | 'category' | 'description' | 'channel' | 'channelStamped' | 'hasExternalId' | 'data' | 'idempotencyKey'
+> &
   Partial<Pick<EventDefinition, 'inStream' | 'refs' | 'publishable' | 'countsTowardFreePlan' | 'needsRegisteredMessage'>>;
 
 export function define(input: DefinitionInput): EventDefinition {
-  return Object.freeze({ inStream: true, publishable: true, countsTowardFreePlan: false, needsRegisteredMessage: false, refs: z.object({}), ...input });
+  return Object.freeze({
+    inStream: true,
+    publishable: true,
+    countsTowardFreePlan: false,
+    needsRegisteredMessage: false,
+    refs: z.object({}),
+    ...input,
+  });
 }
 
 /** A part of an idempotency key read from a nested path; missing parts are a programming error, not a default. */
@@ -59,7 +69,8 @@ export const nullableString = z.string().nullable().default(null);
 /** Drops null members so that "null fields omitted" payloads also accept explicit nulls from publishers. */
 export function withoutNulls<T extends z.ZodType>(schema: T) {
   return z.preprocess(
-    (v) => (v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).filter(([, x]) => x !== null)) : v),
+    (v) =>
+      v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).filter(([, x]) => x !== null)) : v,
     schema,
   );
 }

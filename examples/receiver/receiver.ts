@@ -13,11 +13,19 @@ import type pg from 'pg';
 import { verifyWebhook, type StreamItem, type WebhookPlatform } from '@webhook-platform/sdk';
 
 /** What the receiver does with an event, inside the transaction that records its key. Replace it with your own. */
-export type Effect = (tx: pg.PoolClient, event: { source: 'webhook' | 'stream'; key: string; type: string; payload: unknown }) => Promise<void>;
+export type Effect = (
+  tx: pg.PoolClient,
+  event: { source: 'webhook' | 'stream'; key: string; type: string; payload: unknown },
+) => Promise<void>;
 
 /** The example's effect: one row per event it acted on. */
 export const storeEvent: Effect = async (tx, e) => {
-  await tx.query('INSERT INTO receiver_effects (source, key, event_type, payload) VALUES ($1, $2, $3, $4)', [e.source, e.key, e.type, JSON.stringify(e.payload)]);
+  await tx.query('INSERT INTO receiver_effects (source, key, event_type, payload) VALUES ($1, $2, $3, $4)', [
+    e.source,
+    e.key,
+    e.type,
+    JSON.stringify(e.payload),
+  ]);
 };
 
 /** The example's own tables; created at start so it runs against any Postgres. */
@@ -49,7 +57,13 @@ export async function ensureSchema(db: pg.Pool): Promise<void> {
  * Records `key` and applies the effect in one transaction. Returns false for a key already
  * recorded: a concurrent twin waits on the first one's row lock and then does nothing.
  */
-async function once(db: pg.Pool, source: 'webhook' | 'stream', key: string, apply: (tx: pg.PoolClient) => Promise<void>, after?: (tx: pg.PoolClient) => Promise<void>): Promise<boolean> {
+async function once(
+  db: pg.Pool,
+  source: 'webhook' | 'stream',
+  key: string,
+  apply: (tx: pg.PoolClient) => Promise<void>,
+  after?: (tx: pg.PoolClient) => Promise<void>,
+): Promise<boolean> {
   const tx = await db.connect();
   try {
     await tx.query('BEGIN');
@@ -112,7 +126,10 @@ export async function savedCursor(db: pg.Pool): Promise<string> {
 }
 
 const saveCursor = (db: pg.Pool | pg.PoolClient, cursor: string) =>
-  db.query('INSERT INTO receiver_stream_cursor (id, cursor) VALUES (true, $1) ON CONFLICT (id) DO UPDATE SET cursor = EXCLUDED.cursor, updated_at = now()', [cursor]);
+  db.query(
+    'INSERT INTO receiver_stream_cursor (id, cursor) VALUES (true, $1) ON CONFLICT (id) DO UPDATE SET cursor = EXCLUDED.cursor, updated_at = now()',
+    [cursor],
+  );
 
 /**
  * Reads the stream from the saved cursor to its end (or on, with `follow`). Each item's effect
@@ -121,12 +138,25 @@ const saveCursor = (db: pg.Pool | pg.PoolClient, cursor: string) =>
  * came both ways is applied once per path; an effect that must happen once per business fact
  * should also be idempotent on the payload's own identity.
  */
-export async function catchUp(opts: { db: pg.Pool; client: WebhookPlatform; effect?: Effect; follow?: boolean; signal?: AbortSignal; log?: (line: string) => void }): Promise<{ applied: number; cursor: string }> {
+export async function catchUp(opts: {
+  db: pg.Pool;
+  client: WebhookPlatform;
+  effect?: Effect;
+  follow?: boolean;
+  signal?: AbortSignal;
+  log?: (line: string) => void;
+}): Promise<{ applied: number; cursor: string }> {
   const effect = opts.effect ?? storeEvent;
   const stream = opts.client.events.stream({ after: await savedCursor(opts.db), follow: opts.follow, signal: opts.signal });
   let applied = 0;
   for await (const item of stream as AsyncIterable<StreamItem>) {
-    const fresh = await once(opts.db, 'stream', item.id, (tx) => effect(tx, { source: 'stream', key: item.id, type: item.type, payload: item }), (tx) => saveCursor(tx, item.cursor).then(() => {}));
+    const fresh = await once(
+      opts.db,
+      'stream',
+      item.id,
+      (tx) => effect(tx, { source: 'stream', key: item.id, type: item.type, payload: item }),
+      (tx) => saveCursor(tx, item.cursor).then(() => {}),
+    );
     if (fresh) applied++;
   }
   // An empty page still tells where the stream ends (paging.cursor).
@@ -136,7 +166,10 @@ export async function catchUp(opts: { db: pg.Pool; client: WebhookPlatform; effe
 }
 
 /** HTTPS when a certificate is given; plain HTTP is for running behind a TLS-terminating proxy. */
-export async function listen(app: Koa, opts: { port: number; host?: string; tls?: { cert: string; key: string } }): Promise<{ port: number; server: http.Server; close(): Promise<void> }> {
+export async function listen(
+  app: Koa,
+  opts: { port: number; host?: string; tls?: { cert: string; key: string } },
+): Promise<{ port: number; server: http.Server; close(): Promise<void> }> {
   const server = opts.tls ? https.createServer(opts.tls, app.callback()) : http.createServer(app.callback());
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

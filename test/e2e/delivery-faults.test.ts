@@ -40,12 +40,16 @@ afterAll(async () => {
 });
 
 const hmac = (secret: string, body: Buffer) => crypto.createHmac('sha256', secret).update(body).digest('hex');
-const posts = (prefix: string): ReceivedRequest[] => receiver.received.filter((r) => r.path.startsWith(prefix) && r.headers['x-webhook-event'] !== 'webhook.test');
+const posts = (prefix: string): ReceivedRequest[] =>
+  receiver.received.filter((r) => r.path.startsWith(prefix) && r.headers['x-webhook-event'] !== 'webhook.test');
 
 /** A verified endpoint on the local receiver, through the API. */
 async function endpoint(prefix: string, secret: string): Promise<string> {
   receiver.reply({ status: 200 });
-  const created = await api.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url: `https://127.0.0.1:${receiver.port}${prefix}`, events: ['crm'], secret } });
+  const created = await api.request('POST', '/api/v1/webhooks', {
+    key: tenant.key,
+    body: { url: `https://127.0.0.1:${receiver.port}${prefix}`, events: ['crm'], secret },
+  });
   expect(created.status).toBe(201);
   expect((await api.request('POST', `/api/v1/webhooks/${created.body.data.id}/test`, { key: tenant.key })).status).toBe(200);
   return created.body.data.id;
@@ -59,14 +63,38 @@ async function backlog(endpointId: string, tag: string): Promise<void> {
   await waitIdle(temporal.workflow.getHandle(endpointWorkflowId(endpointId)));
   receiver.reply({ status: 200, delayMs: 200 });
   for (let n = 0; n < BACKLOG; n++) {
-    const data = def.data.parse({ entity_type: 'demand', entity_id: `${tag}_${n}`, before_data: null, after_data: { id: `${tag}_${n}`, version: 1, status: 'open', contact_id: 'c', title: 'D' }, actor_user_id: null });
-    await storeEvent(testDb(), { accountId: tenant.accountId, environment: 'live', def, data, refs: {}, customerId: null, channelAccount: null, externalId: null, messageResourceId: null, contactRef: null, streamContext: {}, occurredAt: new Date() });
+    const data = def.data.parse({
+      entity_type: 'demand',
+      entity_id: `${tag}_${n}`,
+      before_data: null,
+      after_data: { id: `${tag}_${n}`, version: 1, status: 'open', contact_id: 'c', title: 'D' },
+      actor_user_id: null,
+    });
+    await storeEvent(testDb(), {
+      accountId: tenant.accountId,
+      environment: 'live',
+      def,
+      data,
+      refs: {},
+      customerId: null,
+      channelAccount: null,
+      externalId: null,
+      messageResourceId: null,
+      contactRef: null,
+      streamContext: {},
+      occurredAt: new Date(),
+    });
   }
   await api.deps.workflows.wake(endpointId, tenant.accountId);
 }
 
 const statuses = async (endpointId: string) =>
-  (await testDb().query<{ id: string; idempotency_key: string; status: string; held_since: Date | null }>(`SELECT id, idempotency_key, status, held_since FROM deliveries WHERE endpoint_id = $1 AND event_type <> 'webhook.test'`, [endpointId])).rows;
+  (
+    await testDb().query<{ id: string; idempotency_key: string; status: string; held_since: Date | null }>(
+      `SELECT id, idempotency_key, status, held_since FROM deliveries WHERE endpoint_id = $1 AND event_type <> 'webhook.test'`,
+      [endpointId],
+    )
+  ).rows;
 const allDelivered = (endpointId: string) =>
   eventually(async () => {
     const rows = await statuses(endpointId);
@@ -92,7 +120,8 @@ describe('delivery faults on real components', () => {
 
     await allDelivered(id);
     const counts = new Map<string, number>();
-    for (const p of posts(prefix)) counts.set(String(p.headers['x-idempotency-key']), (counts.get(String(p.headers['x-idempotency-key'])) ?? 0) + 1);
+    for (const p of posts(prefix))
+      counts.set(String(p.headers['x-idempotency-key']), (counts.get(String(p.headers['x-idempotency-key'])) ?? 0) + 1);
     expect(counts.size).toBe(BACKLOG);
     const twice = [...counts].filter(([, n]) => n > 1).map(([key]) => key);
     // Sent again: only POSTs the dead worker had made but not recorded, at most one per lane.

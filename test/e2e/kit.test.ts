@@ -43,22 +43,31 @@ let client: WebhookPlatform;
 /** Runs the CLI; resolves with its exit code and output (never rejects on a non-zero exit). */
 function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string; json: any }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...cliEnv, WEBHOOKS_API_KEY: tenant.key, WEBHOOKS_BASE_URL: `${api.url}/api/v1`, ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
-      const code = error ? ((error as { code?: number }).code ?? 1) : 0;
-      let json: unknown;
-      try {
-        json = JSON.parse(stdout);
-      } catch {
-        json = undefined;
-      }
-      resolve({ code: typeof code === 'number' ? code : 1, stdout, stderr, json });
-    });
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { env: { ...cliEnv, WEBHOOKS_API_KEY: tenant.key, WEBHOOKS_BASE_URL: `${api.url}/api/v1`, ...env }, timeout: 30_000 },
+      (error, stdout, stderr) => {
+        const code = error ? ((error as { code?: number }).code ?? 1) : 0;
+        let json: unknown;
+        try {
+          json = JSON.parse(stdout);
+        } catch {
+          json = undefined;
+        }
+        resolve({ code: typeof code === 'number' ? code : 1, stdout, stderr, json });
+      },
+    );
   });
 }
 
 /** Starts `webhooks listen` and waits for its first JSON line (URL and CA file). */
 async function startListen(): Promise<void> {
-  listener = spawn(process.execPath, [BIN, 'listen', '--port', '0', '--secret', 'whsec_some_retired_secret_value', '--secret', LISTEN_SECRET, '--json'], { env: cliEnv, stdio: ['ignore', 'pipe', 'inherit'] });
+  listener = spawn(
+    process.execPath,
+    [BIN, 'listen', '--port', '0', '--secret', 'whsec_some_retired_secret_value', '--secret', LISTEN_SECRET, '--json'],
+    { env: cliEnv, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   let buffered = '';
   let ready: (v: void) => void;
   const started = new Promise<void>((r) => (ready = r));
@@ -125,18 +134,27 @@ describe('SDK against the service', () => {
     expect(isNew).toBe(true);
     expect((await client.events.publish(demandEvent('e2e_1'))).created).toBe(false);
     // Applied by the receiver, which verified the signature of the raw bytes with the SDK.
-    const effect = await eventually(async () => (await db.query(`SELECT * FROM receiver_effects WHERE key = 'crm:demand:dem_kit_e2e_1:1'`)).rows[0]);
+    const effect = await eventually(
+      async () => (await db.query(`SELECT * FROM receiver_effects WHERE key = 'crm:demand:dem_kit_e2e_1:1'`)).rows[0],
+    );
     expect(effect).toMatchObject({ source: 'webhook', event_type: 'crm.demand.created' });
     expect(effect.payload).toMatchObject({ event: 'crm.demand.created', entity_id: 'dem_kit_e2e_1', environment: 'live' });
 
     // The audit list shows it delivered, and the refused and the passed tests.
-    const delivered = await eventually(async () => (await client.deliveries.list({ endpoint_id: endpointId, event_type: 'crm.demand.created' })).data.find((d) => d.status === 'success'));
+    const delivered = await eventually(async () =>
+      (await client.deliveries.list({ endpoint_id: endpointId, event_type: 'crm.demand.created' })).data.find(
+        (d) => d.status === 'success',
+      ),
+    );
     expect(delivered).toMatchObject({ event_id: event.id, response_code: 200, attempts: 1, idempotency_key: 'crm:demand:dem_kit_e2e_1:1' });
     const detail = await client.deliveries.get(delivered.id);
     expect(detail.attempts_log).toHaveLength(1);
     expect(detail.attempts_log[0]).toMatchObject({ number: 1, response_code: 200, error: null });
     const tests = await client.deliveries.list({ endpoint_id: endpointId, event_type: 'webhook.test' });
-    expect(tests.data.map((d) => [d.status, d.response_code])).toEqual([['success', 200], ['failed', 401]]);
+    expect(tests.data.map((d) => [d.status, d.response_code])).toEqual([
+      ['success', 200],
+      ['failed', 401],
+    ]);
     expect(tests.paging).toMatchObject({ next: null });
 
     // The stream has it; the reader's cursor is the last paging.cursor.
@@ -162,10 +180,13 @@ describe('SDK against the service', () => {
     await expect(client.webhooks.get(extra.id)).rejects.toMatchObject({ status: 404, code: 'not_found' });
   });
 
-  it('turns the service\'s errors into WebhookPlatformError', async () => {
+  it("turns the service's errors into WebhookPlatformError", async () => {
     await expect(client.events.list({ after: '-1' })).rejects.toMatchObject({ status: 422, code: 'invalid_cursor' });
     await expect(client.deliveries.list({ status: 'nope' })).rejects.toMatchObject({ status: 422, code: 'invalid_status' });
-    await expect(new WebhookPlatform({ baseUrl: `${api.url}/api/v1`, apiKey: 'wh_live_unknown' }).webhooks.list()).rejects.toMatchObject({ status: 401, code: 'unauthorized' });
+    await expect(new WebhookPlatform({ baseUrl: `${api.url}/api/v1`, apiKey: 'wh_live_unknown' }).webhooks.list()).rejects.toMatchObject({
+      status: 401,
+      code: 'unauthorized',
+    });
     const readOnly = new WebhookPlatform({ baseUrl: `${api.url}/api/v1`, apiKey: await tenant.keyFor(['webhooks:read']) });
     await expect(readOnly.events.publish(demandEvent('scope'))).rejects.toMatchObject({ status: 403, code: 'insufficient_scope' });
     await expect(client.contacts.delete('c_nobody')).rejects.toMatchObject({ status: 404, code: 'not_found' });
@@ -174,7 +195,10 @@ describe('SDK against the service', () => {
 
 describe('CLI against the service', () => {
   it('login stores the key and base URL in a 0600 file', async () => {
-    const res = await cli(['login', '--key', tenant.key, '--base-url', `${api.url}/api/v1`, '--json'], { WEBHOOKS_API_KEY: '', WEBHOOKS_BASE_URL: '' });
+    const res = await cli(['login', '--key', tenant.key, '--base-url', `${api.url}/api/v1`, '--json'], {
+      WEBHOOKS_API_KEY: '',
+      WEBHOOKS_BASE_URL: '',
+    });
     expect(res.code).toBe(0);
     const file = cliEnv.WEBHOOKS_CONFIG;
     expect(res.json).toEqual({ config: file, base_url: `${api.url}/api/v1` });
@@ -183,14 +207,27 @@ describe('CLI against the service', () => {
     // The stored login is used when the environment gives nothing.
     expect((await cli(['event-types', '--json'], { WEBHOOKS_API_KEY: '', WEBHOOKS_BASE_URL: '' })).code).toBe(0);
     // A wrong key is refused and not stored.
-    const bad = await cli(['login', '--key', 'wh_live_wrong', '--base-url', `${api.url}/api/v1`], { WEBHOOKS_API_KEY: '', WEBHOOKS_BASE_URL: '' });
+    const bad = await cli(['login', '--key', 'wh_live_wrong', '--base-url', `${api.url}/api/v1`], {
+      WEBHOOKS_API_KEY: '',
+      WEBHOOKS_BASE_URL: '',
+    });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('unauthorized');
     expect(JSON.parse(fs.readFileSync(file, 'utf8')).api_key).toBe(tenant.key);
   });
 
   it('creates and tests an endpoint on `webhooks listen`, which prints the published event, verified', async () => {
-    const created = await cli(['endpoints', 'create', '--url', listenInfo.listening, '--events', 'crm', '--secret', LISTEN_SECRET, '--json']);
+    const created = await cli([
+      'endpoints',
+      'create',
+      '--url',
+      listenInfo.listening,
+      '--events',
+      'crm',
+      '--secret',
+      LISTEN_SECRET,
+      '--json',
+    ]);
     expect(created.code).toBe(0);
     expect(created.json).toMatchObject({ url: listenInfo.listening, secret: LISTEN_SECRET, health_status: 'unverified' });
     const id = created.json.id as string;
@@ -200,7 +237,9 @@ describe('CLI against the service', () => {
     expect(heard.find((h) => h.event === 'webhook.test')).toMatchObject({ verified: true, idempotency_key: `test:${id}` });
 
     const { event } = await client.events.publish(demandEvent('e2e_listen'));
-    const got = await eventually(async () => heard.find((h) => h.event === 'crm.demand.created' && h.body.entity_id === 'dem_kit_e2e_listen'));
+    const got = await eventually(async () =>
+      heard.find((h) => h.event === 'crm.demand.created' && h.body.entity_id === 'dem_kit_e2e_listen'),
+    );
     expect(got).toMatchObject({ verified: true, duplicate: false, idempotency_key: 'crm:demand:dem_kit_e2e_listen:1' });
 
     const listed = await cli(['endpoints', 'list', '--json']);
@@ -210,7 +249,19 @@ describe('CLI against the service', () => {
     expect(human.stdout.split('\n')[0]).toMatch(/^ID\s+URL\s+EVENTS\s+ACTIVE\s+HEALTH\s+STREAK$/);
 
     const deliveries = await eventually(async () => {
-      const res = await cli(['deliveries', 'list', '--endpoint', id, '--event-type', 'crm.demand.created', '--status', 'success', '--limit', '5', '--json']);
+      const res = await cli([
+        'deliveries',
+        'list',
+        '--endpoint',
+        id,
+        '--event-type',
+        'crm.demand.created',
+        '--status',
+        'success',
+        '--limit',
+        '5',
+        '--json',
+      ]);
       return res.json?.data.length === 1 ? res : undefined;
     });
     expect(deliveries.json.data[0]).toMatchObject({ event_id: event.id, response_code: 200 });
@@ -219,7 +270,10 @@ describe('CLI against the service', () => {
 
     const tail = await cli(['events', 'tail', '--after', '0', '--json']);
     expect(tail.code).toBe(0);
-    const lines = tail.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = tail.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines.map((l) => l.id)).toContain(event.id);
     expect(tail.stderr).toContain(`resume with --after ${lines.at(-1).cursor}`);
     const later = await cli(['events', 'tail', '--after', lines.at(-1).cursor, '--json']);
@@ -241,7 +295,9 @@ describe('CLI against the service', () => {
         req.end(body);
       });
     const body = '{"event":"crm.demand.created"}';
-    expect(await post({ 'x-webhook-signature': signatureFor(body, 'whsec_not_the_secret_at_all'), 'x-idempotency-key': 'k' }, body)).toBe(401);
+    expect(await post({ 'x-webhook-signature': signatureFor(body, 'whsec_not_the_secret_at_all'), 'x-idempotency-key': 'k' }, body)).toBe(
+      401,
+    );
     expect(await post({ 'x-webhook-signature': signatureFor(body, LISTEN_SECRET) }, body)).toBe(400);
     expect(await post({ 'x-webhook-signature': signatureFor(body, LISTEN_SECRET), 'x-idempotency-key': 'k' }, body)).toBe(200);
   });

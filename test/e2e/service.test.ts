@@ -83,7 +83,10 @@ describe('the service end to end', () => {
       const d = (await call('GET', `/api/v1/webhook_deliveries/${delivered.id}`)).body.data;
       return d.status === 'success' && d.attempts === 2 ? d : undefined;
     });
-    expect(again.attempts_log.map((a: { number: number; response_code: number }) => [a.number, a.response_code])).toEqual([[1, 200], [2, 200]]);
+    expect(again.attempts_log.map((a: { number: number; response_code: number }) => [a.number, a.response_code])).toEqual([
+      [1, 200],
+      [2, 200],
+    ]);
 
     const connection = await Connection.connect({ address: inject('devServerAddress') });
     try {

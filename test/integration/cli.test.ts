@@ -13,7 +13,9 @@ const tsx = path.join(projectRoot, 'node_modules', '.bin', 'tsx');
 
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await exec(tsx, [path.join(projectRoot, 'cli', 'main.ts'), ...args], { env: { ...process.env, DATABASE_URL: inject('databaseUrl') } });
+    const { stdout, stderr } = await exec(tsx, [path.join(projectRoot, 'cli', 'main.ts'), ...args], {
+      env: { ...process.env, DATABASE_URL: inject('databaseUrl') },
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -29,17 +31,52 @@ afterAll(() => api.close());
 
 describe('operator CLI', () => {
   it('creates an Account, a customer, a channel account and a key that the API accepts', async () => {
-    const account = await cli('account', 'create', '--name', 'CLI Co', '--owner-email', 'ops@cli.test', '--plan', 'free', '--created-at', '2026-09-30T12:00:00Z');
+    const account = await cli(
+      'account',
+      'create',
+      '--name',
+      'CLI Co',
+      '--owner-email',
+      'ops@cli.test',
+      '--plan',
+      'free',
+      '--created-at',
+      '2026-09-30T12:00:00Z',
+    );
     expect(account.code).toBe(0);
     const a = JSON.parse(account.stdout);
     expect(a).toMatchObject({ name: 'CLI Co', owner_email: 'ops@cli.test', plan: 'free', created_at: '2026-09-30T12:00:00.000Z' });
 
     const customer = JSON.parse((await cli('customer', 'create', '--account', a.id, '--name', 'Customer A')).stdout);
     expect(customer.account_id).toBe(a.id);
-    const ca = await cli('channel-account', 'create', '--account', a.id, '--customer', customer.id, '--channel', 'chatapp', '--display', '+1 555 0100', '--phone-number-id', `pn-${a.id}`, '--waba-id', 'waba-1', '--environment', 'sandbox');
-    expect(JSON.parse(ca.stdout)).toMatchObject({ channel: 'chatapp', environment: 'sandbox', customer_id: customer.id, waba_id: 'waba-1' });
+    const ca = await cli(
+      'channel-account',
+      'create',
+      '--account',
+      a.id,
+      '--customer',
+      customer.id,
+      '--channel',
+      'chatapp',
+      '--display',
+      '+1 555 0100',
+      '--phone-number-id',
+      `pn-${a.id}`,
+      '--waba-id',
+      'waba-1',
+      '--environment',
+      'sandbox',
+    );
+    expect(JSON.parse(ca.stdout)).toMatchObject({
+      channel: 'chatapp',
+      environment: 'sandbox',
+      customer_id: customer.id,
+      waba_id: 'waba-1',
+    });
 
-    const key = JSON.parse((await cli('key', 'create', '--account', a.id, '--env', 'sandbox', '--scopes', 'webhooks:read,events:read')).stdout);
+    const key = JSON.parse(
+      (await cli('key', 'create', '--account', a.id, '--env', 'sandbox', '--scopes', 'webhooks:read,events:read')).stdout,
+    );
     expect(key).toMatchObject({ environment: 'sandbox', scopes: ['webhooks:read', 'events:read'] });
     expect(key.key).toMatch(/^wh_sandbox_/);
     expect((await api.request('GET', '/api/v1/webhooks', { key: key.key })).status).toBe(200);
@@ -51,13 +88,26 @@ describe('operator CLI', () => {
 
   it('deletes a channel account with its events, and an Account with everything', async () => {
     const a = JSON.parse((await cli('account', 'create', '--name', 'Gone Co', '--owner-email', 'ops@gone.test')).stdout);
-    const key = JSON.parse((await cli('key', 'create', '--account', a.id, '--env', 'live', '--scopes', 'webhooks:read,webhooks:write,events:read,events:write')).stdout).key;
-    const ca = JSON.parse((await cli('channel-account', 'create', '--account', a.id, '--channel', 'photoapp', '--display', '@gone')).stdout);
-    const ep = (await api.request('POST', '/api/v1/webhooks', { key, body: { url: 'https://public.example/h', events: ['messages', 'crm'] } })).body.data;
+    const key = JSON.parse(
+      (await cli('key', 'create', '--account', a.id, '--env', 'live', '--scopes', 'webhooks:read,webhooks:write,events:read,events:write'))
+        .stdout,
+    ).key;
+    const ca = JSON.parse(
+      (await cli('channel-account', 'create', '--account', a.id, '--channel', 'photoapp', '--display', '@gone')).stdout,
+    );
+    const ep = (
+      await api.request('POST', '/api/v1/webhooks', { key, body: { url: 'https://public.example/h', events: ['messages', 'crm'] } })
+    ).body.data;
     await testDb().query(`UPDATE endpoints SET health_status = 'healthy' WHERE id = $1`, [ep.id]);
     const sample = samples['photoapp.message.received']!;
-    const photo = await api.request('POST', '/api/v1/events', { key, body: { type: 'photoapp.message.received', data: sample.data, channel_account_id: ca.id } });
-    const crm = await api.request('POST', '/api/v1/events', { key, body: { type: 'crm.demand.created', data: samples['crm.demand.created']!.data } });
+    const photo = await api.request('POST', '/api/v1/events', {
+      key,
+      body: { type: 'photoapp.message.received', data: sample.data, channel_account_id: ca.id },
+    });
+    const crm = await api.request('POST', '/api/v1/events', {
+      key,
+      body: { type: 'crm.demand.created', data: samples['crm.demand.created']!.data },
+    });
     expect([photo.status, crm.status]).toEqual([201, 201]);
 
     const removed = await cli('channel-account', 'delete', '--id', ca.id);
@@ -75,7 +125,16 @@ describe('operator CLI', () => {
   });
 
   it('fails with a clear message on stderr and a non-zero exit', async () => {
-    const badScope = await cli('key', 'create', '--account', '00000000-0000-4000-8000-000000000000', '--env', 'live', '--scopes', 'webhooks:read,root');
+    const badScope = await cli(
+      'key',
+      'create',
+      '--account',
+      '00000000-0000-4000-8000-000000000000',
+      '--env',
+      'live',
+      '--scopes',
+      'webhooks:read,root',
+    );
     expect(badScope.code).not.toBe(0);
     expect(badScope.stdout).toBe('');
     expect(badScope.stderr).toContain('--scopes');

@@ -28,26 +28,61 @@ async function origin(plan: 'free' | 'paid' = 'paid', createdAt?: Date): Promise
   const tenant = await createTenant({ plan, createdAt });
   const db = testDb();
   const unique = tenant.accountId.slice(0, 8);
-  const chatapp = await createChannelAccount(db, { accountId: tenant.accountId, customerId: tenant.customerId, channel: 'chatapp', display: '+55 11 4000-0001', phoneNumberId: `pn-${unique}`, wabaId: `waba-${unique}` });
-  const photoapp = await createChannelAccount(db, { accountId: tenant.accountId, customerId: tenant.customerId, channel: 'photoapp', display: '@acme' });
-  const sandbox = await createChannelAccount(db, { accountId: tenant.accountId, channel: 'chatapp', display: 'Sandbox', phoneNumberId: `sb-${unique}`, environment: 'sandbox' });
+  const chatapp = await createChannelAccount(db, {
+    accountId: tenant.accountId,
+    customerId: tenant.customerId,
+    channel: 'chatapp',
+    display: '+55 11 4000-0001',
+    phoneNumberId: `pn-${unique}`,
+    wabaId: `waba-${unique}`,
+  });
+  const photoapp = await createChannelAccount(db, {
+    accountId: tenant.accountId,
+    customerId: tenant.customerId,
+    channel: 'photoapp',
+    display: '@acme',
+  });
+  const sandbox = await createChannelAccount(db, {
+    accountId: tenant.accountId,
+    channel: 'chatapp',
+    display: 'Sandbox',
+    phoneNumberId: `sb-${unique}`,
+    environment: 'sandbox',
+  });
   return { tenant, chatapp: chatapp.id, photoapp: photoapp.id, sandbox: sandbox.id };
 }
 
 function publish(o: Origin, type: string, extra: Record<string, unknown> = {}, key = o.tenant.key) {
   const sample = samples[type]!;
   const channelAccount = type.startsWith('photoapp.') ? o.photoapp : o.chatapp;
-  return api.request('POST', '/api/v1/events', { key, body: { type, data: sample.data, refs: sample.refs, channel_account_id: channelAccount, ...extra } });
+  return api.request('POST', '/api/v1/events', {
+    key,
+    body: { type, data: sample.data, refs: sample.refs, channel_account_id: channelAccount, ...extra },
+  });
 }
 
-async function verifiedEndpoint(o: Origin, events: string[], over: { customer_id?: string | null; health?: string; active?: boolean } = {}) {
-  const res = await api.request('POST', '/api/v1/webhooks', { key: o.tenant.key, body: { url: 'https://public.example/h', events, customer_id: over.customer_id ?? null } });
-  await testDb().query(`UPDATE endpoints SET health_status = $2, active = $3, verified_at = now() WHERE id = $1`, [res.body.data.id, over.health ?? 'healthy', over.active ?? true]);
+async function verifiedEndpoint(
+  o: Origin,
+  events: string[],
+  over: { customer_id?: string | null; health?: string; active?: boolean } = {},
+) {
+  const res = await api.request('POST', '/api/v1/webhooks', {
+    key: o.tenant.key,
+    body: { url: 'https://public.example/h', events, customer_id: over.customer_id ?? null },
+  });
+  await testDb().query(`UPDATE endpoints SET health_status = $2, active = $3, verified_at = now() WHERE id = $1`, [
+    res.body.data.id,
+    over.health ?? 'healthy',
+    over.active ?? true,
+  ]);
   return res.body.data.id as string;
 }
 
 async function deliveriesOf(eventId: string) {
-  const { rows } = await testDb().query(`SELECT endpoint_id, status, held_since, next_attempt_at, terminal_reason, idempotency_key FROM deliveries WHERE event_id = $1 ORDER BY endpoint_id`, [eventId]);
+  const { rows } = await testDb().query(
+    `SELECT endpoint_id, status, held_since, next_attempt_at, terminal_reason, idempotency_key FROM deliveries WHERE event_id = $1 ORDER BY endpoint_id`,
+    [eventId],
+  );
   return rows;
 }
 
@@ -84,13 +119,18 @@ describe('POST /api/v1/events', () => {
     const o = await origin();
     const def = getEventDefinition(type)!;
     // Statuses are published only for messages the platform sent.
-    if (def.needsRegisteredMessage) await registerOutboundMessage(testDb(), { accountId: o.tenant.accountId, channelAccountId: o.chatapp, externalId: WAMID });
+    if (def.needsRegisteredMessage)
+      await registerOutboundMessage(testDb(), { accountId: o.tenant.accountId, channelAccountId: o.chatapp, externalId: WAMID });
     const res = await publish(o, type);
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     const row = await eventRow(res.body.data.id);
-    const channelAccount = type.startsWith('photoapp.') ? { id: o.photoapp, channel: 'photoapp', display: '@acme' } : { id: o.chatapp, channel: 'chatapp', display: '+55 11 4000-0001' };
+    const channelAccount = type.startsWith('photoapp.')
+      ? { id: o.photoapp, channel: 'photoapp', display: '@acme' }
+      : { id: o.chatapp, channel: 'chatapp', display: '+55 11 4000-0001' };
     const data = def.data.parse(samples[type]!.data);
-    const externalId = MESSAGE_EVENTS.test(type) ? ((data.message as { id?: string } | undefined)?.id ?? (data.message_id as string)) : undefined;
+    const externalId = MESSAGE_EVENTS.test(type)
+      ? ((data.message as { id?: string } | undefined)?.id ?? (data.message_id as string))
+      : undefined;
     expect(webhookBody(def, row)).toEqual({
       ...data,
       event: type,
@@ -99,13 +139,26 @@ describe('POST /api/v1/events', () => {
       ...(UNSTAMPED.includes(type) ? {} : { channel: channelAccount.channel, channel_account: channelAccount }),
       ...(externalId ? { external_id: externalId } : {}),
     });
-    const headers = webhookHeaders({ url: 'https://x', secret: 's', authorization: null, eventType: row.type, idempotencyKey: row.idempotency_key, body: Buffer.from('{}') });
+    const headers = webhookHeaders({
+      url: 'https://x',
+      secret: 's',
+      authorization: null,
+      eventType: row.type,
+      idempotencyKey: row.idempotency_key,
+      body: Buffer.from('{}'),
+    });
     expect(headers['x-webhook-event']).toBe(type);
     expect(headers['x-idempotency-key']).toBe(row.idempotency_key);
     const item = res.body.data;
-    expect(item).toMatchObject({ type, environment: 'live', external_id: externalId ?? null, message_id: type.startsWith('chatapp.message.') ? externalId : null });
+    expect(item).toMatchObject({
+      type,
+      environment: 'live',
+      external_id: externalId ?? null,
+      message_id: type.startsWith('chatapp.message.') ? externalId : null,
+    });
     if (def.category === 'statuses' && type.startsWith('chatapp.')) expect(Object.values(item.data)).not.toContain(null);
-    if (type.endsWith('.message.received')) expect(item.data.message).toMatchObject({ direction: 'inbound', status: 'received', external_id: externalId });
+    if (type.endsWith('.message.received'))
+      expect(item.data.message).toMatchObject({ direction: 'inbound', status: 'received', external_id: externalId });
   });
 
   it('publishes message events against a channel account and stamps the envelope', async () => {
@@ -129,7 +182,9 @@ describe('POST /api/v1/events', () => {
 
     const photo = await publish(o, 'photoapp.message.received');
     expect(photo.body.data).toMatchObject({ type: 'photoapp.message.received', message_id: null });
-    expect(webhookBody(getEventDefinition('photoapp.message.received')!, await eventRow(photo.body.data.id))).toMatchObject({ channel: 'photoapp' });
+    expect(webhookBody(getEventDefinition('photoapp.message.received')!, await eventRow(photo.body.data.id))).toMatchObject({
+      channel: 'photoapp',
+    });
 
     const health = await publish(o, 'chatapp.account.updated');
     const healthBody = webhookBody(getEventDefinition('chatapp.account.updated')!, await eventRow(health.body.data.id));
@@ -140,7 +195,11 @@ describe('POST /api/v1/events', () => {
 
   it('publishes status events with message_resource_id when the message is registered', async () => {
     const o = await origin();
-    const message = await registerOutboundMessage(testDb(), { accountId: o.tenant.accountId, channelAccountId: o.chatapp, externalId: WAMID });
+    const message = await registerOutboundMessage(testDb(), {
+      accountId: o.tenant.accountId,
+      channelAccountId: o.chatapp,
+      externalId: WAMID,
+    });
     const res = await publish(o, 'chatapp.message.delivered');
     expect(res.status).toBe(201);
     expect(res.body.data).toMatchObject({ message_id: WAMID, external_id: WAMID, message_resource_id: message.id });
@@ -159,9 +218,16 @@ describe('POST /api/v1/events', () => {
     const inbound = await publish(o, 'chatapp.message.delivered');
     expect([inbound.status, inbound.body.error?.code]).toEqual([422, 'invalid_event']);
     // Registered on another channel account of the Account: still unknown on this one.
-    const other = await createChannelAccount(testDb(), { accountId: o.tenant.accountId, channel: 'chatapp', display: 'other', phoneNumberId: `pn-other-${o.tenant.accountId}` });
+    const other = await createChannelAccount(testDb(), {
+      accountId: o.tenant.accountId,
+      channel: 'chatapp',
+      display: 'other',
+      phoneNumberId: `pn-other-${o.tenant.accountId}`,
+    });
     await registerOutboundMessage(testDb(), { accountId: o.tenant.accountId, channelAccountId: other.id, externalId: `${WAMID}.x` });
-    const elsewhere = await publish(o, 'chatapp.message.sent', { data: { ...samples['chatapp.message.sent']!.data, message_id: `${WAMID}.x` } });
+    const elsewhere = await publish(o, 'chatapp.message.sent', {
+      data: { ...samples['chatapp.message.sent']!.data, message_id: `${WAMID}.x` },
+    });
     expect(elsewhere.status).toBe(422);
     const { rows } = await testDb().query(`SELECT type FROM events WHERE account_id = $1`, [o.tenant.accountId]);
     expect(rows.map((r) => r.type)).toEqual(['chatapp.message.received']);
@@ -182,17 +248,26 @@ describe('POST /api/v1/events', () => {
     expect(same.status).toBe(201);
     expect(same.body.data.environment).toBe('sandbox');
     const demand = samples['crm.demand.created']!.data as { after_data: Record<string, unknown> };
-    const implicit = await api.request('POST', '/api/v1/events', { key: sandboxKey, body: { ...body({}), data: { ...demand, after_data: { ...demand.after_data, version: 2 } } } });
+    const implicit = await api.request('POST', '/api/v1/events', {
+      key: sandboxKey,
+      body: { ...body({}), data: { ...demand, after_data: { ...demand.after_data, version: 2 } } },
+    });
     expect(implicit.status, JSON.stringify(implicit.body)).toBe(201);
     expect(implicit.body.data.environment).toBe('sandbox');
     // A channel account of the other environment, and account-health events (always live), need the matching key.
-    const sandboxNumber = await api.request('POST', '/api/v1/events', { key: o.tenant.key, body: { type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data, channel_account_id: o.sandbox } });
+    const sandboxNumber = await api.request('POST', '/api/v1/events', {
+      key: o.tenant.key,
+      body: { type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data, channel_account_id: o.sandbox },
+    });
     expect([sandboxNumber.status, sandboxNumber.body.error?.code]).toEqual([422, 'invalid_event']);
     expect(sandboxNumber.body.error.message).toContain('channel_account_id');
     const health = await publish(o, 'chatapp.account.updated', {}, sandboxKey);
     expect([health.status, health.body.error?.code]).toEqual([422, 'invalid_event']);
     expect((await api.request('GET', '/api/v1/events', { key: o.tenant.key })).body.data).toEqual([]);
-    expect((await api.request('GET', '/api/v1/events', { key: sandboxKey })).body.data.map((e: { cursor: string }) => e.cursor)).toEqual(['1', '2']);
+    expect((await api.request('GET', '/api/v1/events', { key: sandboxKey })).body.data.map((e: { cursor: string }) => e.cursor)).toEqual([
+      '1',
+      '2',
+    ]);
   });
 
   it('refuses what the catalog does not allow, naming the field', async () => {
@@ -200,13 +275,33 @@ describe('POST /api/v1/events', () => {
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ type: 'webhook.test', data: {} }, 'type'],
       [{ type: 'nope.event', data: {} }, 'type'],
-      [{ type: 'crm.contact.consent_changed', data: { ...samples['crm.contact.consent_changed']!.data, purpose: 'spam' }, refs: samples['crm.contact.consent_changed']!.refs }, 'data.purpose'],
-      [{ type: 'crm.contact.consent_changed', data: { ...samples['crm.contact.consent_changed']!.data, evidence: 'x'.repeat(501) }, refs: samples['crm.contact.consent_changed']!.refs }, 'data.evidence'],
+      [
+        {
+          type: 'crm.contact.consent_changed',
+          data: { ...samples['crm.contact.consent_changed']!.data, purpose: 'spam' },
+          refs: samples['crm.contact.consent_changed']!.refs,
+        },
+        'data.purpose',
+      ],
+      [
+        {
+          type: 'crm.contact.consent_changed',
+          data: { ...samples['crm.contact.consent_changed']!.data, evidence: 'x'.repeat(501) },
+          refs: samples['crm.contact.consent_changed']!.refs,
+        },
+        'data.evidence',
+      ],
       [{ type: 'crm.contact.consent_changed', data: samples['crm.contact.consent_changed']!.data }, 'refs.consent_record_id'],
       [{ type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data }, 'channel_account_id'],
-      [{ type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data, channel_account_id: o.photoapp }, 'channel_account_id'],
+      [
+        { type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data, channel_account_id: o.photoapp },
+        'channel_account_id',
+      ],
       [{ type: 'chatapp.account.updated', data: samples['chatapp.account.updated']!.data, environment: 'sandbox' }, 'environment'],
-      [{ type: 'crm.demand.created', data: samples['crm.demand.created']!.data, customer_id: '00000000-0000-4000-8000-000000000000' }, 'customer_id'],
+      [
+        { type: 'crm.demand.created', data: samples['crm.demand.created']!.data, customer_id: '00000000-0000-4000-8000-000000000000' },
+        'customer_id',
+      ],
       [{ type: 'crm.demand.created', data: samples['crm.demand.created']!.data, idempotency_key: 'mine' }, 'idempotency_key'],
       [{ data: {} }, 'type'],
     ];
@@ -217,7 +312,10 @@ describe('POST /api/v1/events', () => {
       expect(res.body.error.message).toContain(field);
     }
     const other = await origin();
-    const foreign = await api.request('POST', '/api/v1/events', { key: o.tenant.key, body: { type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data, channel_account_id: other.chatapp } });
+    const foreign = await api.request('POST', '/api/v1/events', {
+      key: o.tenant.key,
+      body: { type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data, channel_account_id: other.chatapp },
+    });
     expect(foreign.status).toBe(422);
     const { rows } = await testDb().query(`SELECT count(*)::int AS n FROM events WHERE account_id = $1`, [o.tenant.accountId]);
     expect(rows[0].n).toBe(0);
@@ -244,8 +342,13 @@ describe('GET /api/v1/events', () => {
     const o = await origin();
     const ids: string[] = [];
     for (let v = 1; v <= 5; v++) {
-      const data = { ...samples['crm.demand.created']!.data, after_data: { ...(samples['crm.demand.created']!.data.after_data as object), version: v } };
-      ids.push((await api.request('POST', '/api/v1/events', { key: o.tenant.key, body: { type: 'crm.demand.created', data } })).body.data.id);
+      const data = {
+        ...samples['crm.demand.created']!.data,
+        after_data: { ...(samples['crm.demand.created']!.data.after_data as object), version: v },
+      };
+      ids.push(
+        (await api.request('POST', '/api/v1/events', { key: o.tenant.key, body: { type: 'crm.demand.created', data } })).body.data.id,
+      );
     }
     const read = (q: string, key = o.tenant.key) => api.request('GET', `/api/v1/events${q}`, { key });
 
@@ -253,7 +356,9 @@ describe('GET /api/v1/events', () => {
     expect(all.body.data.map((e: { cursor: string }) => e.cursor)).toEqual(['1', '2', '3', '4', '5']);
     expect(all.body.paging).toEqual({ cursor: '5', next: null, has_more: false });
     expect(all.body.data.map((e: { id: string }) => e.id)).toEqual(ids);
-    expect(Object.keys(all.body.data[0]).sort()).toEqual(['created_at', 'cursor', 'data', 'environment', 'external_id', 'id', 'message_id', 'occurred_at', 'type'].sort());
+    expect(Object.keys(all.body.data[0]).sort()).toEqual(
+      ['created_at', 'cursor', 'data', 'environment', 'external_id', 'id', 'message_id', 'occurred_at', 'type'].sort(),
+    );
 
     const page = await read('?after=1&limit=2');
     expect(page.body.data.map((e: { cursor: string }) => e.cursor)).toEqual(['2', '3']);
@@ -275,7 +380,10 @@ describe('GET /api/v1/events', () => {
     for (let batch = 0; batch < 105; batch += 15) {
       await Promise.all(
         Array.from({ length: Math.min(15, 105 - batch) }, (_, i) =>
-          api.request('POST', '/api/v1/events', { key: o.tenant.key, body: { type: 'crm.demand.created', data: { ...demand, after_data: { ...demand.after_data, version: batch + i + 1 } } } }),
+          api.request('POST', '/api/v1/events', {
+            key: o.tenant.key,
+            body: { type: 'crm.demand.created', data: { ...demand, after_data: { ...demand.after_data, version: batch + i + 1 } } },
+          }),
         ),
       );
     }
@@ -315,7 +423,9 @@ describe('routing to endpoints', () => {
     const otherFilter = await verifiedEndpoint(o, ['messages'], { customer_id: otherCustomer.id });
     const paused = await verifiedEndpoint(o, ['messages'], { health: 'paused' });
     const inactive = await verifiedEndpoint(o, ['messages'], { active: false });
-    const unverified = (await api.request('POST', '/api/v1/webhooks', { key: o.tenant.key, body: { url: 'https://public.example/h', events: ['messages'] } })).body.data.id;
+    const unverified = (
+      await api.request('POST', '/api/v1/webhooks', { key: o.tenant.key, body: { url: 'https://public.example/h', events: ['messages'] } })
+    ).body.data.id;
     const appMessages = await verifiedEndpoint(o, ['app_messages']);
 
     const received = await publish(o, 'chatapp.message.received');
@@ -330,7 +440,10 @@ describe('routing to endpoints', () => {
 
     // Sandbox events reach the same endpoints.
     const sandboxKey = await o.tenant.keyFor(['events:write'], 'sandbox');
-    const sandboxEvent = await api.request('POST', '/api/v1/events', { key: sandboxKey, body: { type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data, channel_account_id: o.sandbox } });
+    const sandboxEvent = await api.request('POST', '/api/v1/events', {
+      key: sandboxKey,
+      body: { type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data, channel_account_id: o.sandbox },
+    });
     const sandboxDeliveries = await deliveriesOf(sandboxEvent.body.data.id);
     expect(sandboxDeliveries.map((r) => r.endpoint_id).sort()).toEqual([messages, paused].sort());
 
@@ -355,13 +468,21 @@ describe('free-plan cap', () => {
     const wamid = `wamid.${o.tenant.accountId}.${n}`;
     const res = await api.request('POST', '/api/v1/events', {
       key: o.tenant.key,
-      body: { type: 'chatapp.message.received', channel_account_id: o.chatapp, data: { ...data, message: { ...data.message, id: wamid, external_id: wamid } } },
+      body: {
+        type: 'chatapp.message.received',
+        channel_account_id: o.chatapp,
+        data: { ...data, message: { ...data.message, id: wamid, external_id: wamid } },
+      },
     });
     expect(res.status).toBe(201);
     return res.body.data.id as string;
   }
-  const usage = async (accountId: string) => (await testDb().query(`SELECT month::text, received_count FROM plan_usage WHERE account_id = $1 ORDER BY month`, [accountId])).rows;
-  const warnings = async (accountId: string) => (await testDb().query(`SELECT payload->>'count' AS count FROM notifications WHERE account_id = $1 ORDER BY created_at`, [accountId])).rows.map((r) => Number(r.count));
+  const usage = async (accountId: string) =>
+    (await testDb().query(`SELECT month::text, received_count FROM plan_usage WHERE account_id = $1 ORDER BY month`, [accountId])).rows;
+  const warnings = async (accountId: string) =>
+    (
+      await testDb().query(`SELECT payload->>'count' AS count FROM notifications WHERE account_id = $1 ORDER BY created_at`, [accountId])
+    ).rows.map((r) => Number(r.count));
 
   it('limits the 301st received message on every endpoint, counting it once, and warns at 240 and 300', async () => {
     const o = await origin('free', new Date('2026-10-05T00:00:00Z'));
@@ -379,14 +500,22 @@ describe('free-plan cap', () => {
     expect((await deliveriesOf(at300)).map((d) => d.status)).toEqual(['pending', 'pending']);
     const at301 = await receivedFor(o, 301);
     const limited = await deliveriesOf(at301);
-    expect(limited.map((d) => [d.endpoint_id, d.status]).sort()).toEqual([[a, 'limited'], [b, 'limited']].sort());
+    expect(limited.map((d) => [d.endpoint_id, d.status]).sort()).toEqual(
+      [
+        [a, 'limited'],
+        [b, 'limited'],
+      ].sort(),
+    );
     await receivedFor(o, 302);
     expect(await usage(o.tenant.accountId)).toEqual([{ month, received_count: 302 }]);
     expect(await warnings(o.tenant.accountId)).toEqual([240, 300]);
 
     // Statuses, CRM events and the sandbox do not count; the limited ones are filterable.
     await publish(o, 'crm.demand.created');
-    const sandbox = await api.request('POST', '/api/v1/events', { key: await o.tenant.keyFor(['events:write'], 'sandbox'), body: { type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data, channel_account_id: o.sandbox } });
+    const sandbox = await api.request('POST', '/api/v1/events', {
+      key: await o.tenant.keyFor(['events:write'], 'sandbox'),
+      body: { type: 'chatapp.message.received', data: samples['chatapp.message.received']!.data, channel_account_id: o.sandbox },
+    });
     expect(sandbox.status).toBe(201);
     expect((await usage(o.tenant.accountId))[0].received_count).toBe(302);
     const list = await api.request('GET', '/api/v1/webhook_deliveries?status=limited', { key: o.tenant.key });
@@ -397,7 +526,9 @@ describe('free-plan cap', () => {
     const resent = await api.request('POST', `/api/v1/webhook_deliveries/${limitedId}/resend`, { key: o.tenant.key });
     expect(resent.status).toBe(200);
     expect(resent.body.data).toMatchObject({ id: limitedId, status: 'pending', terminal_reason: null });
-    expect((await api.request('POST', `/api/v1/webhook_deliveries/${limitedId}/resend`, { key: o.tenant.key })).body.error.code).toBe('not_resendable');
+    expect((await api.request('POST', `/api/v1/webhook_deliveries/${limitedId}/resend`, { key: o.tenant.key })).body.error.code).toBe(
+      'not_resendable',
+    );
     const stranger = await origin();
     expect((await api.request('POST', `/api/v1/webhook_deliveries/${limitedId}/resend`, { key: stranger.tenant.key })).status).toBe(404);
     const readOnly = await o.tenant.keyFor(['webhooks:read']);
@@ -416,7 +547,9 @@ describe('free-plan cap', () => {
     // Created up to 30 September 2026: unlimited before 1 November 2026, counted from it (SPEC 8 rule 7).
     const old = await origin('free', new Date('2026-09-15T00:00:00Z'));
     const endpoint = await verifiedEndpoint(old, ['messages']);
-    await testDb().query(`INSERT INTO plan_usage (account_id, month, received_count) VALUES ($1, '2026-10-01', 300)`, [old.tenant.accountId]);
+    await testDb().query(`INSERT INTO plan_usage (account_id, month, received_count) VALUES ($1, '2026-10-01', 300)`, [
+      old.tenant.accountId,
+    ]);
     clock = new Date('2026-10-31T23:59:59Z');
     const october = await receivedFor(old, 1);
     expect(await deliveriesOf(october)).toMatchObject([{ endpoint_id: endpoint, status: 'pending' }]);
@@ -431,28 +564,46 @@ describe('free-plan cap', () => {
 });
 
 describe('DELETE /api/v1/contacts/{id}', () => {
-  it('removes the contact\'s events, keeps other cursors, and ends their undelivered deliveries', async () => {
+  it("removes the contact's events, keeps other cursors, and ends their undelivered deliveries", async () => {
     const o = await origin();
     const endpoint = await verifiedEndpoint(o, ['crm', 'messages']);
     const contact = samples['crm.contact.consent_changed']!.data.contact as { id: string };
     const consent = await publish(o, 'crm.contact.consent_changed');
     const demand = samples['crm.demand.created']!.data as { after_data: Record<string, unknown> };
-    const keep = await api.request('POST', '/api/v1/events', { key: o.tenant.key, body: { type: 'crm.demand.created', data: { ...demand, after_data: { ...demand.after_data, contact_id: 'someone-else' } } } });
+    const keep = await api.request('POST', '/api/v1/events', {
+      key: o.tenant.key,
+      body: { type: 'crm.demand.created', data: { ...demand, after_data: { ...demand.after_data, contact_id: 'someone-else' } } },
+    });
     const stage = await publish(o, 'crm.contact.stage_changed');
     const opportunity = await publish(o, 'crm.opportunity.created');
     expect((samples['crm.opportunity.created']!.data.after_data as { contact_id: string }).contact_id).toBe(contact.id);
-    expect([consent.body.data.cursor, keep.body.data.cursor, stage.body.data.cursor, opportunity.body.data.cursor]).toEqual(['1', '2', '3', '4']);
+    expect([consent.body.data.cursor, keep.body.data.cursor, stage.body.data.cursor, opportunity.body.data.cursor]).toEqual([
+      '1',
+      '2',
+      '3',
+      '4',
+    ]);
     await testDb().query(`UPDATE deliveries SET status = 'success' WHERE event_id = $1`, [stage.body.data.id]);
 
     const res = await api.request('DELETE', `/api/v1/contacts/${contact.id}`, { key: o.tenant.key });
     expect(res.status).toBe(204);
     const stream = await api.request('GET', '/api/v1/events', { key: o.tenant.key });
     expect(stream.body.data.map((e: { cursor: string; id: string }) => [e.cursor, e.id])).toEqual([['2', keep.body.data.id]]);
-    expect((await deliveriesOf(consent.body.data.id))[0]).toMatchObject({ endpoint_id: endpoint, status: 'exhausted', terminal_reason: 'event_deleted' });
+    expect((await deliveriesOf(consent.body.data.id))[0]).toMatchObject({
+      endpoint_id: endpoint,
+      status: 'exhausted',
+      terminal_reason: 'event_deleted',
+    });
     expect((await deliveriesOf(stage.body.data.id))[0]).toMatchObject({ status: 'success', terminal_reason: null });
 
     // The next event continues after the highest cursor handed out, never reusing a deleted one.
-    const next = await api.request('POST', '/api/v1/events', { key: o.tenant.key, body: { type: 'crm.demand.created', data: { ...demand, after_data: { ...demand.after_data, version: 99, contact_id: 'someone-else' } } } });
+    const next = await api.request('POST', '/api/v1/events', {
+      key: o.tenant.key,
+      body: {
+        type: 'crm.demand.created',
+        data: { ...demand, after_data: { ...demand.after_data, version: 99, contact_id: 'someone-else' } },
+      },
+    });
     expect(next.body.data.cursor).toBe('5');
     expect((await api.request('DELETE', `/api/v1/contacts/${contact.id}`, { key: o.tenant.key })).status).toBe(404);
     const other = await origin();

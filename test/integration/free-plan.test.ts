@@ -10,7 +10,12 @@ const def = getEventDefinition('chatapp.message.received')!;
 
 async function freeAccountWithEndpoint(createdAt: Date, plan: 'free' | 'trial' = 'free') {
   const tenant = await createTenant({ plan, createdAt });
-  const ca = await createChannelAccount(testDb(), { accountId: tenant.accountId, channel: 'chatapp', display: '+1', phoneNumberId: `fp-${tenant.accountId}` });
+  const ca = await createChannelAccount(testDb(), {
+    accountId: tenant.accountId,
+    channel: 'chatapp',
+    display: '+1',
+    phoneNumberId: `fp-${tenant.accountId}`,
+  });
   const { rows } = await testDb().query(
     `INSERT INTO endpoints (account_id, url, events, secret_ciphertext, health_status) VALUES ($1, 'https://public.example/h', '{messages}', '\\x00', 'healthy') RETURNING id`,
     [tenant.accountId],
@@ -18,11 +23,29 @@ async function freeAccountWithEndpoint(createdAt: Date, plan: 'free' | 'trial' =
   return { tenant, channelAccount: ca, endpointId: rows[0].id as string };
 }
 
-function received(accountId: string, channelAccount: { id: string; channel: 'chatapp' | 'photoapp'; display: string }, n: number, environment: 'live' | 'sandbox' = 'live') {
+function received(
+  accountId: string,
+  channelAccount: { id: string; channel: 'chatapp' | 'photoapp'; display: string },
+  n: number,
+  environment: 'live' | 'sandbox' = 'live',
+) {
   const sample = samples['chatapp.message.received']!.data as { message: Record<string, unknown> };
   const id = `wamid.fp.${accountId}.${environment}.${n}`;
   const data = def.data.parse({ ...sample, message: { ...sample.message, id, external_id: id } });
-  return { accountId, environment, def, data, refs: {}, customerId: null, channelAccount, externalId: id, messageResourceId: null, contactRef: null, streamContext: {}, occurredAt: new Date() };
+  return {
+    accountId,
+    environment,
+    def,
+    data,
+    refs: {},
+    customerId: null,
+    channelAccount,
+    externalId: id,
+    messageResourceId: null,
+    contactRef: null,
+    streamContext: {},
+    occurredAt: new Date(),
+  };
 }
 
 const usage = async (accountId: string) =>

@@ -33,7 +33,10 @@ const demandAt = (version: number) => ({ type: 'crm.demand.created', data: { ...
 
 beforeAll(async () => {
   [api, receiver, tenant] = await Promise.all([startTestApi({ allowLoopback: true }), startReceiver(), createTenant()]);
-  const created = await api.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url: `https://receiver.test:${receiver.port}/hooks`, events: ['crm'] } });
+  const created = await api.request('POST', '/api/v1/webhooks', {
+    key: tenant.key,
+    body: { url: `https://receiver.test:${receiver.port}/hooks`, events: ['crm'] },
+  });
   endpointId = created.body.data.id;
   const key = await tenant.keyFor(['webhooks:read', 'webhooks:write', 'events:read']);
   const transport = new StdioClientTransport({
@@ -91,7 +94,9 @@ describe('the MCP server', () => {
     expect(catalog.find((t: { name: string }) => t.name === 'crm.demand.created')).toMatchObject({ category: 'crm', in_stream: true });
     const { resources } = await client.listResources();
     const uris = resources.map((r) => r.uri);
-    expect(uris).toEqual(expect.arrayContaining(['webhooks://event-types', 'webhooks://events/live', 'webhooks://event-types/webhook.test']));
+    expect(uris).toEqual(
+      expect.arrayContaining(['webhooks://event-types', 'webhooks://events/live', 'webhooks://event-types/webhook.test']),
+    );
     expect(uris.filter((u) => u.startsWith('webhooks://event-types/'))).toHaveLength(catalog.length);
     const one = await resourceJson('webhooks://event-types/crm.demand.created');
     expect(one.schema).toMatchObject({ type: 'object' });

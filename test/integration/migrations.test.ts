@@ -24,7 +24,10 @@ describe('migrations', () => {
       await db.connect();
       const { rows } = await db.query(`SELECT name FROM schema_migrations ORDER BY id`);
       await db.end();
-      const files = fs.readdirSync(path.join(projectRoot, 'db', 'migrations')).map((f) => f.replace(/\.sql$/, '')).sort();
+      const files = fs
+        .readdirSync(path.join(projectRoot, 'db', 'migrations'))
+        .map((f) => f.replace(/\.sql$/, ''))
+        .sort();
       expect(files.length).toBeGreaterThan(1);
       expect(rows.map((r) => r.name)).toEqual(files);
     } finally {

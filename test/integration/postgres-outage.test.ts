@@ -121,7 +121,12 @@ describe('when Postgres dies', () => {
       await blocker.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
       const creating = api.request('POST', '/api/v1/webhooks', { key, body: { url: 'https://public.example/hook', events: ['messages'] } });
       // Watched from the pool: inside the blocker's transaction pg_stat_activity would stay one snapshot.
-      await eventually(async () => (await db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM accounts%FOR UPDATE%'`)).rowCount, 10_000);
+      await eventually(
+        async () =>
+          (await db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM accounts%FOR UPDATE%'`))
+            .rowCount,
+        10_000,
+      );
 
       await killPostgres();
       const created = await creating;
@@ -144,7 +149,10 @@ describe('when Postgres dies', () => {
     // Same app, same pool: nothing restarted but Postgres.
     await until('/healthz', 200, { allowed: [200, 503], withinMs: 10_000 });
     await until('/api/v1/webhooks', 200, { allowed: [200, 503], withinMs: 10_000 });
-    const created = await api.request('POST', '/api/v1/webhooks', { key, body: { url: 'https://public.example/hook', events: ['messages'] } });
+    const created = await api.request('POST', '/api/v1/webhooks', {
+      key,
+      body: { url: 'https://public.example/hook', events: ['messages'] },
+    });
     expect(created.status).toBe(201);
     expect(uncaught).toEqual([]);
   });
@@ -152,7 +160,12 @@ describe('when Postgres dies', () => {
   it('the outbox sender survives with a transaction open, keeps polling, and sends once Postgres is back', async () => {
     if (!postmasterPid()) await startPostgres();
     const enqueue = (name: string) =>
-      enqueueNotification(db, { accountId, kind: 'endpoint_paused', dedupeKey: `outage:${name}:${Date.now()}`, payload: { to: `${name}@example.com`, endpoint_id: 'ep-1', url: 'https://example.com/h', failure_streak: 15 } });
+      enqueueNotification(db, {
+        accountId,
+        kind: 'endpoint_paused',
+        dedupeKey: `outage:${name}:${Date.now()}`,
+        payload: { to: `${name}@example.com`, endpoint_id: 'ep-1', url: 'https://example.com/h', failure_streak: 15 },
+      });
     await enqueue('first');
 
     // The first delivery waits, inside the sender's transaction, until Postgres has been killed.
@@ -181,7 +194,9 @@ describe('when Postgres dies', () => {
       expect(uncaught).toEqual([]);
       await startPostgres();
       await enqueue('second');
-      const sent = async () => (await db.query(`SELECT count(*)::int AS n FROM notifications WHERE dedupe_key LIKE 'outage:%' AND sent_at IS NOT NULL`)).rows[0].n === 2;
+      const sent = async () =>
+        (await db.query(`SELECT count(*)::int AS n FROM notifications WHERE dedupe_key LIKE 'outage:%' AND sent_at IS NOT NULL`)).rows[0]
+          .n === 2;
       await eventually(async () => sent().catch(() => false), 15_000);
       expect(sentTo).toContain('second@example.com');
       expect(uncaught).toEqual([]);

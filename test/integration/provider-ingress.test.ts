@@ -6,7 +6,15 @@ import { webhookBody } from '../../core/webhook-body.js';
 import { createChannelAccount } from '../../db/directory.js';
 import type { EventRow } from '../../db/events.js';
 import { registerOutboundMessage } from '../../db/messaging.js';
-import { createTenant, PROVIDER_APP_SECRET, PROVIDER_VERIFY_TOKEN, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
+import {
+  createTenant,
+  PROVIDER_APP_SECRET,
+  PROVIDER_VERIFY_TOKEN,
+  startTestApi,
+  testDb,
+  type Tenant,
+  type TestApi,
+} from '../support/harness.js';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -31,9 +39,26 @@ async function setup(): Promise<Setup> {
   const waba = `waba${suffix}`;
   const pnid = `pn${suffix}`;
   const sandboxPnid = `sb${suffix}`;
-  const ca = await createChannelAccount(testDb(), { accountId: tenant.accountId, customerId: tenant.customerId, channel: 'chatapp', display: '+1 555-078-3881', phoneNumberId: pnid, wabaId: waba });
-  await createChannelAccount(testDb(), { accountId: tenant.accountId, channel: 'chatapp', display: 'Sandbox', phoneNumberId: sandboxPnid, wabaId: `sbwaba${suffix}`, environment: 'sandbox' });
-  const ep = await api.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url: 'https://public.example/h', events: ['messages', 'statuses', 'account', 'app_messages'] } });
+  const ca = await createChannelAccount(testDb(), {
+    accountId: tenant.accountId,
+    customerId: tenant.customerId,
+    channel: 'chatapp',
+    display: '+1 555-078-3881',
+    phoneNumberId: pnid,
+    wabaId: waba,
+  });
+  await createChannelAccount(testDb(), {
+    accountId: tenant.accountId,
+    channel: 'chatapp',
+    display: 'Sandbox',
+    phoneNumberId: sandboxPnid,
+    wabaId: `sbwaba${suffix}`,
+    environment: 'sandbox',
+  });
+  const ep = await api.request('POST', '/api/v1/webhooks', {
+    key: tenant.key,
+    body: { url: 'https://public.example/h', events: ['messages', 'statuses', 'account', 'app_messages'] },
+  });
   await testDb().query(`UPDATE endpoints SET health_status = 'healthy', verified_at = now() WHERE id = $1`, [ep.body.data.id]);
   return { tenant, waba, pnid, sandboxPnid, channelAccountId: ca.id, endpointId: ep.body.data.id };
 }
@@ -44,8 +69,16 @@ function envelope(waba: string, field: string, value: unknown) {
 
 async function post(body: unknown, opts: { secret?: string; signature?: string; raw?: string } = {}) {
   const raw = opts.raw ?? JSON.stringify(body);
-  const signature = opts.signature ?? `sha256=${crypto.createHmac('sha256', opts.secret ?? PROVIDER_APP_SECRET).update(raw).digest('hex')}`;
-  return api.request('POST', '/provider/chatapp/webhook', { rawBody: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature } });
+  const signature =
+    opts.signature ??
+    `sha256=${crypto
+      .createHmac('sha256', opts.secret ?? PROVIDER_APP_SECRET)
+      .update(raw)
+      .digest('hex')}`;
+  return api.request('POST', '/provider/chatapp/webhook', {
+    rawBody: raw,
+    headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature },
+  });
 }
 
 async function stream(s: Setup, environment: 'live' | 'sandbox' = 'live') {
@@ -63,7 +96,10 @@ const textMessage = (s: Setup, id: string, pnid = s.pnid) =>
 
 describe('provider webhook', () => {
   it('answers the subscription handshake only with the right token', async () => {
-    const ok = await api.request('GET', `/provider/chatapp/webhook?hub.mode=subscribe&hub.verify_token=${PROVIDER_VERIFY_TOKEN}&hub.challenge=1158201444`);
+    const ok = await api.request(
+      'GET',
+      `/provider/chatapp/webhook?hub.mode=subscribe&hub.verify_token=${PROVIDER_VERIFY_TOKEN}&hub.challenge=1158201444`,
+    );
     expect(ok.status).toBe(200);
     expect(ok.text).toBe('1158201444');
     const bad = await api.request('GET', '/provider/chatapp/webhook?hub.mode=subscribe&hub.verify_token=wrong&hub.challenge=1');
@@ -118,7 +154,15 @@ describe('provider webhook', () => {
           context: null,
           timestamp: '2026-11-22T10:00:00.000Z',
         },
-        contact: { id: contacts[0].id, wa_id: '5511999998888', user_id: null, username: null, phone: '5511999998888', profile_name: 'Maria Souza', metadata: {} },
+        contact: {
+          id: contacts[0].id,
+          wa_id: '5511999998888',
+          user_id: null,
+          username: null,
+          phone: '5511999998888',
+          profile_name: 'Maria Souza',
+          metadata: {},
+        },
       },
     });
 
@@ -135,7 +179,9 @@ describe('provider webhook', () => {
       message: { from: '5511999998888', id: wamid, timestamp: T, type: 'text', text: { body: 'Vocês abrem sábado?' }, external_id: wamid },
       contact: { wa_id: '5511999998888', user_id: null, username: null, phone: '5511999998888', profile_name: 'Maria Souza', metadata: {} },
     });
-    const { rows: deliveries } = await testDb().query(`SELECT endpoint_id, status, idempotency_key FROM deliveries WHERE event_id = $1`, [item.id]);
+    const { rows: deliveries } = await testDb().query(`SELECT endpoint_id, status, idempotency_key FROM deliveries WHERE event_id = $1`, [
+      item.id,
+    ]);
     expect(deliveries).toEqual([{ endpoint_id: s.endpointId, status: 'pending', idempotency_key: wamid }]);
   });
 
@@ -150,17 +196,44 @@ describe('provider webhook', () => {
   it('emits statuses only for registered messages, and nothing for deleted or warning', async () => {
     const s = await setup();
     const sent = `wamid.out.${s.pnid}`;
-    const registered = await registerOutboundMessage(testDb(), { accountId: s.tenant.accountId, channelAccountId: s.channelAccountId, externalId: sent });
-    const statuses = (list: unknown[]) => envelope(s.waba, 'messages', { messaging_product: 'whatsapp', metadata: { display_phone_number: '15550783881', phone_number_id: s.pnid }, statuses: list });
-    const status = (id: string, st: string, extra: Record<string, unknown> = {}) => ({ id, status: st, timestamp: T, recipient_id: '5511999998888', ...extra });
+    const registered = await registerOutboundMessage(testDb(), {
+      accountId: s.tenant.accountId,
+      channelAccountId: s.channelAccountId,
+      externalId: sent,
+    });
+    const statuses = (list: unknown[]) =>
+      envelope(s.waba, 'messages', {
+        messaging_product: 'whatsapp',
+        metadata: { display_phone_number: '15550783881', phone_number_id: s.pnid },
+        statuses: list,
+      });
+    const status = (id: string, st: string, extra: Record<string, unknown> = {}) => ({
+      id,
+      status: st,
+      timestamp: T,
+      recipient_id: '5511999998888',
+      ...extra,
+    });
     const res = await post(
       statuses([
-        status(sent, 'sent', { pricing: { billable: true, pricing_model: 'PMP', category: 'utility', type: 'regular' }, conversation: { id: 'conv1', expiration_timestamp: '1795428000' } }),
+        status(sent, 'sent', {
+          pricing: { billable: true, pricing_model: 'PMP', category: 'utility', type: 'regular' },
+          conversation: { id: 'conv1', expiration_timestamp: '1795428000' },
+        }),
         status(sent, 'delivered'),
         status(sent, 'deleted'),
         status(sent, 'warning'),
         status('wamid.unknown', 'read'),
-        status(sent, 'failed', { errors: [{ code: 131026, title: 'Message undeliverable', message: 'Message undeliverable', error_data: { details: 'Receiver is incapable of receiving this message' } }] }),
+        status(sent, 'failed', {
+          errors: [
+            {
+              code: 131026,
+              title: 'Message undeliverable',
+              message: 'Message undeliverable',
+              error_data: { details: 'Receiver is incapable of receiving this message' },
+            },
+          ],
+        }),
       ]),
     );
     expect(res.status).toBe(200);
@@ -170,15 +243,25 @@ describe('provider webhook', () => {
     expect(items[1]!.data).toEqual({ phone_number_id: s.pnid, status: 'delivered', message_id: sent, recipient_id: '5511999998888' });
     expect(items[0]!.data.conversation).toEqual({ id: 'conv1', expiration_timestamp: '1795428000' });
     expect(items[2]!.data.errors[0].code).toBe(131026);
-    const keys = (await testDb().query(`SELECT idempotency_key FROM events WHERE account_id = $1 ORDER BY cursor`, [s.tenant.accountId])).rows.map((r) => r.idempotency_key);
+    const keys = (
+      await testDb().query(`SELECT idempotency_key FROM events WHERE account_id = $1 ORDER BY cursor`, [s.tenant.accountId])
+    ).rows.map((r) => r.idempotency_key);
     expect(keys).toEqual([`${sent}:sent`, `${sent}:delivered`, `${sent}:failed`]);
   });
 
   it('answers with the number of events it stored: 0 when a notification stores nothing', async () => {
     const s = await setup();
-    const statuses = (list: unknown[]) => envelope(s.waba, 'messages', { messaging_product: 'whatsapp', metadata: { display_phone_number: '15550783881', phone_number_id: s.pnid }, statuses: list });
+    const statuses = (list: unknown[]) =>
+      envelope(s.waba, 'messages', {
+        messaging_product: 'whatsapp',
+        metadata: { display_phone_number: '15550783881', phone_number_id: s.pnid },
+        statuses: list,
+      });
     const status = (id: string, st: string) => ({ id, status: st, timestamp: T, recipient_id: '5511999998888' });
-    expect((await post(statuses([status('wamid.never', 'delivered'), status('wamid.never', 'read')]))).body).toEqual({ received: true, events: 0 });
+    expect((await post(statuses([status('wamid.never', 'delivered'), status('wamid.never', 'read')]))).body).toEqual({
+      received: true,
+      events: 0,
+    });
     const sent = `wamid.count.${s.pnid}`;
     await registerOutboundMessage(testDb(), { accountId: s.tenant.accountId, channelAccountId: s.channelAccountId, externalId: sent });
     const mixed = statuses([status(sent, 'delivered'), status('wamid.never', 'read'), status(sent, 'read')]);
@@ -193,10 +276,18 @@ describe('provider webhook', () => {
     // The contact wrote first (a click-to-chat ad): that opened the conversation.
     await post(textMessage(s, `wamid.ad.${s.pnid}`));
     const { rows: contacts } = await testDb().query(`SELECT id FROM contacts WHERE channel_account_id = $1`, [s.channelAccountId]);
-    const fepEnd = async () => (await testDb().query(`SELECT fep_expires_at FROM conversations WHERE channel_account_id = $1`, [s.channelAccountId])).rows.map((r) => r.fep_expires_at?.toISOString() ?? null);
+    const fepEnd = async () =>
+      (await testDb().query(`SELECT fep_expires_at FROM conversations WHERE channel_account_id = $1`, [s.channelAccountId])).rows.map(
+        (r) => r.fep_expires_at?.toISOString() ?? null,
+      );
     expect(await fepEnd()).toEqual([null]);
 
-    const statuses = (list: unknown[]) => envelope(s.waba, 'messages', { messaging_product: 'whatsapp', metadata: { display_phone_number: '15550783881', phone_number_id: s.pnid }, statuses: list });
+    const statuses = (list: unknown[]) =>
+      envelope(s.waba, 'messages', {
+        messaging_product: 'whatsapp',
+        metadata: { display_phone_number: '15550783881', phone_number_id: s.pnid },
+        statuses: list,
+      });
     const fepPricing = { billable: false, pricing_model: 'PMP', category: 'referral_conversion', type: 'free_entry_point' };
     const sentIn = (id: string, expiration: string, pricing: Record<string, unknown> = fepPricing) => ({
       id,
@@ -207,7 +298,12 @@ describe('provider webhook', () => {
       conversation: { id: 'conv-fep', expiration_timestamp: expiration, origin: { type: 'referral_conversion' } },
     });
     const first = `wamid.fep1.${s.pnid}`;
-    await registerOutboundMessage(testDb(), { accountId: s.tenant.accountId, channelAccountId: s.channelAccountId, contactId: contacts[0].id, externalId: first });
+    await registerOutboundMessage(testDb(), {
+      accountId: s.tenant.accountId,
+      channelAccountId: s.channelAccountId,
+      contactId: contacts[0].id,
+      externalId: first,
+    });
     expect((await post(statuses([sentIn(first, '1795428000')]))).body.events).toBe(1);
     expect(await fepEnd()).toEqual(['2026-11-23T10:00:00.000Z']);
 
@@ -220,7 +316,12 @@ describe('provider webhook', () => {
     // A redelivered older notification does not move the end back; a regular price is no window.
     await post(statuses([sentIn(first, '1795428000')]));
     const third = `wamid.fep3.${s.pnid}`;
-    await registerOutboundMessage(testDb(), { accountId: s.tenant.accountId, channelAccountId: s.channelAccountId, contactId: contacts[0].id, externalId: third });
+    await registerOutboundMessage(testDb(), {
+      accountId: s.tenant.accountId,
+      channelAccountId: s.channelAccountId,
+      contactId: contacts[0].id,
+      externalId: third,
+    });
     await post(statuses([sentIn(third, '1795600800', { billable: true, pricing_model: 'PMP', category: 'utility', type: 'regular' })]));
     expect(await fepEnd()).toEqual(['2026-11-24T10:00:00.000Z']);
   });
@@ -228,8 +329,16 @@ describe('provider webhook', () => {
   it('maps account updates (always live, resolved through waba_id) and tier changes', async () => {
     const s = await setup();
     await post(envelope(s.waba, 'account_update', { event: 'ACCOUNT_VIOLATION', violation_info: { violation_type: 'SPAM' } }));
-    await post(envelope(s.waba, 'phone_number_quality_update', { display_phone_number: '15550783881', event: 'UPGRADE', current_limit: 'TIER_10K' }));
-    await post(envelope(s.waba, 'phone_number_quality_update', { display_phone_number: '15550783881', event: 'FLAGGED', current_limit: 'TIER_NOT_SET' }));
+    await post(
+      envelope(s.waba, 'phone_number_quality_update', { display_phone_number: '15550783881', event: 'UPGRADE', current_limit: 'TIER_10K' }),
+    );
+    await post(
+      envelope(s.waba, 'phone_number_quality_update', {
+        display_phone_number: '15550783881',
+        event: 'FLAGGED',
+        current_limit: 'TIER_NOT_SET',
+      }),
+    );
     await post(envelope(s.waba, 'message_template_status_update', { event: 'APPROVED', message_template_id: 1 }));
     const items = await stream(s);
     expect(items.map((e) => e.type)).toEqual(['chatapp.account.updated', 'chatapp.phone_number.quality_updated']);
@@ -244,14 +353,25 @@ describe('provider webhook', () => {
   it('answers 200 to a notification it cannot use, records it, and stores none of it', async () => {
     const s = await setup();
     const good = textMessage(s, `wamid.half.${s.pnid}`);
-    const half = { ...good, entry: [...good.entry, { id: s.waba, changes: [{ field: 'messages', value: { metadata: { display_phone_number: '1' }, messages: [{ id: 'x', type: 'text' }] } }] }] };
+    const half = {
+      ...good,
+      entry: [
+        ...good.entry,
+        {
+          id: s.waba,
+          changes: [{ field: 'messages', value: { metadata: { display_phone_number: '1' }, messages: [{ id: 'x', type: 'text' }] } }],
+        },
+      ],
+    };
     const res = await post(half);
     expect(res.status).toBe(200);
     expect(res.body.events).toBe(0);
     expect(await stream(s)).toEqual([]);
     const notJson = await post(undefined, { raw: '{"object":' });
     expect(notJson.status).toBe(200);
-    const { rows } = await testDb().query(`SELECT reason FROM provider_rejections WHERE body LIKE $1 OR body = '{"object":'`, [`%wamid.half.${s.pnid}%`]);
+    const { rows } = await testDb().query(`SELECT reason FROM provider_rejections WHERE body LIKE $1 OR body = '{"object":'`, [
+      `%wamid.half.${s.pnid}%`,
+    ]);
     expect(rows.map((r) => r.reason).join(' | ')).toContain('phone_number_id');
     expect(rows.length).toBe(2);
   });
@@ -267,17 +387,34 @@ describe('photoapp webhook', () => {
   async function photoSetup() {
     const tenant = await createTenant();
     const igId = `1784${crypto.randomInt(1e9, 9e9)}`;
-    const ca = await createChannelAccount(testDb(), { accountId: tenant.accountId, customerId: tenant.customerId, channel: 'photoapp', display: '@acme.store', providerAccountId: igId });
+    const ca = await createChannelAccount(testDb(), {
+      accountId: tenant.accountId,
+      customerId: tenant.customerId,
+      channel: 'photoapp',
+      display: '@acme.store',
+      providerAccountId: igId,
+    });
     return { tenant, igId, ca };
   }
   const dm = (igId: string, mid: string, message: Record<string, unknown> = { text: 'Tem no tamanho M?' }) => ({
     object: 'instagram',
-    entry: [{ id: igId, time: 1795341600123, messaging: [{ sender: { id: '6583920192837465' }, recipient: { id: igId }, timestamp: 1795341600000, message: { mid, ...message } }] }],
+    entry: [
+      {
+        id: igId,
+        time: 1795341600123,
+        messaging: [
+          { sender: { id: '6583920192837465' }, recipient: { id: igId }, timestamp: 1795341600000, message: { mid, ...message } },
+        ],
+      },
+    ],
   });
   const postPhoto = (body: unknown) => {
     const raw = JSON.stringify(body);
     const signature = `sha256=${crypto.createHmac('sha256', PROVIDER_APP_SECRET).update(raw).digest('hex')}`;
-    return api.request('POST', '/provider/photoapp/webhook', { rawBody: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature } });
+    return api.request('POST', '/provider/photoapp/webhook', {
+      rawBody: raw,
+      headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature },
+    });
   };
 
   it('turns a direct message into photoapp.message.received, once, stamped with the photoapp channel', async () => {
@@ -287,7 +424,12 @@ describe('photoapp webhook', () => {
     expect((await postPhoto(dm(igId, mid))).body).toEqual({ received: true, events: 1 });
     const items = (await api.request('GET', '/api/v1/events', { key: tenant.key })).body.data;
     expect(items).toHaveLength(1);
-    expect(items[0]).toMatchObject({ type: 'photoapp.message.received', message_id: null, external_id: mid, occurred_at: '2026-11-22T10:00:00.000Z' });
+    expect(items[0]).toMatchObject({
+      type: 'photoapp.message.received',
+      message_id: null,
+      external_id: mid,
+      occurred_at: '2026-11-22T10:00:00.000Z',
+    });
     expect(items[0].data.message).toMatchObject({ id: mid, direction: 'inbound', type: 'text', content: { body: 'Tem no tamanho M?' } });
     const row = (await testDb().query<EventRow>(`SELECT * FROM events WHERE id = $1`, [items[0].id])).rows[0]!;
     expect(row.idempotency_key).toBe(mid);
@@ -305,7 +447,10 @@ describe('photoapp webhook', () => {
     const { tenant, igId } = await photoSetup();
     expect((await postPhoto(dm(igId, 'aWdf-echo', { text: 'we sent this', is_echo: true }))).body.events).toBe(0);
     const raw = JSON.stringify(dm(igId, 'aWdf-x'));
-    const bad = await api.request('POST', '/provider/photoapp/webhook', { rawBody: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': 'sha256=' + '0'.repeat(64) } });
+    const bad = await api.request('POST', '/provider/photoapp/webhook', {
+      rawBody: raw,
+      headers: { 'content-type': 'application/json', 'x-hub-signature-256': 'sha256=' + '0'.repeat(64) },
+    });
     expect(bad.status).toBe(401);
     expect((await api.request('GET', '/api/v1/events', { key: tenant.key })).body.data).toEqual([]);
   });

@@ -65,7 +65,10 @@ describe('stream cursors under concurrency', () => {
     await reader;
 
     expect(seen).toEqual(Array.from({ length: total }, (_, i) => i + 1));
-    const { rows } = await db.query(`SELECT count(DISTINCT idempotency_key)::int AS keys, max(cursor)::int AS max FROM events WHERE account_id = $1`, [tenant.accountId]);
+    const { rows } = await db.query(
+      `SELECT count(DISTINCT idempotency_key)::int AS keys, max(cursor)::int AS max FROM events WHERE account_id = $1`,
+      [tenant.accountId],
+    );
     expect(rows[0]).toEqual({ keys: total, max: total });
     // Repeating a call returns the same page.
     const a = await readStream(db, tenant.accountId, 'live', '1500', 100);

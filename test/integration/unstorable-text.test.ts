@@ -51,23 +51,38 @@ describe("a receiver's answer with NUL bytes or invalid UTF-8", () => {
   });
 });
 
-describe('request input Postgres cannot store is 422 with the route\'s code', () => {
+describe("request input Postgres cannot store is 422 with the route's code", () => {
   it('webhook create and PATCH: the url is invalid_url, other fields their own code', async () => {
     for (const url of ['https://public.example/h\u0000', `https://public.example/h${LONE}`]) {
       const res = await api.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url, events: ['messages'] } });
       expect(res.status, JSON.stringify(res.body)).toBe(422);
       expect(res.body.error).toEqual({ code: 'invalid_url', message: expect.stringContaining('url') });
     }
-    const secret = await api.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url: 'https://public.example/h', events: ['messages'], secret: 'sixteen-chars-or\u0000more' } });
+    const secret = await api.request('POST', '/api/v1/webhooks', {
+      key: tenant.key,
+      body: { url: 'https://public.example/h', events: ['messages'], secret: 'sixteen-chars-or\u0000more' },
+    });
     expect([secret.status, secret.body.error.code]).toEqual([422, 'invalid_secret']);
-    const events = await api.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url: 'https://public.example/h', events: ['messages', 'x\u0000'] } });
+    const events = await api.request('POST', '/api/v1/webhooks', {
+      key: tenant.key,
+      body: { url: 'https://public.example/h', events: ['messages', 'x\u0000'] },
+    });
     expect([events.status, events.body.error.code]).toEqual([422, 'invalid_events']);
 
-    const created = await api.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url: 'https://public.example/h', events: ['messages'] } });
+    const created = await api.request('POST', '/api/v1/webhooks', {
+      key: tenant.key,
+      body: { url: 'https://public.example/h', events: ['messages'] },
+    });
     const id = created.body.data.id;
-    const patchUrl = await api.request('PATCH', `/api/v1/webhooks/${id}`, { key: tenant.key, body: { url: `https://public.example/p${LONE}` } });
+    const patchUrl = await api.request('PATCH', `/api/v1/webhooks/${id}`, {
+      key: tenant.key,
+      body: { url: `https://public.example/p${LONE}` },
+    });
     expect([patchUrl.status, patchUrl.body.error.code]).toEqual([422, 'invalid_url']);
-    const patchAuth = await api.request('PATCH', `/api/v1/webhooks/${id}`, { key: tenant.key, body: { headers: { Authorization: 'Bearer \u0000' } } });
+    const patchAuth = await api.request('PATCH', `/api/v1/webhooks/${id}`, {
+      key: tenant.key,
+      body: { headers: { Authorization: 'Bearer \u0000' } },
+    });
     expect(patchAuth.status).toBe(422);
     expect(patchAuth.body.error).toEqual({ code: 'invalid_request', message: expect.stringContaining('headers.Authorization') });
     const unknownKey = await api.request('PATCH', `/api/v1/webhooks/${id}`, { key: tenant.key, body: { ['url\u0000']: 'x' } });
@@ -76,14 +91,40 @@ describe('request input Postgres cannot store is 422 with the route\'s code', ()
   });
 
   it('publish: data anywhere, type and refs are invalid_event naming the field', async () => {
-    const ca = await createChannelAccount(testDb(), { accountId: tenant.accountId, channel: 'chatapp', display: '+1', phoneNumberId: `pn-nul-${crypto.randomUUID()}` });
+    const ca = await createChannelAccount(testDb(), {
+      accountId: tenant.accountId,
+      channel: 'chatapp',
+      display: '+1',
+      phoneNumberId: `pn-nul-${crypto.randomUUID()}`,
+    });
     const received = samples['chatapp.message.received']!.data as { message: Record<string, unknown> };
     const cases: Array<[Record<string, unknown>, string]> = [
-      [{ type: 'chatapp.message.received', channel_account_id: ca.id, data: { ...received, message: { ...received.message, text: { body: 'oi\u0000' } } } }, 'data.message.text.body'],
-      [{ type: 'chatapp.message.received', channel_account_id: ca.id, data: { ...received, message: { ...received.message, text: { body: `oi${LONE}` } } } }, 'data.message.text.body'],
+      [
+        {
+          type: 'chatapp.message.received',
+          channel_account_id: ca.id,
+          data: { ...received, message: { ...received.message, text: { body: 'oi\u0000' } } },
+        },
+        'data.message.text.body',
+      ],
+      [
+        {
+          type: 'chatapp.message.received',
+          channel_account_id: ca.id,
+          data: { ...received, message: { ...received.message, text: { body: `oi${LONE}` } } },
+        },
+        'data.message.text.body',
+      ],
       [{ type: 'crm.demand.created', data: { ...samples['crm.demand.created']!.data, ['extra\u0000']: 1 } }, 'data.extra'],
       [{ type: 'crm.demand.created\u0000', data: {} }, 'type'],
-      [{ type: 'crm.contact.consent_changed', data: samples['crm.contact.consent_changed']!.data, refs: { consent_record_id: `r${LONE}` } }, 'refs.consent_record_id'],
+      [
+        {
+          type: 'crm.contact.consent_changed',
+          data: samples['crm.contact.consent_changed']!.data,
+          refs: { consent_record_id: `r${LONE}` },
+        },
+        'refs.consent_record_id',
+      ],
     ];
     for (const [body, field] of cases) {
       const res = await api.request('POST', '/api/v1/events', { key: tenant.key, body });
@@ -112,26 +153,78 @@ describe('request input Postgres cannot store is 422 with the route\'s code', ()
 describe('provider notifications with NUL or unpaired surrogates', () => {
   async function postProvider(channel: 'chatapp' | 'photoapp', raw: string) {
     const signature = `sha256=${crypto.createHmac('sha256', PROVIDER_APP_SECRET).update(raw).digest('hex')}`;
-    return api.request('POST', `/provider/${channel}/webhook`, { rawBody: raw, headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature } });
+    return api.request('POST', `/provider/${channel}/webhook`, {
+      rawBody: raw,
+      headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature },
+    });
   }
   const rejections = async (marker: string) =>
-    (await testDb().query(`SELECT provider, reason, body FROM provider_rejections WHERE body LIKE $1 ORDER BY created_at`, [`%${marker}%`])).rows;
+    (await testDb().query(`SELECT provider, reason, body FROM provider_rejections WHERE body LIKE $1 ORDER BY created_at`, [`%${marker}%`]))
+      .rows;
 
   it('are answered 200 with no events, kept in provider_rejections, and store nothing', async () => {
     const owner = await createTenant();
     const suffix = crypto.randomBytes(5).toString('hex');
     const pnid = `pn${suffix}`;
-    await createChannelAccount(testDb(), { accountId: owner.accountId, channel: 'chatapp', display: '+1', phoneNumberId: pnid, wabaId: `waba${suffix}` });
+    await createChannelAccount(testDb(), {
+      accountId: owner.accountId,
+      channel: 'chatapp',
+      display: '+1',
+      phoneNumberId: pnid,
+      wabaId: `waba${suffix}`,
+    });
     const igId = `1784${crypto.randomInt(1e9, 9e9)}`;
     await createChannelAccount(testDb(), { accountId: owner.accountId, channel: 'photoapp', display: '@x', providerAccountId: igId });
     const chatapp = (text: string) =>
       JSON.stringify({
         object: 'whatsapp_business_account',
-        entry: [{ id: `waba${suffix}`, changes: [{ field: 'messages', value: { metadata: { display_phone_number: '1', phone_number_id: pnid }, contacts: [{ wa_id: '5511999998888', profile: { name: 'M' } }], messages: [{ from: '5511999998888', id: `wamid.${suffix}.${text.length}`, timestamp: '1795341600', type: 'text', text: { body: text } }] } }] }],
+        entry: [
+          {
+            id: `waba${suffix}`,
+            changes: [
+              {
+                field: 'messages',
+                value: {
+                  metadata: { display_phone_number: '1', phone_number_id: pnid },
+                  contacts: [{ wa_id: '5511999998888', profile: { name: 'M' } }],
+                  messages: [
+                    {
+                      from: '5511999998888',
+                      id: `wamid.${suffix}.${text.length}`,
+                      timestamp: '1795341600',
+                      type: 'text',
+                      text: { body: text },
+                    },
+                  ],
+                },
+              },
+            ],
+          },
+        ],
       });
-    const photo = JSON.stringify({ object: 'instagram', entry: [{ id: igId, time: 1795341600123, messaging: [{ sender: { id: '658' }, recipient: { id: igId }, timestamp: 1795341600000, message: { mid: `aWdf${suffix}`, text: `x${LONE}` } }] }] });
+    const photo = JSON.stringify({
+      object: 'instagram',
+      entry: [
+        {
+          id: igId,
+          time: 1795341600123,
+          messaging: [
+            {
+              sender: { id: '658' },
+              recipient: { id: igId },
+              timestamp: 1795341600000,
+              message: { mid: `aWdf${suffix}`, text: `x${LONE}` },
+            },
+          ],
+        },
+      ],
+    });
 
-    for (const [channel, raw] of [['chatapp', chatapp('nul\u0000')], ['chatapp', chatapp(`lone${LONE}`)], ['photoapp', photo]] as const) {
+    for (const [channel, raw] of [
+      ['chatapp', chatapp('nul\u0000')],
+      ['chatapp', chatapp(`lone${LONE}`)],
+      ['photoapp', photo],
+    ] as const) {
       const res = await postProvider(channel, raw);
       expect(res.status, JSON.stringify(res.body)).toBe(200);
       expect(res.body).toEqual({ received: true, events: 0 });
@@ -145,7 +238,10 @@ describe('provider notifications with NUL or unpaired surrogates', () => {
     expect(kept[0].reason).toContain('text.body');
     expect(kept[2].reason).toContain('message.text');
     expect(kept[3]).toMatchObject({ reason: 'body is not JSON', body: `{"marker":"${suffix}\ufffd` });
-    const { rows } = await testDb().query(`SELECT (SELECT count(*)::int FROM events WHERE account_id = $1) AS events, (SELECT count(*)::int FROM contacts WHERE account_id = $1) AS contacts`, [owner.accountId]);
+    const { rows } = await testDb().query(
+      `SELECT (SELECT count(*)::int FROM events WHERE account_id = $1) AS events, (SELECT count(*)::int FROM contacts WHERE account_id = $1) AS contacts`,
+      [owner.accountId],
+    );
     expect(rows[0]).toEqual({ events: 0, contacts: 0 });
   });
 });

@@ -28,7 +28,10 @@ beforeEach(() => {
 });
 
 async function endpoint(body: Record<string, unknown> = {}) {
-  const res = await api.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url: receiver.url(), events: ['messages'], ...body } });
+  const res = await api.request('POST', '/api/v1/webhooks', {
+    key: tenant.key,
+    body: { url: receiver.url(), events: ['messages'], ...body },
+  });
   expect(res.status).toBe(201);
   return res.body.data as { id: string; secret: string };
 }
@@ -36,7 +39,10 @@ async function endpoint(body: Record<string, unknown> = {}) {
 describe('test delivery', () => {
   it('sends a signed webhook.test whose signature verifies over the raw bytes', async () => {
     const ep = await endpoint();
-    await api.request('PATCH', `/api/v1/webhooks/${ep.id}`, { key: tenant.key, body: { headers: { Authorization: 'Bearer receiver-token' } } });
+    await api.request('PATCH', `/api/v1/webhooks/${ep.id}`, {
+      key: tenant.key,
+      body: { headers: { Authorization: 'Bearer receiver-token' } },
+    });
     const res = await api.request('POST', `/api/v1/webhooks/${ep.id}/test`, { key: tenant.key });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ data: { success: true, response_code: 200, health_status: 'healthy', active: true } });
@@ -52,7 +58,13 @@ describe('test delivery', () => {
     const expected = crypto.createHmac('sha256', ep.secret).update(req.body).digest('hex');
     expect(req.headers['x-webhook-signature']).toBe(expected);
     const body = JSON.parse(req.body.toString('utf8'));
-    expect(body).toEqual({ event: 'webhook.test', customer_id: null, environment: null, message: TEST_MESSAGE, sent_at: expect.any(String) });
+    expect(body).toEqual({
+      event: 'webhook.test',
+      customer_id: null,
+      environment: null,
+      message: TEST_MESSAGE,
+      sent_at: expect.any(String),
+    });
     expect(Date.parse(body.sent_at)).not.toBeNaN();
 
     const read = (await api.request('GET', `/api/v1/webhooks/${ep.id}`, { key: tenant.key })).body.data;
@@ -60,12 +72,29 @@ describe('test delivery', () => {
     expect(read.verified_at).not.toBeNull();
     expect(read.last_success_at).not.toBeNull();
 
-    const deliveries = await api.request('GET', `/api/v1/webhook_deliveries?endpoint_id=${ep.id}&event_type=webhook.test`, { key: tenant.key });
+    const deliveries = await api.request('GET', `/api/v1/webhook_deliveries?endpoint_id=${ep.id}&event_type=webhook.test`, {
+      key: tenant.key,
+    });
     expect(deliveries.body.data).toHaveLength(1);
-    expect(deliveries.body.data[0]).toMatchObject({ event_type: 'webhook.test', status: 'success', attempts: 1, response_code: 200, idempotency_key: `test:${ep.id}`, environment: null, event_id: null });
+    expect(deliveries.body.data[0]).toMatchObject({
+      event_type: 'webhook.test',
+      status: 'success',
+      attempts: 1,
+      response_code: 200,
+      idempotency_key: `test:${ep.id}`,
+      environment: null,
+      event_id: null,
+    });
     const detail = await api.request('GET', `/api/v1/webhook_deliveries/${deliveries.body.data[0].id}`, { key: tenant.key });
     expect(detail.body.data.attempts_log).toEqual([
-      { number: 1, started_at: expect.any(String), duration_ms: expect.any(Number), response_code: 200, error: null, response_excerpt: 'ok' },
+      {
+        number: 1,
+        started_at: expect.any(String),
+        duration_ms: expect.any(Number),
+        response_code: 200,
+        error: null,
+        response_excerpt: 'ok',
+      },
     ]);
   });
 
@@ -74,7 +103,9 @@ describe('test delivery', () => {
     await api.request('PATCH', `/api/v1/webhooks/${ep.id}`, { key: tenant.key, body: { secret: 'rotated-secret-0123456789' } });
     await api.request('POST', `/api/v1/webhooks/${ep.id}/test`, { key: tenant.key });
     const req = receiver.received[0]!;
-    expect(req.headers['x-webhook-signature']).toBe(crypto.createHmac('sha256', 'rotated-secret-0123456789').update(req.body).digest('hex'));
+    expect(req.headers['x-webhook-signature']).toBe(
+      crypto.createHmac('sha256', 'rotated-secret-0123456789').update(req.body).digest('hex'),
+    );
     expect(req.headers.authorization).toBeUndefined();
   });
 
@@ -114,13 +145,17 @@ describe('test delivery', () => {
   });
 
   it('a slow receiver times out', async () => {
-    const res0 = await slowApi.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url: receiver.url('/slow'), events: ['messages'] } });
+    const res0 = await slowApi.request('POST', '/api/v1/webhooks', {
+      key: tenant.key,
+      body: { url: receiver.url('/slow'), events: ['messages'] },
+    });
     receiver.reply({ status: 200, delayMs: 2_000 });
     const res = await slowApi.request('POST', `/api/v1/webhooks/${res0.body.data.id}/test`, { key: tenant.key });
     expect(res.status).toBe(502);
     expect(res.body.error.message).toContain('timeout');
     const detail = await slowApi.request('GET', `/api/v1/webhook_deliveries?endpoint_id=${res0.body.data.id}`, { key: tenant.key });
-    const attempt = (await slowApi.request('GET', `/api/v1/webhook_deliveries/${detail.body.data[0].id}`, { key: tenant.key })).body.data.attempts_log[0];
+    const attempt = (await slowApi.request('GET', `/api/v1/webhook_deliveries/${detail.body.data[0].id}`, { key: tenant.key })).body.data
+      .attempts_log[0];
     expect(attempt).toMatchObject({ error: 'timeout', response_code: null });
     expect(attempt.duration_ms).toBeLessThan(1_900);
   });
@@ -139,7 +174,10 @@ describe('test delivery', () => {
       delete process.env.NODE_EXTRA_CA_CERTS;
       const noCa = await startTestApi({ allowLoopback: true });
       try {
-        const created = await noCa.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url: receiver.url(), events: ['messages'] } });
+        const created = await noCa.request('POST', '/api/v1/webhooks', {
+          key: tenant.key,
+          body: { url: receiver.url(), events: ['messages'] },
+        });
         const res = await noCa.request('POST', `/api/v1/webhooks/${created.body.data.id}/test`, { key: tenant.key });
         expect(res.status).toBe(502);
         expect(res.body.error.message).toContain('tls_error');
@@ -153,7 +191,10 @@ describe('test delivery', () => {
   });
 
   it('refuses at send time a name that now resolves to a private address', async () => {
-    const created = await api.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url: 'https://rebind.test/hooks', events: ['messages'] } });
+    const created = await api.request('POST', '/api/v1/webhooks', {
+      key: tenant.key,
+      body: { url: 'https://rebind.test/hooks', events: ['messages'] },
+    });
     expect(created.status).toBe(201);
     hosts['rebind.test'] = ['10.0.0.7'];
     try {
@@ -180,11 +221,17 @@ describe('test delivery', () => {
       const secret = `whsec_log_${crypto.randomBytes(16).toString('hex')}`;
       const auth = `Bearer log-${crypto.randomBytes(8).toString('hex')}`;
       const ep = await endpoint({ secret });
-      await api.request('PATCH', `/api/v1/webhooks/${ep.id}`, { key: tenant.key, body: { headers: { Authorization: auth }, secret: `${secret}-2` } });
+      await api.request('PATCH', `/api/v1/webhooks/${ep.id}`, {
+        key: tenant.key,
+        body: { headers: { Authorization: auth }, secret: `${secret}-2` },
+      });
       await api.request('POST', `/api/v1/webhooks/${ep.id}/test`, { key: tenant.key });
       receiver.reply({ status: 500 });
       await api.request('POST', `/api/v1/webhooks/${ep.id}/test`, { key: tenant.key });
-      await api.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url: receiver.url(), events: ['messages'], secret: `${secret}\n` } });
+      await api.request('POST', '/api/v1/webhooks', {
+        key: tenant.key,
+        body: { url: receiver.url(), events: ['messages'], secret: `${secret}\n` },
+      });
       const text = captured.join('');
       expect(text).toContain('"msg":"request"');
       expect(text).not.toContain(secret);
@@ -199,7 +246,10 @@ describe('test delivery', () => {
   it('without the loopback allowance the local receiver is refused at creation', async () => {
     const strict = await startTestApi();
     try {
-      const res = await strict.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url: receiver.url(), events: ['messages'] } });
+      const res = await strict.request('POST', '/api/v1/webhooks', {
+        key: tenant.key,
+        body: { url: receiver.url(), events: ['messages'] },
+      });
       expect(res.status).toBe(422);
       expect(res.body.error.message).toContain('loopback');
     } finally {

@@ -34,13 +34,25 @@ describe('authentication and the error envelope', () => {
   });
 
   it('wears the envelope on bad JSON, huge bodies, unknown routes and wrong methods', async () => {
-    const badJson = await api.request('POST', '/api/v1/webhooks', { key: tenant.key, rawBody: '{"url":', headers: { 'content-type': 'application/json' } });
+    const badJson = await api.request('POST', '/api/v1/webhooks', {
+      key: tenant.key,
+      rawBody: '{"url":',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(badJson.status).toBe(400);
     expect(badJson.body.error.code).toBe('invalid_json');
-    const huge = await api.request('POST', '/api/v1/webhooks', { key: tenant.key, rawBody: JSON.stringify({ url: 'x'.repeat(300_000) }), headers: { 'content-type': 'application/json' } });
+    const huge = await api.request('POST', '/api/v1/webhooks', {
+      key: tenant.key,
+      rawBody: JSON.stringify({ url: 'x'.repeat(300_000) }),
+      headers: { 'content-type': 'application/json' },
+    });
     expect(huge.status).toBe(413);
     expect(huge.body.error.code).toBe('payload_too_large');
-    const notJsonType = await api.request('POST', '/api/v1/webhooks', { key: tenant.key, rawBody: 'url=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const notJsonType = await api.request('POST', '/api/v1/webhooks', {
+      key: tenant.key,
+      rawBody: 'url=x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(notJsonType.status).toBe(415);
     const array = await api.request('POST', '/api/v1/webhooks', { key: tenant.key, body: [1, 2] });
     expect(array.status).toBe(422);
@@ -95,7 +107,25 @@ describe('POST /api/v1/webhooks', () => {
     expect(d.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
     expect(new Date(d.created_at).toISOString()).toBe(d.created_at);
     expect(Object.keys(d).sort()).toEqual(
-      ['active', 'created_at', 'customer_id', 'events', 'failure_streak', 'has_authorization', 'health_status', 'id', 'last_failure_at', 'last_response_code', 'last_success_at', 'next_attempt_at', 'paused_at', 'secret', 'updated_at', 'url', 'verified_at'].sort(),
+      [
+        'active',
+        'created_at',
+        'customer_id',
+        'events',
+        'failure_streak',
+        'has_authorization',
+        'health_status',
+        'id',
+        'last_failure_at',
+        'last_response_code',
+        'last_success_at',
+        'next_attempt_at',
+        'paused_at',
+        'secret',
+        'updated_at',
+        'url',
+        'verified_at',
+      ].sort(),
     );
   });
 
@@ -136,16 +166,19 @@ describe('POST /api/v1/webhooks', () => {
     expect(res.body.error.message).toContain(why);
   });
 
-  it.each(['https://[::7f00:1]/', 'https://[::127.0.0.1]/', 'https://[::a00:1]/'])('refuses the IPv4-compatible address %s at create and PATCH', async (url) => {
-    const created = await create({ url });
-    expect(created.status, JSON.stringify(created.body)).toBe(422);
-    expect(created.body.error).toEqual({ code: 'invalid_url', message: expect.stringContaining('IPv4-compatible') });
-    const id = (await create({})).body.data.id;
-    const patched = await api.request('PATCH', `/api/v1/webhooks/${id}`, { key: tenant.key, body: { url } });
-    expect(patched.status, JSON.stringify(patched.body)).toBe(422);
-    expect(patched.body.error.code).toBe('invalid_url');
-    expect((await api.request('GET', `/api/v1/webhooks/${id}`, { key: tenant.key })).body.data.url).toBe(publicUrl);
-  });
+  it.each(['https://[::7f00:1]/', 'https://[::127.0.0.1]/', 'https://[::a00:1]/'])(
+    'refuses the IPv4-compatible address %s at create and PATCH',
+    async (url) => {
+      const created = await create({ url });
+      expect(created.status, JSON.stringify(created.body)).toBe(422);
+      expect(created.body.error).toEqual({ code: 'invalid_url', message: expect.stringContaining('IPv4-compatible') });
+      const id = (await create({})).body.data.id;
+      const patched = await api.request('PATCH', `/api/v1/webhooks/${id}`, { key: tenant.key, body: { url } });
+      expect(patched.status, JSON.stringify(patched.body)).toBe(422);
+      expect(patched.body.error.code).toBe('invalid_url');
+      expect((await api.request('GET', `/api/v1/webhooks/${id}`, { key: tenant.key })).body.data.url).toBe(publicUrl);
+    },
+  );
 
   it('accepts a public IPv6 destination', async () => {
     expect((await create({ url: 'https://public-v6.example/h' })).status).toBe(201);
@@ -157,7 +190,7 @@ describe('POST /api/v1/webhooks', () => {
     expect(res.body.error.code).toBe('invalid_events');
   });
 
-  it('customer_id must be a Customer of the key\'s Account', async () => {
+  it("customer_id must be a Customer of the key's Account", async () => {
     expect((await create({ customer_id: tenant.customerId })).body.data.customer_id).toBe(tenant.customerId);
     const foreign = await create({ customer_id: other.customerId });
     expect(foreign.status).toBe(422);
@@ -180,7 +213,10 @@ describe('reads, PATCH and DELETE', () => {
     const secret = `whsec_${crypto.randomBytes(24).toString('hex')}`;
     const created = (await create({ secret })).body.data;
     const auth = `Bearer ${crypto.randomBytes(16).toString('hex')}`;
-    const patched = await api.request('PATCH', `/api/v1/webhooks/${created.id}`, { key: tenant.key, body: { events: ['crm'], headers: { Authorization: auth } } });
+    const patched = await api.request('PATCH', `/api/v1/webhooks/${created.id}`, {
+      key: tenant.key,
+      body: { events: ['crm'], headers: { Authorization: auth } },
+    });
     const read = await api.request('GET', `/api/v1/webhooks/${created.id}`, { key: tenant.key });
     const list = await api.request('GET', '/api/v1/webhooks?limit=100', { key: tenant.key });
     for (const r of [patched, read, list]) {
@@ -342,7 +378,13 @@ describe('tenant isolation and scopes on every route', () => {
     const readOnly = await tenant.keyFor(['webhooks:read']);
     const writeOnly = await tenant.keyFor(['webhooks:write']);
     const eventsOnly = await tenant.keyFor(['events:read']);
-    for (const [method, path, scope, body] of [...routes(id), ['POST', '/api/v1/webhooks', 'webhooks:write', { url: publicUrl, events: ['messages'] }], ['GET', '/api/v1/webhooks', 'webhooks:read', undefined], ['GET', '/api/v1/webhook_deliveries', 'webhooks:read', undefined], ['GET', `/api/v1/webhook_deliveries/${id}`, 'webhooks:read', undefined]] as const) {
+    for (const [method, path, scope, body] of [
+      ...routes(id),
+      ['POST', '/api/v1/webhooks', 'webhooks:write', { url: publicUrl, events: ['messages'] }],
+      ['GET', '/api/v1/webhooks', 'webhooks:read', undefined],
+      ['GET', '/api/v1/webhook_deliveries', 'webhooks:read', undefined],
+      ['GET', `/api/v1/webhook_deliveries/${id}`, 'webhooks:read', undefined],
+    ] as const) {
       const key = scope === 'webhooks:read' ? writeOnly : readOnly;
       const res = await api.request(method, path, { key, body });
       expect(res.status, `${method} ${path}`).toBe(403);
@@ -360,7 +402,10 @@ describe('when Temporal is down', () => {
     try {
       await temporal.stop();
       const started = Date.now();
-      const created = await detached.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url: publicUrl, events: ['messages'] } });
+      const created = await detached.request('POST', '/api/v1/webhooks', {
+        key: tenant.key,
+        body: { url: publicUrl, events: ['messages'] },
+      });
       expect(created.status).toBe(201);
       expect((await detached.request('GET', `/api/v1/webhooks/${created.body.data.id}`, { key: tenant.key })).status).toBe(200);
       expect((await detached.request('DELETE', `/api/v1/webhooks/${created.body.data.id}`, { key: tenant.key })).status).toBe(204);
@@ -380,7 +425,14 @@ describe('OpenAPI', () => {
     const doc = await api.request('GET', '/api/v1/openapi.json');
     expect(doc.status).toBe(200);
     expect(doc.body.openapi).toBe('3.1.0');
-    for (const path of ['/api/v1/webhooks/{id}/test', '/api/v1/webhook_deliveries', '/api/v1/events', '/api/v1/event_types', '/api/v1/contacts/{id}']) expect(Object.keys(doc.body.paths)).toContain(path);
+    for (const path of [
+      '/api/v1/webhooks/{id}/test',
+      '/api/v1/webhook_deliveries',
+      '/api/v1/events',
+      '/api/v1/event_types',
+      '/api/v1/contacts/{id}',
+    ])
+      expect(Object.keys(doc.body.paths)).toContain(path);
     const result = await new Validator().validate(doc.body);
     expect(result.errors ?? []).toEqual([]);
     expect(result.valid).toBe(true);
@@ -394,8 +446,15 @@ describe('OpenAPI', () => {
     // Nothing from another host: the reference must work offline.
     expect(page.text).not.toMatch(/(https?:)?\/\/[a-z0-9]/i);
     const assets = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
-    expect(assets).toEqual(expect.arrayContaining(['/docs/assets/swagger-ui.css', '/docs/assets/swagger-ui-bundle.js', '/docs/init.js', '/api/v1/openapi.json']));
-    const expectedType: Record<string, RegExp> = { css: /^text\/css/, js: /^(text|application)\/javascript/, png: /^image\/png/, json: /^application\/json/ };
+    expect(assets).toEqual(
+      expect.arrayContaining(['/docs/assets/swagger-ui.css', '/docs/assets/swagger-ui-bundle.js', '/docs/init.js', '/api/v1/openapi.json']),
+    );
+    const expectedType: Record<string, RegExp> = {
+      css: /^text\/css/,
+      js: /^(text|application)\/javascript/,
+      png: /^image\/png/,
+      json: /^application\/json/,
+    };
     for (const asset of assets) {
       const res = await fetch(api.url + asset);
       expect(res.status, asset).toBe(200);

@@ -23,7 +23,11 @@ afterAll(async () => {
 });
 
 const post = async (config: ReturnType<typeof loadConfig>) => {
-  const client = createHttpClient({ policy: createDestinationPolicy({ allowCidrs: config.allowPrivateCidrs }), timeoutMs: 5_000, devCaFile: config.devCaFile });
+  const client = createHttpClient({
+    policy: createDestinationPolicy({ allowCidrs: config.allowPrivateCidrs }),
+    timeoutMs: 5_000,
+    devCaFile: config.devCaFile,
+  });
   try {
     return await client.post(`https://127.0.0.1:${receiver.port}/hooks`, { 'content-type': 'application/json' }, Buffer.from('{}'));
   } finally {
@@ -47,7 +51,11 @@ describe('dev mode', () => {
     expect(config.allowPrivateCidrs).toEqual(expect.arrayContaining(DEV_MODE_CIDRS));
     expect(config.devCaFile).toBe(caFile);
 
-    const client = createHttpClient({ policy: createDestinationPolicy({ allowCidrs: config.allowPrivateCidrs }), timeoutMs: 5_000, devCaFile: config.devCaFile });
+    const client = createHttpClient({
+      policy: createDestinationPolicy({ allowCidrs: config.allowPrivateCidrs }),
+      timeoutMs: 5_000,
+      devCaFile: config.devCaFile,
+    });
     try {
       const url = `https://127.0.0.1:${receiver.port}/hooks`;
       // Not trusted yet: the receiver's CA is not in the file.

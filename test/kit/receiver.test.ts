@@ -6,7 +6,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
 import { signatureFor, WebhookPlatform } from '@webhook-platform/sdk';
-import { catchUp, createReceiverApp, ensureSchema, listen, savedCursor, storeEvent, type Effect } from '../../examples/receiver/receiver.js';
+import {
+  catchUp,
+  createReceiverApp,
+  ensureSchema,
+  listen,
+  savedCursor,
+  storeEvent,
+  type Effect,
+} from '../../examples/receiver/receiver.js';
 import { createTenant, startTestApi, type Tenant, type TestApi } from '../support/harness.js';
 import { demandEvent, isolatedPool } from '../support/kit.js';
 
@@ -42,11 +50,17 @@ afterAll(async () => {
 function deliver(key: string | undefined, body: string, signature = signatureFor(body, SECRET)) {
   return fetch(`http://127.0.0.1:${receiver.port}/webhooks`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-webhook-event': 'crm.demand.created', 'x-webhook-signature': signature, ...(key ? { 'x-idempotency-key': key } : {}) },
+    headers: {
+      'content-type': 'application/json',
+      'x-webhook-event': 'crm.demand.created',
+      'x-webhook-signature': signature,
+      ...(key ? { 'x-idempotency-key': key } : {}),
+    },
     body,
   });
 }
-const effects = async (key: string) => (await db.query('SELECT source, event_type, payload FROM receiver_effects WHERE key = $1', [key])).rows;
+const effects = async (key: string) =>
+  (await db.query('SELECT source, event_type, payload FROM receiver_effects WHERE key = $1', [key])).rows;
 
 describe('reference receiver', () => {
   const body = JSON.stringify({ event: 'crm.demand.created', environment: 'live', entity_id: 'dem_1' });
@@ -91,7 +105,9 @@ describe('reference receiver', () => {
     const first = await catchUp({ db, client });
     expect(first.applied).toBe(3);
     expect(await savedCursor(db)).toBe(first.cursor);
-    const { rows } = await db.query(`SELECT payload->>'cursor' AS cursor, event_type FROM receiver_effects WHERE source = 'stream' ORDER BY id`);
+    const { rows } = await db.query(
+      `SELECT payload->>'cursor' AS cursor, event_type FROM receiver_effects WHERE source = 'stream' ORDER BY id`,
+    );
     expect(rows.map((r) => r.cursor)).toEqual(['1', '2', '3']);
 
     // "Down" while two more events happen; the next start reads only those.

@@ -4,7 +4,12 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebhookPlatform, WebhookPlatformError } from '@webhook-platform/sdk';
 
-interface Seen { method: string; url: string; headers: http.IncomingHttpHeaders; at: number }
+interface Seen {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  at: number;
+}
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
 let server: http.Server;
@@ -29,7 +34,10 @@ const json = (res: http.ServerResponse, status: number, body: unknown, headers: 
 const client = (o: { maxRetries?: number } = {}) => new WebhookPlatform({ baseUrl: base, apiKey: 'wh_live_test', ...o });
 
 async function failure(p: Promise<unknown>): Promise<WebhookPlatformError> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(WebhookPlatformError);
   return err as WebhookPlatformError;
 }
@@ -120,7 +128,17 @@ describe('SDK error model', () => {
 });
 
 describe('stream reader', () => {
-  const item = (n: number) => ({ id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`, cursor: String(n), type: 'crm.demand.created', environment: 'live', message_id: null, external_id: null, occurred_at: '2026-01-01T00:00:00.000Z', created_at: '2026-01-01T00:00:00.000Z', data: {} });
+  const item = (n: number) => ({
+    id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
+    cursor: String(n),
+    type: 'crm.demand.created',
+    environment: 'live',
+    message_id: null,
+    external_id: null,
+    occurred_at: '2026-01-01T00:00:00.000Z',
+    created_at: '2026-01-01T00:00:00.000Z',
+    data: {},
+  });
 
   it('reads pages from the saved cursor, skips ids already yielded, and exposes the cursor to save', async () => {
     seen.length = 0;

@@ -35,7 +35,14 @@ describe('verifyWebhook', () => {
   });
 
   it('refuses headers of the wrong length or form without throwing', () => {
-    for (const bad of [header.slice(0, 63), header + '0', '', `sha256=${header}`, header.toUpperCase(), Buffer.from(header, 'hex').toString('base64')]) {
+    for (const bad of [
+      header.slice(0, 63),
+      header + '0',
+      '',
+      `sha256=${header}`,
+      header.toUpperCase(),
+      Buffer.from(header, 'hex').toString('base64'),
+    ]) {
       expect(verifyWebhook(raw, bad, [secret])).toBe(false);
     }
     expect(verifyWebhook(raw, undefined, [secret])).toBe(false);

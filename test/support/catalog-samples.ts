@@ -2,7 +2,6 @@
 export const WAMID = 'wamid.HBgNNTUxMTk5OTk5ODg4OBUCABIYIDNBMDJCMEE0QjY1RjM1QTk2QjI2QjM3M0Y0QzQ3NkM3AA==';
 export const CONTACT_ID = '7b0f3c1e-5d7a-4c1b-9a57-0d1f2e3a4b5c';
 
-
 export const receivedData = {
   phone_number_id: '106540352242922',
   message: {
@@ -13,7 +12,14 @@ export const receivedData = {
     text: { body: 'Oi, quero saber o preço' },
     external_id: WAMID,
   },
-  contact: { wa_id: '5511999998888', user_id: null, username: null, phone: '5511999998888', profile_name: 'Maria Souza', metadata: { plan: 'gold' } },
+  contact: {
+    wa_id: '5511999998888',
+    user_id: null,
+    username: null,
+    phone: '5511999998888',
+    profile_name: 'Maria Souza',
+    metadata: { plan: 'gold' },
+  },
 };
 
 export const statusData = (status: string) => ({
@@ -36,7 +42,13 @@ export const opportunityRow = (version: number) => ({
   value_cents: 129900,
   currency: 'BRL',
 });
-export const demandRow = (version: number) => ({ id: 'dem_01', version, status: 'open', contact_id: CONTACT_ID, title: 'Orçamento de reforma' });
+export const demandRow = (version: number) => ({
+  id: 'dem_01',
+  version,
+  status: 'open',
+  contact_id: CONTACT_ID,
+  title: 'Orçamento de reforma',
+});
 export const appointmentRow = (revision: number, status = 'scheduled') => ({
   id: 'apt_01',
   contact_id: CONTACT_ID,
@@ -80,7 +92,14 @@ export const samples: Record<string, Sample> = {
     data: {
       ...statusData('failed'),
       pricing: null,
-      errors: [{ code: 131047, title: 'Re-engagement message', message: 'Re-engagement message', error_data: { details: 'Message failed to send because more than 24 hours have passed.' } }],
+      errors: [
+        {
+          code: 131047,
+          title: 'Re-engagement message',
+          message: 'Re-engagement message',
+          error_data: { details: 'Message failed to send because more than 24 hours have passed.' },
+        },
+      ],
     },
     key: `${WAMID}:failed`,
     broken: { data: { ...statusData('failed'), errors: [{ title: 'no code' }] }, path: 'errors[0].code' },
@@ -88,12 +107,23 @@ export const samples: Record<string, Sample> = {
   'chatapp.message.echo': {
     data: {
       phone_number_id: '106540352242922',
-      message: { from: '5511988887777', to: '5511999998888', id: WAMID, timestamp: '1763805600', type: 'text', text: { body: 'Já te envio' }, external_id: WAMID },
+      message: {
+        from: '5511988887777',
+        to: '5511999998888',
+        id: WAMID,
+        timestamp: '1763805600',
+        type: 'text',
+        text: { body: 'Já te envio' },
+        external_id: WAMID,
+      },
       contact: { wa_id: '5511999998888', user_id: null, username: null, phone: '5511999998888', profile_name: null },
       source_app: 'business_app',
     },
     key: `${WAMID}:echo`,
-    broken: { data: { phone_number_id: '106540352242922', message: { id: WAMID, type: 'text', external_id: WAMID }, contact: { wa_id: '' } }, path: 'contact.wa_id' },
+    broken: {
+      data: { phone_number_id: '106540352242922', message: { id: WAMID, type: 'text', external_id: WAMID }, contact: { wa_id: '' } },
+      path: 'contact.wa_id',
+    },
   },
   'chatapp.message.edited': {
     data: {
@@ -111,14 +141,30 @@ export const samples: Record<string, Sample> = {
     broken: { data: { phone_number_id: '106540352242922', revoked_at: '2026-11-22T10:02:00Z' }, path: 'message_id' },
   },
   'chatapp.account.updated': {
-    data: { waba_id: '102290129340398', account_event: 'ACCOUNT_VIOLATION', ban_state: null, restrictions: null, violation_type: 'SPAM', occurred_at: '2026-11-22T10:00:00.000Z' },
+    data: {
+      waba_id: '102290129340398',
+      account_event: 'ACCOUNT_VIOLATION',
+      ban_state: null,
+      restrictions: null,
+      violation_type: 'SPAM',
+      occurred_at: '2026-11-22T10:00:00.000Z',
+    },
     key: '', // hash, checked separately
     broken: { data: { waba_id: '102290129340398', ban_state: 'DISABLE' }, path: 'account_event' },
   },
   'chatapp.phone_number.quality_updated': {
-    data: { waba_id: '102290129340398', phone_number_id: '106540352242922', display_phone_number: '15550783881', messaging_limit_tier: 'TIER_2K', occurred_at: null },
+    data: {
+      waba_id: '102290129340398',
+      phone_number_id: '106540352242922',
+      display_phone_number: '15550783881',
+      messaging_limit_tier: 'TIER_2K',
+      occurred_at: null,
+    },
     key: '',
-    broken: { data: { waba_id: '102290129340398', phone_number_id: '106540352242922', messaging_limit_tier: 'GREEN' }, path: 'messaging_limit_tier' },
+    broken: {
+      data: { waba_id: '102290129340398', phone_number_id: '106540352242922', messaging_limit_tier: 'GREEN' },
+      path: 'messaging_limit_tier',
+    },
   },
   'chatapp.phone_number.connected': {
     data: {
@@ -131,7 +177,14 @@ export const samples: Record<string, Sample> = {
     },
     key: 'chatapp.phone_number.connected:sl_9f8e7d:106540352242922',
     broken: {
-      data: { waba_id: '1', phone_number_id: '2', display_phone_number: '3', connection_mode: 'shared', setup_link_id: 'x', occurred_at: '2026-11-22T10:00:00Z' },
+      data: {
+        waba_id: '1',
+        phone_number_id: '2',
+        display_phone_number: '3',
+        connection_mode: 'shared',
+        setup_link_id: 'x',
+        occurred_at: '2026-11-22T10:00:00Z',
+      },
       path: 'connection_mode',
     },
   },
@@ -165,7 +218,15 @@ export const samples: Record<string, Sample> = {
     refs: { consent_record_id: 'cr_77' },
     key: 'consent:cr_77',
     broken: {
-      data: { contact: { id: CONTACT_ID }, channel: 'chatapp', purpose: 'marketing', state: 'granted', origin: 'api', evidence: 'x'.repeat(501), occurred_at: '2026-11-22T10:00:00Z' },
+      data: {
+        contact: { id: CONTACT_ID },
+        channel: 'chatapp',
+        purpose: 'marketing',
+        state: 'granted',
+        origin: 'api',
+        evidence: 'x'.repeat(501),
+        occurred_at: '2026-11-22T10:00:00Z',
+      },
       refs: { consent_record_id: 'cr_77' },
       path: 'evidence',
     },
@@ -173,12 +234,29 @@ export const samples: Record<string, Sample> = {
   'crm.opportunity.created': {
     data: { entity_type: 'opportunity', entity_id: 'opp_01', before_data: null, after_data: opportunityRow(1), actor_user_id: 'usr_5' },
     key: 'crm:opportunity:opp_01:1',
-    broken: { data: { entity_type: 'demand', entity_id: 'opp_01', before_data: null, after_data: opportunityRow(1), actor_user_id: null }, path: 'entity_type' },
+    broken: {
+      data: { entity_type: 'demand', entity_id: 'opp_01', before_data: null, after_data: opportunityRow(1), actor_user_id: null },
+      path: 'entity_type',
+    },
   },
   'crm.opportunity.updated': {
-    data: { entity_type: 'opportunity', entity_id: 'opp_01', before_data: opportunityRow(1), after_data: { ...opportunityRow(2), status: 'won' }, actor_user_id: null },
+    data: {
+      entity_type: 'opportunity',
+      entity_id: 'opp_01',
+      before_data: opportunityRow(1),
+      after_data: { ...opportunityRow(2), status: 'won' },
+      actor_user_id: null,
+    },
     key: 'crm:opportunity:opp_01:2',
-    broken: { data: { entity_type: 'opportunity', entity_id: 'opp_01', before_data: opportunityRow(1), after_data: { ...opportunityRow(2), version: '2' } }, path: 'after_data.version' },
+    broken: {
+      data: {
+        entity_type: 'opportunity',
+        entity_id: 'opp_01',
+        before_data: opportunityRow(1),
+        after_data: { ...opportunityRow(2), version: '2' },
+      },
+      path: 'after_data.version',
+    },
   },
   'crm.demand.created': {
     data: { entity_type: 'demand', entity_id: 'dem_01', before_data: null, after_data: demandRow(1), actor_user_id: null },
@@ -188,24 +266,44 @@ export const samples: Record<string, Sample> = {
   'crm.demand.updated': {
     data: { entity_type: 'demand', entity_id: 'dem_01', before_data: demandRow(3), after_data: demandRow(4), actor_user_id: 'usr_5' },
     key: 'crm:demand:dem_01:4',
-    broken: { data: { entity_type: 'demand', entity_id: 'dem_01', before_data: demandRow(3), after_data: { ...demandRow(4), contact_id: undefined } }, path: 'after_data.contact_id' },
+    broken: {
+      data: {
+        entity_type: 'demand',
+        entity_id: 'dem_01',
+        before_data: demandRow(3),
+        after_data: { ...demandRow(4), contact_id: undefined },
+      },
+      path: 'after_data.contact_id',
+    },
   },
   'crm.appointment_created': {
     data: {
       phone_number_id: '106540352242922',
-      appointment: { id: 'apt_01', contact_id: CONTACT_ID, scheduled_at: '2026-11-25T14:00:00-03:00', note: null, created_at: '2026-11-22T10:00:00Z' },
+      appointment: {
+        id: 'apt_01',
+        contact_id: CONTACT_ID,
+        scheduled_at: '2026-11-25T14:00:00-03:00',
+        note: null,
+        created_at: '2026-11-22T10:00:00Z',
+      },
       contact: { id: CONTACT_ID, wa_id: '5511999998888', phone: '5511999998888', profile_name: 'Maria Souza' },
     },
     key: 'crm:appointment:apt_01:created',
     broken: {
-      data: { appointment: { id: 'apt_01', contact_id: CONTACT_ID, scheduled_at: 'next tuesday', created_at: '2026-11-22T10:00:00Z' }, contact: { id: CONTACT_ID } },
+      data: {
+        appointment: { id: 'apt_01', contact_id: CONTACT_ID, scheduled_at: 'next tuesday', created_at: '2026-11-22T10:00:00Z' },
+        contact: { id: CONTACT_ID },
+      },
       path: 'appointment.scheduled_at',
     },
   },
   'crm.appointment_updated': {
     data: { appointment: appointmentRow(3, 'confirmed'), before_data: appointmentRow(2), after_data: appointmentRow(3, 'confirmed') },
     key: 'appointment:apt_01:3',
-    broken: { data: { appointment: { ...appointmentRow(3), revision: undefined }, before_data: appointmentRow(2), after_data: appointmentRow(3) }, path: 'appointment.revision' },
+    broken: {
+      data: { appointment: { ...appointmentRow(3), revision: undefined }, before_data: appointmentRow(2), after_data: appointmentRow(3) },
+      path: 'appointment.revision',
+    },
   },
   'automation.journey_run.finished': {
     data: {
@@ -217,14 +315,27 @@ export const samples: Record<string, Sample> = {
     },
     key: 'journey_run:run_42:stopped',
     broken: {
-      data: { status: 'cancelled', stop_reason: null, journey: { id: 'j' }, run: { id: 'r', occurrence_key: null, opportunity_id: null, demand_id: null }, contact: { id: CONTACT_ID } },
+      data: {
+        status: 'cancelled',
+        stop_reason: null,
+        journey: { id: 'j' },
+        run: { id: 'r', occurrence_key: null, opportunity_id: null, demand_id: null },
+        contact: { id: CONTACT_ID },
+      },
       path: 'status',
     },
   },
   'photoapp.message.received': {
     data: {
       account_id: '17841400000000000',
-      message: { id: 'aWdfZAG1faXRlbToxOklHTWVzc2FnZAUlEOjE3ODQx', from: '6583920192837465', timestamp: '1763805600', type: 'text', text: { body: 'Tem no tamanho M?' }, external_id: 'aWdfZAG1faXRlbToxOklHTWVzc2FnZAUlEOjE3ODQx' },
+      message: {
+        id: 'aWdfZAG1faXRlbToxOklHTWVzc2FnZAUlEOjE3ODQx',
+        from: '6583920192837465',
+        timestamp: '1763805600',
+        type: 'text',
+        text: { body: 'Tem no tamanho M?' },
+        external_id: 'aWdfZAG1faXRlbToxOklHTWVzc2FnZAUlEOjE3ODQx',
+      },
       contact: { user_id: '6583920192837465', username: 'maria.souza', profile_name: 'Maria Souza' },
     },
     key: 'aWdfZAG1faXRlbToxOklHTWVzc2FnZAUlEOjE3ODQx',

@@ -77,7 +77,10 @@ export function deliveryTestBed() {
 
     /** POST /api/v1/webhooks (categories `crm`, secret SECRET); the endpoint starts unverified. */
     async createEndpoint(tenant: Tenant, urlPath: string, host = 'receiver.test'): Promise<string> {
-      const res = await api.request('POST', '/api/v1/webhooks', { key: tenant.key, body: { url: `https://${host}:${receiver.port}${urlPath}`, events: ['crm'], secret: SECRET } });
+      const res = await api.request('POST', '/api/v1/webhooks', {
+        key: tenant.key,
+        body: { url: `https://${host}:${receiver.port}${urlPath}`, events: ['crm'], secret: SECRET },
+      });
       expect(res.status).toBe(201);
       return res.body.data.id;
     },
@@ -105,12 +108,32 @@ export function deliveryTestBed() {
     },
 
     async publish(tenant: Tenant, n: number) {
-      const data = def.data.parse({ entity_type: 'demand', entity_id: `dem_${n}`, before_data: null, after_data: { id: `dem_${n}`, version: 1, status: 'open', contact_id: 'c', title: `D${n}` }, actor_user_id: null });
-      return storeEvent(testDb(), { accountId: tenant.accountId, environment: 'live', def, data, refs: {}, customerId: null, channelAccount: null, externalId: null, messageResourceId: null, contactRef: null, streamContext: {}, occurredAt: new Date() });
+      const data = def.data.parse({
+        entity_type: 'demand',
+        entity_id: `dem_${n}`,
+        before_data: null,
+        after_data: { id: `dem_${n}`, version: 1, status: 'open', contact_id: 'c', title: `D${n}` },
+        actor_user_id: null,
+      });
+      return storeEvent(testDb(), {
+        accountId: tenant.accountId,
+        environment: 'live',
+        def,
+        data,
+        refs: {},
+        customerId: null,
+        channelAccount: null,
+        externalId: null,
+        messageResourceId: null,
+        contactRef: null,
+        streamContext: {},
+        occurredAt: new Date(),
+      });
     },
 
     /** The real deliveries (not test sends) the receiver got under a path prefix. */
-    posts: (prefix: string): ReceivedRequest[] => receiver.received.filter((r) => r.path.startsWith(prefix) && r.headers['x-webhook-event'] !== 'webhook.test'),
+    posts: (prefix: string): ReceivedRequest[] =>
+      receiver.received.filter((r) => r.path.startsWith(prefix) && r.headers['x-webhook-event'] !== 'webhook.test'),
 
     /** `RECORD_HISTORIES=1 npx vitest run test/workflow` refreshes the histories the replay test keeps. */
     async recordHistory(endpointId: string, name: string) {
@@ -134,7 +157,13 @@ export function deliveryTestBed() {
         return all.length === count && all.every(match) ? all : undefined;
       }, timeoutMs);
     },
-    endpointRow: async (id: string) => (await testDb().query(`SELECT health_status, failure_streak, paused_at, last_response_code, last_failure_at, next_attempt_at, active FROM endpoints WHERE id = $1`, [id])).rows[0],
+    endpointRow: async (id: string) =>
+      (
+        await testDb().query(
+          `SELECT health_status, failure_streak, paused_at, last_response_code, last_failure_at, next_attempt_at, active FROM endpoints WHERE id = $1`,
+          [id],
+        )
+      ).rows[0],
     uniquePath: (prefix: string) => `/${prefix}/${crypto.randomUUID()}`,
   };
   return bed;

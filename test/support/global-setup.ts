@@ -34,14 +34,25 @@ async function makeTls() {
   const ca = await generate([{ name: 'commonName', value: 'webhook-platform test CA' }], {
     keySize: 2048,
     algorithm: 'sha256',
-    extensions: [{ name: 'basicConstraints', cA: true, critical: true }, { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true }],
+    extensions: [
+      { name: 'basicConstraints', cA: true, critical: true },
+      { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
+    ],
   });
   const leaf = await generate([{ name: 'commonName', value: 'localhost' }], {
     keySize: 2048,
     algorithm: 'sha256',
     ca: { key: ca.private, cert: ca.cert },
     extensions: [
-      { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 2, value: 'receiver.test' }, { type: 2, value: '*.receiver.test' }, { type: 7, ip: '127.0.0.1' }] },
+      {
+        name: 'subjectAltName',
+        altNames: [
+          { type: 2, value: 'localhost' },
+          { type: 2, value: 'receiver.test' },
+          { type: 2, value: '*.receiver.test' },
+          { type: 7, ip: '127.0.0.1' },
+        ],
+      },
       { name: 'extKeyUsage', serverAuth: true },
     ],
   });
@@ -82,12 +93,17 @@ export default async function setup(project: TestProject) {
   const log = path.join(workDir, 'servers.log');
   const started = Date.now();
   const [postgres, devServer, , tls, bundle] = await Promise.all([
-    process.env.DATABASE_URL ? Promise.resolve({ url: process.env.DATABASE_URL, stop: async () => {} }) : startEmbeddedPostgres(path.join(workDir, 'pg')),
+    process.env.DATABASE_URL
+      ? Promise.resolve({ url: process.env.DATABASE_URL, stop: async () => {} })
+      : startEmbeddedPostgres(path.join(workDir, 'pg')),
     startTemporalDevServer({ logFile: log }),
     // Workflow test files start their own time-skipping servers; fetch the jars once, here.
     ensureTestServerClasspath(),
     makeTls(),
-    bundleWorkflowCode({ workflowsPath, logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} } as never }),
+    bundleWorkflowCode({
+      workflowsPath,
+      logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} } as never,
+    }),
   ]);
   const databaseUrl = await freshDatabase(postgres.url);
   await migrate(databaseUrl);
@@ -104,7 +120,10 @@ export default async function setup(project: TestProject) {
   return async () => {
     await devServer.stop();
     const admin = new pg.Client({ connectionString: postgres.url });
-    await admin.connect().then(() => admin.query(`DROP DATABASE IF EXISTS "${new URL(databaseUrl).pathname.slice(1)}" WITH (FORCE)`)).catch(() => {});
+    await admin
+      .connect()
+      .then(() => admin.query(`DROP DATABASE IF EXISTS "${new URL(databaseUrl).pathname.slice(1)}" WITH (FORCE)`))
+      .catch(() => {});
     await admin.end().catch(() => {});
     await postgres.stop();
   };

@@ -33,8 +33,14 @@ export interface Tenant {
 
 export async function createTenant(opts: { plan?: Plan; createdAt?: Date } = {}): Promise<Tenant> {
   const db = testDb();
-  const account = await createAccount(db, { name: `acct-${crypto.randomUUID().slice(0, 8)}`, ownerEmail: 'owner@example.com', plan: opts.plan ?? 'paid', createdAt: opts.createdAt });
-  const keyFor = async (scopes: Scope[], environment: Environment = 'live') => (await issueApiKey(db, { accountId: account.id, environment, scopes })).key;
+  const account = await createAccount(db, {
+    name: `acct-${crypto.randomUUID().slice(0, 8)}`,
+    ownerEmail: 'owner@example.com',
+    plan: opts.plan ?? 'paid',
+    createdAt: opts.createdAt,
+  });
+  const keyFor = async (scopes: Scope[], environment: Environment = 'live') =>
+    (await issueApiKey(db, { accountId: account.id, environment, scopes })).key;
   const customer = await createCustomer(db, { accountId: account.id, name: 'Customer A' });
   return { accountId: account.id, key: await keyFor([...SCOPES]), keyFor, customerId: customer.id };
 }
@@ -54,13 +60,17 @@ export const TEST_HOSTS: Record<string, string[]> = {
   'public-v6.example': ['2606:2800:21f:cb07:6820:80da:af6b:8b2c'],
   'private.example': ['10.1.2.3'],
   'mixed.example': ['93.184.215.14', '192.168.1.10'],
-  'localhost': ['127.0.0.1', '::1'],
+  localhost: ['127.0.0.1', '::1'],
 };
 
 export interface TestApi {
   url: string;
   deps: ApiDeps;
-  request(method: string, path: string, opts?: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers; text: string }>;
+  request(
+    method: string,
+    path: string,
+    opts?: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: any; headers: Headers; text: string }>;
   close(): Promise<void>;
 }
 
@@ -88,7 +98,10 @@ export async function startTestApi(
   const db = opts.db ?? testDb();
   const connection = await Connection.connect({ address: opts.temporalAddress ?? inject('devServerAddress') });
   const client = new Client({ connection });
-  const policy = createDestinationPolicy({ allowCidrs: opts.allowLoopback ? ['127.0.0.0/8'] : [], resolver: opts.resolver ?? staticResolver(TEST_HOSTS) });
+  const policy = createDestinationPolicy({
+    allowCidrs: opts.allowLoopback ? ['127.0.0.0/8'] : [],
+    resolver: opts.resolver ?? staticResolver(TEST_HOSTS),
+  });
   const httpClient = createHttpClient({ policy, timeoutMs: opts.timeoutMs ?? 10_000 });
   const workflows = endpointWorkflows(client, opts.taskQueue ?? `${TASK_QUEUE_PREFIX}-unpolled`);
   const deps: ApiDeps = {

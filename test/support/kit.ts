@@ -16,6 +16,12 @@ export function demandEvent(n: number | string) {
   const id = `dem_kit_${n}`;
   return {
     type: 'crm.demand.created',
-    data: { entity_type: 'demand', entity_id: id, before_data: null, after_data: { id, version: 1, status: 'open', contact_id: 'c_kit', title: 'Quote' }, actor_user_id: null },
+    data: {
+      entity_type: 'demand',
+      entity_id: id,
+      before_data: null,
+      after_data: { id, version: 1, status: 'open', contact_id: 'c_kit', title: 'Quote' },
+      actor_user_id: null,
+    },
   };
 }

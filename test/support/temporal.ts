@@ -24,7 +24,9 @@ export async function timeSkippingEnvironment(): Promise<TestWorkflowEnvironment
   const admin = await Connection.connect({ address: server.address });
   await ensureSearchAttributes(admin, 'default');
   await admin.close();
-  const create = (TestWorkflowEnvironment as unknown as { create(opts: unknown): Promise<TestWorkflowEnvironment> }).create.bind(TestWorkflowEnvironment);
+  const create = (TestWorkflowEnvironment as unknown as { create(opts: unknown): Promise<TestWorkflowEnvironment> }).create.bind(
+    TestWorkflowEnvironment,
+  );
   const env = await create({ server: { type: 'existing' }, supportsTimeSkipping: true, address: server.address, namespace: 'default' });
   return Object.assign(env, { address: server.address, stopServer: () => server.stop() });
 }
@@ -35,7 +37,10 @@ export async function startTestWorker(
   opts: { resolver?: Resolver; allowLoopback?: boolean; timeoutMs?: number; taskQueue?: string } = {},
 ): Promise<{ worker: Worker; taskQueue: string; running: Promise<void>; httpClient: HttpClient }> {
   const taskQueue = opts.taskQueue ?? `test-${crypto.randomUUID()}`;
-  const policy = createDestinationPolicy({ allowCidrs: opts.allowLoopback ? ['127.0.0.0/8'] : [], resolver: opts.resolver ?? staticResolver(TEST_HOSTS) });
+  const policy = createDestinationPolicy({
+    allowCidrs: opts.allowLoopback ? ['127.0.0.0/8'] : [],
+    resolver: opts.resolver ?? staticResolver(TEST_HOSTS),
+  });
   const httpClient = createHttpClient({ policy, timeoutMs: opts.timeoutMs ?? 10_000 });
   const worker = await Worker.create({
     connection,

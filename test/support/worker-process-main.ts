@@ -3,4 +3,7 @@ import { loadConfig } from '../../runtime/config.js';
 import { runWorker } from '../../worker/main.js';
 
 const config = loadConfig();
-await runWorker({ ...config, databaseUrl: config.databaseUrl!, temporalAddress: config.temporalAddress! }, { workflowBundlePath: process.env.WORKFLOW_BUNDLE_PATH });
+await runWorker(
+  { ...config, databaseUrl: config.databaseUrl!, temporalAddress: config.temporalAddress! },
+  { workflowBundlePath: process.env.WORKFLOW_BUNDLE_PATH },
+);

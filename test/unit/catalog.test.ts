@@ -69,16 +69,24 @@ describe('catalog contents', () => {
   });
 
   it('only the two received types count toward the free plan', () => {
-    expect(EVENT_TYPES.filter((d) => d.countsTowardFreePlan).map((d) => d.type).sort()).toEqual(['chatapp.message.received', 'photoapp.message.received']);
+    expect(
+      EVENT_TYPES.filter((d) => d.countsTowardFreePlan)
+        .map((d) => d.type)
+        .sort(),
+    ).toEqual(['chatapp.message.received', 'photoapp.message.received']);
   });
 
   it('account-health events and webhook.test carry no channel stamp; message events carry external_id', () => {
-    expect(EVENT_TYPES.filter((d) => !d.channelStamped).map((d) => d.type).sort()).toEqual([
-      'chatapp.account.updated',
-      'chatapp.phone_number.quality_updated',
-      'webhook.test',
-    ]);
-    expect(EVENT_TYPES.filter((d) => d.hasExternalId).map((d) => d.type).sort()).toEqual([
+    expect(
+      EVENT_TYPES.filter((d) => !d.channelStamped)
+        .map((d) => d.type)
+        .sort(),
+    ).toEqual(['chatapp.account.updated', 'chatapp.phone_number.quality_updated', 'webhook.test']);
+    expect(
+      EVENT_TYPES.filter((d) => d.hasExternalId)
+        .map((d) => d.type)
+        .sort(),
+    ).toEqual([
       'chatapp.message.delivered',
       'chatapp.message.echo',
       'chatapp.message.edited',
@@ -124,7 +132,14 @@ describe('payload schemas', () => {
 
   it('status payloads default missing nulls and keep conversation absent', () => {
     const parsed = def('chatapp.message.delivered').data.parse({ phone_number_id: '1', status: 'delivered', message_id: WAMID });
-    expect(parsed).toEqual({ phone_number_id: '1', status: 'delivered', message_id: WAMID, recipient_id: null, pricing: null, errors: null });
+    expect(parsed).toEqual({
+      phone_number_id: '1',
+      status: 'delivered',
+      message_id: WAMID,
+      recipient_id: null,
+      pricing: null,
+      errors: null,
+    });
     expect('conversation' in parsed).toBe(false);
   });
 
@@ -132,13 +147,22 @@ describe('payload schemas', () => {
     const data = def('chatapp.message.failed').data.parse({
       ...statusData('failed'),
       pricing: { billable: false, pricing_model: 'PMP', category: 'marketing', type: 'free_entry_point', future_field: 1 },
-      errors: [{ code: 131026, title: 'Message undeliverable', href: 'https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes/' }],
+      errors: [
+        {
+          code: 131026,
+          title: 'Message undeliverable',
+          href: 'https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes/',
+        },
+      ],
     });
     expect(data['pricing']).toMatchObject({ future_field: 1 });
     expect((data['errors'] as Record<string, unknown>[])[0]).toMatchObject({ href: expect.any(String) });
     const received = def('chatapp.message.received').data.parse({
       ...receivedData,
-      message: { ...receivedData.message, referral: { source_url: 'https://fb.me/abc', source_id: '120210', source_type: 'ad', headline: 'Promo', ctwa_clid: 'ARAkL' } },
+      message: {
+        ...receivedData.message,
+        referral: { source_url: 'https://fb.me/abc', source_id: '120210', source_type: 'ad', headline: 'Promo', ctwa_clid: 'ARAkL' },
+      },
     });
     expect((received['message'] as Record<string, unknown>)['text']).toEqual({ body: 'Oi, quero saber o preço' });
     expect((received['message'] as Record<string, unknown>)['referral']).toMatchObject({ ctwa_clid: 'ARAkL' });
@@ -165,7 +189,12 @@ describe('payload schemas', () => {
       changed_by: 'auto',
       occurred_at: '2026-11-22T10:00:00Z',
     });
-    expect(parsed).toEqual({ contact: { id: CONTACT_ID, wa_id: '5511999998888' }, new_stage: stage('lead'), changed_by: 'auto', occurred_at: '2026-11-22T10:00:00Z' });
+    expect(parsed).toEqual({
+      contact: { id: CONTACT_ID, wa_id: '5511999998888' },
+      new_stage: stage('lead'),
+      changed_by: 'auto',
+      occurred_at: '2026-11-22T10:00:00Z',
+    });
     const neither = d.data.safeParse({ contact: { id: CONTACT_ID }, changed_by: 'system', occurred_at: '2026-11-22T10:00:00Z' });
     expect(neither.success).toBe(false);
     const noRef = d.refs.safeParse({});
@@ -197,7 +226,9 @@ describe('payload schemas', () => {
     const r = d.data.safeParse({ waba_id: '1', messaging_limit_tier: 'TIER_2K' });
     expect(r.success).toBe(false);
     expect(d.data.safeParse({ waba_id: '1', display_phone_number: '15550783881', messaging_limit_tier: 'TIER_2K' }).success).toBe(true);
-    expect(d.data.safeParse({ waba_id: '1', display_phone_number: '15550783881', messaging_limit_tier: 'TIER_NOT_SET' }).success).toBe(false);
+    expect(d.data.safeParse({ waba_id: '1', display_phone_number: '15550783881', messaging_limit_tier: 'TIER_NOT_SET' }).success).toBe(
+      false,
+    );
   });
 
   it('timestamps: ISO with Z or offset; account occurred_at may be null', () => {
@@ -206,7 +237,10 @@ describe('payload schemas', () => {
     expect(d.data.safeParse({ ...base, occurred_at: '2026-11-22T07:00:00-03:00' }).success).toBe(true);
     expect(d.data.safeParse({ ...base, occurred_at: null }).success).toBe(true);
     expect(d.data.safeParse({ ...base, occurred_at: '22/11/2026' }).success).toBe(false);
-    expect(def('chatapp.phone_number.connected').data.safeParse({ ...samples['chatapp.phone_number.connected']!.data, occurred_at: null }).success).toBe(false);
+    expect(
+      def('chatapp.phone_number.connected').data.safeParse({ ...samples['chatapp.phone_number.connected']!.data, occurred_at: null })
+        .success,
+    ).toBe(false);
   });
 });
 
@@ -222,16 +256,34 @@ describe('idempotency keys', () => {
     const base = { contact: { id: CONTACT_ID }, changed_by: 'manual', occurred_at: '2026-11-22T10:00:00Z' };
     const refs = { transaction_id: 'tx_9' };
     expect(keyOf('crm.contact.stage_changed', { ...base, new_stage: stage('lead') }, refs)).toBe(`crm:stage:${CONTACT_ID}:tx_9:none>lead`);
-    expect(keyOf('crm.contact.stage_changed', { ...base, previous_stage: stage('won'), changed_by: 'system' }, refs)).toBe(`crm:stage:${CONTACT_ID}:tx_9:won>none`);
-    expect(keyOf('crm.contact.stage_changed', { ...base, previous_stage: null, new_stage: stage('lead') }, refs)).toBe(`crm:stage:${CONTACT_ID}:tx_9:none>lead`);
+    expect(keyOf('crm.contact.stage_changed', { ...base, previous_stage: stage('won'), changed_by: 'system' }, refs)).toBe(
+      `crm:stage:${CONTACT_ID}:tx_9:won>none`,
+    );
+    expect(keyOf('crm.contact.stage_changed', { ...base, previous_stage: null, new_stage: stage('lead') }, refs)).toBe(
+      `crm:stage:${CONTACT_ID}:tx_9:none>lead`,
+    );
   });
 
   it('account and quality keys are the prefix plus sha256 of the canonical payload, stable across key order', () => {
-    const data = { waba_id: '102290129340398', account_event: 'ACCOUNT_RESTRICTION', ban_state: null, restrictions: [{ restriction_type: 'RESTRICTED_ADD_PHONE_NUMBER_ACTION', expiration: '2026-12-01T00:00:00.000Z' }], occurred_at: '2026-11-22T10:00:00.000Z' };
-    const reordered = { occurred_at: data.occurred_at, restrictions: [{ expiration: '2026-12-01T00:00:00.000Z', restriction_type: 'RESTRICTED_ADD_PHONE_NUMBER_ACTION' }], ban_state: null, account_event: data.account_event, waba_id: data.waba_id };
+    const data = {
+      waba_id: '102290129340398',
+      account_event: 'ACCOUNT_RESTRICTION',
+      ban_state: null,
+      restrictions: [{ restriction_type: 'RESTRICTED_ADD_PHONE_NUMBER_ACTION', expiration: '2026-12-01T00:00:00.000Z' }],
+      occurred_at: '2026-11-22T10:00:00.000Z',
+    };
+    const reordered = {
+      occurred_at: data.occurred_at,
+      restrictions: [{ expiration: '2026-12-01T00:00:00.000Z', restriction_type: 'RESTRICTED_ADD_PHONE_NUMBER_ACTION' }],
+      ban_state: null,
+      account_event: data.account_event,
+      waba_id: data.waba_id,
+    };
     const key = keyOf('chatapp.account.updated', data);
     expect(key).toBe(keyOf('chatapp.account.updated', reordered));
-    const expected = createHash('sha256').update(canonicalJson(def('chatapp.account.updated').data.parse(data))).digest('hex');
+    const expected = createHash('sha256')
+      .update(canonicalJson(def('chatapp.account.updated').data.parse(data)))
+      .digest('hex');
     expect(key).toBe(`chatapp.account.updated:${expected}`);
     expect(key).toMatch(/^chatapp\.account\.updated:[0-9a-f]{64}$/);
     expect(keyOf('chatapp.account.updated', { ...data, occurred_at: '2026-11-22T10:05:00.000Z' })).not.toBe(key);
@@ -249,7 +301,9 @@ describe('idempotency keys', () => {
 
   it('webhook.test key is the same for every test of an endpoint', () => {
     const refs = { endpoint_id: 'ep_1' };
-    expect(keyOf('webhook.test', { message: 'a', sent_at: '2026-11-22T10:00:00Z' }, refs)).toBe(keyOf('webhook.test', { message: 'b', sent_at: '2026-11-23T10:00:00Z' }, refs));
+    expect(keyOf('webhook.test', { message: 'a', sent_at: '2026-11-22T10:00:00Z' }, refs)).toBe(
+      keyOf('webhook.test', { message: 'b', sent_at: '2026-11-23T10:00:00Z' }, refs),
+    );
   });
 
   it('a missing key part throws instead of producing a partial key', () => {
@@ -328,7 +382,15 @@ describe('streamData (SPEC 2.4, 6.3)', () => {
         context: { from: '5511988887777', id: 'wamid.ctx' },
         timestamp: '2025-11-22T10:00:00.000Z',
       },
-      contact: { id: CONTACT_ID, wa_id: '5511999998888', user_id: null, username: null, phone: '5511999998888', profile_name: 'Maria Souza', metadata: { plan: 'gold' } },
+      contact: {
+        id: CONTACT_ID,
+        wa_id: '5511999998888',
+        user_id: null,
+        username: null,
+        phone: '5511999998888',
+        profile_name: 'Maria Souza',
+        metadata: { plan: 'gold' },
+      },
     });
   });
 
@@ -362,7 +424,13 @@ describe('streamData (SPEC 2.4, 6.3)', () => {
 
   it('normalizes photoapp.message.received the same way', () => {
     const out = streamData(def('photoapp.message.received'), samples['photoapp.message.received']!.data, ctx);
-    expect(out['message']).toMatchObject({ id: 'aWdfZAG1faXRlbToxOklHTWVzc2FnZAUlEOjE3ODQx', direction: 'inbound', status: 'received', content: { body: 'Tem no tamanho M?' }, contact_id: CONTACT_ID });
+    expect(out['message']).toMatchObject({
+      id: 'aWdfZAG1faXRlbToxOklHTWVzc2FnZAUlEOjE3ODQx',
+      direction: 'inbound',
+      status: 'received',
+      content: { body: 'Tem no tamanho M?' },
+      contact_id: CONTACT_ID,
+    });
     expect(out['contact']).toMatchObject({ id: CONTACT_ID, user_id: '6583920192837465' });
     expect(out['account_id']).toBe('17841400000000000');
   });
@@ -381,12 +449,21 @@ describe('streamData (SPEC 2.4, 6.3)', () => {
   });
 
   it('leaves every other type unchanged', () => {
-    for (const type of ['crm.contact.stage_changed', 'automation.journey_run.finished', 'chatapp.account.updated', 'chatapp.message.echo']) {
+    for (const type of [
+      'crm.contact.stage_changed',
+      'automation.journey_run.finished',
+      'chatapp.account.updated',
+      'chatapp.message.echo',
+    ]) {
       const data = def(type).data.parse(samples[type]!.data);
       expect(streamData(def(type), data, ctx)).toEqual(data);
     }
     // journey end is in statuses but keeps its null stop_reason
-    const run = def('automation.journey_run.finished').data.parse({ ...samples['automation.journey_run.finished']!.data, status: 'completed', stop_reason: null });
+    const run = def('automation.journey_run.finished').data.parse({
+      ...samples['automation.journey_run.finished']!.data,
+      status: 'completed',
+      stop_reason: null,
+    });
     expect(streamData(def('automation.journey_run.finished'), run, ctx)).toHaveProperty('stop_reason', null);
   });
 });

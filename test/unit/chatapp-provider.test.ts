@@ -31,7 +31,12 @@ function envelope(field: string, value: unknown, time?: number | string) {
   };
 }
 
-const messagesValue = (messages: unknown[], contacts: unknown[] = [contactMaria]) => ({ messaging_product: 'whatsapp', metadata, contacts, messages });
+const messagesValue = (messages: unknown[], contacts: unknown[] = [contactMaria]) => ({
+  messaging_product: 'whatsapp',
+  metadata,
+  contacts,
+  messages,
+});
 const statusesValue = (statuses: unknown[]) => ({ messaging_product: 'whatsapp', metadata, statuses });
 
 function only<K extends ProviderFact['kind']>(facts: ProviderFact[], kind: K): Extract<ProviderFact, { kind: K }> {
@@ -139,11 +144,19 @@ describe('mapChatappWebhook: messages', () => {
     ];
     const msg = { from_user_id: 'BR.13491208655302741918', id: WAMID_IN, timestamp: T, type: 'text', text: { body: 'oi' } };
     const fact = only(mapChatappWebhook(envelope('messages', messagesValue([msg], contacts))).facts, 'message');
-    expect(fact.contact).toEqual({ wa_id: 'BR.13491208655302741918', user_id: 'BR.13491208655302741918', username: 'joana.s', phone: null, profile_name: 'Joana' });
+    expect(fact.contact).toEqual({
+      wa_id: 'BR.13491208655302741918',
+      user_id: 'BR.13491208655302741918',
+      username: 'joana.s',
+      phone: null,
+      profile_name: 'Joana',
+    });
     validate('chatapp.message.received', receivedPayload(fact, { externalId: WAMID_IN }));
 
     const byPhone = { from: '5511900000000', id: WAMID_IN, timestamp: T, type: 'text', text: { body: 'oi' } };
-    expect(only(mapChatappWebhook(envelope('messages', messagesValue([byPhone], contacts))).facts, 'message').contact.profile_name).toBe('Other');
+    expect(only(mapChatappWebhook(envelope('messages', messagesValue([byPhone], contacts))).facts, 'message').contact.profile_name).toBe(
+      'Other',
+    );
   });
 
   it('gives occurredAt null for an unreadable provider time', () => {
@@ -170,7 +183,14 @@ describe('mapChatappWebhook: statuses', () => {
     expect(ignored).toBe(0);
     expect(facts.map((f) => (f.kind === 'status' ? f.status : f.kind))).toEqual(['sent', 'delivered', 'read']);
     const [s, d, r] = facts as Extract<ProviderFact, { kind: 'status' }>[];
-    expect(s).toMatchObject({ messageId: WAMID_OUT, recipientId: '5511999998888', conversation: sent.conversation, pricing: sent.pricing, errors: null, occurredAt: T_ISO });
+    expect(s).toMatchObject({
+      messageId: WAMID_OUT,
+      recipientId: '5511999998888',
+      conversation: sent.conversation,
+      pricing: sent.pricing,
+      errors: null,
+      occurredAt: T_ISO,
+    });
 
     const sentData = validate('chatapp.message.sent', statusPayload(s!));
     expect(sentData.key).toBe(`${WAMID_OUT}:sent`);
@@ -178,10 +198,24 @@ describe('mapChatappWebhook: statuses', () => {
 
     const dPayload = statusPayload(d!);
     expect(dPayload).not.toHaveProperty('conversation');
-    expect(dPayload).toEqual({ phone_number_id: PNID, status: 'delivered', message_id: WAMID_OUT, recipient_id: '5511999998888', pricing, errors: null });
+    expect(dPayload).toEqual({
+      phone_number_id: PNID,
+      status: 'delivered',
+      message_id: WAMID_OUT,
+      recipient_id: '5511999998888',
+      pricing,
+      errors: null,
+    });
     expect(validate('chatapp.message.delivered', dPayload).key).toBe(`${WAMID_OUT}:delivered`);
 
-    expect(statusPayload(r!)).toEqual({ phone_number_id: PNID, status: 'read', message_id: WAMID_OUT, recipient_id: '5511999998888', pricing: null, errors: null });
+    expect(statusPayload(r!)).toEqual({
+      phone_number_id: PNID,
+      status: 'read',
+      message_id: WAMID_OUT,
+      recipient_id: '5511999998888',
+      pricing: null,
+      errors: null,
+    });
     expect(factEventType(r!)).toBe('chatapp.message.read');
     validate('chatapp.message.read', statusPayload(r!));
   });
@@ -189,15 +223,24 @@ describe('mapChatappWebhook: statuses', () => {
   it('reads the end of a free-entry-point window only from a sent status priced free_entry_point', () => {
     const conversation = { id: 'c1', expiration_timestamp: '1795428000', origin: { type: 'referral_conversion' } };
     const fep = { billable: false, pricing_model: 'PMP', category: 'referral_conversion', type: 'free_entry_point' };
-    const status = (s: Record<string, unknown>) => only(mapChatappWebhook(envelope('messages', statusesValue([{ id: WAMID_OUT, timestamp: T, recipient_id: '5511999998888', ...s }]))).facts, 'status');
+    const status = (s: Record<string, unknown>) =>
+      only(
+        mapChatappWebhook(envelope('messages', statusesValue([{ id: WAMID_OUT, timestamp: T, recipient_id: '5511999998888', ...s }])))
+          .facts,
+        'status',
+      );
     expect(freeEntryPointEnd(status({ status: 'sent', conversation, pricing: fep }))).toBe('2026-11-23T10:00:00.000Z');
-    expect(freeEntryPointEnd(status({ status: 'sent', conversation: { ...conversation, expiration_timestamp: 1795428000 }, pricing: fep }))).toBe('2026-11-23T10:00:00.000Z');
+    expect(
+      freeEntryPointEnd(status({ status: 'sent', conversation: { ...conversation, expiration_timestamp: 1795428000 }, pricing: fep })),
+    ).toBe('2026-11-23T10:00:00.000Z');
     // Before graph API 24 every conversation had an expiration: without the free_entry_point price it is not a window.
     expect(freeEntryPointEnd(status({ status: 'sent', conversation, pricing }))).toBeNull();
     expect(freeEntryPointEnd(status({ status: 'sent', conversation }))).toBeNull();
     expect(freeEntryPointEnd(status({ status: 'delivered', conversation, pricing: fep }))).toBeNull();
     expect(freeEntryPointEnd(status({ status: 'sent', conversation: { id: 'c1' }, pricing: fep }))).toBeNull();
-    expect(freeEntryPointEnd(status({ status: 'sent', conversation: { ...conversation, expiration_timestamp: 'soon' }, pricing: fep }))).toBeNull();
+    expect(
+      freeEntryPointEnd(status({ status: 'sent', conversation: { ...conversation, expiration_timestamp: 'soon' }, pricing: fep })),
+    ).toBeNull();
   });
 
   it('maps failed with the provider errors list', () => {
@@ -224,7 +267,13 @@ describe('mapChatappWebhook: statuses', () => {
         'messages',
         statusesValue([
           { id: WAMID_OUT, status: 'deleted', timestamp: T, recipient_id: '5511999998888' },
-          { id: WAMID_OUT, status: 'warning', timestamp: T, recipient_id: '5511999998888', errors: [{ code: 1026, title: 'Receiver incapable' }] },
+          {
+            id: WAMID_OUT,
+            status: 'warning',
+            timestamp: T,
+            recipient_id: '5511999998888',
+            errors: [{ code: 1026, title: 'Receiver incapable' }],
+          },
           { id: WAMID_OUT, status: 'delivered', timestamp: T, recipient_id: '5511999998888' },
         ]),
       ),
@@ -238,7 +287,14 @@ describe('mapChatappWebhook: coexistence (echo, edit, revoke)', () => {
   const echoValue = (echoes: unknown[]) => ({ messaging_product: 'whatsapp', metadata, message_echoes: echoes });
 
   it('maps smb_message_echoes to echo facts with the customer as contact', () => {
-    const echo = { from: DISPLAY, to: '5511999998888', id: WAMID_OUT, timestamp: T, type: 'text', text: { body: 'Te mando o orçamento já já' } };
+    const echo = {
+      from: DISPLAY,
+      to: '5511999998888',
+      id: WAMID_OUT,
+      timestamp: T,
+      type: 'text',
+      text: { body: 'Te mando o orçamento já já' },
+    };
     const fact = only(mapChatappWebhook(envelope('smb_message_echoes', echoValue([echo]))).facts, 'echo');
     expect(fact).toMatchObject({ phoneNumberId: PNID, message: echo, occurredAt: T_ISO });
     expect(fact.contact).toEqual({ wa_id: '5511999998888', user_id: null, username: null, phone: '5511999998888', profile_name: null });
@@ -256,11 +312,24 @@ describe('mapChatappWebhook: coexistence (echo, edit, revoke)', () => {
       type: 'edit',
       edit: { original_message_id: WAMID_OUT, message: { type: 'text', text: { body: 'Te mando o orçamento amanhã' } } },
     };
-    const revoke = { from: DISPLAY, to: '5511999998888', id: 'wamid.REV1', timestamp: '1795341720', type: 'revoke', revoke: { original_message_id: WAMID_OUT } };
+    const revoke = {
+      from: DISPLAY,
+      to: '5511999998888',
+      id: 'wamid.REV1',
+      timestamp: '1795341720',
+      type: 'revoke',
+      revoke: { original_message_id: WAMID_OUT },
+    };
     const { facts, ignored } = mapChatappWebhook(envelope('smb_message_echoes', echoValue([edit, revoke])));
     expect(ignored).toBe(0);
     const [e, r] = facts;
-    expect(e).toMatchObject({ kind: 'edited', actor: 'business', messageId: WAMID_OUT, notificationId: 'wamid.EDIT1', editedAt: '2026-11-22T10:01:00.000Z' });
+    expect(e).toMatchObject({
+      kind: 'edited',
+      actor: 'business',
+      messageId: WAMID_OUT,
+      notificationId: 'wamid.EDIT1',
+      editedAt: '2026-11-22T10:01:00.000Z',
+    });
     expect(r).toMatchObject({ kind: 'revoked', actor: 'business', messageId: WAMID_OUT, revokedAt: '2026-11-22T10:02:00.000Z' });
     if (e?.kind !== 'edited' || r?.kind !== 'revoked') throw new Error('kinds');
     const edited = validate('chatapp.message.edited', editedPayload(e));
@@ -285,13 +354,18 @@ describe('mapChatappWebhook: coexistence (echo, edit, revoke)', () => {
     if (e?.kind !== 'edited' || r?.kind !== 'revoked') throw new Error('kinds');
     expect(e.actor).toBe('contact');
     expect(e.contact?.profile_name).toBe('Maria Souza');
-    expect(validate('chatapp.message.edited', editedPayload(e)).data).toMatchObject({ actor: 'contact', contact: { wa_id: '5511999998888' } });
+    expect(validate('chatapp.message.edited', editedPayload(e)).data).toMatchObject({
+      actor: 'contact',
+      contact: { wa_id: '5511999998888' },
+    });
     validate('chatapp.message.revoked', revokedPayload(r));
   });
 
   it('an edit without original_message_id is malformed', () => {
     const edit = { from: '5511999998888', id: 'wamid.EDIT3', timestamp: T, type: 'edit', edit: { message: {} } };
-    expect(() => mapChatappWebhook(envelope('messages', messagesValue([edit])))).toThrow(/entry\[0\]\.changes\[0\]\.value\.messages\[0\]\.edit\.original_message_id/);
+    expect(() => mapChatappWebhook(envelope('messages', messagesValue([edit])))).toThrow(
+      /entry\[0\]\.changes\[0\]\.value\.messages\[0\]\.edit\.original_message_id/,
+    );
   });
 });
 
@@ -300,12 +374,21 @@ describe('mapChatappWebhook: account_update', () => {
     const value = { event: 'DISABLED_UPDATE', ban_info: { waba_ban_state: 'SCHEDULE_FOR_DISABLE', waba_ban_date: 'November 29, 2026' } };
     const fact = only(mapChatappWebhook(envelope('account_update', value, 1795341600)).facts, 'account_update');
     expect(fact.wabaId).toBe(WABA);
-    expect(fact.data).toEqual({ waba_id: WABA, account_event: 'DISABLED_UPDATE', ban_state: 'SCHEDULE_FOR_DISABLE', restrictions: null, occurred_at: T_ISO });
+    expect(fact.data).toEqual({
+      waba_id: WABA,
+      account_event: 'DISABLED_UPDATE',
+      ban_state: 'SCHEDULE_FOR_DISABLE',
+      restrictions: null,
+      occurred_at: T_ISO,
+    });
     expect(fact.data).not.toHaveProperty('violation_type');
     const { key } = validate('chatapp.account.updated', fact.data as unknown as Record<string, unknown>);
     expect(key).toMatch(/^chatapp\.account\.updated:[0-9a-f]{64}$/);
     // provider redelivery: same key
-    const again = only(mapChatappWebhook(envelope('account_update', { ban_info: value.ban_info, event: value.event }, 1795341600)).facts, 'account_update');
+    const again = only(
+      mapChatappWebhook(envelope('account_update', { ban_info: value.ban_info, event: value.event }, 1795341600)).facts,
+      'account_update',
+    );
     expect(validate('chatapp.account.updated', again.data as unknown as Record<string, unknown>).key).toBe(key);
   });
 
@@ -325,18 +408,35 @@ describe('mapChatappWebhook: account_update', () => {
     expect(fact.data.ban_state).toBeNull();
     validate('chatapp.account.updated', fact.data as unknown as Record<string, unknown>);
 
-    const lifted = only(mapChatappWebhook(envelope('account_update', { event: 'ACCOUNT_RESTRICTION', restriction_info: [] }, 1795341600)).facts, 'account_update');
+    const lifted = only(
+      mapChatappWebhook(envelope('account_update', { event: 'ACCOUNT_RESTRICTION', restriction_info: [] }, 1795341600)).facts,
+      'account_update',
+    );
     expect(lifted.data.restrictions).toEqual([]);
   });
 
   it('maps a violation with its type, and an unreadable time to null', () => {
-    const fact = only(mapChatappWebhook(envelope('account_update', { event: 'ACCOUNT_VIOLATION', violation_info: { violation_type: 'SPAM' } }, 'yesterday')).facts, 'account_update');
-    expect(fact.data).toEqual({ waba_id: WABA, account_event: 'ACCOUNT_VIOLATION', ban_state: null, restrictions: null, violation_type: 'SPAM', occurred_at: null });
+    const fact = only(
+      mapChatappWebhook(envelope('account_update', { event: 'ACCOUNT_VIOLATION', violation_info: { violation_type: 'SPAM' } }, 'yesterday'))
+        .facts,
+      'account_update',
+    );
+    expect(fact.data).toEqual({
+      waba_id: WABA,
+      account_event: 'ACCOUNT_VIOLATION',
+      ban_state: null,
+      restrictions: null,
+      violation_type: 'SPAM',
+      occurred_at: null,
+    });
     validate('chatapp.account.updated', fact.data as unknown as Record<string, unknown>);
   });
 
   it("uses the customer's WABA of partner events", () => {
-    const value = { event: 'PARTNER_APP_UNINSTALLED', waba_info: { waba_id: '184943124712545', owner_business_id: '1284923862322270', partner_app_id: '869361281603019' } };
+    const value = {
+      event: 'PARTNER_APP_UNINSTALLED',
+      waba_info: { waba_id: '184943124712545', owner_business_id: '1284923862322270', partner_app_id: '869361281603019' },
+    };
     const fact = only(mapChatappWebhook(envelope('account_update', value, 1795341600)).facts, 'account_update');
     expect(fact.wabaId).toBe('184943124712545');
     expect(fact.data.waba_id).toBe('184943124712545');
@@ -354,7 +454,13 @@ describe('mapChatappWebhook: phone_number_quality_update', () => {
     const { facts, ignored } = mapChatappWebhook(envelope('phone_number_quality_update', value, 1795341600));
     expect(ignored).toBe(0);
     const fact = only(facts, 'quality_update');
-    expect(fact.data).toEqual({ waba_id: WABA, phone_number_id: null, display_phone_number: DISPLAY, messaging_limit_tier: 'TIER_2K', occurred_at: T_ISO });
+    expect(fact.data).toEqual({
+      waba_id: WABA,
+      phone_number_id: null,
+      display_phone_number: DISPLAY,
+      messaging_limit_tier: 'TIER_2K',
+      occurred_at: T_ISO,
+    });
     expect(validate('chatapp.phone_number.quality_updated', fact.data as unknown as Record<string, unknown>).key).toMatch(
       /^chatapp\.phone_number\.quality_updated:[0-9a-f]{64}$/,
     );
@@ -362,11 +468,25 @@ describe('mapChatappWebhook: phone_number_quality_update', () => {
   });
 
   it('uses phone_number_id and messaging_limit_tier / max_daily_conversations_per_business when sent', () => {
-    const a = only(mapChatappWebhook(envelope('phone_number_quality_update', { phone_number_id: PNID, messaging_limit_tier: 'TIER_10K' })).facts, 'quality_update');
-    expect(a.data).toMatchObject({ phone_number_id: PNID, display_phone_number: null, messaging_limit_tier: 'TIER_10K', occurred_at: null });
+    const a = only(
+      mapChatappWebhook(envelope('phone_number_quality_update', { phone_number_id: PNID, messaging_limit_tier: 'TIER_10K' })).facts,
+      'quality_update',
+    );
+    expect(a.data).toMatchObject({
+      phone_number_id: PNID,
+      display_phone_number: null,
+      messaging_limit_tier: 'TIER_10K',
+      occurred_at: null,
+    });
     validate('chatapp.phone_number.quality_updated', a.data as unknown as Record<string, unknown>);
     const b = only(
-      mapChatappWebhook(envelope('phone_number_quality_update', { display_phone_number: DISPLAY, event: 'THROUGHPUT_UPGRADE', max_daily_conversations_per_business: 'TIER_UNLIMITED' })).facts,
+      mapChatappWebhook(
+        envelope('phone_number_quality_update', {
+          display_phone_number: DISPLAY,
+          event: 'THROUGHPUT_UPGRADE',
+          max_daily_conversations_per_business: 'TIER_UNLIMITED',
+        }),
+      ).facts,
       'quality_update',
     );
     expect(b.data.messaging_limit_tier).toBe('TIER_UNLIMITED');
@@ -396,9 +516,20 @@ describe('mapChatappWebhook: envelope', () => {
           id: WABA,
           time: 1795341600,
           changes: [
-            { field: 'message_template_status_update', value: { event: 'APPROVED', message_template_id: 1, message_template_name: 'boas_vindas', message_template_language: 'pt_BR' } },
+            {
+              field: 'message_template_status_update',
+              value: {
+                event: 'APPROVED',
+                message_template_id: 1,
+                message_template_name: 'boas_vindas',
+                message_template_language: 'pt_BR',
+              },
+            },
             { field: 'history', value: { messaging_product: 'whatsapp', metadata, history: [] } },
-            { field: 'messages', value: messagesValue([{ from: '5511999998888', id: WAMID_IN, timestamp: T, type: 'text', text: { body: 'oi' } }]) },
+            {
+              field: 'messages',
+              value: messagesValue([{ from: '5511999998888', id: WAMID_IN, timestamp: T, type: 'text', text: { body: 'oi' } }]),
+            },
           ],
         },
         { id: WABA, changes: [{ field: 'security', value: { display_phone_number: DISPLAY, event: 'PIN_CHANGED' } }] },
@@ -423,10 +554,19 @@ describe('mapChatappWebhook: envelope', () => {
       [{ object: 'whatsapp_business_account', entry: [{ changes: [] }] }, /^entry\[0\]\.id: /],
       [{ object: 'whatsapp_business_account', entry: [{ id: WABA }] }, /^entry\[0\]\.changes: /],
       [{ object: 'whatsapp_business_account', entry: [{ id: WABA, changes: [{ value: {} }] }] }, /^entry\[0\]\.changes\[0\]\.field: /],
-      [envelope('messages', { messaging_product: 'whatsapp', metadata: { display_phone_number: DISPLAY }, messages: [] }), /^entry\[0\]\.changes\[0\]\.value\.metadata\.phone_number_id: /],
-      [envelope('messages', messagesValue([{ from: '5511999998888', timestamp: T, type: 'text', text: { body: 'x' } }])), /^entry\[0\]\.changes\[0\]\.value\.messages\[0\]\.id: /],
+      [
+        envelope('messages', { messaging_product: 'whatsapp', metadata: { display_phone_number: DISPLAY }, messages: [] }),
+        /^entry\[0\]\.changes\[0\]\.value\.metadata\.phone_number_id: /,
+      ],
+      [
+        envelope('messages', messagesValue([{ from: '5511999998888', timestamp: T, type: 'text', text: { body: 'x' } }])),
+        /^entry\[0\]\.changes\[0\]\.value\.messages\[0\]\.id: /,
+      ],
       [envelope('messages', statusesValue([{ id: WAMID_OUT, timestamp: T }])), /^entry\[0\]\.changes\[0\]\.value\.statuses\[0\]\.status: /],
-      [envelope('messages', statusesValue([{ id: WAMID_OUT, status: 'failed', errors: [{ title: 'x' }] }])), /^entry\[0\]\.changes\[0\]\.value\.statuses\[0\]\.errors\[0\]\.code: /],
+      [
+        envelope('messages', statusesValue([{ id: WAMID_OUT, status: 'failed', errors: [{ title: 'x' }] }])),
+        /^entry\[0\]\.changes\[0\]\.value\.statuses\[0\]\.errors\[0\]\.code: /,
+      ],
     ];
     for (const [body, pattern] of cases) {
       let error: unknown;

@@ -22,24 +22,47 @@ describe('loadConfig', () => {
   });
 
   it('reads numbers, lists and flags from the environment it is given, not the process', () => {
-    const config = loadConfig({ PORT: '8080', ENDPOINT_LIMIT: '7', RATE_LIMIT_BURST: '5', RATE_LIMIT_PER_SECOND: '2', WEBHOOK_ALLOW_PRIVATE_CIDRS: '10.0.0.0/8, 192.168.0.0/16', TRUST_PROXY: '1', DATA_DIR: '/tmp/x' });
-    expect(config).toMatchObject({ port: 8080, endpointLimit: 7, rateLimit: { capacity: 5, refillPerSecond: 2 }, allowPrivateCidrs: ['10.0.0.0/8', '192.168.0.0/16'], trustProxy: true, dataDir: '/tmp/x' });
+    const config = loadConfig({
+      PORT: '8080',
+      ENDPOINT_LIMIT: '7',
+      RATE_LIMIT_BURST: '5',
+      RATE_LIMIT_PER_SECOND: '2',
+      WEBHOOK_ALLOW_PRIVATE_CIDRS: '10.0.0.0/8, 192.168.0.0/16',
+      TRUST_PROXY: '1',
+      DATA_DIR: '/tmp/x',
+    });
+    expect(config).toMatchObject({
+      port: 8080,
+      endpointLimit: 7,
+      rateLimit: { capacity: 5, refillPerSecond: 2 },
+      allowPrivateCidrs: ['10.0.0.0/8', '192.168.0.0/16'],
+      trustProxy: true,
+      dataDir: '/tmp/x',
+    });
   });
 
   it('treats an empty value as unset', () => {
-    expect(loadConfig({ PORT: '', DATABASE_URL: '', WEBHOOK_ALLOW_PRIVATE_CIDRS: '' })).toMatchObject({ port: 3000, databaseUrl: undefined, allowPrivateCidrs: [] });
+    expect(loadConfig({ PORT: '', DATABASE_URL: '', WEBHOOK_ALLOW_PRIVATE_CIDRS: '' })).toMatchObject({
+      port: 3000,
+      databaseUrl: undefined,
+      allowPrivateCidrs: [],
+    });
   });
 
   it('refuses bad values at start, naming every one of them', () => {
-    expect(() => loadConfig({ PORT: '70000', ENDPOINT_LIMIT: '-1', DELIVERY_TIMEOUT_MS: 'ten', TRUST_PROXY: 'yes' })).toThrow(/PORT[\s\S]*ENDPOINT_LIMIT[\s\S]*DELIVERY_TIMEOUT_MS[\s\S]*TRUST_PROXY/);
+    expect(() => loadConfig({ PORT: '70000', ENDPOINT_LIMIT: '-1', DELIVERY_TIMEOUT_MS: 'ten', TRUST_PROXY: 'yes' })).toThrow(
+      /PORT[\s\S]*ENDPOINT_LIMIT[\s\S]*DELIVERY_TIMEOUT_MS[\s\S]*TRUST_PROXY/,
+    );
   });
 
   it('dev mode adds the loopback ranges and trusts its CA file; without it the CA file is ignored', () => {
-    expect(loadConfig({ WEBHOOKS_DEV_MODE: '1', WEBHOOK_ALLOW_PRIVATE_CIDRS: '10.0.0.0/8', WEBHOOKS_DEV_CA_FILE: 'ca.pem' })).toMatchObject({
-      devMode: true,
-      allowPrivateCidrs: ['10.0.0.0/8', ...DEV_MODE_CIDRS],
-      devCaFile: path.resolve('ca.pem'),
-    });
+    expect(loadConfig({ WEBHOOKS_DEV_MODE: '1', WEBHOOK_ALLOW_PRIVATE_CIDRS: '10.0.0.0/8', WEBHOOKS_DEV_CA_FILE: 'ca.pem' })).toMatchObject(
+      {
+        devMode: true,
+        allowPrivateCidrs: ['10.0.0.0/8', ...DEV_MODE_CIDRS],
+        devCaFile: path.resolve('ca.pem'),
+      },
+    );
     expect(loadConfig({ WEBHOOKS_DEV_CA_FILE: 'ca.pem' })).toMatchObject({ devMode: false, devCaFile: undefined });
   });
 });

@@ -25,7 +25,15 @@ describe('isDatabaseUnavailable', () => {
   });
 
   it('leaves SQL and data errors, and non-errors, to the 500 path', () => {
-    for (const err of [withCode('23505', 'duplicate key value'), withCode('42P01', 'relation does not exist'), withCode('22P02'), new Error('boom'), 'ECONNREFUSED', undefined, { code: 'ECONNREFUSED' }]) {
+    for (const err of [
+      withCode('23505', 'duplicate key value'),
+      withCode('42P01', 'relation does not exist'),
+      withCode('22P02'),
+      new Error('boom'),
+      'ECONNREFUSED',
+      undefined,
+      { code: 'ECONNREFUSED' },
+    ]) {
       expect(isDatabaseUnavailable(err), String(err)).toBe(false);
     }
   });

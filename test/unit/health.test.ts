@@ -25,7 +25,12 @@ describe('health transitions', () => {
   });
 
   it('a success resets the streak and the health', () => {
-    expect(afterSuccess({ health: 'degraded', failureStreak: 9 })).toEqual({ health: 'healthy', failureStreak: 0, alert: null, paused: false });
+    expect(afterSuccess({ health: 'degraded', failureStreak: 9 })).toEqual({
+      health: 'healthy',
+      failureStreak: 0,
+      alert: null,
+      paused: false,
+    });
   });
 
   it('sends only when active and healthy or degraded', () => {

@@ -36,7 +36,12 @@ describe('log format', () => {
 describe('Temporal SDK logs through pino', () => {
   it('writes an SDK log entry as a pino line with its level, message and metadata', () => {
     const { lines, log } = capture('json');
-    temporalLogFunction(log)({ level: 'WARN', message: 'Worker state changed', timestampNanos: 0n, meta: { sdkComponent: 'worker', taskQueue: 'webhooks' } });
+    temporalLogFunction(log)({
+      level: 'WARN',
+      message: 'Worker state changed',
+      timestampNanos: 0n,
+      meta: { sdkComponent: 'worker', taskQueue: 'webhooks' },
+    });
     expect(JSON.parse(lines[0]!)).toMatchObject({ level: 40, msg: 'Worker state changed', sdkComponent: 'worker', taskQueue: 'webhooks' });
   });
 

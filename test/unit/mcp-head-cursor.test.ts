@@ -12,7 +12,10 @@ function streamOf(cursors: number[]): ApiClient & { reads: number } {
       const rest = cursors.filter((c) => c > after);
       const data = rest.slice(0, Number(query.limit)).map((c) => ({ id: `e${c}`, cursor: String(c), type: 't' }));
       const hasMore = rest.length > data.length;
-      return { data, paging: { cursor: data.at(-1)?.cursor ?? String(after), next: hasMore ? data.at(-1)!.cursor : null, has_more: hasMore } } as T;
+      return {
+        data,
+        paging: { cursor: data.at(-1)?.cursor ?? String(after), next: hasMore ? data.at(-1)!.cursor : null, has_more: hasMore },
+      } as T;
     },
     async post<T>(): Promise<T> {
       throw new Error('not used');

@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { decodePageKey, encodePageKey, pageOf, parseLimit } from '../../core/paging.js';
 
-const key = (n: number) => ({ ts: `2026-11-22 10:00:00.${String(n).padStart(6, '0')}+00`, id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}` });
+const key = (n: number) => ({
+  ts: `2026-11-22 10:00:00.${String(n).padStart(6, '0')}+00`,
+  id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
+});
 const rows = (n: number) => Array.from({ length: n }, (_, i) => ({ page_key: key(i + 1) }));
 
 describe('paging', () => {
@@ -21,10 +24,11 @@ describe('paging', () => {
     expect(decodePageKey(encodePageKey(k))).toEqual(k);
     expect(decodePageKey('not-a-cursor')).toBeUndefined();
     expect(decodePageKey(Buffer.from('["x","y"]').toString('base64url'))).toBeUndefined();
-    expect(decodePageKey(Buffer.from(JSON.stringify(["2026-01-01", "1; DROP TABLE x"])).toString('base64url'))).toBeUndefined();
+    expect(decodePageKey(Buffer.from(JSON.stringify(['2026-01-01', '1; DROP TABLE x'])).toString('base64url'))).toBeUndefined();
   });
 
-  const token = (ts: unknown, id: unknown = '00000000-0000-4000-8000-000000000001') => Buffer.from(JSON.stringify([ts, id])).toString('base64url');
+  const token = (ts: unknown, id: unknown = '00000000-0000-4000-8000-000000000001') =>
+    Buffer.from(JSON.stringify([ts, id])).toString('base64url');
 
   it.each([
     '2026-11-22 10:00:00+00',

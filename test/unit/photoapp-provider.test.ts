@@ -9,7 +9,8 @@ const T_MS = 1795341600123; // 2026-11-22T10:00:00.123Z
 const T_ISO = '2026-11-22T10:00:00.123Z';
 const T_SECONDS = '1795341600';
 const MID = 'aWdfZAG1faXRlbToxOklHTWVzc2FnZAUlEOjE3ODQxNDA1ODIyMzA0OTE0OjM0MDI4MjM2Njg0MTcxMDMwMTI0NDI1OTk2MjQ0NzE0NzgyMjM3NzozMjQ2NDY3';
-const MID_OUT = 'aWdfZAG1faXRlbToxOklHTWVzc2FnZAUlEOjE3ODQxNDA1ODIyMzA0OTE0OjM0MDI4MjM2Njg0MTcxMDMwMTI0NDI1OTk2MjQ0NzE0NzgyMjM3NzozMjQ2NDk5';
+const MID_OUT =
+  'aWdfZAG1faXRlbToxOklHTWVzc2FnZAUlEOjE3ODQxNDA1ODIyMzA0OTE0OjM0MDI4MjM2Njg0MTcxMDMwMTI0NDI1OTk2MjQ0NzE0NzgyMjM3NzozMjQ2NDk5';
 
 function item(message: Record<string, unknown> | undefined, extra: Record<string, unknown> = {}) {
   return {
@@ -69,7 +70,14 @@ describe('mapPhotoappWebhook: messages', () => {
 
     // shared stream normalization reads it like a chatapp message
     const stream = streamData(def('photoapp.message.received'), data, {});
-    expect(stream['message']).toMatchObject({ id: MID, external_id: MID, direction: 'inbound', type: 'text', content: { body: 'Tem no tamanho M?' }, timestamp: '2026-11-22T10:00:00.000Z' });
+    expect(stream['message']).toMatchObject({
+      id: MID,
+      external_id: MID,
+      direction: 'inbound',
+      type: 'text',
+      content: { body: 'Tem no tamanho M?' },
+      timestamp: '2026-11-22T10:00:00.000Z',
+    });
   });
 
   it('maps an image attachment (content = the first attachment payload)', () => {
@@ -80,12 +88,16 @@ describe('mapPhotoappWebhook: messages', () => {
   });
 
   it('maps other attachment types (share, story_mention, ig_reel) and keeps a caption and extra attachments', () => {
-    const share = only(envelope([item({ mid: MID, attachments: [{ type: 'share', payload: { url: 'https://www.instagram.com/p/Cx1/' } }] })]));
+    const share = only(
+      envelope([item({ mid: MID, attachments: [{ type: 'share', payload: { url: 'https://www.instagram.com/p/Cx1/' } }] })]),
+    );
     expect(share.message['type']).toBe('share');
     expect(share.message['share']).toEqual({ url: 'https://www.instagram.com/p/Cx1/' });
     validate(share);
 
-    const mention = only(envelope([item({ mid: MID, attachments: [{ type: 'story_mention', payload: { url: 'https://lookaside.fbsbx.com/story' } }] })]));
+    const mention = only(
+      envelope([item({ mid: MID, attachments: [{ type: 'story_mention', payload: { url: 'https://lookaside.fbsbx.com/story' } }] })]),
+    );
     expect(mention.message).toMatchObject({ type: 'story_mention', story_mention: { url: 'https://lookaside.fbsbx.com/story' } });
     validate(mention);
 
@@ -104,7 +116,14 @@ describe('mapPhotoappWebhook: messages', () => {
 
   it('maps a quick reply with its payload and text', () => {
     const fact = only(envelope([item({ mid: MID, text: 'Tamanho M', quick_reply: { payload: 'SIZE_M' } })]));
-    expect(fact.message).toEqual({ id: MID, external_id: MID, from: IGSID, timestamp: T_SECONDS, type: 'quick_reply', quick_reply: { payload: 'SIZE_M', text: 'Tamanho M' } });
+    expect(fact.message).toEqual({
+      id: MID,
+      external_id: MID,
+      from: IGSID,
+      timestamp: T_SECONDS,
+      type: 'quick_reply',
+      quick_reply: { payload: 'SIZE_M', text: 'Tamanho M' },
+    });
     expect(validate(fact).key).toBe(MID);
   });
 
@@ -126,7 +145,11 @@ describe('mapPhotoappWebhook: messages', () => {
       ad_id: '120212345678900123',
       source: 'ADS',
       type: 'OPEN_THREAD',
-      ads_context_data: { ad_title: 'Coleção de verão', photo_url: 'https://scontent.cdninstagram.com/ad.jpg', post_id: '17900000000000001' },
+      ads_context_data: {
+        ad_title: 'Coleção de verão',
+        photo_url: 'https://scontent.cdninstagram.com/ad.jpg',
+        post_id: '17900000000000001',
+      },
     };
     const fact = only(envelope([item({ mid: MID, text: 'Quero saber mais', referral })]));
     expect(fact.message['referral']).toBe(referral);
@@ -139,7 +162,11 @@ describe('mapPhotoappWebhook: messages', () => {
       object: 'instagram',
       entry: [
         { id: IG_ACCOUNT, time: T_MS, messaging: [item({ mid: MID, text: 'a' }), item({ mid: MID_OUT, text: 'b' })] },
-        { id: '17841400000000001', time: T_MS, messaging: [item({ mid: `${MID}3`, text: 'c' }, { recipient: { id: '17841400000000001' } })] },
+        {
+          id: '17841400000000001',
+          time: T_MS,
+          messaging: [item({ mid: `${MID}3`, text: 'c' }, { recipient: { id: '17841400000000001' } })],
+        },
       ],
     };
     const { facts, ignored } = mapPhotoappWebhook(body);
@@ -231,8 +258,14 @@ describe('mapPhotoappWebhook: malformed', () => {
       [envelope([item('text' as unknown as Record<string, unknown>)]), /^entry\[0\]\.messaging\[0\]\.message: /],
       [envelope([item({ mid: MID, text: 'x' }, { sender: {} })]), /^entry\[0\]\.messaging\[0\]\.sender\.id: /],
       [envelope([item({ mid: MID, text: 'x' }, { sender: undefined })]), /^entry\[0\]\.messaging\[0\]\.sender: /],
-      [envelope([item({ mid: MID, attachments: [{ payload: { url: 'u' } }] })]), /^entry\[0\]\.messaging\[0\]\.message\.attachments\[0\]\.type: /],
-      [envelope([item({ mid: MID, attachments: [{ type: 'id', payload: {} }] })]), /^entry\[0\]\.messaging\[0\]\.message\.attachments\[0\]\.type: /],
+      [
+        envelope([item({ mid: MID, attachments: [{ payload: { url: 'u' } }] })]),
+        /^entry\[0\]\.messaging\[0\]\.message\.attachments\[0\]\.type: /,
+      ],
+      [
+        envelope([item({ mid: MID, attachments: [{ type: 'id', payload: {} }] })]),
+        /^entry\[0\]\.messaging\[0\]\.message\.attachments\[0\]\.type: /,
+      ],
       [envelope([item({ mid: MID, quick_reply: {} })]), /^entry\[0\]\.messaging\[0\]\.message\.quick_reply\.payload: /],
     ];
     for (const [body, pattern] of cases) {

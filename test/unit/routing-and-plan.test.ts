@@ -6,7 +6,14 @@ import { parseStreamAfter, parseStreamLimit, streamPaging } from '../../core/str
 import { webhookBody } from '../../core/webhook-body.js';
 
 const def = (t: string) => getEventDefinition(t)!;
-const ep = (over: Partial<RoutableEndpoint>): RoutableEndpoint => ({ id: 'e', customer_id: null, events: ['messages'], active: true, health_status: 'healthy', ...over });
+const ep = (over: Partial<RoutableEndpoint>): RoutableEndpoint => ({
+  id: 'e',
+  customer_id: null,
+  events: ['messages'],
+  active: true,
+  health_status: 'healthy',
+  ...over,
+});
 
 describe('admission (SPEC 2.2, 3.1)', () => {
   it('routes by category, consent with messages and journey end with statuses', () => {
@@ -87,16 +94,56 @@ describe('stream query rules (SPEC 6.5)', () => {
 describe('webhook body envelope (SPEC 2.3)', () => {
   const ca = { id: 'ca1', channel: 'chatapp', display: '+1 555' };
   it('stamps channel events and leaves account-health events unstamped', () => {
-    const received = webhookBody(def('chatapp.message.received'), { type: 'chatapp.message.received', customer_id: 'c', environment: 'sandbox', channel: 'chatapp', channel_account: ca, external_id: 'wamid.1', data: { phone_number_id: 'p' } });
-    expect(received).toEqual({ event: 'chatapp.message.received', customer_id: 'c', environment: 'sandbox', channel: 'chatapp', channel_account: ca, external_id: 'wamid.1', phone_number_id: 'p' });
-    const health = webhookBody(def('chatapp.account.updated'), { type: 'chatapp.account.updated', customer_id: 'c', environment: 'live', channel: 'chatapp', channel_account: ca, external_id: null, data: { waba_id: 'w' } });
+    const received = webhookBody(def('chatapp.message.received'), {
+      type: 'chatapp.message.received',
+      customer_id: 'c',
+      environment: 'sandbox',
+      channel: 'chatapp',
+      channel_account: ca,
+      external_id: 'wamid.1',
+      data: { phone_number_id: 'p' },
+    });
+    expect(received).toEqual({
+      event: 'chatapp.message.received',
+      customer_id: 'c',
+      environment: 'sandbox',
+      channel: 'chatapp',
+      channel_account: ca,
+      external_id: 'wamid.1',
+      phone_number_id: 'p',
+    });
+    const health = webhookBody(def('chatapp.account.updated'), {
+      type: 'chatapp.account.updated',
+      customer_id: 'c',
+      environment: 'live',
+      channel: 'chatapp',
+      channel_account: ca,
+      external_id: null,
+      data: { waba_id: 'w' },
+    });
     expect(health).toEqual({ event: 'chatapp.account.updated', customer_id: 'c', environment: 'live', waba_id: 'w' });
-    const crm = webhookBody(def('crm.demand.created'), { type: 'crm.demand.created', customer_id: null, environment: 'live', channel: null, channel_account: null, external_id: null, data: { entity_type: 'demand' } });
+    const crm = webhookBody(def('crm.demand.created'), {
+      type: 'crm.demand.created',
+      customer_id: null,
+      environment: 'live',
+      channel: null,
+      channel_account: null,
+      external_id: null,
+      data: { entity_type: 'demand' },
+    });
     expect(crm).toEqual({ event: 'crm.demand.created', customer_id: null, environment: 'live', entity_type: 'demand' });
   });
 
   it('the envelope wins over a payload field of the same name', () => {
-    const body = webhookBody(def('crm.demand.created'), { type: 'crm.demand.created', customer_id: null, environment: 'live', channel: null, channel_account: null, external_id: null, data: { event: 'spoofed' } });
+    const body = webhookBody(def('crm.demand.created'), {
+      type: 'crm.demand.created',
+      customer_id: null,
+      environment: 'live',
+      channel: null,
+      channel_account: null,
+      external_id: null,
+      data: { event: 'spoofed' },
+    });
     expect(body.event).toBe('crm.demand.created');
   });
 });

@@ -1,11 +1,34 @@
 import { describe, expect, it } from 'vitest';
 import { endpointHealthOf } from '../../core/health.js';
-import { BATCH, expiryDue, failingNotBefore, idleWait, nextPostAt, nextWakeAt, RECONCILE_MS, roundLimit, type ScheduleState } from '../../core/schedule.js';
+import {
+  BATCH,
+  expiryDue,
+  failingNotBefore,
+  idleWait,
+  nextPostAt,
+  nextWakeAt,
+  RECONCILE_MS,
+  roundLimit,
+  type ScheduleState,
+} from '../../core/schedule.js';
 
 const MIN = 60_000;
 const T = Date.UTC(2026, 0, 1);
-const healthy: ScheduleState = { active: true, health: 'healthy', failureStreak: 0, sending: true, lastFailureAtMs: null, nextDueAtMs: null, nextExpiryAtMs: null };
-const failing = (streak: number, extra: Partial<ScheduleState> = {}): ScheduleState => ({ ...healthy, failureStreak: streak, lastFailureAtMs: T, ...extra });
+const healthy: ScheduleState = {
+  active: true,
+  health: 'healthy',
+  failureStreak: 0,
+  sending: true,
+  lastFailureAtMs: null,
+  nextDueAtMs: null,
+  nextExpiryAtMs: null,
+};
+const failing = (streak: number, extra: Partial<ScheduleState> = {}): ScheduleState => ({
+  ...healthy,
+  failureStreak: streak,
+  lastFailureAtMs: T,
+  ...extra,
+});
 
 describe('round size', () => {
   it('is a batch while healthy and one POST while failing', () => {
@@ -115,6 +138,15 @@ describe('endpointHealthOf', () => {
       streakStartedAtMs: null,
       pausedAtMs: null,
     });
-    expect(endpointHealthOf({ health: 'paused', failureStreak: 15, lastFailureAtMs: T, pausedAtMs: T, streakStartedAtMs: T - 1, lastResponseCode: 500 })).toMatchObject({ pausedAtMs: T, streakStartedAtMs: T - 1, lastResponseCode: 500 });
+    expect(
+      endpointHealthOf({
+        health: 'paused',
+        failureStreak: 15,
+        lastFailureAtMs: T,
+        pausedAtMs: T,
+        streakStartedAtMs: T - 1,
+        lastResponseCode: 500,
+      }),
+    ).toMatchObject({ pausedAtMs: T, streakStartedAtMs: T - 1, lastResponseCode: 500 });
   });
 });

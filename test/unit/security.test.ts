@@ -10,7 +10,11 @@ import { staticResolver } from '../support/harness.js';
 
 describe('destination policy', () => {
   const policy = createDestinationPolicy({
-    resolver: staticResolver({ 'ok.example': ['93.184.215.14'], 'rebind.example': ['93.184.215.14', '127.0.0.1'], 'v6.example': ['2001:4860:4860::8888'] }),
+    resolver: staticResolver({
+      'ok.example': ['93.184.215.14'],
+      'rebind.example': ['93.184.215.14', '127.0.0.1'],
+      'v6.example': ['2001:4860:4860::8888'],
+    }),
   });
 
   it.each([
@@ -89,7 +93,13 @@ describe('destination policy', () => {
     expect(policy.refusal(neighbour)).toBeUndefined();
   });
 
-  it.each(['https://[::7f00:1]/', 'https://[::127.0.0.1]/', 'https://[::a00:1]/', 'https://[64:ff9b::7f00:1]/', 'https://[2002:7f00:1::1]/'])('refuses the embedded-IPv4 url %s', async (url) => {
+  it.each([
+    'https://[::7f00:1]/',
+    'https://[::127.0.0.1]/',
+    'https://[::a00:1]/',
+    'https://[64:ff9b::7f00:1]/',
+    'https://[2002:7f00:1::1]/',
+  ])('refuses the embedded-IPv4 url %s', async (url) => {
     expect(await urlRefusal(policy, url)).toMatch(/is (a|an) .* address/);
   });
 
@@ -165,8 +175,12 @@ describe('categories and the hosted-script acknowledgement', () => {
   });
 
   it('accepts only script.google.com answering 302 to script.googleusercontent.com', () => {
-    expect(isScriptHostAcknowledgement('https://script.google.com/macros/s/x/exec', 302, 'https://script.googleusercontent.com/echo')).toBe(true);
-    expect(isScriptHostAcknowledgement('https://script.google.com/macros/s/x/exec', 301, 'https://script.googleusercontent.com/echo')).toBe(false);
+    expect(isScriptHostAcknowledgement('https://script.google.com/macros/s/x/exec', 302, 'https://script.googleusercontent.com/echo')).toBe(
+      true,
+    );
+    expect(isScriptHostAcknowledgement('https://script.google.com/macros/s/x/exec', 301, 'https://script.googleusercontent.com/echo')).toBe(
+      false,
+    );
     expect(isScriptHostAcknowledgement('https://script.google.com/macros/s/x/exec', 302, 'https://evil.example/')).toBe(false);
     expect(isScriptHostAcknowledgement('https://example.com/hook', 302, 'https://script.googleusercontent.com/echo')).toBe(false);
   });

@@ -3,8 +3,10 @@ import { findUnstorableText, isStorableText, storableExcerpt, toStorableText } f
 
 describe('storable text (Postgres text and jsonb)', () => {
   it('tells NUL and unpaired surrogates from well-formed text', () => {
-    for (const ok of ['', 'plain', 'Vocês abrem sábado?', '😀 paired \ud83d\ude00', '\\u0000 as six characters']) expect(isStorableText(ok), ok).toBe(true);
-    for (const bad of ['a\u0000b', '\u0000', 'lone high \ud800', 'lone low \udc00 first', '\ude00\ud83d', 'end \ud83d']) expect(isStorableText(bad), JSON.stringify(bad)).toBe(false);
+    for (const ok of ['', 'plain', 'Vocês abrem sábado?', '😀 paired \ud83d\ude00', '\\u0000 as six characters'])
+      expect(isStorableText(ok), ok).toBe(true);
+    for (const bad of ['a\u0000b', '\u0000', 'lone high \ud800', 'lone low \udc00 first', '\ude00\ud83d', 'end \ud83d'])
+      expect(isStorableText(bad), JSON.stringify(bad)).toBe(false);
   });
 
   it('replaces NUL and unpaired surrogates by U+FFFD and keeps the rest', () => {

@@ -35,7 +35,12 @@ describe('delivery engine (time skipping)', () => {
       expect(body).toMatchObject({ event: 'crm.demand.created', environment: 'live', customer_id: null, entity_type: 'demand' });
       expect(r.headers['x-idempotency-key']).toBe(`crm:demand:${body.entity_id}:1`);
     }
-    expect(await bed.endpointRow(endpointId)).toMatchObject({ health_status: 'healthy', failure_streak: 0, last_response_code: 200, next_attempt_at: null });
+    expect(await bed.endpointRow(endpointId)).toMatchObject({
+      health_status: 'healthy',
+      failure_streak: 0,
+      last_response_code: 200,
+      next_attempt_at: null,
+    });
     await bed.recordHistory(endpointId, 'endpoint-delivers-a-batch');
   });
 
@@ -54,7 +59,12 @@ describe('delivery engine (time skipping)', () => {
     expect(bed.posts('/resume/')).toHaveLength(posted);
 
     bed.receiver.reply({ status: 200, body: 'ok' });
-    expect((await bed.test(tenant, endpointId)).data).toEqual({ success: true, response_code: 200, health_status: 'healthy', active: true });
+    expect((await bed.test(tenant, endpointId)).data).toEqual({
+      success: true,
+      response_code: 200,
+      health_status: 'healthy',
+      active: true,
+    });
     await bed.settled(endpointId, 2, (d) => d.status === 'success' && d.held_since === null);
     expect(bed.posts('/resume/')).toHaveLength(posted + 2);
     await eventually(async () => {
@@ -145,9 +155,22 @@ describe('delivery engine (time skipping)', () => {
     bed.receiver.reply({ status: 500, body: 'not yet' });
     const endpointId = await bed.createEndpoint(tenant, bed.uniquePath('testrow'));
     await bed.test(tenant, endpointId, 502);
-    const testRow = async () => (await testDb().query(`SELECT * FROM deliveries WHERE endpoint_id = $1 AND event_type = 'webhook.test' ORDER BY created_at LIMIT 1`, [endpointId])).rows[0];
+    const testRow = async () =>
+      (
+        await testDb().query(
+          `SELECT * FROM deliveries WHERE endpoint_id = $1 AND event_type = 'webhook.test' ORDER BY created_at LIMIT 1`,
+          [endpointId],
+        )
+      ).rows[0];
     const recorded = await testRow();
-    expect(recorded).toMatchObject({ status: 'failed', attempts: 1, response_code: 500, terminal_reason: null, held_since: null, next_attempt_at: null });
+    expect(recorded).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      response_code: 500,
+      terminal_reason: null,
+      held_since: null,
+      next_attempt_at: null,
+    });
 
     bed.receiver.reply({ status: 200 });
     await bed.test(tenant, endpointId); // verified: the endpoint's backlog is released

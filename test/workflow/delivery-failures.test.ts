@@ -41,8 +41,15 @@ describe('delivery engine: a failing receiver (time skipping)', () => {
     expect(gaps.slice(0, 8)).toEqual([0, 1, 2, 4, 8, 16, 32, 60]);
     expect(gaps.slice(8)).toEqual(Array(7).fill(60));
 
-    const { rows: alerts } = await testDb().query(`SELECT kind, payload->>'failure_streak' AS streak FROM notifications WHERE payload->>'endpoint_id' = $1 ORDER BY created_at`, [endpointId]);
-    expect(alerts.map((a) => [a.kind, Number(a.streak)])).toEqual([['endpoint_failing', 5], ['endpoint_failing', 10], ['endpoint_paused', 15]]);
+    const { rows: alerts } = await testDb().query(
+      `SELECT kind, payload->>'failure_streak' AS streak FROM notifications WHERE payload->>'endpoint_id' = $1 ORDER BY created_at`,
+      [endpointId],
+    );
+    expect(alerts.map((a) => [a.kind, Number(a.streak)])).toEqual([
+      ['endpoint_failing', 5],
+      ['endpoint_failing', 10],
+      ['endpoint_paused', 15],
+    ]);
     expect((await handle.query(endpointStateQuery)).health).toBe('paused');
     await bed.settled(endpointId, 2, (d) => d.status === 'failed' && d.held_since !== null);
 
@@ -58,5 +65,4 @@ describe('delivery engine: a failing receiver (time skipping)', () => {
     await bed.recordHistory(endpointId, 'endpoint-fails-pauses-expires');
     // Real HTTP and Postgres work happens between the skipped hours; a loaded machine needs the room.
   }, 180_000);
-
 });

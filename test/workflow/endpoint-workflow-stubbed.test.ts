@@ -12,7 +12,14 @@ import { inject } from 'vitest';
 import type { AttemptOutcome } from '../../core/health.js';
 import type { createActivities, DeliveryRound, EndpointSnapshot } from '../../activities/index.js';
 import { endpointWorkflows } from '../../temporal/client.js';
-import { endpointChangedSignal, endpointStateQuery, endpointWorkflowId, wakeSignal, type EndpointChange, type EndpointWorkflowInput } from '../../workflows/endpoint-contract.js';
+import {
+  endpointChangedSignal,
+  endpointStateQuery,
+  endpointWorkflowId,
+  wakeSignal,
+  type EndpointChange,
+  type EndpointWorkflowInput,
+} from '../../workflows/endpoint-contract.js';
 import { eventually } from '../support/harness.js';
 import { timeSkippingEnvironment } from '../support/temporal.js';
 
@@ -96,7 +103,13 @@ const taskQueue = `stubbed-${crypto.randomUUID()}`;
 
 beforeAll(async () => {
   env = await timeSkippingEnvironment();
-  worker = await Worker.create({ connection: env.nativeConnection, namespace: 'default', taskQueue, workflowBundle: { codePath: inject('workflowBundlePath') }, activities });
+  worker = await Worker.create({
+    connection: env.nativeConnection,
+    namespace: 'default',
+    taskQueue,
+    workflowBundle: { codePath: inject('workflowBundlePath') },
+    activities,
+  });
   running = worker.run();
 });
 afterAll(async () => {
@@ -109,9 +122,21 @@ afterAll(async () => {
 /** signalWithStart as the API sends it, without its 3 s deadline: a loaded test server may take longer. */
 const workflows = () => ({
   notify: (endpointId: string, accountId: string, change: EndpointChange) =>
-    env.client.workflow.signalWithStart('endpointWorkflow', { workflowId: endpointWorkflowId(endpointId), taskQueue, args: [{ endpointId, accountId }], signal: endpointChangedSignal, signalArgs: [{ change }] }),
+    env.client.workflow.signalWithStart('endpointWorkflow', {
+      workflowId: endpointWorkflowId(endpointId),
+      taskQueue,
+      args: [{ endpointId, accountId }],
+      signal: endpointChangedSignal,
+      signalArgs: [{ change }],
+    }),
   wake: (endpointId: string, accountId: string) =>
-    env.client.workflow.signalWithStart('endpointWorkflow', { workflowId: endpointWorkflowId(endpointId), taskQueue, args: [{ endpointId, accountId }], signal: wakeSignal, signalArgs: [] }),
+    env.client.workflow.signalWithStart('endpointWorkflow', {
+      workflowId: endpointWorkflowId(endpointId),
+      taskQueue,
+      args: [{ endpointId, accountId }],
+      signal: wakeSignal,
+      signalArgs: [],
+    }),
 });
 const state = (endpointId: string) => env.client.workflow.getHandle(endpointWorkflowId(endpointId)).query(endpointStateQuery);
 
@@ -130,12 +155,35 @@ describe('endpoint workflow with stub activities (time skipping)', () => {
     // A new run reads its endpoint, releases what was held while it knew nothing, then delivers.
     expect(s.calls.map((c) => c.name).slice(0, 3)).toEqual(['loadEndpointSnapshot', 'releaseDeliveries', 'deliverDue']);
     const asked = callsTo(s, 'deliverDue');
-    expect(asked.map(([id, , limit]) => [id, limit])).toEqual([[endpointId, 200], [endpointId, 200]]);
+    expect(asked.map(([id, , limit]) => [id, limit])).toEqual([
+      [endpointId, 200],
+      [endpointId, 200],
+    ]);
     const [first, second] = asked.map(([, nowMs]) => nowMs);
     const recorded = callsTo(s, 'recordHealth').map(([, h]) => h);
     expect(recorded).toEqual([
-      { health: 'healthy', failureStreak: 0, lastSuccessAtMs: first! + 5 + 199, lastFailureAtMs: null, lastResponseCode: 200, streakStartedAtMs: null, pausedAtMs: null, nextAttemptAtMs: first, observedAtMs: first },
-      { health: 'healthy', failureStreak: 0, lastSuccessAtMs: second! + 5 + 2, lastFailureAtMs: null, lastResponseCode: 200, streakStartedAtMs: null, pausedAtMs: null, nextAttemptAtMs: null, observedAtMs: second },
+      {
+        health: 'healthy',
+        failureStreak: 0,
+        lastSuccessAtMs: first! + 5 + 199,
+        lastFailureAtMs: null,
+        lastResponseCode: 200,
+        streakStartedAtMs: null,
+        pausedAtMs: null,
+        nextAttemptAtMs: first,
+        observedAtMs: first,
+      },
+      {
+        health: 'healthy',
+        failureStreak: 0,
+        lastSuccessAtMs: second! + 5 + 2,
+        lastFailureAtMs: null,
+        lastResponseCode: 200,
+        streakStartedAtMs: null,
+        pausedAtMs: null,
+        nextAttemptAtMs: null,
+        observedAtMs: second,
+      },
     ]);
     expect(callsTo(s, 'alertOwner')).toEqual([]);
     expect(callsTo(s, 'holdDeliveries')).toEqual([]);
@@ -144,7 +192,11 @@ describe('endpoint workflow with stub activities (time skipping)', () => {
 
   it('a failing receiver: one POST at a time on the curve, alerts at 5, 10 and 15, paused and held at 15; a verification resumes it', async () => {
     // Two deliveries stay due, and every POST fails.
-    const { endpointId, accountId, s } = newEndpoint((nowMs, limit) => ({ outcomes: outcomes(nowMs, Math.min(limit, 2), false), more: false, nextDueAtMs: nowMs }));
+    const { endpointId, accountId, s } = newEndpoint((nowMs, limit) => ({
+      outcomes: outcomes(nowMs, Math.min(limit, 2), false),
+      more: false,
+      nextDueAtMs: nowMs,
+    }));
     await workflows().notify(endpointId, accountId, 'created');
     for (let step = 0; step < 8 && (await state(endpointId)).health !== 'paused'; step++) await env.sleep('2 hours');
 
@@ -168,7 +220,9 @@ describe('endpoint workflow with stub activities (time skipping)', () => {
     expect(callsTo(s, 'alertOwner')).toEqual([5, 10, 15].map((streak) => [endpointId, streak, streakStartedAtMs]));
 
     // Paused: followAdmission holds the backlog once, and the workflow looks for holds to expire.
-    const afterPause = s.calls.slice(s.calls.findIndex((c) => c.name === 'recordHealth' && c.args[1].health === 'paused') + 1).map((c) => c.name);
+    const afterPause = s.calls
+      .slice(s.calls.findIndex((c) => c.name === 'recordHealth' && c.args[1].health === 'paused') + 1)
+      .map((c) => c.name);
     expect(afterPause.slice(0, 2)).toEqual(['holdDeliveries', 'expireHeld']);
     expect(await state(endpointId)).toMatchObject({ health: 'paused', failureStreak: 15, sending: false });
 
@@ -181,7 +235,8 @@ describe('endpoint workflow with stub activities (time skipping)', () => {
 
     // A 2xx test: the endpoint row is healthy again and the workflow is told.
     let drained = false;
-    s.round = (nowMs) => (drained ? nothingDue : ((drained = true), { outcomes: outcomes(nowMs, 2, true), more: false, nextDueAtMs: null }));
+    s.round = (nowMs) =>
+      drained ? nothingDue : ((drained = true), { outcomes: outcomes(nowMs, 2, true), more: false, nextDueAtMs: null });
     s.snapshot = healthySnapshot();
     await workflows().notify(endpointId, accountId, 'verified');
     // 16 failed POSTs (two in the first round), then the two held deliveries.
@@ -189,11 +244,17 @@ describe('endpoint workflow with stub activities (time skipping)', () => {
     expect(callsTo(s, 'releaseDeliveries')).toHaveLength(2);
     const resumed = callsTo(s, 'deliverDue').slice(15);
     expect(resumed[0]![2]).toBe(200);
-    expect(callsTo(s, 'recordHealth').at(-1)![1]).toMatchObject({ health: 'healthy', failureStreak: 0, streakStartedAtMs: null, pausedAtMs: null, lastResponseCode: 200, nextAttemptAtMs: null });
+    expect(callsTo(s, 'recordHealth').at(-1)![1]).toMatchObject({
+      health: 'healthy',
+      failureStreak: 0,
+      streakStartedAtMs: null,
+      pausedAtMs: null,
+      lastResponseCode: 200,
+      nextAttemptAtMs: null,
+    });
     expect(await state(endpointId)).toMatchObject({ health: 'healthy', failureStreak: 0, sending: true, changesSeen: 2 });
     expect(callsTo(s, 'alertOwner')).toHaveLength(3);
   });
-
 });
 
 // Continue-as-new under a storm of signals runs on the dev server (a real Temporal server): the Java
@@ -203,7 +264,13 @@ describe('endpoint workflow with stub activities (dev server)', () => {
   const dev = {} as { client: Client; connection: NativeConnection; worker: Worker; running: Promise<void> };
   beforeAll(async () => {
     dev.connection = await NativeConnection.connect({ address: inject('devServerAddress') });
-    dev.worker = await Worker.create({ connection: dev.connection, namespace: 'default', taskQueue: devQueue, workflowBundle: { codePath: inject('workflowBundlePath') }, activities });
+    dev.worker = await Worker.create({
+      connection: dev.connection,
+      namespace: 'default',
+      taskQueue: devQueue,
+      workflowBundle: { codePath: inject('workflowBundlePath') },
+      activities,
+    });
     dev.running = dev.worker.run();
     dev.client = new Client({ connection: await Connection.connect({ address: inject('devServerAddress') }) });
   });
@@ -241,9 +308,11 @@ describe('endpoint workflow with stub activities (dev server)', () => {
     const chain = async () => {
       const runs: string[] = [];
       let signalled = 0;
-      for (let runId: string | null | undefined = first.firstExecutionRunId; runId; ) {
+      for (let runId: string | null | undefined = first.firstExecutionRunId; runId;) {
         runs.push(runId);
-        const history: temporal.api.history.v1.IHistory | undefined = await bounded(() => dev.client.workflow.getHandle(workflowId, runId!).fetchHistory());
+        const history: temporal.api.history.v1.IHistory | undefined = await bounded(() =>
+          dev.client.workflow.getHandle(workflowId, runId!).fetchHistory(),
+        );
         if (!history) return undefined;
         const events = history.events ?? [];
         signalled += events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'endpointChanged').length;

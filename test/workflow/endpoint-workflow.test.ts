@@ -90,7 +90,10 @@ describe('endpoint workflow (time skipping)', () => {
     // `RECORD_HISTORIES=1 npx vitest run test/workflow` refreshes the recorded history the replay test keeps.
     if (process.env.RECORD_HISTORIES === '1') {
       fs.mkdirSync(historiesDir, { recursive: true });
-      fs.writeFileSync(path.join(historiesDir, 'endpoint-created-verified-deleted.binpb'), temporal.api.history.v1.History.encode(history).finish());
+      fs.writeFileSync(
+        path.join(historiesDir, 'endpoint-created-verified-deleted.binpb'),
+        temporal.api.history.v1.History.encode(history).finish(),
+      );
     }
   });
 

@@ -24,7 +24,9 @@ describe('replay of recorded endpoint workflow histories', () => {
 
   it.each(files)('%s replays deterministically', async (file) => {
     const history = load(file);
-    await expect(Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, file)).resolves.toBeUndefined();
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, file),
+    ).resolves.toBeUndefined();
   });
 });
 

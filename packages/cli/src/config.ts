@@ -23,7 +23,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): StoredConfig {
     return JSON.parse(fs.readFileSync(configPath(env), 'utf8')) as StoredConfig;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
-    throw new Error(`cannot read ${configPath(env)}: ${(err as Error).message}`);
+    throw new Error(`cannot read ${configPath(env)}: ${(err as Error).message}`, { cause: err });
   }
 }
 

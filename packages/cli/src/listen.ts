@@ -31,14 +31,24 @@ export async function ensureCertificate(dir: string): Promise<ListenerTls> {
     const ca = await generate([{ name: 'commonName', value: 'webhooks listen local CA' }], {
       keySize: 2048,
       algorithm: 'sha256',
-      extensions: [{ name: 'basicConstraints', cA: true, critical: true }, { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true }],
+      extensions: [
+        { name: 'basicConstraints', cA: true, critical: true },
+        { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
+      ],
     });
     const leaf = await generate([{ name: 'commonName', value: 'localhost' }], {
       keySize: 2048,
       algorithm: 'sha256',
       ca: { key: ca.private, cert: ca.cert },
       extensions: [
-        { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }] },
+        {
+          name: 'subjectAltName',
+          altNames: [
+            { type: 2, value: 'localhost' },
+            { type: 7, ip: '127.0.0.1' },
+            { type: 7, ip: '::1' },
+          ],
+        },
         { name: 'extKeyUsage', serverAuth: true },
       ],
     });
@@ -108,7 +118,13 @@ export async function startListener(opts: {
       }
       const duplicate = seen.has(key);
       seen.add(key);
-      opts.onWebhook({ event: req.headers['x-webhook-event'] as string | undefined, idempotencyKey: key, duplicate, body, rawBody: raw.toString('utf8') });
+      opts.onWebhook({
+        event: req.headers['x-webhook-event'] as string | undefined,
+        idempotencyKey: key,
+        duplicate,
+        body,
+        rawBody: raw.toString('utf8'),
+      });
       reply(200, { received: true });
     });
   });

@@ -26,7 +26,10 @@ const program = new Command('webhooks')
   .version(SDK_VERSION)
   .option('--json', 'print JSON for scripts instead of tables')
   .option('--api-key <key>', 'API key (default: WEBHOOKS_API_KEY, then the stored login)')
-  .option('--base-url <url>', 'API base URL ending in /api/v1 (default: WEBHOOKS_BASE_URL, then the stored login, then http://localhost:3000/api/v1)')
+  .option(
+    '--base-url <url>',
+    'API base URL ending in /api/v1 (default: WEBHOOKS_BASE_URL, then the stored login, then http://localhost:3000/api/v1)',
+  )
   .showHelpAfterError()
   .exitOverride()
   .addHelpText(
@@ -52,7 +55,11 @@ const positiveInt = (raw: string) => {
   if (!/^\d+$/.test(raw)) throw new InvalidArgumentError('expected a non-negative integer');
   return Number(raw);
 };
-const list = (raw: string) => raw.split(',').map((s) => s.trim()).filter(Boolean);
+const list = (raw: string) =>
+  raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 const bool = (raw: string) => {
   if (raw !== 'true' && raw !== 'false') throw new InvalidArgumentError('expected true or false');
@@ -107,15 +114,23 @@ endpoints
   .option('--customer-id <uuid>', 'only events of this Customer')
   .option('--inactive', 'create it inactive')
   .action(async (opts: { url: string; events: string[]; secret?: string; customerId?: string; inactive?: boolean }, cmd: Command) => {
-    const created = await client(cmd).webhooks.create({ url: opts.url, events: opts.events, secret: opts.secret, customer_id: opts.customerId, active: opts.inactive ? false : undefined });
-    show(cmd, created, () => `${record(created)}\n\nThe secret is shown only now. Verify the endpoint with: webhooks endpoints test ${created.id}`);
+    const created = await client(cmd).webhooks.create({
+      url: opts.url,
+      events: opts.events,
+      secret: opts.secret,
+      customer_id: opts.customerId,
+      active: opts.inactive ? false : undefined,
+    });
+    show(
+      cmd,
+      created,
+      () => `${record(created)}\n\nThe secret is shown only now. Verify the endpoint with: webhooks endpoints test ${created.id}`,
+    );
   });
-endpoints
-  .command('get <id>')
-  .action(async (id: string, _opts: unknown, cmd: Command) => {
-    const endpoint = await client(cmd).webhooks.get(id);
-    show(cmd, endpoint, () => record(endpoint));
-  });
+endpoints.command('get <id>').action(async (id: string, _opts: unknown, cmd: Command) => {
+  const endpoint = await client(cmd).webhooks.get(id);
+  show(cmd, endpoint, () => record(endpoint));
+});
 endpoints
   .command('update <id>')
   .option('--url <url>')
@@ -124,25 +139,29 @@ endpoints
   .option('--active <bool>', 'false deactivates; reactivating goes through `endpoints test`', bool)
   .option('--customer-id <uuid>', 'Customer filter ("" removes it)')
   .option('--authorization <value>', 'Authorization header sent with each delivery ("" removes it)')
-  .action(async (id: string, opts: { url?: string; events?: string[]; secret?: string; active?: boolean; customerId?: string; authorization?: string }, cmd: Command) => {
-    const body = {
-      url: opts.url,
-      events: opts.events,
-      secret: opts.secret,
-      active: opts.active,
-      customer_id: opts.customerId === undefined ? undefined : opts.customerId || null,
-      headers: opts.authorization === undefined ? undefined : { Authorization: opts.authorization || null },
-    };
-    if (Object.values(body).every((v) => v === undefined)) throw new UsageError('nothing to update: give at least one option');
-    const updated = await client(cmd).webhooks.update(id, body);
-    show(cmd, updated, () => record(updated));
-  });
-endpoints
-  .command('delete <id>')
-  .action(async (id: string, _opts: unknown, cmd: Command) => {
-    await client(cmd).webhooks.delete(id);
-    show(cmd, { deleted: id }, () => `Deleted ${id}`);
-  });
+  .action(
+    async (
+      id: string,
+      opts: { url?: string; events?: string[]; secret?: string; active?: boolean; customerId?: string; authorization?: string },
+      cmd: Command,
+    ) => {
+      const body = {
+        url: opts.url,
+        events: opts.events,
+        secret: opts.secret,
+        active: opts.active,
+        customer_id: opts.customerId === undefined ? undefined : opts.customerId || null,
+        headers: opts.authorization === undefined ? undefined : { Authorization: opts.authorization || null },
+      };
+      if (Object.values(body).every((v) => v === undefined)) throw new UsageError('nothing to update: give at least one option');
+      const updated = await client(cmd).webhooks.update(id, body);
+      show(cmd, updated, () => record(updated));
+    },
+  );
+endpoints.command('delete <id>').action(async (id: string, _opts: unknown, cmd: Command) => {
+  await client(cmd).webhooks.delete(id);
+  show(cmd, { deleted: id }, () => `Deleted ${id}`);
+});
 endpoints
   .command('test <id>')
   .description('send a signed webhook.test; a 2xx answer verifies (and reactivates) the endpoint')
@@ -160,25 +179,29 @@ deliveries
   .option('--limit <n>', 'page size (at most 100)', positiveInt)
   .option('--after <cursor>', 'paging.next of the previous page')
   .action(async (opts: { endpoint?: string; status?: string; eventType?: string; limit?: number; after?: string }, cmd: Command) => {
-    const page = await client(cmd).deliveries.list({ endpoint_id: opts.endpoint, status: opts.status, event_type: opts.eventType, limit: opts.limit, after: opts.after });
+    const page = await client(cmd).deliveries.list({
+      endpoint_id: opts.endpoint,
+      status: opts.status,
+      event_type: opts.eventType,
+      limit: opts.limit,
+      after: opts.after,
+    });
     show(cmd, page, () => table(page.data, deliveryColumns) + nextPage(page.paging.next));
   });
-deliveries
-  .command('get <id>')
-  .action(async (id: string, _opts: unknown, cmd: Command) => {
-    const delivery = await client(cmd).deliveries.get(id);
-    show(cmd, delivery, () => {
-      const { attempts_log, ...rest } = delivery;
-      const attempts = table(attempts_log, [
-        ['#', (a) => a.number],
-        ['started_at', (a) => a.started_at],
-        ['ms', (a) => a.duration_ms],
-        ['code', (a) => a.response_code],
-        ['error', (a) => a.error],
-      ]);
-      return `${record(rest)}\n\n${attempts}`;
-    });
+deliveries.command('get <id>').action(async (id: string, _opts: unknown, cmd: Command) => {
+  const delivery = await client(cmd).deliveries.get(id);
+  show(cmd, delivery, () => {
+    const { attempts_log, ...rest } = delivery;
+    const attempts = table(attempts_log, [
+      ['#', (a) => a.number],
+      ['started_at', (a) => a.started_at],
+      ['ms', (a) => a.duration_ms],
+      ['code', (a) => a.response_code],
+      ['error', (a) => a.error],
+    ]);
+    return `${record(rest)}\n\n${attempts}`;
   });
+});
 deliveries
   .command('resend <id>')
   .description('put a limited, exhausted or failed delivery back to pending')
@@ -228,7 +251,8 @@ program
   .action(async (opts: { port: number; host: string; secret: string[] }, cmd: Command) => {
     const json = globals(cmd).json;
     const secrets = [...opts.secret, ...(process.env.WEBHOOKS_LISTEN_SECRETS ? list(process.env.WEBHOOKS_LISTEN_SECRETS) : [])];
-    if (secrets.length === 0) throw new UsageError('give the endpoint\'s signing secret with --secret (create the endpoint with the same --secret)');
+    if (secrets.length === 0)
+      throw new UsageError("give the endpoint's signing secret with --secret (create the endpoint with the same --secret)");
     const tls = await ensureCertificate(path.join(configDir(), 'listen'));
     const listener = await startListener({
       host: opts.host,
@@ -236,8 +260,12 @@ program
       secrets,
       tls,
       onWebhook: (w) => {
-        if (json) out(JSON.stringify({ event: w.event, idempotency_key: w.idempotencyKey, duplicate: w.duplicate, verified: true, body: w.body }));
-        else out(`${new Date().toISOString()}  verified  ${w.event ?? '-'}  ${w.idempotencyKey}${w.duplicate ? '  (duplicate)' : ''}\n${JSON.stringify(w.body, null, 2)}`);
+        if (json)
+          out(JSON.stringify({ event: w.event, idempotency_key: w.idempotencyKey, duplicate: w.duplicate, verified: true, body: w.body }));
+        else
+          out(
+            `${new Date().toISOString()}  verified  ${w.event ?? '-'}  ${w.idempotencyKey}${w.duplicate ? '  (duplicate)' : ''}\n${JSON.stringify(w.body, null, 2)}`,
+          );
       },
       onRefused: (status, why) => err(`${new Date().toISOString()}  refused ${status}: ${why}`),
     });
@@ -247,7 +275,11 @@ program
     else {
       err(`Listening on ${url} (certificate of the CA ${tls.caFile})`);
       err('The service delivers here only in dev mode; start it with:');
-      err(`  ${Object.entries(env).map(([k, v]) => `${k}=${v}`).join(' ')} npm start`);
+      err(
+        `  ${Object.entries(env)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(' ')} npm start`,
+      );
       err(`Then: webhooks endpoints create --url ${url} --events crm --secret <the same secret> && webhooks endpoints test <id>`);
     }
     await new Promise<void>((resolve) => {

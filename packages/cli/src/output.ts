@@ -7,7 +7,11 @@ const text = (v: unknown): string => (v === null || v === undefined ? '-' : Arra
 export function table<T>(rows: T[], columns: Column<T>[]): string {
   const cells = rows.map((r) => columns.map(([, get]) => text(get(r))));
   const widths = columns.map(([h], i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
-  const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(columns.map(([h]) => h.toUpperCase())), ...cells.map(line)].join('\n');
 }
 

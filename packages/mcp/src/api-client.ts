@@ -40,7 +40,11 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
     try {
       res = await doFetch(url, {
         method,
-        headers: { 'x-api-key': opts.apiKey, accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: {
+          'x-api-key': opts.apiKey,
+          accept: 'application/json',
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(opts.timeoutMs ?? 30_000),
       });
@@ -56,8 +60,14 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
     }
     // The envelope is an error even on a 2xx.
     const envelope = (parsed as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
-    if (envelope && typeof envelope.code === 'string') throw new WebhooksApiError(res.status, envelope.code, String(envelope.message ?? envelope.code));
-    if (!res.ok) throw new WebhooksApiError(res.status, 'malformed_response', `${method} ${url.pathname}: answer ${res.status} without an error envelope`);
+    if (envelope && typeof envelope.code === 'string')
+      throw new WebhooksApiError(res.status, envelope.code, String(envelope.message ?? envelope.code));
+    if (!res.ok)
+      throw new WebhooksApiError(
+        res.status,
+        'malformed_response',
+        `${method} ${url.pathname}: answer ${res.status} without an error envelope`,
+      );
     return parsed as T;
   }
 

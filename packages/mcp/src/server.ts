@@ -4,12 +4,18 @@
  * a resource whose subscribers are told when new stream items arrive.
  */
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { ErrorCode, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  McpError,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { createApiClient, WebhooksApiError, type ApiClient, type ApiClientOptions } from './api-client.js';
+import { createApiClient, WebhooksApiError, type ApiClient } from './api-client.js';
 import { LiveStream, readStream } from './live-stream.js';
 
-export { createApiClient, WebhooksApiError, type ApiClient, type ApiClientOptions } from './api-client.js';
+export { createApiClient, WebhooksApiError, type ApiClient } from './api-client.js';
 export { headCursor } from './live-stream.js';
 
 export const VERSION = '0.11.0';
@@ -54,7 +60,11 @@ export function createWebhooksMcpServer(opts: ServerOptions): { server: McpServe
 
   server.registerTool(
     'list_endpoints',
-    { title: 'List webhook endpoints', description: 'Webhook endpoints of the Account, oldest first, with their health (no secrets).', inputSchema: { limit, after } },
+    {
+      title: 'List webhook endpoints',
+      description: 'Webhook endpoints of the Account, oldest first, with their health (no secrets).',
+      inputSchema: { limit, after },
+    },
     (args) => answer(() => api.get('/webhooks', { limit: args.limit, after: args.after })),
   );
 
@@ -62,7 +72,8 @@ export function createWebhooksMcpServer(opts: ServerOptions): { server: McpServe
     'send_test',
     {
       title: 'Send a test to an endpoint',
-      description: 'POSTs a signed webhook.test to the endpoint. A 2xx answer verifies it (health healthy, active); anything else is test_delivery_failed and changes no health.',
+      description:
+        'POSTs a signed webhook.test to the endpoint. A 2xx answer verifies it (health healthy, active); anything else is test_delivery_failed and changes no health.',
       inputSchema: { endpoint_id: z.uuid().describe('id of the webhook endpoint') },
     },
     (args) => answer(() => api.post(`/webhooks/${encodeURIComponent(args.endpoint_id)}/test`)),
@@ -81,15 +92,32 @@ export function createWebhooksMcpServer(opts: ServerOptions): { server: McpServe
         after,
       },
     },
-    (args) => answer(() => api.get('/webhook_deliveries', { endpoint_id: args.endpoint_id, status: args.status, event_type: args.event_type, limit: args.limit, after: args.after })),
+    (args) =>
+      answer(() =>
+        api.get('/webhook_deliveries', {
+          endpoint_id: args.endpoint_id,
+          status: args.status,
+          event_type: args.event_type,
+          limit: args.limit,
+          after: args.after,
+        }),
+      ),
   );
 
   server.registerTool(
     'read_stream',
     {
       title: 'Read the event stream',
-      description: "Items of the durable event stream of the API key's environment after a cursor (exclusive), in cursor order. Continue from paging.cursor.",
-      inputSchema: { after: z.string().regex(/^\d{1,18}$/).optional().describe('cursor to read after, default 0'), limit },
+      description:
+        "Items of the durable event stream of the API key's environment after a cursor (exclusive), in cursor order. Continue from paging.cursor.",
+      inputSchema: {
+        after: z
+          .string()
+          .regex(/^\d{1,18}$/)
+          .optional()
+          .describe('cursor to read after, default 0'),
+        limit,
+      },
     },
     (args) => answer(() => readStream(api, args.after ?? '0', args.limit ?? 20)),
   );
@@ -99,7 +127,11 @@ export function createWebhooksMcpServer(opts: ServerOptions): { server: McpServe
   server.registerResource(
     'event-catalog',
     CATALOG_URI,
-    { title: 'Event catalog', description: 'Every event type: category, whether it is in the stream, description and the JSON Schema of its payload.', mimeType: 'application/json' },
+    {
+      title: 'Event catalog',
+      description: 'Every event type: category, whether it is in the stream, description and the JSON Schema of its payload.',
+      mimeType: 'application/json',
+    },
     async (uri) => ({ contents: [{ uri: uri.href, mimeType: 'application/json', text: json(await eventTypes()) }] }),
   );
 
@@ -107,10 +139,19 @@ export function createWebhooksMcpServer(opts: ServerOptions): { server: McpServe
     'event-type',
     new ResourceTemplate(`${CATALOG_URI}/{name}`, {
       list: async () => ({
-        resources: (await eventTypes()).map((t) => ({ uri: `${CATALOG_URI}/${t.name}`, name: t.name, description: t.description, mimeType: 'application/json' })),
+        resources: (await eventTypes()).map((t) => ({
+          uri: `${CATALOG_URI}/${t.name}`,
+          name: t.name,
+          description: t.description,
+          mimeType: 'application/json',
+        })),
       }),
     }),
-    { title: 'Event type', description: 'One event type of the catalog with the JSON Schema of its payload.', mimeType: 'application/json' },
+    {
+      title: 'Event type',
+      description: 'One event type of the catalog with the JSON Schema of its payload.',
+      mimeType: 'application/json',
+    },
     async (uri, { name }) => {
       const found = (await eventTypes()).find((t) => t.name === name);
       if (!found) throw new McpError(ErrorCode.InvalidParams, `unknown event type ${String(name)}`);
@@ -129,7 +170,8 @@ export function createWebhooksMcpServer(opts: ServerOptions): { server: McpServe
     LIVE_URI,
     {
       title: 'Live event stream',
-      description: 'Subscribe to be notified when new events enter the stream. Reading gives the head cursor and the items that arrived since the subscription began (the last 100).',
+      description:
+        'Subscribe to be notified when new events enter the stream. Reading gives the head cursor and the items that arrived since the subscription began (the last 100).',
       mimeType: 'application/json',
     },
     async (uri) => ({ contents: [{ uri: uri.href, mimeType: 'application/json', text: json(await live.snapshot()) }] }),
@@ -153,9 +195,11 @@ export function createWebhooksMcpServer(opts: ServerOptions): { server: McpServe
 /** The server configured from the environment: WEBHOOKS_BASE_URL, WEBHOOKS_API_KEY, WEBHOOKS_MCP_POLL_MS. */
 export function serverFromEnv(env: NodeJS.ProcessEnv = process.env, onError?: (err: unknown) => void) {
   const apiKey = env.WEBHOOKS_API_KEY;
-  if (!apiKey) throw new Error('WEBHOOKS_API_KEY is required (an API key of the platform; scopes webhooks:read, webhooks:write, events:read)');
+  if (!apiKey)
+    throw new Error('WEBHOOKS_API_KEY is required (an API key of the platform; scopes webhooks:read, webhooks:write, events:read)');
   const pollIntervalMs = env.WEBHOOKS_MCP_POLL_MS ? Number(env.WEBHOOKS_MCP_POLL_MS) : undefined;
-  if (pollIntervalMs !== undefined && !(pollIntervalMs > 0)) throw new Error('WEBHOOKS_MCP_POLL_MS must be a positive number of milliseconds');
+  if (pollIntervalMs !== undefined && !(pollIntervalMs > 0))
+    throw new Error('WEBHOOKS_MCP_POLL_MS must be a positive number of milliseconds');
   const api = createApiClient({ baseUrl: env.WEBHOOKS_BASE_URL || 'http://localhost:3000', apiKey });
   return createWebhooksMcpServer({ api, pollIntervalMs, onError });
 }

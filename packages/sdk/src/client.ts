@@ -27,7 +27,8 @@ type Op<N extends RouteName> = NonNullable<paths[(typeof ROUTES)[N]['path']][(ty
 type JsonOf<R> = R extends { content: { 'application/json': infer B } } ? B : undefined;
 type Responses<N extends RouteName> = Op<N> extends { responses: infer R } ? R : never;
 /** The JSON of the 200 or 201 answer of a route, as the server documents it. */
-export type ResponseOf<N extends RouteName> = Responses<N> extends { 200: infer R } ? JsonOf<R> : Responses<N> extends { 201: infer R } ? JsonOf<R> : undefined;
+export type ResponseOf<N extends RouteName> =
+  Responses<N> extends { 200: infer R } ? JsonOf<R> : Responses<N> extends { 201: infer R } ? JsonOf<R> : undefined;
 export type BodyOf<N extends RouteName> = Op<N> extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
 /** Query parameters as documented (strings on the wire); numbers are accepted for convenience. */
 export type QueryOf<N extends RouteName> = Op<N> extends { parameters: { query?: infer Q } } ? { [K in keyof Q]?: Q[K] | number } : never;
@@ -84,8 +85,17 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 function checkShape(shape: Shape, body: unknown, what: string): void {
   const data = isObject(body) ? body.data : undefined;
   const ok =
-    shape === 'item' ? isObject(data) : shape === 'array' ? Array.isArray(data) : shape === 'page' ? Array.isArray(data) && isObject((body as { paging?: unknown }).paging) : true;
-  if (!ok) throw WebhookPlatformError.malformed(`${what}: the answer is not the documented shape (${shape === 'item' ? '{ data: {...} }' : shape === 'page' ? '{ data: [...], paging }' : '{ data: [...] }'})`);
+    shape === 'item'
+      ? isObject(data)
+      : shape === 'array'
+        ? Array.isArray(data)
+        : shape === 'page'
+          ? Array.isArray(data) && isObject((body as { paging?: unknown }).paging)
+          : true;
+  if (!ok)
+    throw WebhookPlatformError.malformed(
+      `${what}: the answer is not the documented shape (${shape === 'item' ? '{ data: {...} }' : shape === 'page' ? '{ data: [...], paging }' : '{ data: [...] }'})`,
+    );
 }
 
 export class WebhookPlatform {
@@ -112,7 +122,8 @@ export class WebhookPlatform {
     create: (body: BodyOf<'createWebhook'>, o?: { signal?: AbortSignal }) => this.#data<'createWebhook'>('createWebhook', { body, ...o }),
     list: (query: QueryOf<'listWebhooks'> = {}, o?: { signal?: AbortSignal }) => this.call('listWebhooks', { query, ...o }),
     get: (id: string, o?: { signal?: AbortSignal }) => this.#data<'getWebhook'>('getWebhook', { params: { id }, ...o }),
-    update: (id: string, body: BodyOf<'updateWebhook'>, o?: { signal?: AbortSignal }) => this.#data<'updateWebhook'>('updateWebhook', { params: { id }, body, ...o }),
+    update: (id: string, body: BodyOf<'updateWebhook'>, o?: { signal?: AbortSignal }) =>
+      this.#data<'updateWebhook'>('updateWebhook', { params: { id }, body, ...o }),
     delete: async (id: string, o?: { signal?: AbortSignal }): Promise<void> => {
       await this.call('deleteWebhook', { params: { id }, ...o });
     },
@@ -167,7 +178,8 @@ export class WebhookPlatform {
       return encodeURIComponent(value);
     });
     const url = new URL(this.baseUrl + path);
-    for (const [key, value] of Object.entries(args.query ?? {})) if (value !== undefined && value !== '') url.searchParams.set(key, String(value));
+    for (const [key, value] of Object.entries(args.query ?? {}))
+      if (value !== undefined && value !== '') url.searchParams.set(key, String(value));
     const method = route.method.toUpperCase();
     const what = `${method} ${url.pathname}`;
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.#userAgent };
@@ -207,7 +219,8 @@ export class WebhookPlatform {
     // The envelope is an error whatever the status (SPEC 7), so it is looked for first.
     if (isObject(json) && isObject(json.error)) {
       const { code, message } = json.error;
-      if (typeof code !== 'string' || typeof message !== 'string') throw WebhookPlatformError.malformed(`${what}: HTTP ${status} with an error envelope lacking code or message`);
+      if (typeof code !== 'string' || typeof message !== 'string')
+        throw WebhookPlatformError.malformed(`${what}: HTTP ${status} with an error envelope lacking code or message`);
       throw new WebhookPlatformError(status, code, message, { retryAfter });
     }
     if (!ok) throw WebhookPlatformError.malformed(`${what}: HTTP ${status} without the error envelope`);
