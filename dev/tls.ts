@@ -11,7 +11,8 @@ export interface LocalTls {
   key: string;
 }
 
-export async function makeLocalTls(dir: string, name = 'local'): Promise<LocalTls> {
+/** `names` are more DNS names the leaf answers for (a test resolver's receiver names, say). */
+export async function makeLocalTls(dir: string, name = 'local', names: string[] = []): Promise<LocalTls> {
   fs.mkdirSync(dir, { recursive: true });
   const ca = await generate([{ name: 'commonName', value: `${name} CA` }], {
     keySize: 2048,
@@ -28,10 +29,7 @@ export async function makeLocalTls(dir: string, name = 'local'): Promise<LocalTl
     extensions: [
       {
         name: 'subjectAltName',
-        altNames: [
-          { type: 2, value: 'localhost' },
-          { type: 7, ip: '127.0.0.1' },
-        ],
+        altNames: [{ type: 2, value: 'localhost' }, ...names.map((value) => ({ type: 2 as const, value })), { type: 7, ip: '127.0.0.1' }],
       },
       { name: 'extKeyUsage', serverAuth: true },
     ],

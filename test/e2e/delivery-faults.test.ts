@@ -6,16 +6,13 @@
 import crypto from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { getEventDefinition } from '../../core/catalog/index.js';
-import { storeEvent } from '../../ingest/store-event.js';
-import { createTenant, eventually, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
+import { createTenant, eventually, startTestApi, storeDemandEvent, testDb, type Tenant, type TestApi } from '../support/harness.js';
 import { startReceiver, type ReceivedRequest, type Receiver } from '../support/https-receiver.js';
 import { waitIdle } from '../support/temporal.js';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
 import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
 
 const taskQueue = `faults-${crypto.randomUUID()}`;
-const def = getEventDefinition('crm.demand.created')!;
 const BACKLOG = 300;
 /** How long after a PATCH's answer a POST that read the endpoint before its commit may still arrive. */
 const IN_FLIGHT_GRACE_MS = 500;
@@ -62,29 +59,7 @@ async function endpoint(prefix: string, secret: string): Promise<string> {
 async function backlog(endpointId: string, tag: string): Promise<void> {
   await waitIdle(temporal.workflow.getHandle(endpointWorkflowId(endpointId)));
   receiver.reply({ status: 200, delayMs: 200 });
-  for (let n = 0; n < BACKLOG; n++) {
-    const data = def.data.parse({
-      entity_type: 'demand',
-      entity_id: `${tag}_${n}`,
-      before_data: null,
-      after_data: { id: `${tag}_${n}`, version: 1, status: 'open', contact_id: 'c', title: 'D' },
-      actor_user_id: null,
-    });
-    await storeEvent(testDb(), {
-      accountId: tenant.accountId,
-      environment: 'live',
-      def,
-      data,
-      refs: {},
-      customerId: null,
-      channelAccount: null,
-      externalId: null,
-      messageResourceId: null,
-      contactRef: null,
-      streamContext: {},
-      occurredAt: new Date(),
-    });
-  }
+  for (let n = 0; n < BACKLOG; n++) await storeDemandEvent(tenant.accountId, `${tag}_${n}`);
   await api.deps.workflows.wake(endpointId, tenant.accountId);
 }
 

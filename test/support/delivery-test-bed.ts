@@ -10,16 +10,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, beforeEach, expect } from 'vitest';
-import { getEventDefinition } from '../../core/catalog/index.js';
-import { storeEvent } from '../../ingest/store-event.js';
 import { endpointWorkflows } from '../../temporal/client.js';
 import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
-import { eventually, staticResolver, startTestApi, TEST_HOSTS, testDb, type Tenant, type TestApi } from './harness.js';
+import { eventually, staticResolver, startTestApi, storeDemandEvent, TEST_HOSTS, testDb, type Tenant, type TestApi } from './harness.js';
 import { startReceiver, type ReceivedRequest, type Receiver } from './https-receiver.js';
 import { startTestWorker, timeSkippingEnvironment, waitIdle } from './temporal.js';
 
 export const SECRET = 'whsec_delivery_engine_secret';
-const def = getEventDefinition('crm.demand.created')!;
 const historiesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'workflow', 'histories');
 
 export interface DeliveryView {
@@ -107,29 +104,7 @@ export function deliveryTestBed() {
       return id;
     },
 
-    async publish(tenant: Tenant, n: number) {
-      const data = def.data.parse({
-        entity_type: 'demand',
-        entity_id: `dem_${n}`,
-        before_data: null,
-        after_data: { id: `dem_${n}`, version: 1, status: 'open', contact_id: 'c', title: `D${n}` },
-        actor_user_id: null,
-      });
-      return storeEvent(testDb(), {
-        accountId: tenant.accountId,
-        environment: 'live',
-        def,
-        data,
-        refs: {},
-        customerId: null,
-        channelAccount: null,
-        externalId: null,
-        messageResourceId: null,
-        contactRef: null,
-        streamContext: {},
-        occurredAt: new Date(),
-      });
-    },
+    publish: (tenant: Tenant, n: number) => storeDemandEvent(tenant.accountId, `dem_${n}`),
 
     /** The real deliveries (not test sends) the receiver got under a path prefix. */
     posts: (prefix: string): ReceivedRequest[] =>

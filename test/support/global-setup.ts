@@ -9,10 +9,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import pg from 'pg';
-import { generate } from 'selfsigned';
 import type { TestProject } from 'vitest/node';
 import { migrate } from '../../db/migrate.js';
 import { startEmbeddedPostgres } from '../../dev/embedded-postgres.js';
+import { makeLocalTls } from '../../dev/tls.js';
 import { startTemporalDevServer } from '../../dev/temporal-servers.js';
 import { ensureTestServerClasspath, projectRoot } from '../../dev/tools.js';
 import { workflowsPath } from '../../worker/create-worker.js';
@@ -28,37 +28,8 @@ declare module 'vitest' {
 
 const workDir = path.join(projectRoot, '.data', 'test');
 
-async function makeTls() {
-  const dir = path.join(workDir, 'tls');
-  fs.mkdirSync(dir, { recursive: true });
-  const ca = await generate([{ name: 'commonName', value: 'webhook-platform test CA' }], {
-    keySize: 2048,
-    algorithm: 'sha256',
-    extensions: [
-      { name: 'basicConstraints', cA: true, critical: true },
-      { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
-    ],
-  });
-  const leaf = await generate([{ name: 'commonName', value: 'localhost' }], {
-    keySize: 2048,
-    algorithm: 'sha256',
-    ca: { key: ca.private, cert: ca.cert },
-    extensions: [
-      {
-        name: 'subjectAltName',
-        altNames: [
-          { type: 2, value: 'localhost' },
-          { type: 2, value: 'receiver.test' },
-          { type: 2, value: '*.receiver.test' },
-          { type: 7, ip: '127.0.0.1' },
-        ],
-      },
-      { name: 'extKeyUsage', serverAuth: true },
-    ],
-  });
-  const caFile = path.join(dir, 'ca.pem');
-  fs.writeFileSync(caFile, ca.cert);
-  return { caFile, cert: leaf.cert, key: leaf.private };
+function makeTls() {
+  return makeLocalTls(path.join(workDir, 'tls'), 'webhook-platform test', ['receiver.test', '*.receiver.test']);
 }
 
 /** Leftovers of runs that never cleaned up are dropped once they are this old; a live run is younger. */

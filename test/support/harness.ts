@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { inject } from 'vitest';
 import { createApp } from '../../api/app.js';
+import { getEventDefinition } from '../../core/catalog/index.js';
+import { storeEvent } from '../../ingest/store-event.js';
 import type { ApiDeps } from '../../api/deps.js';
 import { issueApiKey } from '../../db/api-keys.js';
 import { createAccount, createCustomer, type Plan } from '../../db/directory.js';
@@ -164,4 +166,30 @@ export async function eventually<T>(check: () => Promise<T | undefined | null | 
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** Stores a `crm.demand.created` event through the real ingest path, as a publisher's would be. */
+export function storeDemandEvent(accountId: string, entityId: string) {
+  const def = getEventDefinition('crm.demand.created')!;
+  const data = def.data.parse({
+    entity_type: 'demand',
+    entity_id: entityId,
+    before_data: null,
+    after_data: { id: entityId, version: 1, status: 'open', contact_id: 'c', title: `Demand ${entityId}` },
+    actor_user_id: null,
+  });
+  return storeEvent(testDb(), {
+    accountId,
+    environment: 'live',
+    def,
+    data,
+    refs: {},
+    customerId: null,
+    channelAccount: null,
+    externalId: null,
+    messageResourceId: null,
+    contactRef: null,
+    streamContext: {},
+    occurredAt: new Date(),
+  });
 }
