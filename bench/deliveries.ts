@@ -20,7 +20,7 @@ import { createPool, inTransaction } from '../db/pool.js';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
 import { startTemporalDevServer } from '../dev/temporal-servers.js';
 import { projectRoot } from '../dev/tools.js';
-import { storeEvent } from '../ingest/store-event.js';
+import { ingestEvent, storeEvent } from '../ingest/store-event.js';
 import { loadConfig } from '../runtime/config.js';
 import { connectTemporal, endpointWorkflows } from '../temporal/client.js';
 import { createSecretBox } from '../security/secret-box.js';
@@ -126,20 +126,7 @@ async function main() {
         after_data: { id: `dem_${n}`, version: 1, status: 'open', contact_id: 'c', title: 'bench' },
         actor_user_id: null,
       });
-      await storeEvent(db, {
-        accountId: account.id,
-        environment: 'live',
-        def,
-        data,
-        refs: {},
-        customerId: null,
-        channelAccount: null,
-        externalId: null,
-        messageResourceId: null,
-        contactRef: null,
-        streamContext: {},
-        occurredAt: new Date(),
-      });
+      await storeEvent(db, ingestEvent({ accountId: account.id, environment: 'live', def, data }));
     }
     const ingestSeconds = (performance.now() - ingestStarted) / 1000;
     const started = performance.now();

@@ -10,7 +10,7 @@ import { claimDueDeliveries, insertEventDeliveries, nextDueAt, recordDeliveryAtt
 import { listRoutableEndpoints } from '../db/endpoints.js';
 import { appendEvent, getEventsByIds } from '../db/events.js';
 import { createPool, inTransaction, type Db, type Queryable } from '../db/pool.js';
-import { storeEvent } from '../ingest/store-event.js';
+import { ingestEvent, storeEvent } from '../ingest/store-event.js';
 
 interface Plan {
   planningMs: number;
@@ -34,6 +34,31 @@ function explaining(client: PoolClient, into: Plan[]): Queryable {
 
 const ms = (t0: number) => performance.now() - t0;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** The stream row of a sample event with no origin chain, as ingest would append it. */
+function originlessRow(
+  ctx: { ingestAccountId: string; def: EventDefinition; makeData: (entityId: string) => Record<string, unknown> },
+  entityId: string,
+) {
+  const data = ctx.def.data.parse(ctx.makeData(entityId));
+  return {
+    account_id: ctx.ingestAccountId,
+    environment: 'live' as const,
+    type: ctx.def.type,
+    idempotency_key: ctx.def.idempotencyKey(data, {}),
+    customer_id: null,
+    channel: null,
+    channel_account_id: null,
+    channel_account: null,
+    external_id: null,
+    message_id: null,
+    message_resource_id: null,
+    contact_ref: null,
+    data,
+    stream_data: data,
+    occurred_at: new Date(),
+  };
+}
 
 export async function explainHotQueries(
   db: Db,
@@ -65,27 +90,7 @@ export async function explainHotQueries(
     const key = `explain_${Date.now()}`;
     await explain('listRoutableEndpoints', (q) => listRoutableEndpoints(q, ctx.ingestAccountId));
     let n = 0;
-    const row = () => {
-      const entityId = `${key}_${n++}`;
-      const data = ctx.def.data.parse(ctx.makeData(entityId));
-      return {
-        account_id: ctx.ingestAccountId,
-        environment: 'live' as const,
-        type: ctx.def.type,
-        idempotency_key: ctx.def.idempotencyKey(data, {}),
-        customer_id: null,
-        channel: null,
-        channel_account_id: null,
-        channel_account: null,
-        external_id: null,
-        message_id: null,
-        message_resource_id: null,
-        contact_ref: null,
-        data,
-        stream_data: data,
-        occurred_at: new Date(),
-      };
-    };
+    const row = () => originlessRow(ctx, `${key}_${n++}`);
     await explain('appendEvent', (q) => appendEvent(q, row()));
     const { rows: ev } = await client.query<{ id: string }>(`SELECT id FROM events WHERE account_id = $1 ORDER BY cursor DESC LIMIT 1`, [
       ctx.ingestAccountId,
@@ -194,20 +199,7 @@ export async function explainHotQueries(
         Array.from({ length: writers }, async () => {
           for (let i = next++; i < count; i = next++) {
             const data = ctx.def.data.parse(ctx.makeData(`${tag}_${i}`));
-            await storeEvent(pool, {
-              accountId: ctx.ingestAccountId,
-              environment: 'live',
-              def: ctx.def,
-              data,
-              refs: {},
-              customerId: null,
-              channelAccount: null,
-              externalId: null,
-              messageResourceId: null,
-              contactRef: null,
-              streamContext: {},
-              occurredAt: new Date(),
-            });
+            await storeEvent(pool, ingestEvent({ accountId: ctx.ingestAccountId, environment: 'live', def: ctx.def, data }));
           }
         }),
       );
@@ -227,28 +219,17 @@ export async function explainHotQueries(
           for (let b = next++; b * batch < count; b = next++) {
             await inTransaction(db, async (tx) => {
               for (let i = b * batch; i < Math.min(count, (b + 1) * batch); i++) {
-                const data = ctx.def.data.parse(ctx.makeData(`${tag}_b${batch}_${i}`));
-                const key = ctx.def.idempotencyKey(data, {});
-                const ev = await appendEvent(tx, {
-                  account_id: ctx.ingestAccountId,
-                  environment: 'live',
-                  type: ctx.def.type,
-                  idempotency_key: key,
-                  customer_id: null,
-                  channel: null,
-                  channel_account_id: null,
-                  channel_account: null,
-                  external_id: null,
-                  message_id: null,
-                  message_resource_id: null,
-                  contact_ref: null,
-                  data,
-                  stream_data: data,
-                  occurred_at: new Date(),
-                });
+                const row = originlessRow(ctx, `${tag}_b${batch}_${i}`);
+                const ev = await appendEvent(tx, row);
                 await insertEventDeliveries(
                   tx,
-                  { accountId: ctx.ingestAccountId, eventId: ev!.id, eventType: ctx.def.type, idempotencyKey: key, environment: 'live' },
+                  {
+                    accountId: ctx.ingestAccountId,
+                    eventId: ev!.id,
+                    eventType: ctx.def.type,
+                    idempotencyKey: row.idempotency_key,
+                    environment: 'live',
+                  },
                   endpoints.map((e) => ({ endpointId: e.id, status: 'pending' as const, held: false })),
                 );
               }

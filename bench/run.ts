@@ -30,7 +30,7 @@ import { freePort } from '../dev/ports.js';
 import { startTemporalDevServer } from '../dev/temporal-servers.js';
 import { makeLocalTls } from '../dev/tls.js';
 import { projectRoot } from '../dev/tools.js';
-import { storeEvent } from '../ingest/store-event.js';
+import { ingestEvent, storeEvent } from '../ingest/store-event.js';
 import { endpointWorkflows } from '../temporal/client.js';
 import { SCOPES } from '../security/api-key.js';
 import { signBody } from '../security/signature.js';
@@ -466,20 +466,16 @@ async function main() {
         for (let n = next++; n < count && now() < until; n = next++) {
           const entityId = `${tag}_${n}`;
           keys.push(demandKey(entityId));
-          await storeEvent(db, {
-            accountId: t.accountId,
-            environment: 'live',
-            def,
-            data: def.data.parse(demandData(entityId, `c_${n}`)),
-            refs: {},
-            customerId: null,
-            channelAccount: null,
-            externalId: null,
-            messageResourceId: null,
-            contactRef: `c_${n}`,
-            streamContext: {},
-            occurredAt: new Date(),
-          });
+          await storeEvent(
+            db,
+            ingestEvent({
+              accountId: t.accountId,
+              environment: 'live',
+              def,
+              data: def.data.parse(demandData(entityId, `c_${n}`)),
+              contactRef: `c_${n}`,
+            }),
+          );
         }
       }),
     );

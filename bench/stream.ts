@@ -14,7 +14,7 @@ import { migrate } from '../db/migrate.js';
 import { createPool } from '../db/pool.js';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
 import { projectRoot } from '../dev/tools.js';
-import { storeEvent } from '../ingest/store-event.js';
+import { ingestEvent, storeEvent } from '../ingest/store-event.js';
 
 const INGEST = Number(process.env.BENCH_INGEST ?? 20_000);
 const STREAM = Number(process.env.BENCH_STREAM ?? 1_000_000);
@@ -49,20 +49,7 @@ async function main() {
           after_data: { id: `dem_${n}`, version: 1, status: 'open', contact_id: 'c1', title: 'bench' },
           actor_user_id: null,
         });
-        await storeEvent(db, {
-          accountId: account.id,
-          environment: 'live',
-          def,
-          data,
-          refs: {},
-          customerId: null,
-          channelAccount: null,
-          externalId: null,
-          messageResourceId: null,
-          contactRef: null,
-          streamContext: {},
-          occurredAt: new Date(),
-        });
+        await storeEvent(db, ingestEvent({ accountId: account.id, environment: 'live', def, data }));
       }
     }),
   );

@@ -28,6 +28,24 @@ export interface IngestEvent {
   occurredAt: Date;
 }
 
+/**
+ * An event to store, with no origin chain (customer, channel account, message, contact) unless
+ * given: a platform event whose payload is all there is, as benchmarks and tests store them.
+ */
+export function ingestEvent(e: Pick<IngestEvent, 'accountId' | 'environment' | 'def' | 'data'> & Partial<IngestEvent>): IngestEvent {
+  return {
+    refs: {},
+    customerId: null,
+    channelAccount: null,
+    externalId: null,
+    messageResourceId: null,
+    contactRef: null,
+    streamContext: {},
+    occurredAt: new Date(),
+    ...e,
+  };
+}
+
 export interface StoredEvent {
   created: boolean;
   event: EventRow;

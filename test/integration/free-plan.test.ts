@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { getEventDefinition } from '../../core/catalog/index.js';
 import { createChannelAccount } from '../../db/directory.js';
-import { storeEvent } from '../../ingest/store-event.js';
+import { ingestEvent, storeEvent } from '../../ingest/store-event.js';
 import { samples } from '../support/catalog-samples.js';
 import { createTenant, testDb } from '../support/harness.js';
 
@@ -32,20 +32,7 @@ function received(
   const sample = samples['chatapp.message.received']!.data as { message: Record<string, unknown> };
   const id = `wamid.fp.${accountId}.${environment}.${n}`;
   const data = def.data.parse({ ...sample, message: { ...sample.message, id, external_id: id } });
-  return {
-    accountId,
-    environment,
-    def,
-    data,
-    refs: {},
-    customerId: null,
-    channelAccount,
-    externalId: id,
-    messageResourceId: null,
-    contactRef: null,
-    streamContext: {},
-    occurredAt: new Date(),
-  };
+  return ingestEvent({ accountId, environment, def, data, channelAccount, externalId: id });
 }
 
 const usage = async (accountId: string) =>

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { getEventDefinition } from '../../core/catalog/index.js';
 import { readStream } from '../../db/events.js';
-import { storeEvent } from '../../ingest/store-event.js';
+import { ingestEvent, storeEvent } from '../../ingest/store-event.js';
 import { createTenant, testDb } from '../support/harness.js';
 
 const def = getEventDefinition('crm.demand.created')!;
@@ -31,20 +31,7 @@ describe('stream cursors under concurrency', () => {
     const write = async () => {
       for (let n = next++; n < total; n = next++) {
         const { data, refs } = demand(n);
-        await storeEvent(db, {
-          accountId: tenant.accountId,
-          environment: 'live',
-          def,
-          data,
-          refs,
-          customerId: null,
-          channelAccount: null,
-          externalId: null,
-          messageResourceId: null,
-          contactRef: null,
-          streamContext: {},
-          occurredAt: new Date(),
-        });
+        await storeEvent(db, ingestEvent({ accountId: tenant.accountId, environment: 'live', def, data, refs }));
       }
     };
 

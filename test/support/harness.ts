@@ -5,7 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import { inject } from 'vitest';
 import { createApp } from '../../api/app.js';
 import { getEventDefinition } from '../../core/catalog/index.js';
-import { storeEvent } from '../../ingest/store-event.js';
+import { ingestEvent, storeEvent } from '../../ingest/store-event.js';
 import type { ApiDeps } from '../../api/deps.js';
 import { issueApiKey } from '../../db/api-keys.js';
 import { createAccount, createCustomer, type Plan } from '../../db/directory.js';
@@ -178,18 +178,5 @@ export function storeDemandEvent(accountId: string, entityId: string) {
     after_data: { id: entityId, version: 1, status: 'open', contact_id: 'c', title: `Demand ${entityId}` },
     actor_user_id: null,
   });
-  return storeEvent(testDb(), {
-    accountId,
-    environment: 'live',
-    def,
-    data,
-    refs: {},
-    customerId: null,
-    channelAccount: null,
-    externalId: null,
-    messageResourceId: null,
-    contactRef: null,
-    streamContext: {},
-    occurredAt: new Date(),
-  });
+  return storeEvent(testDb(), ingestEvent({ accountId, environment: 'live', def, data }));
 }
