@@ -5,32 +5,18 @@
  * one that decides what is due.
  */
 import { Context } from '@temporalio/activity';
-import { getEventDefinition } from '../core/catalog/index.js';
-import { HOLD_MS, sends, type AttemptOutcome } from '../core/health.js';
-import { retryDelayMs } from '../core/retry-curve.js';
-import { webhookBody } from '../core/webhook-body.js';
-import {
-  claimDueDeliveries,
-  closeForDeletedEvent,
-  exhaustOpenDeliveries,
-  expireHeldDeliveries,
-  holdOpenDeliveries,
-  nextDueAt,
-  recordDeliveryAttempt,
-  releaseHeldDeliveries,
-  releaseLeases,
-  type ClaimedDelivery,
-} from '../db/deliveries.js';
+import { HOLD_MS } from '../core/health.js';
+import { exhaustOpenDeliveries, expireHeldDeliveries, holdOpenDeliveries, releaseHeldDeliveries, releaseLeases } from '../db/deliveries.js';
 import { getAccount } from '../db/directory.js';
-import { getEndpointById, recordEndpointHealth, recordNextAttempt, type EndpointRow, type HealthStatus } from '../db/endpoints.js';
-import { getEventsByIds, type EventRow } from '../db/events.js';
+import { getEndpointById, recordEndpointHealth, recordNextAttempt, type HealthStatus } from '../db/endpoints.js';
 import { enqueueNotification } from '../db/plan-usage.js';
 import type { Db } from '../db/pool.js';
 import type { HttpClient } from '../delivery/http-client.js';
-import { sendToEndpoint } from '../delivery/send-webhook.js';
-import { logger } from '../runtime/logger.js';
-import { webhookSends } from '../runtime/metrics.js';
 import type { SecretBox } from '../security/secret-box.js';
+import { runDeliverySession, type DeliveryRound } from './delivery-session.js';
+import { createSessionRegistry, type SessionRegistry } from './session-registry.js';
+
+export type { DeliveryRound };
 
 export interface EndpointSnapshot {
   health_status: HealthStatus;
@@ -42,95 +28,30 @@ export interface ActivityDeps {
   db: Db;
   secretBox: SecretBox;
   httpClient: HttpClient;
+  /** The sessions of this worker, which its listener for due work pokes; a private one when absent. */
+  sessions?: SessionRegistry;
   /** POSTs in flight at once for one endpoint while it is healthy. */
   concurrency?: number;
+  /** How long a session waits for more work once nothing is due before it ends (0: it ends at once). */
+  lingerMs?: number;
+  /** How long a session runs at most, so its workflow looks at its endpoint now and then. */
+  maxSessionMs?: number;
 }
 
-export interface DeliveryRound {
-  /** The POSTs made, each with its own outcome. */
-  outcomes: AttemptOutcome[];
-  /** The batch was full and the round ran to its end: more may be due now. */
-  more: boolean;
-  nextDueAtMs: number | null;
-}
-
-/**
- * How long a claimed delivery is kept from other rounds. A lost round's retry releases its
- * leases at once (by owner), so this only bounds a round that is never retried.
- */
-const LEASE_MS = 4 * 60_000;
 const HEARTBEAT_EVERY_MS = 2_000;
 const ms = (d: Date | null) => (d ? d.getTime() : null);
 
-/** Runs `fn` over `items`, at most `limit` at a time, in order; a lane takes no new item once `stop()` says so. */
-async function eachLimit<T>(items: T[], limit: number, fn: (item: T, index: number) => Promise<void>, stop: () => boolean): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (!stop() && next < items.length) {
-        const index = next++;
-        await fn(items[index]!, index);
-      }
-    }),
-  );
-}
-
-/**
- * The endpoint as committed now, read before each POST so a PATCH (secret, url,
- * Authorization, deactivation) applies to every attempt that starts after it. POSTs that
- * start while a read is in flight share it: one primary-key read per round trip, not per POST.
- */
-function currentEndpoint(db: Db, endpointId: string): () => Promise<EndpointRow | undefined> {
-  let reading: Promise<EndpointRow | undefined> | null = null;
-  return () =>
-    (reading ??= getEndpointById(db, endpointId).finally(() => {
-      reading = null;
-    }));
-}
-
 export function createActivities(deps: ActivityDeps) {
   const { db } = deps;
-
-  /**
-   * POSTs one claimed delivery to the endpoint as it is now and records the attempt. Returns
-   * null when nothing was sent (the event is gone). A failed record is logged, not thrown: the
-   * other POSTs of the round go on, and the delivery's lease brings it back.
-   */
-  async function attempt(
-    endpoint: EndpointRow,
-    d: ClaimedDelivery,
-    event: EventRow | undefined,
-    clock: () => number,
-  ): Promise<AttemptOutcome | null> {
-    const def = getEventDefinition(d.event_type);
-    if (!event || !def) {
-      await closeForDeletedEvent(db, d.id);
-      return null;
-    }
-    const body = Buffer.from(JSON.stringify(webhookBody(def, event)), 'utf8');
-    const startedAtMs = clock();
-    const outcome = await sendToEndpoint(deps.httpClient, deps.secretBox, endpoint, {
-      eventType: d.event_type,
-      idempotencyKey: d.idempotency_key,
-      body,
-    });
-    webhookSends.inc({ kind: 'delivery', outcome: outcome.acknowledged ? 'success' : (outcome.error ?? 'failure') });
-    const number = d.attempts + 1;
-    await recordDeliveryAttempt(db, {
-      id: d.id,
-      number,
-      attempt: {
-        startedAt: new Date(startedAtMs),
-        durationMs: outcome.durationMs,
-        responseCode: outcome.recordedStatus,
-        error: outcome.error,
-        responseExcerpt: outcome.excerpt,
-      },
-      success: outcome.acknowledged,
-      nextAttemptAt: outcome.acknowledged ? null : new Date(startedAtMs + retryDelayMs(number)),
-    }).catch((err) => logger.error({ err, deliveryId: d.id }, 'delivery attempt not recorded; it will be sent again when its lease ends'));
-    return { ok: outcome.acknowledged, responseCode: outcome.recordedStatus, atMs: startedAtMs + outcome.durationMs };
-  }
+  const sessionDeps = {
+    db,
+    secretBox: deps.secretBox,
+    httpClient: deps.httpClient,
+    sessions: deps.sessions ?? createSessionRegistry(),
+    concurrency: deps.concurrency ?? 16,
+    lingerMs: deps.lingerMs ?? 0,
+    maxSessionMs: deps.maxSessionMs ?? 60_000,
+  };
 
   return {
     async loadEndpointSnapshot(endpointId: string): Promise<EndpointSnapshot | null> {
@@ -145,60 +66,30 @@ export function createActivities(deps: ActivityDeps) {
     },
 
     /**
-     * POSTs up to `limit` due deliveries (earliest first), `concurrency` at a time, records each
-     * attempt on its own, and says what came of them. The round stops dispatching at its first
-     * failure or when the endpoint stops sending, and gives back what it did not attempt.
+     * Runs a delivery session (`runDeliverySession`): up to `limit` POSTs of due deliveries, earliest
+     * first, `concurrency` at a time, until the first failure, the endpoint stops sending, or nothing
+     * more is due. Each attempt is recorded; what came of them is reported compacted.
      *
-     * It heartbeats, so a round lost with its worker is retried within the heartbeat timeout;
-     * the retry first releases the leases of the lost attempt (same round, same owner), whose
-     * in-flight POSTs are the only ones sent twice.
+     * It heartbeats, so a session lost with its worker is retried within the heartbeat timeout;
+     * the retry first releases the leases of the lost attempt (same activity, same owner), whose
+     * POSTs in flight or not yet recorded are the only ones sent twice.
      */
     async deliverDue(endpointId: string, nowMs: number, limit: number): Promise<DeliveryRound> {
-      const { info } = Context.current();
+      const { info, cancellationSignal } = Context.current();
       const owner = `${info.workflowExecution?.runId}/${info.activityId}`;
       // A retry runs later than the workflow asked; the server's clock says how much later.
       const startMs = nowMs + Math.max(0, info.currentAttemptScheduledTimestampMs - info.scheduledTimestampMs);
       const startedRealMs = Date.now();
-      const clock = () => startMs + (Date.now() - startedRealMs);
       const heartbeat = setInterval(() => Context.current().heartbeat(), HEARTBEAT_EVERY_MS);
       try {
         if (info.attempt > 1) await releaseLeases(db, owner);
-        const readEndpoint = currentEndpoint(db, endpointId);
-        const first = await readEndpoint();
-        // A PATCH (deactivation, new url) may be committed before its signal reaches the workflow.
-        if (!first || first.deleted_at || !sends(first.active, first.health_status))
-          return { outcomes: [], more: false, nextDueAtMs: null };
-        const claimed = await claimDueDeliveries(db, endpointId, new Date(startMs), limit, LEASE_MS, owner);
-        const eventIds = claimed.map((d) => d.event_id).filter((id): id is string => id !== null);
-        const byId = new Map((await getEventsByIds(db, eventIds)).map((e) => [e.id, e]));
-
-        const outcomes: AttemptOutcome[] = [];
-        const concurrency = deps.concurrency ?? 16;
-        let stopped = false;
-        await eachLimit(
-          claimed,
-          concurrency,
-          async (d, index) => {
-            // The first POSTs start with the claim; each later one reads the endpoint as it is now.
-            const endpoint = index < concurrency ? first : await readEndpoint();
-            if (stopped) return;
-            if (!endpoint || endpoint.deleted_at || !sends(endpoint.active, endpoint.health_status)) {
-              stopped = true;
-              return;
-            }
-            try {
-              const outcome = await attempt(endpoint, d, d.event_id ? byId.get(d.event_id) : undefined, clock);
-              if (!outcome) return;
-              outcomes.push(outcome);
-              if (!outcome.ok) stopped = true;
-            } catch (err) {
-              logger.error({ err, deliveryId: d.id }, 'delivery attempt failed before its POST');
-            }
-          },
-          () => stopped,
-        );
-        if (stopped) await releaseLeases(db, owner);
-        return { outcomes, more: claimed.length === limit && !stopped, nextDueAtMs: ms(await nextDueAt(db, endpointId)) };
+        return await runDeliverySession(sessionDeps, {
+          endpointId,
+          owner,
+          clock: () => startMs + (Date.now() - startedRealMs),
+          limit,
+          signal: cancellationSignal,
+        });
       } finally {
         clearInterval(heartbeat);
       }

@@ -4,7 +4,7 @@ import type { HttpClient } from '../delivery/http-client.js';
 import type { EndpointWorkflows } from '../temporal/client.js';
 import type { DestinationPolicy } from '../security/destination-policy.js';
 import type { SecretBox } from '../security/secret-box.js';
-import type { WakeCoalescer } from '../temporal/wake-coalescer.js';
+import type { DueWakes } from '../ingest/due-wakes.js';
 
 /** What the API needs from the outside world; tests build it from real components. */
 export interface ApiDeps {
@@ -15,7 +15,7 @@ export interface ApiDeps {
   httpClient: HttpClient;
   workflows: EndpointWorkflows;
   /** Coalesced wake-ups for endpoints that got new deliveries. */
-  wakes: WakeCoalescer;
+  wakes: DueWakes;
   /** Messaging provider webhook: signature secret and handshake token; unset disables the ingress. */
   provider: { appSecret?: string; verifyToken?: string };
   /** The clock ingest judges the Free plan by (SPEC 8); the system clock when unset. Tests pin it. */

@@ -1,11 +1,12 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { migrate } from '../db/migrate.js';
+import { dueChannel } from '../db/due-notifications.js';
 import { createPool } from '../db/pool.js';
+import { createDueWakes } from '../ingest/due-wakes.js';
 import { createHttpClient } from '../delivery/http-client.js';
 import type { Config } from '../runtime/config.js';
 import { connectTemporal, endpointWorkflows } from '../temporal/client.js';
-import { createWakeCoalescer } from '../temporal/wake-coalescer.js';
 import { createDestinationPolicy, type Resolver } from '../security/destination-policy.js';
 import { createSecretBox, loadOrCreateEncryptionKey } from '../security/secret-box.js';
 import { createApp } from './app.js';
@@ -26,7 +27,7 @@ export async function startApi(
   const policy = createDestinationPolicy({ allowCidrs: config.allowPrivateCidrs, resolver: opts.resolver });
   const httpClient = createHttpClient({ policy, timeoutMs: config.deliveryTimeoutMs, devCaFile: config.devCaFile });
   const workflows = endpointWorkflows(client, config.taskQueue);
-  const wakes = createWakeCoalescer(workflows);
+  const wakes = createDueWakes(db, dueChannel(config.taskQueue));
   const app = createApp({
     config,
     db,

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import type { PoolClient } from 'pg';
 import type { EventDefinition } from '../core/catalog/index.js';
-import { claimDueDeliveries, insertEventDeliveries, nextDueAt, recordDeliveryAttempt } from '../db/deliveries.js';
+import { claimDueDeliveries, insertEventDeliveries, nextDueAt, recordDeliveryAttempts, type AttemptResult } from '../db/deliveries.js';
 import { listRoutableEndpoints } from '../db/endpoints.js';
 import { appendEvent, getEventsByIds } from '../db/events.js';
 import { createPool, inTransaction, type Db, type Queryable } from '../db/pool.js';
@@ -34,6 +34,13 @@ function explaining(client: PoolClient, into: Plan[]): Queryable {
 
 const ms = (t0: number) => performance.now() - t0;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const success = (id: string): AttemptResult => ({
+  id,
+  number: 1,
+  attempt: { startedAt: new Date(), durationMs: 3, responseCode: 200, error: null, responseExcerpt: 'ok' },
+  success: true,
+  nextAttemptAt: null,
+});
 
 /** The stream row of a sample event with no origin chain, as ingest would append it. */
 function originlessRow(
@@ -129,14 +136,12 @@ export async function explainHotQueries(
       ),
     );
     let a = 0;
-    await explain('recordDeliveryAttempt', (q) =>
-      recordDeliveryAttempt(q, {
-        id: pending[a++]!.id,
-        number: 1,
-        attempt: { startedAt: new Date(), durationMs: 3, responseCode: 200, error: null, responseExcerpt: 'ok' },
-        success: true,
-        nextAttemptAt: null,
-      }),
+    await explain('recordDeliveryAttempts (1)', (q) => recordDeliveryAttempts(q, [success(pending[a++]!.id)]));
+    await explain('recordDeliveryAttempts (64)', (q) =>
+      recordDeliveryAttempts(
+        q,
+        pending.slice(a, (a += 64)).map((p) => success(p.id)),
+      ),
     );
     await explain('nextDueAt', (q) => nextDueAt(q, ctx.ingestEndpointId));
     await client.query('ROLLBACK');
@@ -164,13 +169,7 @@ export async function explainHotQueries(
     await Promise.all(
       Array.from({ length: 16 }, async () => {
         for (let i = next++; i < ids.length; i = next++) {
-          await recordDeliveryAttempt(pool, {
-            id: ids[i]!,
-            number: 1,
-            attempt: { startedAt: new Date(), durationMs: 3, responseCode: 200, error: null, responseExcerpt: 'ok' },
-            success: true,
-            nextAttemptAt: null,
-          });
+          await recordDeliveryAttempts(pool, [success(ids[i]!)]);
         }
       }),
     );

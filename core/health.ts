@@ -140,6 +140,24 @@ export interface StreakAlert {
 }
 
 /**
+ * What a long delivery session reports of its POSTs: at most four of them, with the same effect
+ * on health as all of them (`afterRound`). Only the first failure counts toward the streak;
+ * successes before it set the state it meets; after it, any success resets the streak, and only
+ * the latest success, the latest failure and the latest code show. So it keeps the last success
+ * before the first failure, the first failure, the last success and the last failure.
+ */
+export function compactOutcomes(outcomes: readonly AttemptOutcome[]): AttemptOutcome[] {
+  const sorted = [...outcomes].sort((a, b) => a.atMs - b.atMs);
+  const first = sorted.findIndex((o) => !o.ok);
+  const firstFailure = first < 0 ? undefined : sorted[first];
+  const before = first < 0 ? sorted : sorted.slice(0, first);
+  const lastOf = (list: AttemptOutcome[], ok: boolean) => [...list].reverse().find((o) => o.ok === ok);
+  const kept = new Set([lastOf(before, true), firstFailure, lastOf(sorted, true), lastOf(sorted, false)]);
+  kept.delete(undefined);
+  return sorted.filter((o) => kept.has(o));
+}
+
+/**
  * Folds a round's outcomes, in the order their answers came, into the endpoint's health.
  * A round stops dispatching at its first failure, so every later failure of the same round was
  * already in flight then: together they count as ONE failure of the streak (DECISIONS), and

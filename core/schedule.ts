@@ -6,8 +6,11 @@
 import { sends, type Health } from './health.js';
 import { retryDelayMs } from './retry-curve.js';
 
-/** POSTs per round while the endpoint is healthy (fewer rounds, fewer workflow tasks); one while it is failing. */
-export const BATCH = 200;
+/**
+ * POSTs per delivery session while the endpoint is healthy; one while it is failing. A session
+ * also ends on its own (nothing due, a failure, its time is up), so this only bounds its result.
+ */
+export const BATCH = 100_000;
 /** How long an idle workflow waits before re-reading its endpoint anyway (a signal may have been lost). */
 export const RECONCILE_MS = 60 * 60 * 1000;
 
@@ -25,7 +28,7 @@ export interface ScheduleState {
   nextExpiryAtMs?: number | null;
 }
 
-/** How many POSTs the next round may make. */
+/** How many POSTs the next session may make. */
 export function roundLimit(s: ScheduleState): number {
   return s.failureStreak > 0 ? 1 : BATCH;
 }

@@ -232,38 +232,60 @@ export async function closeForDeletedEvent(db: Queryable, id: string): Promise<v
   );
 }
 
-/** Records one attempt and its effect on the delivery, in one statement (so atomically, in one round trip). */
-export async function recordDeliveryAttempt(
-  db: Queryable,
-  d: { id: string; number: number; attempt: AttemptRecord; success: boolean; nextAttemptAt: Date | null },
-): Promise<void> {
+export interface AttemptResult {
+  id: string;
+  number: number;
+  attempt: AttemptRecord;
+  success: boolean;
+  nextAttemptAt: Date | null;
+}
+
+/**
+ * Records attempts and their effect on their deliveries, any number in one statement (so
+ * atomically, in one round trip). An attempt already on record (a POST repeated after a lost
+ * lease) keeps its first row; the delivery takes the latest outcome.
+ */
+export async function recordDeliveryAttempts(db: Queryable, results: readonly AttemptResult[]): Promise<void> {
+  if (results.length === 0) return;
   await db.query(
-    `WITH attempt AS (
+    `WITH result AS (
+       SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::int[], $8::text[], $9::text[])
+         AS r(id, number, status, response_code, started_at, next_attempt_at, duration_ms, error, response_excerpt)
+     ), attempt AS (
        INSERT INTO delivery_attempts (delivery_id, number, started_at, duration_ms, response_code, error, response_excerpt)
-       VALUES ($1, $2, $5, $7, $4, $8, $9)
+       SELECT id, number, started_at, duration_ms, response_code, error, response_excerpt FROM result
+       ON CONFLICT (delivery_id, number) DO NOTHING
      )
-     UPDATE deliveries SET status = $3, attempts = $2, response_code = $4, last_attempt_at = $5, next_attempt_at = $6,
-       leased_until = NULL, lease_owner = NULL, updated_at = now()
-     WHERE id = $1`,
+     UPDATE deliveries d SET status = r.status, attempts = r.number, response_code = r.response_code, last_attempt_at = r.started_at,
+       next_attempt_at = r.next_attempt_at, leased_until = NULL, lease_owner = NULL, updated_at = now()
+     FROM result r WHERE d.id = r.id`,
     [
-      d.id,
-      d.number,
-      d.success ? 'success' : 'failed',
-      d.attempt.responseCode,
-      d.attempt.startedAt,
-      d.nextAttemptAt,
-      d.attempt.durationMs,
-      d.attempt.error,
-      d.attempt.responseExcerpt,
+      results.map((r) => r.id),
+      results.map((r) => r.number),
+      results.map((r) => (r.success ? 'success' : 'failed')),
+      results.map((r) => r.attempt.responseCode),
+      results.map((r) => r.attempt.startedAt),
+      results.map((r) => r.nextAttemptAt),
+      results.map((r) => Math.round(r.attempt.durationMs)),
+      results.map((r) => r.attempt.error),
+      results.map((r) => r.attempt.responseExcerpt),
     ],
   );
 }
 
-/** When the next open, unheld delivery of the endpoint is due (a leased one when its lease ends); null when none is. */
+/**
+ * When the next open, unheld delivery of the endpoint is due (a leased one when its lease ends);
+ * null when none is. It looks at the 64 earliest only, in index order, so it costs the same
+ * at any backlog: only a lease on all 64 of them (lost rounds not yet retried) could make it
+ * answer later than the truth, and a retried round releases its leases at once.
+ */
 export async function nextDueAt(db: Queryable, endpointId: string): Promise<Date | null> {
   const { rows } = await db.query<{ at: Date | null }>(
-    `SELECT min(greatest(next_attempt_at, coalesce(leased_until, next_attempt_at))) AS at
-     FROM deliveries WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL`,
+    `SELECT min(greatest(next_attempt_at, coalesce(leased_until, next_attempt_at))) AS at FROM (
+       SELECT next_attempt_at, leased_until FROM deliveries
+       WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL AND next_attempt_at IS NOT NULL
+       ORDER BY next_attempt_at LIMIT 64
+     ) earliest`,
     [endpointId],
   );
   return rows[0]!.at;

@@ -221,3 +221,16 @@ export async function recordEndpointHealth(db: Queryable, id: string, h: Endpoin
     [id, h.health, h.failureStreak, h.lastSuccessAt, h.lastFailureAt, h.lastResponseCode, h.nextAttemptAt, h.pausedAt, observedAt],
   );
 }
+
+/**
+ * A long delivery session shows its progress: the latest success and its code, while the endpoint
+ * is healthy (a failure, a PATCH or a test send goes through the workflow's record instead).
+ */
+export async function recordEndpointSuccess(db: Queryable, id: string, at: Date, responseCode: number | null): Promise<void> {
+  await db.query(
+    `UPDATE endpoints SET last_success_at = $2, last_response_code = $3, updated_at = now()
+     WHERE id = $1 AND deleted_at IS NULL AND health_status = 'healthy' AND failure_streak = 0
+       AND (last_success_at IS NULL OR last_success_at < $2)`,
+    [id, at, responseCode],
+  );
+}

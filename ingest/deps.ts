@@ -1,17 +1,17 @@
 import type { Db } from '../db/pool.js';
-import type { WakeCoalescer } from '../temporal/wake-coalescer.js';
+import type { DueWakes } from './due-wakes.js';
 import type { StoredEvent } from './store-event.js';
 
 export interface IngestDeps {
   db: Db;
-  wakes: WakeCoalescer;
+  wakes: DueWakes;
   /** The clock the Free-plan rules are judged by (SPEC 8); the system clock when unset. Tests pin it. */
   now?: () => Date;
 }
 
 /** After commit: each endpoint with a new pending delivery is woken (coalesced): to send it, or to time its hold. */
 export function wakeFor(deps: IngestDeps, accountId: string, stored: StoredEvent): void {
-  for (const d of stored.deliveries) if (d.status === 'pending') deps.wakes.wake(d.endpointId, accountId);
+  for (const d of stored.deliveries) if (d.status === 'pending') deps.wakes.add(d.endpointId, accountId);
 }
 
 /** A provider notification that cannot be used as a whole; nothing of it is stored. */

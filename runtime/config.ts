@@ -44,6 +44,8 @@ const Env = z.object({
   SECRETS_ENCRYPTION_KEY: optional,
   ENDPOINT_LIMIT: count(50),
   DELIVERY_TIMEOUT_MS: count(10_000),
+  DELIVERY_LINGER_MS: count(5_000),
+  DUE_SWEEP_MS: count(30_000),
   RATE_LIMIT_BURST: count(100),
   RATE_LIMIT_PER_SECOND: count(20),
   WEBHOOK_ALLOW_PRIVATE_CIDRS: list,
@@ -70,6 +72,10 @@ export interface Config {
   encryptionKey: string | undefined;
   endpointLimit: number;
   deliveryTimeoutMs: number;
+  /** How long a delivery session waits for more work once nothing is due, before it hands back to its workflow. */
+  deliveryLingerMs: number;
+  /** How often a worker looks for due work nobody took (a lost notification); 0 never. */
+  dueSweepMs: number;
   rateLimit: { capacity: number; refillPerSecond: number };
   allowPrivateCidrs: string[];
   providerAppSecret: string | undefined;
@@ -107,6 +113,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     encryptionKey: e.SECRETS_ENCRYPTION_KEY,
     endpointLimit: e.ENDPOINT_LIMIT,
     deliveryTimeoutMs: e.DELIVERY_TIMEOUT_MS,
+    deliveryLingerMs: e.DELIVERY_LINGER_MS,
+    dueSweepMs: e.DUE_SWEEP_MS,
     rateLimit: { capacity: e.RATE_LIMIT_BURST, refillPerSecond: e.RATE_LIMIT_PER_SECOND },
     allowPrivateCidrs: e.WEBHOOKS_DEV_MODE
       ? [...new Set([...e.WEBHOOK_ALLOW_PRIVATE_CIDRS, ...DEV_MODE_CIDRS])]

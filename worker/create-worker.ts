@@ -24,5 +24,8 @@ export async function createWorker(opts: {
     workflowBundle: opts.workflowBundle ?? (await bundleWorkflowCode({ workflowsPath, logger: bundlerLogger(temporalLogger) })),
     // The workflow is signal-driven and long-lived; a modest cache keeps hot endpoints in memory.
     maxCachedWorkflows: 1000,
+    // A delivery session holds its slot while it lingers for more work: one per busy endpoint. They are
+    // cheap (promises awaiting sockets), so allow many, or lingering sessions would starve other activities.
+    maxConcurrentActivityTaskExecutions: 1000,
   });
 }

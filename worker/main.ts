@@ -5,10 +5,13 @@ import { createPool } from '../db/pool.js';
 import { createHttpClient } from '../delivery/http-client.js';
 import { loadConfig, type Config } from '../runtime/config.js';
 import { logger } from '../runtime/logger.js';
-import { connectTemporal, ensureSearchAttributes } from '../temporal/client.js';
+import { connectTemporal, endpointWorkflows, ensureSearchAttributes } from '../temporal/client.js';
 import { createDestinationPolicy, type Resolver } from '../security/destination-policy.js';
 import { createSecretBox, loadOrCreateEncryptionKey } from '../security/secret-box.js';
+import { createSessionRegistry } from '../activities/session-registry.js';
+import { dueChannel } from '../db/due-notifications.js';
 import { createWorker } from './create-worker.js';
+import { startDueRouter } from './due-router.js';
 import { runOutboxSender } from './outbox-sender.js';
 import { installTemporalLogging } from './temporal-logging.js';
 
@@ -19,26 +22,40 @@ export async function runWorker(
   installTemporalLogging();
   await migrate(config.databaseUrl);
   const db = createPool(config.databaseUrl, 20);
-  const { connection: clientConnection } = await connectTemporal(config.temporalAddress, config.temporalNamespace);
+  const { connection: clientConnection, client } = await connectTemporal(config.temporalAddress, config.temporalNamespace);
   await ensureSearchAttributes(clientConnection, config.temporalNamespace);
-  await clientConnection.close();
   const httpClient = createHttpClient({
     policy: createDestinationPolicy({ allowCidrs: config.allowPrivateCidrs, resolver: opts.resolver }),
     timeoutMs: config.deliveryTimeoutMs,
     devCaFile: config.devCaFile,
   });
+  const sessions = createSessionRegistry();
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const worker = await createWorker({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
-    deps: { db, httpClient, secretBox: createSecretBox(loadOrCreateEncryptionKey(config.encryptionKey, config.dataDir)) },
+    deps: {
+      db,
+      httpClient,
+      secretBox: createSecretBox(loadOrCreateEncryptionKey(config.encryptionKey, config.dataDir)),
+      sessions,
+      lingerMs: config.deliveryLingerMs,
+    },
     workflowBundle: opts.workflowBundlePath ? { codePath: opts.workflowBundlePath } : undefined,
   });
   logger.info({ taskQueue: config.taskQueue }, 'worker started');
   // The SDK already stops the worker on SIGINT/SIGTERM; the signal covers embedded use.
   opts.signal?.addEventListener('abort', () => {
     if (worker.getState() === 'RUNNING') worker.shutdown();
+  });
+  const router = startDueRouter({
+    databaseUrl: config.databaseUrl,
+    db,
+    channel: dueChannel(config.taskQueue),
+    sessions,
+    workflows: endpointWorkflows(client, config.taskQueue),
+    sweepEveryMs: config.dueSweepMs,
   });
   const outboxStop = new AbortController();
   const outbox = runOutboxSender(db, { smtpUrl: config.smtpUrl, from: config.smtpFrom, signal: outboxStop.signal });
@@ -47,6 +64,8 @@ export async function runWorker(
   } finally {
     outboxStop.abort();
     await outbox;
+    await router.close();
+    await clientConnection.close();
     await connection.close();
     await httpClient.close();
     await db.end();

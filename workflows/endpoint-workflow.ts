@@ -36,9 +36,9 @@ const { recordHealth, recordNextAttempt, holdDeliveries, releaseDeliveries, expi
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 const { deliverDue } = proxyActivities<EndpointActivities>({
-  // A round is at most 200 POSTs (BATCH) of 10 s each, 16 at a time: about 2 minutes at worst.
+  // A session dispatches for at most a minute (maxSessionMs), then finishes the POSTs in flight (10 s each).
   startToCloseTimeout: '3 minutes',
-  // It heartbeats every 2 s: a round lost with its worker is retried within seconds, not minutes.
+  // It heartbeats every 2 s: a session lost with its worker is retried within seconds, not minutes.
   heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
@@ -135,8 +135,9 @@ async function followAdmission(input: EndpointWorkflowInput, state: EndpointWork
 }
 
 /**
- * Sends what is due. Healthy: rounds of up to BATCH concurrent POSTs. Failing (streak > 0):
- * one POST at a time, no sooner than the last failure plus the curve at the streak.
+ * Sends what is due. Healthy: a delivery session (concurrent POSTs for as long as work keeps
+ * coming, until the first failure). Failing (streak > 0): one POST at a time, no sooner than
+ * the last failure plus the curve at the streak.
  */
 async function deliver(input: EndpointWorkflowInput, state: EndpointWorkflowState): Promise<void> {
   while (state.sending) {
@@ -151,7 +152,7 @@ async function deliver(input: EndpointWorkflowInput, state: EndpointWorkflowStat
     }
     const { health, alerts } = afterRound(endpointHealthOf(state), round.outcomes);
     Object.assign(state, health);
-    state.delivered = (state.delivered ?? 0) + round.outcomes.length;
+    state.delivered = (state.delivered ?? 0) + (round.posts ?? round.outcomes.length);
     for (const alert of alerts) await alertOwner(input.endpointId, alert.streak, alert.streakStartedAtMs);
     const nextAttemptAtMs = nextPostAt(state);
     await recordHealth(input.endpointId, { ...health, nextAttemptAtMs, observedAtMs: now });

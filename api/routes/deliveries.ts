@@ -49,7 +49,7 @@ export function deliveryRoutes(deps: ApiDeps): Router {
     if (!Uuid.safeParse(id).success) throw notFound('delivery');
     const result = await resendDelivery(deps.db, accountId, id);
     // The endpoint's workflow sends it, or holds it if the endpoint is not sending.
-    deps.wakes.wake(result.endpoint_id, accountId);
+    deps.wakes.add(result.endpoint_id, accountId);
     ctx.body = { data: presentDelivery(result) };
   });
 

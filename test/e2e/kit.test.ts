@@ -99,6 +99,8 @@ beforeAll(async () => {
     temporalAddress: inject('devServerAddress'),
     taskQueue: `kit-${crypto.randomUUID()}`,
     encryptionKey: crypto.randomBytes(32).toString('base64'),
+    // Test files share one database: a sweep would wake other files' endpoints on this task queue.
+    dueSweepMs: 0,
   };
   expect(config).toMatchObject({ devMode: true, devCaFile: listenInfo.ca_file });
   worker = runWorker(config, { signal: stopWorker.signal, workflowBundlePath: inject('workflowBundlePath') });

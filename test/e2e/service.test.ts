@@ -28,6 +28,8 @@ beforeAll(async () => {
     temporalAddress: inject('devServerAddress'),
     taskQueue: `e2e-${crypto.randomUUID()}`,
     encryptionKey: crypto.randomBytes(32).toString('base64'),
+    // Test files share one database: a sweep would wake other files' endpoints on this task queue.
+    dueSweepMs: 0,
     allowPrivateCidrs: ['127.0.0.0/8', '::1/128'],
   };
   worker = runWorker(config, { signal: stopWorker.signal, workflowBundlePath: inject('workflowBundlePath') });

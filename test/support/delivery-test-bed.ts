@@ -40,7 +40,10 @@ export function deliveryTestBed() {
 
   beforeAll(async () => {
     env = await timeSkippingEnvironment();
-    [worker, receiver] = await Promise.all([startTestWorker(env.nativeConnection, { allowLoopback: true, resolver }), startReceiver()]);
+    [worker, receiver] = await Promise.all([
+      startTestWorker(env.nativeConnection, { allowLoopback: true, resolver, client: env.client }),
+      startReceiver(),
+    ]);
     api = await startTestApi({ allowLoopback: true, resolver, temporalAddress: env.address, taskQueue: worker.taskQueue });
   });
   afterAll(async () => {

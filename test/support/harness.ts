@@ -9,10 +9,11 @@ import { ingestEvent, storeEvent } from '../../ingest/store-event.js';
 import type { ApiDeps } from '../../api/deps.js';
 import { issueApiKey } from '../../db/api-keys.js';
 import { createAccount, createCustomer, type Plan } from '../../db/directory.js';
+import { dueChannel } from '../../db/due-notifications.js';
 import { createPool, type Db } from '../../db/pool.js';
+import { createDueWakes } from '../../ingest/due-wakes.js';
 import { createHttpClient } from '../../delivery/http-client.js';
 import { endpointWorkflows } from '../../temporal/client.js';
-import { createWakeCoalescer } from '../../temporal/wake-coalescer.js';
 import { SCOPES, type Environment, type Scope } from '../../security/api-key.js';
 import { createDestinationPolicy, type Resolver } from '../../security/destination-policy.js';
 import { createSecretBox } from '../../security/secret-box.js';
@@ -113,7 +114,7 @@ export async function startTestApi(
     policy,
     httpClient,
     workflows,
-    wakes: createWakeCoalescer(workflows),
+    wakes: createDueWakes(db, dueChannel(opts.taskQueue ?? `${TASK_QUEUE_PREFIX}-unpolled`)),
     provider: { appSecret: PROVIDER_APP_SECRET, verifyToken: PROVIDER_VERIFY_TOKEN },
     now: opts.now,
     temporalHealthy: async () => {

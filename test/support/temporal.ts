@@ -1,13 +1,16 @@
 /** Temporal test environments attached to the servers started once by global-setup. */
 import crypto from 'node:crypto';
-import { Connection, type WorkflowHandle } from '@temporalio/client';
+import { Connection, type Client, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import { createActivities } from '../../activities/index.js';
+import { createSessionRegistry } from '../../activities/session-registry.js';
+import { dueChannel } from '../../db/due-notifications.js';
 import { startTimeSkippingTestServer } from '../../dev/temporal-servers.js';
-import { ensureSearchAttributes } from '../../temporal/client.js';
+import { endpointWorkflows, ensureSearchAttributes } from '../../temporal/client.js';
+import { startDueRouter } from '../../worker/due-router.js';
 import { createHttpClient, type HttpClient } from '../../delivery/http-client.js';
 import { createDestinationPolicy, type Resolver } from '../../security/destination-policy.js';
 import { createSecretBox } from '../../security/secret-box.js';
@@ -34,7 +37,15 @@ export async function timeSkippingEnvironment(): Promise<TestWorkflowEnvironment
 /** A worker on a fresh task queue with the real activities and the bundle built once per run. */
 export async function startTestWorker(
   connection: NativeConnection,
-  opts: { resolver?: Resolver; allowLoopback?: boolean; timeoutMs?: number; taskQueue?: string } = {},
+  opts: {
+    resolver?: Resolver;
+    allowLoopback?: boolean;
+    timeoutMs?: number;
+    taskQueue?: string;
+    /** With a client, the worker listens for due deliveries (of its task queue) as in production, without the sweep. */
+    client?: Client;
+    lingerMs?: number;
+  } = {},
 ): Promise<{ worker: Worker; taskQueue: string; running: Promise<void>; httpClient: HttpClient }> {
   const taskQueue = opts.taskQueue ?? `test-${crypto.randomUUID()}`;
   const policy = createDestinationPolicy({
@@ -42,14 +53,35 @@ export async function startTestWorker(
     resolver: opts.resolver ?? staticResolver(TEST_HOSTS),
   });
   const httpClient = createHttpClient({ policy, timeoutMs: opts.timeoutMs ?? 10_000 });
+  const sessions = createSessionRegistry();
   const worker = await Worker.create({
     connection,
     namespace: 'default',
     taskQueue,
     workflowBundle: { codePath: inject('workflowBundlePath') },
-    activities: createActivities({ db: testDb(), secretBox: createSecretBox(TEST_ENCRYPTION_KEY), httpClient }),
+    activities: createActivities({
+      db: testDb(),
+      secretBox: createSecretBox(TEST_ENCRYPTION_KEY),
+      httpClient,
+      sessions,
+      lingerMs: opts.lingerMs,
+    }),
   });
-  const running = worker.run().finally(() => httpClient.close());
+  const router = opts.client
+    ? startDueRouter({
+        databaseUrl: inject('databaseUrl'),
+        db: testDb(),
+        channel: dueChannel(taskQueue),
+        sessions,
+        workflows: endpointWorkflows(opts.client, taskQueue),
+        sweepEveryMs: 0,
+      })
+    : null;
+  await router?.ready;
+  const running = worker.run().finally(async () => {
+    await router?.close();
+    await httpClient.close();
+  });
   return { worker, taskQueue, running, httpClient };
 }
 

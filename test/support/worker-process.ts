@@ -26,6 +26,8 @@ export async function startWorkerProcess(taskQueue: string): Promise<WorkerProce
       DATABASE_URL: inject('databaseUrl'),
       TEMPORAL_ADDRESS: inject('devServerAddress'),
       TEMPORAL_TASK_QUEUE: taskQueue,
+      // Test files share one database: a sweep would wake other files' endpoints on this task queue.
+      DUE_SWEEP_MS: '0',
       SECRETS_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
       WEBHOOK_ALLOW_PRIVATE_CIDRS: '127.0.0.0/8',
       NODE_EXTRA_CA_CERTS: inject('tls').caFile,

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   afterFailure,
   afterRound,
+  compactOutcomes,
   afterSuccess,
   afterTest,
   newEndpoint,
@@ -137,6 +138,34 @@ describe('SPEC 3.2 transitions of an endpoint', () => {
       lastResponseCode: 200,
       streakStartedAtMs: null,
     });
+  });
+
+  it('a session reports few outcomes with the same effect as all of them: compactOutcomes keeps at most four', () => {
+    // A small deterministic generator: the same sequences on every run.
+    let seed = 7;
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+    for (let run = 0; run < 500; run++) {
+      const streak = Math.floor(random() * 16);
+      const start = {
+        ...streakOf(streak, streak >= 15 ? 'paused' : streak >= 5 ? 'degraded' : 'healthy'),
+        lastSuccessAtMs: null,
+        lastFailureAtMs: streak > 0 ? 1 : null,
+        lastResponseCode: null,
+        streakStartedAtMs: streak > 0 ? 1 : null,
+        pausedAtMs: null,
+      };
+      const outcomes = Array.from({ length: Math.floor(random() * 40) }, () => {
+        const ok = random() < 0.8;
+        return { ok, responseCode: ok ? 200 : 500 + Math.floor(random() * 4), atMs: 10 + Math.floor(random() * 1_000) };
+      });
+      const compacted = compactOutcomes(outcomes);
+      expect(compacted.length).toBeLessThanOrEqual(outcomes.length);
+      expect(compacted.length).toBeLessThanOrEqual(4);
+      expect(afterRound(start, compacted)).toEqual(afterRound(start, outcomes));
+    }
+    expect(compactOutcomes(Array.from({ length: 5_000 }, (_, i) => ({ ok: true, responseCode: 200, atMs: i })))).toEqual([
+      { ok: true, responseCode: 200, atMs: 4_999 },
+    ]);
   });
 
   it('a failing probe that reaches 15 alerts once with the streak start and opens the circuit', () => {

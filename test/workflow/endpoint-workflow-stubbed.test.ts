@@ -10,6 +10,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import type { AttemptOutcome } from '../../core/health.js';
+import { BATCH } from '../../core/schedule.js';
 import type { createActivities, DeliveryRound, EndpointSnapshot } from '../../activities/index.js';
 import { endpointWorkflows } from '../../temporal/client.js';
 import {
@@ -141,7 +142,7 @@ const workflows = () => ({
 const state = (endpointId: string) => env.client.workflow.getHandle(endpointWorkflowId(endpointId)).query(endpointStateQuery);
 
 describe('endpoint workflow with stub activities (time skipping)', () => {
-  it('a healthy backlog goes in full rounds of 200 until one is short, and each round records its health', async () => {
+  it('a healthy backlog goes in sessions of up to BATCH POSTs until one ends with nothing more due, and each session records its health', async () => {
     let rounds = 0;
     const { endpointId, accountId, s } = newEndpoint((nowMs) => {
       rounds++;
@@ -156,8 +157,8 @@ describe('endpoint workflow with stub activities (time skipping)', () => {
     expect(s.calls.map((c) => c.name).slice(0, 3)).toEqual(['loadEndpointSnapshot', 'releaseDeliveries', 'deliverDue']);
     const asked = callsTo(s, 'deliverDue');
     expect(asked.map(([id, , limit]) => [id, limit])).toEqual([
-      [endpointId, 200],
-      [endpointId, 200],
+      [endpointId, BATCH],
+      [endpointId, BATCH],
     ]);
     const [first, second] = asked.map(([, nowMs]) => nowMs);
     const recorded = callsTo(s, 'recordHealth').map(([, h]) => h);
@@ -201,8 +202,8 @@ describe('endpoint workflow with stub activities (time skipping)', () => {
     for (let step = 0; step < 8 && (await state(endpointId)).health !== 'paused'; step++) await env.sleep('2 hours');
 
     const rounds = callsTo(s, 'deliverDue');
-    // Healthy, the first round may send a batch; its two in-flight failures are one step of the streak.
-    expect(rounds.map(([, , limit]) => limit)).toEqual([200, ...Array(14).fill(1)]);
+    // Healthy, the first session may send many; its two in-flight failures are one step of the streak.
+    expect(rounds.map(([, , limit]) => limit)).toEqual([BATCH, ...Array(14).fill(1)]);
     const gaps = rounds.slice(1).map(([, nowMs], i) => Math.round((nowMs - rounds[i]![1]) / 60_000));
     expect(gaps).toEqual([1, 2, 4, 8, 16, 32, 60, 60, 60, 60, 60, 60, 60, 60]);
 
@@ -243,7 +244,7 @@ describe('endpoint workflow with stub activities (time skipping)', () => {
     await eventually(async () => (await state(endpointId)).delivered === 18);
     expect(callsTo(s, 'releaseDeliveries')).toHaveLength(2);
     const resumed = callsTo(s, 'deliverDue').slice(15);
-    expect(resumed[0]![2]).toBe(200);
+    expect(resumed[0]![2]).toBe(BATCH);
     expect(callsTo(s, 'recordHealth').at(-1)![1]).toMatchObject({
       health: 'healthy',
       failureStreak: 0,

@@ -1,0 +1,92 @@
+/**
+ * "Deliveries are due for these endpoints", from whoever stores them to the workers, by
+ * Postgres NOTIFY. A hint only: Postgres stays the queue, and a notification lost (no worker
+ * listening, a dropped connection) is made good by the workers' sweep for due work.
+ */
+import pg from 'pg';
+import type { Queryable } from './pool.js';
+
+export interface DueEndpoint {
+  endpointId: string;
+  accountId: string;
+}
+
+/** The channel of one deployment (its task queue): deployments that share a database do not wake each other. */
+export function dueChannel(taskQueue: string): string {
+  return `deliveries_due:${taskQueue}`;
+}
+
+export async function notifyDue(db: Queryable, channel: string, due: readonly DueEndpoint[]): Promise<void> {
+  if (due.length === 0) return;
+  await db.query(`SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload`, [
+    channel,
+    due.map((d) => `${d.endpointId} ${d.accountId}`),
+  ]);
+}
+
+function parsePayload(payload: string | undefined): DueEndpoint | null {
+  const [endpointId, accountId] = (payload ?? '').split(' ');
+  return endpointId && accountId ? { endpointId, accountId } : null;
+}
+
+/**
+ * Listens on `channel` with a connection of its own. Resolves once listening; `onError` hears
+ * of a lost connection (the caller reconnects, and sweeps, since notifications were missed).
+ */
+export async function listenDue(
+  databaseUrl: string,
+  channel: string,
+  onDue: (due: DueEndpoint) => void,
+  onError: (err: Error) => void,
+): Promise<{ close(): Promise<void> }> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  let closing = false;
+  const lost = (err: Error) => {
+    if (closing) return;
+    closing = true;
+    client.end().catch(() => {});
+    onError(err);
+  };
+  client.on('error', lost);
+  client.on('end', () => lost(new Error('notification connection ended')));
+  client.on('notification', (n) => {
+    const due = n.channel === channel ? parsePayload(n.payload) : null;
+    if (due) onDue(due);
+  });
+  try {
+    await client.connect();
+    await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
+  } catch (err) {
+    closing = true;
+    await client.end().catch(() => {});
+    throw err;
+  }
+  return {
+    async close() {
+      if (closing) return;
+      closing = true;
+      await client.end();
+    },
+  };
+}
+
+/**
+ * Endpoints with work due for a while that nobody has taken: due at least `olderThanMs` ago,
+ * not held, not leased, the endpoint sending and healthy (a failing endpoint's workflow keeps
+ * its own timer). What a lost notification leaves behind.
+ */
+export async function findOverdueEndpoints(db: Queryable, olderThanMs: number, limit = 1000): Promise<DueEndpoint[]> {
+  const { rows } = await db.query<{ endpoint_id: string; account_id: string }>(
+    `SELECT e.id AS endpoint_id, e.account_id FROM endpoints e
+     WHERE e.deleted_at IS NULL AND e.active AND e.health_status = 'healthy' AND e.failure_streak = 0
+       AND EXISTS (
+         SELECT 1 FROM deliveries d
+         WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.event_id IS NOT NULL AND d.held_since IS NULL
+           AND d.next_attempt_at <= now() - make_interval(secs => $1::double precision / 1000)
+           AND (d.leased_until IS NULL OR d.leased_until < now())
+       )
+     LIMIT $2`,
+    [olderThanMs, limit],
+  );
+  return rows.map((r) => ({ endpointId: r.endpoint_id, accountId: r.account_id }));
+}

@@ -1,0 +1,27 @@
+/**
+ * After a commit that leaves deliveries due, the endpoints are named to the workers by Postgres
+ * NOTIFY, coalesced over a few milliseconds: one statement for every endpoint woken meanwhile.
+ * A worker pokes the endpoint's running delivery session, or signals its workflow.
+ */
+import { notifyDue } from '../db/due-notifications.js';
+import type { Db } from '../db/pool.js';
+import { createCoalescer, type Coalescer } from '../runtime/coalescer.js';
+import { logger } from '../runtime/logger.js';
+
+/** Endpoint id → its Account id. */
+export type DueWakes = Coalescer<string>;
+
+export function createDueWakes(db: Db, channel: string, windowMs = 2): DueWakes {
+  return createCoalescer<string>(
+    (batch) =>
+      notifyDue(
+        db,
+        channel,
+        [...batch].map(([endpointId, accountId]) => ({ endpointId, accountId })),
+      ).catch((err) =>
+        // A lost wake is not a lost delivery: the rows stay due, and the workers' sweep finds them.
+        logger.warn({ err, endpoints: batch.size }, 'due notification not sent'),
+      ),
+    windowMs,
+  );
+}

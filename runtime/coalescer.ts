@@ -1,0 +1,39 @@
+/**
+ * Coalesces "look at this key" hints: every key added within a short window goes out in one
+ * batch. At most one batch is in flight: keys added meanwhile wait for it and go together in
+ * the next, so a slow receiver of the batches makes them bigger, never queues them up.
+ */
+export interface Coalescer<V> {
+  add(key: string, value: V): void;
+  /** Sends what is waiting now (after the batch in flight); resolves when sent. */
+  flush(): Promise<void>;
+}
+
+export function createCoalescer<V>(send: (batch: Map<string, V>) => Promise<void>, windowMs: number): Coalescer<V> {
+  let waiting = new Map<string, V>();
+  let timer: NodeJS.Timeout | undefined;
+  let inFlight: Promise<void> | undefined;
+
+  function flush(): Promise<void> {
+    if (timer) clearTimeout(timer);
+    timer = undefined;
+    if (inFlight) return inFlight.then(flush);
+    if (waiting.size === 0) return Promise.resolve();
+    const batch = waiting;
+    waiting = new Map();
+    inFlight = send(batch).finally(() => {
+      inFlight = undefined;
+      // What arrived while this batch was out goes next, without another window.
+      if (waiting.size > 0 && !timer) timer = setTimeout(() => void flush(), 0);
+    });
+    return inFlight;
+  }
+
+  return {
+    add(key, value) {
+      waiting.set(key, value);
+      if (!inFlight) timer ??= setTimeout(() => void flush(), windowMs);
+    },
+    flush,
+  };
+}

@@ -1,0 +1,103 @@
+/**
+ * Routes news of due deliveries: a notification for an endpoint whose delivery session runs in
+ * this worker pokes that session; any other becomes a wake signal to the endpoint's workflow
+ * (coalesced, at most one batch in flight). A sweep finds what a lost notification left behind
+ * (no worker listening, a dropped connection), at start, after a reconnect, and every `sweepEveryMs`.
+ *
+ * One deployment per channel: the sweep wakes every overdue endpoint of the database, so
+ * deployments sharing a database must not run it (tests turn it off).
+ */
+import type { SessionRegistry } from '../activities/session-registry.js';
+import { findOverdueEndpoints, listenDue, type DueEndpoint } from '../db/due-notifications.js';
+import type { Db } from '../db/pool.js';
+import { createCoalescer } from '../runtime/coalescer.js';
+import { logger } from '../runtime/logger.js';
+import type { EndpointWorkflows } from '../temporal/client.js';
+
+export interface DueRouterOptions {
+  databaseUrl: string;
+  db: Db;
+  channel: string;
+  sessions: SessionRegistry;
+  workflows: Pick<EndpointWorkflows, 'wake'>;
+  /** 0: no sweep at all. */
+  sweepEveryMs: number;
+  signalWindowMs?: number;
+}
+
+export interface DueRouter {
+  /** Resolves once listening (or after the first failed try: it keeps trying on its own). */
+  ready: Promise<void>;
+  sweep(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const RECONNECT_MIN_MS = 500;
+const RECONNECT_MAX_MS = 30_000;
+
+export function startDueRouter(o: DueRouterOptions): DueRouter {
+  const signals = createCoalescer<string>(async (batch) => {
+    await Promise.all(
+      [...batch].map(([endpointId, accountId]) =>
+        o.workflows.wake(endpointId, accountId).catch((err) => logger.warn({ err, endpointId }, 'wake signal failed')),
+      ),
+    );
+  }, o.signalWindowMs ?? 5);
+  const route = (due: DueEndpoint) => {
+    if (!o.sessions.poke(due.endpointId)) signals.add(due.endpointId, due.accountId);
+  };
+
+  let closed = false;
+  let listener: { close(): Promise<void> } | null = null;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let sweepTimer: NodeJS.Timeout | undefined;
+  let backoffMs = RECONNECT_MIN_MS;
+
+  async function sweep(): Promise<void> {
+    if (o.sweepEveryMs === 0) return;
+    try {
+      for (const due of await findOverdueEndpoints(o.db, o.sweepEveryMs)) route(due);
+    } catch (err) {
+      logger.warn({ err }, 'sweep for overdue deliveries failed; the next one tries again');
+    }
+  }
+
+  async function listen(): Promise<void> {
+    if (closed) return;
+    try {
+      listener = await listenDue(o.databaseUrl, o.channel, route, (err) => {
+        listener = null;
+        logger.warn({ err }, 'lost the due-delivery notifications; reconnecting');
+        retryTimer = setTimeout(() => void listen(), backoffMs);
+      });
+      if (closed) await listener.close();
+      backoffMs = RECONNECT_MIN_MS;
+      // Notifications sent while nobody listened are gone: look for their work.
+      await sweep();
+    } catch (err) {
+      logger.warn({ err, retryInMs: backoffMs }, 'cannot listen for due deliveries; retrying');
+      retryTimer = setTimeout(() => void listen(), backoffMs);
+      backoffMs = Math.min(backoffMs * 2, RECONNECT_MAX_MS);
+    }
+  }
+
+  const ready = listen();
+  if (o.sweepEveryMs > 0) {
+    const every = () => {
+      sweepTimer = setTimeout(() => void sweep().finally(() => !closed && every()), o.sweepEveryMs);
+    };
+    every();
+  }
+
+  return {
+    ready,
+    sweep,
+    async close() {
+      closed = true;
+      clearTimeout(retryTimer);
+      clearTimeout(sweepTimer);
+      await listener?.close();
+      await signals.flush();
+    },
+  };
+}
