@@ -3,6 +3,7 @@
  * Postgres NOTIFY. A hint only: Postgres stays the queue, and a notification lost (no worker
  * listening, a dropped connection) is made good by the workers' sweep for due work.
  */
+import crypto from 'node:crypto';
 import pg from 'pg';
 import type { Queryable } from './pool.js';
 
@@ -11,9 +12,17 @@ export interface DueEndpoint {
   accountId: string;
 }
 
-/** The channel of one deployment (its task queue): deployments that share a database do not wake each other. */
+/** Postgres truncates identifiers, channel names included, at 63 bytes, and refuses longer ones in NOTIFY. */
+const MAX_CHANNEL_BYTES = 63;
+
+/**
+ * The channel of one deployment (its task queue): deployments that share a database do not wake
+ * each other. A task queue too long for a channel name is named by its hash.
+ */
 export function dueChannel(taskQueue: string): string {
-  return `deliveries_due:${taskQueue}`;
+  const readable = `deliveries_due:${taskQueue}`;
+  if (Buffer.byteLength(readable) <= MAX_CHANNEL_BYTES) return readable;
+  return `deliveries_due:${crypto.createHash('sha256').update(taskQueue).digest('hex').slice(0, 40)}`;
 }
 
 export async function notifyDue(db: Queryable, channel: string, due: readonly DueEndpoint[]): Promise<void> {

@@ -1,13 +1,16 @@
 /**
  * Faults in the middle of a real backlog, on the Temporal dev server with the production
  * worker in a process of its own: the worker killed with SIGKILL mid-round, and a secret
- * rotation or a deactivation committed while a round is under way.
+ * rotation or a deactivation committed while a round is under way. Then the delivery session
+ * of a busy endpoint, as it runs in production (woken through Postgres, lingering for more).
  */
 import crypto from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createTenant, eventually, startTestApi, storeDemandEvent, testDb, type Tenant, type TestApi } from '../support/harness.js';
 import { startReceiver, type ReceivedRequest, type Receiver } from '../support/https-receiver.js';
+import { demandEvent } from '../support/kit.js';
 import { waitIdle } from '../support/temporal.js';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
 import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
@@ -144,4 +147,62 @@ describe('delivery faults on real components', () => {
     expect(posts(prefix).filter((p) => p.atMs > committedAt + IN_FLIGHT_GRACE_MS)).toHaveLength(0);
     expect(rows.filter((d) => d.status === 'success').length).toBeLessThan(BACKLOG);
   }, 180_000);
+});
+
+describe('delivery sessions on real components', () => {
+  const { EventType } = proto.api.enums.v1;
+  const historySince = async (endpointId: string, afterEventId: number) => {
+    const events = ((await temporal.workflow.getHandle(endpointWorkflowId(endpointId)).fetchHistory()).events ?? []).filter(
+      (e) => Number(e.eventId) > afterEventId,
+    );
+    const atMs = (e: (typeof events)[number]) => Number(e.eventTime!.seconds) * 1000 + Math.floor((e.eventTime!.nanos ?? 0) / 1e6);
+    return {
+      lastEventId: Number(events.at(-1)?.eventId ?? afterEventId),
+      events: events.length,
+      sessionsStartedAtMs: events.filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED).map(atMs),
+      signalsAtMs: events.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED).map(atMs),
+    };
+  };
+
+  it('events published in bursts to a busy endpoint ride one lingering session: no signal reaches its workflow while it runs', async () => {
+    const prefix = `/bursts/${crypto.randomUUID()}`;
+    const secret = 'whsec_bursts_secret_0001';
+    const id = await endpoint(prefix, secret);
+    await waitIdle(temporal.workflow.getHandle(endpointWorkflowId(id)));
+    receiver.reply({ status: 200 });
+    const before = await historySince(id, 0);
+
+    // 10 bursts of 20 publishes, 200 ms apart: well inside the worker's 5 s linger.
+    const BURSTS = 10;
+    const PER_BURST = 20;
+    for (let b = 0; b < BURSTS; b++) {
+      const answers = await Promise.all(
+        Array.from({ length: PER_BURST }, (_, n) =>
+          api.request('POST', '/api/v1/events', { key: tenant.key, body: demandEvent(`burst_${id}_${b}_${n}`) }),
+        ),
+      );
+      expect(answers.map((a) => a.status)).toEqual(Array(PER_BURST).fill(201));
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const all = await eventually(async () => {
+      const received = posts(prefix);
+      return received.length >= BURSTS * PER_BURST ? received : undefined;
+    }, 60_000);
+    expect(new Set(all.map((p) => p.headers['x-idempotency-key'])).size).toBe(BURSTS * PER_BURST);
+    for (const p of all) expect(p.headers['x-webhook-signature']).toBe(hmac(secret, p.body));
+    const rows = await eventually(async () => {
+      const r = await statuses(id);
+      return r.length === BURSTS * PER_BURST && r.every((d) => d.status === 'success') ? r : undefined;
+    });
+    expect(rows).toHaveLength(BURSTS * PER_BURST);
+
+    // The first burst's news wakes the workflow (a signal or a few, coalesced, until the session starts); every
+    // later burst reaches that session directly, so no signal comes later than the first burst's second.
+    const after = await historySince(id, before.lastEventId);
+    const firstSession = after.sessionsStartedAtMs[0]!;
+    expect(after.signalsAtMs.length).toBeGreaterThanOrEqual(1);
+    expect(after.signalsAtMs.filter((t) => t > firstSession + 1_000)).toEqual([]);
+    expect(after.sessionsStartedAtMs.length).toBeLessThanOrEqual(2);
+    expect(after.events).toBeLessThan(40);
+  }, 120_000);
 });

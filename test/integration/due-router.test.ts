@@ -1,0 +1,160 @@
+/**
+ * The worker's router of due-delivery news, on a database of its own (its sweep looks at every
+ * endpoint of the database) and the Temporal dev server, on a task queue nobody polls: a wake
+ * signal shows as a `wake` in the endpoint workflow's history.
+ */
+import crypto from 'node:crypto';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createSessionRegistry } from '../../activities/session-registry.js';
+import { createAccount } from '../../db/directory.js';
+import { dueChannel, notifyDue } from '../../db/due-notifications.js';
+import { migrate } from '../../db/migrate.js';
+import { createPool, type Db } from '../../db/pool.js';
+import { endpointWorkflows } from '../../temporal/client.js';
+import { startDueRouter, type DueRouter } from '../../worker/due-router.js';
+import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
+import { eventually } from '../support/harness.js';
+
+const name = `router_${crypto.randomBytes(4).toString('hex')}`;
+const taskQueue = `router-${crypto.randomUUID()}`;
+const channel = dueChannel(taskQueue);
+let databaseUrl: string;
+let db: Db;
+let temporalClient: Client;
+let accountId: string;
+const sessions = createSessionRegistry();
+const routers: DueRouter[] = [];
+
+beforeAll(async () => {
+  const admin = new pg.Client({ connectionString: inject('databaseUrl') });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const url = new URL(inject('databaseUrl'));
+  url.pathname = `/${name}`;
+  databaseUrl = url.toString();
+  await migrate(databaseUrl);
+  db = createPool(databaseUrl, 4);
+  temporalClient = new Client({ connection: await Connection.connect({ address: inject('devServerAddress') }) });
+  accountId = (await createAccount(db, { name: 'router', ownerEmail: 'owner@example.com', plan: 'paid' })).id;
+});
+afterAll(async () => {
+  await Promise.all(routers.map((r) => r.close()));
+  await db.end();
+  await temporalClient.connection.close();
+  const admin = new pg.Client({ connectionString: inject('databaseUrl') });
+  await admin.connect();
+  await admin.query(`DROP DATABASE "${name}" WITH (FORCE)`);
+  await admin.end();
+});
+
+function router(sweepEveryMs = 0): DueRouter {
+  const r = startDueRouter({ databaseUrl, db, channel, sessions, workflows: endpointWorkflows(temporalClient, taskQueue), sweepEveryMs });
+  routers.push(r);
+  return r;
+}
+
+/** An endpoint row in a given state, with one open delivery due at `dueAgoMs` before now. */
+async function endpointWithDelivery(opts: { health?: string; streak?: number; held?: boolean; leased?: boolean; dueAgoMs?: number } = {}) {
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO endpoints (account_id, url, events, secret_ciphertext, health_status, failure_streak)
+     VALUES ($1, 'https://receiver.example/hook', '{crm}', '\\x00', $2, $3) RETURNING id`,
+    [accountId, opts.health ?? 'healthy', opts.streak ?? 0],
+  );
+  const endpointId = rows[0]!.id;
+  await db.query(
+    `INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status, next_attempt_at, held_since, leased_until, lease_owner)
+     VALUES ($1, $2, gen_random_uuid(), 'crm.demand.created', $3, 'live', 'pending', now() - make_interval(secs => $4::double precision / 1000),
+             CASE WHEN $5 THEN now() END, CASE WHEN $6 THEN now() + interval '1 minute' END, CASE WHEN $6 THEN 'another/session' END)`,
+    [accountId, endpointId, `key_${crypto.randomUUID()}`, opts.dueAgoMs ?? 0, opts.held ?? false, opts.leased ?? false],
+  );
+  return endpointId;
+}
+
+const { EventType } = temporal.api.enums.v1;
+const GRPC_NOT_FOUND = 5;
+async function wakeSignals(endpointId: string): Promise<number> {
+  try {
+    const { events } = await temporalClient.workflow.getHandle(endpointWorkflowId(endpointId)).fetchHistory();
+    return (events ?? []).filter(
+      (e) =>
+        e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED &&
+        e.workflowExecutionSignaledEventAttributes?.signalName === 'wake',
+    ).length;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === GRPC_NOT_FOUND) return 0;
+    throw err;
+  }
+}
+
+describe('due-delivery router', () => {
+  it('pokes the session running here for its endpoint, and turns news of any other endpoint into a wake signal', async () => {
+    const r = router();
+    await r.ready;
+    const [local, remote] = [await endpointWithDelivery(), await endpointWithDelivery()];
+    const session = sessions.open(local);
+    const poked = session.wait(10_000);
+    await notifyDue(db, channel, [
+      { endpointId: local, accountId },
+      { endpointId: remote, accountId },
+    ]);
+    expect(await poked).toBe(true);
+    await eventually(async () => (await wakeSignals(remote)) === 1);
+    expect(await wakeSignals(local)).toBe(0);
+
+    // A session that is ending refuses pokes: the news goes to the workflow, which starts the next session.
+    session.ending();
+    await notifyDue(db, channel, [{ endpointId: local, accountId }]);
+    await eventually(async () => (await wakeSignals(local)) === 1);
+    session.close();
+  });
+
+  it('hears nothing of another deployment on the same database (another task queue)', async () => {
+    const r = router();
+    await r.ready;
+    const endpointId = await endpointWithDelivery();
+    const session = sessions.open(endpointId);
+    const poked = session.wait(1_500);
+    await notifyDue(db, dueChannel(`other-${taskQueue}`), [{ endpointId, accountId }]);
+    expect(await poked).toBe(false);
+    session.close();
+  });
+
+  it('sweeps at start: wakes endpoints whose due work nobody took, and not those held, leased, failing, or due only now', async () => {
+    const overdue = await endpointWithDelivery({ dueAgoMs: 120_000 });
+    const held = await endpointWithDelivery({ dueAgoMs: 120_000, held: true });
+    const leased = await endpointWithDelivery({ dueAgoMs: 120_000, leased: true });
+    const failing = await endpointWithDelivery({ dueAgoMs: 120_000, health: 'degraded', streak: 6 });
+    const fresh = await endpointWithDelivery({ dueAgoMs: 0 });
+    const r = router(60_000);
+    await r.ready;
+    await eventually(async () => (await wakeSignals(overdue)) === 1);
+    for (const quiet of [held, leased, failing, fresh]) expect(await wakeSignals(quiet)).toBe(0);
+  });
+
+  it('listens again after its connection is killed, and sweeps for what it missed meanwhile', async () => {
+    const r = router(60_000);
+    await r.ready;
+    const killed = await db.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`,
+      [name],
+    );
+    expect(killed.rowCount).toBeGreaterThan(0);
+    // Sent while nobody listens: only the sweep after the reconnect finds it.
+    const missed = await endpointWithDelivery({ dueAgoMs: 120_000 });
+    await notifyDue(db, channel, [{ endpointId: missed, accountId }]);
+    await eventually(async () => (await wakeSignals(missed)) >= 1);
+    // And news sent after the reconnect is heard again.
+    const later = await endpointWithDelivery();
+    const session = sessions.open(later);
+    await eventually(async () => {
+      const poked = session.wait(300);
+      await notifyDue(db, channel, [{ endpointId: later, accountId }]);
+      return poked;
+    });
+    session.close();
+  });
+});
