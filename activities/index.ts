@@ -86,7 +86,9 @@ export function createActivities(deps: ActivityDeps) {
         return await runDeliverySession(sessionDeps, {
           endpointId,
           owner,
-          clock: () => startMs + (Date.now() - startedRealMs),
+          // Never behind the real clock: the workflow's time is that of its last task, and rows stored since
+          // (due at their insertion) would otherwise wait out the activity's dispatch delay.
+          clock: () => Math.max(startMs + (Date.now() - startedRealMs), Date.now()),
           limit,
           signal: cancellationSignal,
         });
