@@ -16,7 +16,6 @@ import { retryDelayMs } from '../core/retry-curve.js';
 import { webhookBody } from '../core/webhook-body.js';
 import { claimDueDeliveries, closeForDeletedEvent, nextDueAt, releaseLeases, type ClaimedDelivery } from '../db/deliveries.js';
 import { getEndpointById, recordEndpointSuccess, type EndpointRow } from '../db/endpoints.js';
-import { getEventsByIds, type EventRow } from '../db/events.js';
 import type { Db } from '../db/pool.js';
 import type { HttpClient } from '../delivery/http-client.js';
 import { sendToEndpoint } from '../delivery/send-webhook.js';
@@ -90,7 +89,6 @@ export async function runDeliverySession(deps: SessionDeps, req: SessionRequest)
   const session = deps.sessions.open(req.endpointId);
   const recorder = createAttemptRecorder(db);
   const queue: ClaimedDelivery[] = [];
-  const events = new Map<string, EventRow>();
   const startedAt = Date.now();
   let lastWorkAt = startedAt;
   let lastShownAt = 0;
@@ -116,8 +114,6 @@ export async function runDeliverySession(deps: SessionDeps, req: SessionRequest)
       if (want <= 0) return;
       const rows = await claimDueDeliveries(db, req.endpointId, new Date(req.clock()), want, LEASE_MS, req.owner);
       if (rows.length > 0) {
-        const eventIds = rows.map((d) => d.event_id).filter((id): id is string => id !== null);
-        for (const e of await getEventsByIds(db, eventIds)) events.set(e.id, e);
         claimed += rows.length;
         queue.push(...rows);
         lastWorkAt = Date.now();
@@ -166,13 +162,12 @@ export async function runDeliverySession(deps: SessionDeps, req: SessionRequest)
 
   /** POSTs one claimed delivery to the endpoint as it is now; null when nothing was sent (its event is gone). */
   async function attempt(endpoint: EndpointRow, d: ClaimedDelivery): Promise<AttemptOutcome | null> {
-    const event = d.event_id ? events.get(d.event_id) : undefined;
+    const event = d.event;
     const def = getEventDefinition(d.event_type);
     if (!event || !def) {
       await closeForDeletedEvent(db, d.id);
       return null;
     }
-    events.delete(event.id);
     const body = Buffer.from(JSON.stringify(webhookBody(def, event)), 'utf8');
     const startedAtMs = req.clock();
     const outcome = await sendToEndpoint(deps.httpClient, deps.secretBox, endpoint, {

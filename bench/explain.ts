@@ -8,7 +8,7 @@ import type { PoolClient } from 'pg';
 import type { EventDefinition } from '../core/catalog/index.js';
 import { claimDueDeliveries, insertEventDeliveries, nextDueAt, recordDeliveryAttempts, type AttemptResult } from '../db/deliveries.js';
 import { listRoutableEndpoints } from '../db/endpoints.js';
-import { appendEvent, getEventsByIds } from '../db/events.js';
+import { appendEvent } from '../db/events.js';
 import { createPool, inTransaction, type Db, type Queryable } from '../db/pool.js';
 import { ingestEvent, storeEvent } from '../ingest/store-event.js';
 
@@ -126,14 +126,8 @@ export async function explainHotQueries(
       [ctx.ingestEndpointId],
     );
     out.claimBacklog = backlog[0]!.n;
-    await explain(`claimDueDeliveries (200 of ${backlog[0]!.n} pending)`, (q) =>
-      claimDueDeliveries(q, ctx.ingestEndpointId, new Date(), 200, 240_000, `explain-${d++}`),
-    );
-    await explain('getEventsByIds (200)', (q) =>
-      getEventsByIds(
-        q,
-        pending.map((p) => p.event_id),
-      ),
+    await explain(`claimDueDeliveries with their events (32 of ${backlog[0]!.n} pending)`, (q) =>
+      claimDueDeliveries(q, ctx.ingestEndpointId, new Date(), 32, 240_000, `explain-${d++}`),
     );
     let a = 0;
     await explain('recordDeliveryAttempts (1)', (q) => recordDeliveryAttempts(q, [success(pending[a++]!.id)]));

@@ -1,6 +1,7 @@
 import { DomainError, notFound } from '../core/domain-error.js';
 import type { PageKey } from '../core/paging.js';
 import type { AttemptError } from '../delivery/http-client.js';
+import type { EventRow } from './events.js';
 import type { Queryable } from './pool.js';
 
 export const DELIVERY_STATUSES = ['pending', 'success', 'failed', 'exhausted', 'limited'] as const;
@@ -180,12 +181,14 @@ export interface ClaimedDelivery {
   event_type: string;
   idempotency_key: string;
   attempts: number;
+  /** The event as it is at the claim; null when it is gone (deleted since it was stored). */
+  event: EventRow | null;
 }
 
 /**
- * Leases the due deliveries of an endpoint to one round (`owner`), earliest first, so one
- * poison event cannot block the rest. `now` is the scheduler's clock (the workflow's), not
- * the database's.
+ * Leases the due deliveries of an endpoint to one session (`owner`), earliest first, so one
+ * poison event cannot block the rest, and returns them with their events, in one statement.
+ * `now` is the scheduler's clock (the workflow's), not the database's.
  */
 export async function claimDueDeliveries(
   db: Queryable,
@@ -195,7 +198,14 @@ export async function claimDueDeliveries(
   leaseMs: number,
   owner: string,
 ): Promise<ClaimedDelivery[]> {
-  const { rows } = await db.query<ClaimedDelivery & { next_attempt_at: Date }>(
+  type Row = Partial<EventRow> & {
+    delivery_id: string;
+    delivery_event_id: string | null;
+    delivery_event_type: string;
+    delivery_idempotency_key: string;
+    delivery_attempts: number;
+  };
+  const { rows } = await db.query<Row>(
     `WITH due AS (
        SELECT id FROM deliveries
        WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL
@@ -203,13 +213,25 @@ export async function claimDueDeliveries(
        ORDER BY next_attempt_at, created_at
        LIMIT $3
        FOR UPDATE SKIP LOCKED
+     ), claimed AS (
+       UPDATE deliveries d SET leased_until = $2::timestamptz + make_interval(secs => $4::double precision / 1000), lease_owner = $5
+       FROM due WHERE d.id = due.id
+       RETURNING d.id AS delivery_id, d.event_id AS delivery_event_id, d.event_type AS delivery_event_type,
+                 d.idempotency_key AS delivery_idempotency_key, d.attempts AS delivery_attempts, d.next_attempt_at AS delivery_next_attempt_at
      )
-     UPDATE deliveries d SET leased_until = $2::timestamptz + make_interval(secs => $4::double precision / 1000), lease_owner = $5
-     FROM due WHERE d.id = due.id
-     RETURNING d.id, d.event_id, d.event_type, d.idempotency_key, d.attempts, d.next_attempt_at`,
+     SELECT c.delivery_id, c.delivery_event_id, c.delivery_event_type, c.delivery_idempotency_key, c.delivery_attempts, ev.*
+     FROM claimed c LEFT JOIN events ev ON ev.id = c.delivery_event_id
+     ORDER BY c.delivery_next_attempt_at`,
     [endpointId, now, limit, leaseMs, owner],
   );
-  return rows.sort((a, b) => a.next_attempt_at.getTime() - b.next_attempt_at.getTime());
+  return rows.map(({ delivery_id, delivery_event_id, delivery_event_type, delivery_idempotency_key, delivery_attempts, ...event }) => ({
+    id: delivery_id,
+    event_id: delivery_event_id,
+    event_type: delivery_event_type,
+    idempotency_key: delivery_idempotency_key,
+    attempts: delivery_attempts,
+    event: event.id ? (event as EventRow) : null,
+  }));
 }
 
 /**

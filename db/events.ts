@@ -131,10 +131,3 @@ export async function deleteEventsWhere(
   );
   return rows[0]!.n;
 }
-
-/** The events of a round of deliveries, in one query. */
-export async function getEventsByIds(db: Queryable, ids: string[]): Promise<EventRow[]> {
-  if (ids.length === 0) return [];
-  const { rows } = await db.query<EventRow>(`SELECT * FROM events WHERE id = ANY($1::uuid[])`, [ids]);
-  return rows;
-}
