@@ -62,7 +62,7 @@ const json = (v: unknown) => (v === null || v === undefined ? null : JSON.string
  * idempotency key is taken (a twin committed meanwhile), which leaves a hole in the cursors: the
  * caller must then roll back, which also returns the cursors.
  */
-export async function appendEvents(tx: Queryable, events: NewEvent[]): Promise<EventRow[]> {
+export async function appendEvents(tx: Queryable, events: (NewEvent & { id?: string })[]): Promise<EventRow[]> {
   if (events.length === 0) return [];
   const { account_id, environment } = events[0]!;
   if (events.some((e) => e.account_id !== account_id || e.environment !== environment)) {
@@ -73,15 +73,15 @@ export async function appendEvents(tx: Queryable, events: NewEvent[]): Promise<E
     `WITH head AS (
        UPDATE stream_heads SET last_cursor = last_cursor + $3 WHERE account_id = $1 AND environment = $2 RETURNING last_cursor - $3 AS base
      )
-     INSERT INTO events (account_id, environment, cursor, type, idempotency_key, customer_id, channel, channel_account_id, channel_account,
+     INSERT INTO events (id, account_id, environment, cursor, type, idempotency_key, customer_id, channel, channel_account_id, channel_account,
                          external_id, message_id, message_resource_id, contact_ref, data, stream_data, occurred_at)
-     SELECT $1, $2, head.base + e.n, e.type, e.idempotency_key, e.customer_id, e.channel, e.channel_account_id, e.channel_account,
+     SELECT coalesce(e.id, gen_random_uuid()), $1, $2, head.base + e.n, e.type, e.idempotency_key, e.customer_id, e.channel, e.channel_account_id, e.channel_account,
             e.external_id, e.message_id, e.message_resource_id, e.contact_ref, e.data, e.stream_data, e.occurred_at
      FROM head,
           unnest($4::text[], $5::text[], $6::uuid[], $7::text[], $8::uuid[], $9::jsonb[], $10::text[], $11::text[], $12::uuid[], $13::text[],
-                 $14::jsonb[], $15::jsonb[], $16::timestamptz[])
+                 $14::jsonb[], $15::jsonb[], $16::timestamptz[], $17::uuid[])
             WITH ORDINALITY AS e(type, idempotency_key, customer_id, channel, channel_account_id, channel_account, external_id, message_id,
-                                 message_resource_id, contact_ref, data, stream_data, occurred_at, n)
+                                 message_resource_id, contact_ref, data, stream_data, occurred_at, id, n)
      ORDER BY e.n
      ON CONFLICT (account_id, environment, idempotency_key) DO NOTHING
      RETURNING *`,
@@ -102,6 +102,7 @@ export async function appendEvents(tx: Queryable, events: NewEvent[]): Promise<E
       events.map((e) => json(e.data)),
       events.map((e) => json(e.stream_data)),
       column('occurred_at'),
+      events.map((e) => e.id ?? null),
     ],
   );
   return rows;

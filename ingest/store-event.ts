@@ -3,6 +3,7 @@
  * together (group commit: ingest/stream-batcher.ts), one transaction per batch: the stream
  * append, the Free-plan count and every endpoint's delivery commit together or not at all.
  */
+import crypto from 'node:crypto';
 import { admit } from '../core/admission.js';
 import { streamData, type EventDefinition, type StreamContext } from '../core/catalog/index.js';
 import { capApplies, FREE_PLAN_MONTHLY_LIMIT, judgeCount, usageMonth } from '../core/free-plan.js';
@@ -61,7 +62,8 @@ const MAX_TRIES = 5;
 
 interface Pending {
   e: IngestEvent;
-  row: NewEvent;
+  /** With its id chosen here, so its deliveries can be written before the event itself. */
+  row: NewEvent & { id: string };
   now: Date;
 }
 
@@ -83,8 +85,9 @@ export async function storeEvent(db: Db, e: IngestEvent, now: Date = new Date())
   return batcher.submit(`${e.accountId}:${e.environment}`, { e, row, now });
 }
 
-function eventRow(e: IngestEvent): NewEvent {
+function eventRow(e: IngestEvent): NewEvent & { id: string } {
   return {
+    id: crypto.randomUUID(),
     account_id: e.accountId,
     environment: e.environment,
     type: e.def.type,
@@ -150,6 +153,30 @@ async function appendBatch(tx: Queryable, items: Pending[]): Promise<Map<string,
     i.e.def.countsTowardFreePlan && environment === 'live' && admissions[index]!.length > 0 ? [{ index, now: i.now }] : [],
   );
   const account = counted.length > 0 ? await getAccount(tx, accountId) : undefined;
+  const counting = account ? counted.filter((c) => capApplies(account.plan, account.created_at, c.now)) : [];
+  const deliveriesOf = (limited: Set<number>): NewEventDelivery[][] =>
+    admissions.map((admitted, index) => {
+      const past = limited.has(index);
+      return admitted.map((a) => ({ endpointId: a.endpointId, held: past ? false : a.held, status: past ? 'limited' : 'pending' }));
+    });
+  const insertDeliveries = (deliveries: NewEventDelivery[][]) =>
+    insertBatchDeliveries(
+      tx,
+      { accountId, environment },
+      items.map((i, index) => ({
+        eventId: i.row.id,
+        eventType: i.row.type,
+        idempotencyKey: i.row.idempotency_key,
+        deliveries: deliveries[index]!,
+      })),
+    );
+
+  // Most of a batch's work is its deliveries. Unless the Free-plan count decides their status (in
+  // cursor order, so after the append), they are written before the stream's lock is taken: the
+  // lock then covers only the events and the commit, and other writers of the stream (another
+  // process) write their deliveries meanwhile. A rollback takes them back with the events.
+  let deliveries: NewEventDelivery[][] | undefined;
+  if (counting.length === 0) await insertDeliveries((deliveries = deliveriesOf(new Set())));
 
   const rows = items.map((i) => i.row);
   let events = await appendEvents(tx, rows);
@@ -160,31 +187,14 @@ async function appendBatch(tx: Queryable, items: Pending[]): Promise<Map<string,
   }
   // A key another process committed meanwhile left a hole in the cursors: roll back (which returns them) and redo.
   if (events.length < rows.length) throw new TwinCommitted(`${rows.length - events.length} of ${rows.length} keys were taken meanwhile`);
-  const byKey = new Map(events.map((ev) => [ev.idempotency_key, ev]));
 
-  const limited = account ? await countTowardFreePlan(tx, account, counted) : new Set<number>();
-  const stored = items.map((item, index): StoredEvent => {
-    const past = limited.has(index);
-    return {
-      created: true,
-      event: byKey.get(item.row.idempotency_key)!,
-      deliveries: admissions[index]!.map((a) => ({
-        endpointId: a.endpointId,
-        held: past ? false : a.held,
-        status: past ? 'limited' : 'pending',
-      })),
-    };
-  });
-  await insertBatchDeliveries(
-    tx,
-    { accountId, environment },
-    stored.map((s) => ({
-      eventId: s.event.id,
-      eventType: s.event.type,
-      idempotencyKey: s.event.idempotency_key,
-      deliveries: s.deliveries,
-    })),
-  );
+  if (!deliveries) await insertDeliveries((deliveries = deliveriesOf(await countTowardFreePlan(tx, account!, counting))));
+  const byKey = new Map(events.map((ev) => [ev.idempotency_key, ev]));
+  const stored = items.map((item, index): StoredEvent => ({
+    created: true,
+    event: byKey.get(item.row.idempotency_key)!,
+    deliveries: deliveries[index]!,
+  }));
   // The endpoints with something due now; sent on commit, once per batch.
   await notifyDeliveriesDue(
     tx,
@@ -194,13 +204,12 @@ async function appendBatch(tx: Queryable, items: Pending[]): Promise<Map<string,
 }
 
 /**
- * Counts the batch's forwarded received messages, each once and in cursor order, one statement
- * per month; returns the indexes of those past the month's cap.
+ * Counts the batch's forwarded received messages the cap applies to, each once and in cursor
+ * order, one statement per month; returns the indexes of those past the month's cap.
  */
 async function countTowardFreePlan(tx: Queryable, account: Account, counted: { index: number; now: Date }[]): Promise<Set<number>> {
   const byMonth = new Map<string, number[]>();
   for (const { index, now } of counted) {
-    if (!capApplies(account.plan, account.created_at, now)) continue;
     const month = usageMonth(now);
     byMonth.set(month, [...(byMonth.get(month) ?? []), index]);
   }
