@@ -67,7 +67,7 @@ interface Pending {
   now: Date;
 }
 
-/** One batcher per pool, so a test's own pool (another server) never shares a queue with another. */
+/** Queues belong to a pool: calls through different pools (another server, or a test standing in for another process) never share a transaction. */
 const batchers = new WeakMap<Db, StreamBatcher<Pending, StoredEvent>>();
 
 /**
