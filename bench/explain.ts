@@ -183,8 +183,8 @@ export async function explainHotQueries(
       toRecord.slice(400).map((r) => r.id),
     );
 
-    // Ingest what-ifs with fan-out as in the ingest phase: as today (a transaction per event),
-    // without waiting for fsync, and N events per transaction (the same statements, batched).
+    // Ingest what-ifs with fan-out as in the ingest phase: as today (group commit: 16 writers share
+    // transactions), without waiting for fsync, and N events per transaction with a statement per event.
     const ingestRate = async (pool: Db, tag: string, count: number, writers = 16) => {
       let next = 0;
       const t0 = performance.now();
@@ -201,7 +201,7 @@ export async function explainHotQueries(
     const tag = `whatif_${Date.now()}`;
     out.ingestPerSecond = await ingestRate(db, `${tag}_sync`, 1000);
     out.ingestPerSecondAsyncCommit = await ingestRate(asyncDb, `${tag}_async`, 1000);
-    // One writer: no queue on the stream's head row. Close to 16 writers means the lock, not the work, sets the pace.
+    // One writer: a batch of one, a transaction per event (what every writer paid before group commit).
     out.ingestPerSecond1Writer = await ingestRate(db, `${tag}_one`, 500, 1);
     const batched = async (batch: number, count: number) => {
       const endpoints = await listRoutableEndpoints(db, ctx.ingestAccountId);

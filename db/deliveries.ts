@@ -146,33 +146,55 @@ export interface NewEventDelivery {
   held: boolean;
 }
 
-/** The deliveries of a freshly stored event, in the same transaction as the event. */
-export async function insertEventDeliveries(
+/** A freshly stored event and the deliveries it routes to. */
+export interface EventDeliveries {
+  eventId: string;
+  eventType: string;
+  idempotencyKey: string;
+  deliveries: NewEventDelivery[];
+}
+
+/**
+ * The deliveries of freshly stored events of one stream, in one statement, in the same
+ * transaction as the events.
+ */
+export async function insertBatchDeliveries(
   tx: Queryable,
-  e: { accountId: string; eventId: string; eventType: string; idempotencyKey: string; environment: 'live' | 'sandbox' },
-  deliveries: NewEventDelivery[],
+  stream: { accountId: string; environment: 'live' | 'sandbox' },
+  events: EventDeliveries[],
 ): Promise<void> {
-  if (deliveries.length === 0) return;
+  const rows = events.flatMap((e) => e.deliveries.map((d) => ({ ...d, event: e })));
+  if (rows.length === 0) return;
   await tx.query(
     `INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status, next_attempt_at, held_since, terminal_reason)
-     SELECT $1, d.endpoint_id, $2, $3, $4, $5, d.status,
+     SELECT $1, d.endpoint_id, d.event_id, d.event_type, d.idempotency_key, $2, d.status,
             CASE WHEN d.status = 'pending' AND NOT d.held THEN now() END,
             -- A held delivery gets no due time; its hold is started by the endpoint's workflow, on the
             -- workflow's clock, which is the one its 14-day expiry is measured with.
             NULL::timestamptz,
             CASE WHEN d.status = 'limited' THEN 'free_plan_limit' END
-     FROM unnest($6::uuid[], $7::text[], $8::boolean[]) AS d(endpoint_id, status, held)`,
+     FROM unnest($3::uuid[], $4::text[], $5::text[], $6::uuid[], $7::text[], $8::boolean[])
+            AS d(event_id, event_type, idempotency_key, endpoint_id, status, held)`,
     [
-      e.accountId,
-      e.eventId,
-      e.eventType,
-      e.idempotencyKey,
-      e.environment,
-      deliveries.map((d) => d.endpointId),
-      deliveries.map((d) => d.status),
-      deliveries.map((d) => d.held),
+      stream.accountId,
+      stream.environment,
+      rows.map((r) => r.event.eventId),
+      rows.map((r) => r.event.eventType),
+      rows.map((r) => r.event.idempotencyKey),
+      rows.map((r) => r.endpointId),
+      rows.map((r) => r.status),
+      rows.map((r) => r.held),
     ],
   );
+}
+
+/** The deliveries of one freshly stored event, in the same transaction as the event. */
+export async function insertEventDeliveries(
+  tx: Queryable,
+  e: { accountId: string; eventId: string; eventType: string; idempotencyKey: string; environment: 'live' | 'sandbox' },
+  deliveries: NewEventDelivery[],
+): Promise<void> {
+  await insertBatchDeliveries(tx, e, [{ ...e, deliveries }]);
 }
 
 export interface ClaimedDelivery {

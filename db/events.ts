@@ -35,56 +35,82 @@ export async function ensureStreamHead(tx: Queryable, accountId: string, environ
   ]);
 }
 
-export async function findEventByKey(
+/** The stream's events with any of `keys`, by key: one query for a whole batch. */
+export async function findEventsByKeys(
   db: Queryable,
   accountId: string,
   environment: Environment,
-  key: string,
-): Promise<EventRow | undefined> {
-  const { rows } = await db.query<EventRow>(`SELECT * FROM events WHERE account_id = $1 AND environment = $2 AND idempotency_key = $3`, [
-    accountId,
-    environment,
-    key,
-  ]);
-  return rows[0];
+  keys: string[],
+): Promise<Map<string, EventRow>> {
+  if (keys.length === 0) return new Map();
+  const { rows } = await db.query<EventRow>(
+    `SELECT * FROM events WHERE account_id = $1 AND environment = $2 AND idempotency_key = ANY($3::text[])`,
+    [accountId, environment, keys],
+  );
+  return new Map(rows.map((r) => [r.idempotency_key, r]));
 }
 
+/** jsonb values go into jsonb[] as JSON text, so an array payload is not mistaken for a nested SQL array. */
+const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v));
+
 /**
- * Appends an event at the next cursor. Incrementing the head takes its row lock, held until
- * commit: writers of one stream are serialized, so cursors commit in order and without
- * holes, and a reader that saw cursor N+1 could already see N.
- * Returns undefined when the head does not exist yet or the idempotency key is taken; the
- * caller then rolls back, which also returns the cursor.
+ * Appends events of one stream at the next cursors, in array order, in one statement: the head
+ * moves by N and the events take the N cursors after it. Incrementing the head takes its row
+ * lock, held until commit: writers of one stream are serialized, so cursors commit in order and
+ * without holes, and a reader that saw cursor N+1 could already see N.
+ * Returns the inserted rows. None when the head does not exist yet; fewer than given when an
+ * idempotency key is taken (a twin committed meanwhile), which leaves a hole in the cursors: the
+ * caller must then roll back, which also returns the cursors.
  */
-export async function appendEvent(tx: Queryable, e: NewEvent): Promise<EventRow | undefined> {
+export async function appendEvents(tx: Queryable, events: (NewEvent & { id?: string })[]): Promise<EventRow[]> {
+  if (events.length === 0) return [];
+  const { account_id, environment } = events[0]!;
+  if (events.some((e) => e.account_id !== account_id || e.environment !== environment)) {
+    throw new Error('appendEvents: every event must belong to one stream');
+  }
+  const column = <K extends keyof NewEvent>(k: K) => events.map((e) => e[k]);
   const { rows } = await tx.query<EventRow>(
     `WITH head AS (
-       UPDATE stream_heads SET last_cursor = last_cursor + 1 WHERE account_id = $1 AND environment = $2 RETURNING last_cursor
+       UPDATE stream_heads SET last_cursor = last_cursor + $3 WHERE account_id = $1 AND environment = $2 RETURNING last_cursor - $3 AS base
      )
-     INSERT INTO events (account_id, environment, cursor, type, idempotency_key, customer_id, channel, channel_account_id, channel_account,
+     INSERT INTO events (id, account_id, environment, cursor, type, idempotency_key, customer_id, channel, channel_account_id, channel_account,
                          external_id, message_id, message_resource_id, contact_ref, data, stream_data, occurred_at)
-     SELECT $1, $2, head.last_cursor, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 FROM head
+     SELECT coalesce(e.id, gen_random_uuid()), $1, $2, head.base + e.n, e.type, e.idempotency_key, e.customer_id, e.channel, e.channel_account_id, e.channel_account,
+            e.external_id, e.message_id, e.message_resource_id, e.contact_ref, e.data, e.stream_data, e.occurred_at
+     FROM head,
+          unnest($4::text[], $5::text[], $6::uuid[], $7::text[], $8::uuid[], $9::jsonb[], $10::text[], $11::text[], $12::uuid[], $13::text[],
+                 $14::jsonb[], $15::jsonb[], $16::timestamptz[], $17::uuid[])
+            WITH ORDINALITY AS e(type, idempotency_key, customer_id, channel, channel_account_id, channel_account, external_id, message_id,
+                                 message_resource_id, contact_ref, data, stream_data, occurred_at, id, n)
+     ORDER BY e.n
      ON CONFLICT (account_id, environment, idempotency_key) DO NOTHING
      RETURNING *`,
     [
-      e.account_id,
-      e.environment,
-      e.type,
-      e.idempotency_key,
-      e.customer_id,
-      e.channel,
-      e.channel_account_id,
-      e.channel_account,
-      e.external_id,
-      e.message_id,
-      e.message_resource_id,
-      e.contact_ref,
-      e.data,
-      e.stream_data,
-      e.occurred_at,
+      account_id,
+      environment,
+      events.length,
+      column('type'),
+      column('idempotency_key'),
+      column('customer_id'),
+      column('channel'),
+      column('channel_account_id'),
+      events.map((e) => json(e.channel_account)),
+      column('external_id'),
+      column('message_id'),
+      column('message_resource_id'),
+      column('contact_ref'),
+      events.map((e) => json(e.data)),
+      events.map((e) => json(e.stream_data)),
+      column('occurred_at'),
+      events.map((e) => e.id ?? null),
     ],
   );
-  return rows[0];
+  return rows;
+}
+
+/** appendEvents for one event: the row, or undefined (no head yet, or the key is taken). */
+export async function appendEvent(tx: Queryable, e: NewEvent): Promise<EventRow | undefined> {
+  return (await appendEvents(tx, [e]))[0];
 }
 
 /** One page of the stream: an index seek on (account, environment, cursor), whatever the position. */

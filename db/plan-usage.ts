@@ -1,13 +1,13 @@
 /** Free-plan counters and the notification outbox. */
 import type { Queryable } from './pool.js';
 
-/** Counts one more forwarded received message in the month; returns the new count. */
-export async function countReceived(tx: Queryable, accountId: string, month: string): Promise<number> {
+/** Counts `by` more forwarded received messages in the month; returns the new count. */
+export async function countReceived(tx: Queryable, accountId: string, month: string, by = 1): Promise<number> {
   const { rows } = await tx.query<{ received_count: number }>(
-    `INSERT INTO plan_usage (account_id, month, received_count) VALUES ($1, $2, 1)
-     ON CONFLICT (account_id, month) DO UPDATE SET received_count = plan_usage.received_count + 1
+    `INSERT INTO plan_usage (account_id, month, received_count) VALUES ($1, $2, $3)
+     ON CONFLICT (account_id, month) DO UPDATE SET received_count = plan_usage.received_count + $3
      RETURNING received_count`,
-    [accountId, month],
+    [accountId, month, by],
   );
   return rows[0]!.received_count;
 }

@@ -1,16 +1,19 @@
 /**
- * Stores one catalog event exactly once and routes it, in a single transaction: the stream
+ * Stores catalog events exactly once and routes them. Concurrent calls for one stream commit
+ * together (group commit: ingest/stream-batcher.ts), one transaction per batch: the stream
  * append, the Free-plan count and every endpoint's delivery commit together or not at all.
  */
+import crypto from 'node:crypto';
 import { admit } from '../core/admission.js';
 import { streamData, type EventDefinition, type StreamContext } from '../core/catalog/index.js';
 import { capApplies, FREE_PLAN_MONTHLY_LIMIT, judgeCount, usageMonth } from '../core/free-plan.js';
-import { insertEventDeliveries, type NewEventDelivery } from '../db/deliveries.js';
-import { getAccount, type ChannelAccount } from '../db/directory.js';
+import { insertBatchDeliveries, type NewEventDelivery } from '../db/deliveries.js';
+import { getAccount, type Account, type ChannelAccount } from '../db/directory.js';
 import { listRoutableEndpoints } from '../db/endpoints.js';
-import { appendEvent, ensureStreamHead, findEventByKey, type Environment, type EventRow } from '../db/events.js';
+import { appendEvents, ensureStreamHead, findEventsByKeys, type Environment, type EventRow, type NewEvent } from '../db/events.js';
 import { countReceived, enqueueNotification } from '../db/plan-usage.js';
-import { inTransaction, type Db } from '../db/pool.js';
+import { inTransaction, isDatabaseUnavailable, type Db, type Queryable } from '../db/pool.js';
+import { StreamBatcher } from './stream-batcher.js';
 
 export interface IngestEvent {
   accountId: string;
@@ -52,84 +55,175 @@ export interface StoredEvent {
   deliveries: NewEventDelivery[];
 }
 
-/** Thrown inside the transaction when a concurrent twin won the idempotency key. */
-class DuplicateEvent extends Error {}
+/** Most events in one transaction: bounds a statement's size and how long the stream's lock is held. */
+const MAX_BATCH = 500;
+/** Tries of a batch whose keys other processes keep committing first; each try knows those keys. */
+const MAX_TRIES = 5;
 
+interface Pending {
+  e: IngestEvent;
+  /** With its id chosen here, so its deliveries can be written before the event itself. */
+  row: NewEvent & { id: string };
+  now: Date;
+}
+
+/** Queues belong to a pool: calls through different pools (another server, or a test standing in for another process) never share a transaction. */
+const batchers = new WeakMap<Db, StreamBatcher<Pending, StoredEvent>>();
+
+/**
+ * Stores `e` unless its idempotency key is known, with its deliveries. `created: false` with no
+ * deliveries when the key was stored before (or by an earlier call of the same batch).
+ */
 export async function storeEvent(db: Db, e: IngestEvent, now: Date = new Date()): Promise<StoredEvent> {
-  const key = e.def.idempotencyKey(e.data, e.refs);
-  // Provider redeliveries are common: answer them without taking the stream's lock.
-  const known = await findEventByKey(db, e.accountId, e.environment, key);
-  if (known) return { created: false, event: known, deliveries: [] };
-  try {
-    return await inTransaction(db, async (tx) => {
-      // Read before the append so the stream's lock is held for as few round trips as possible.
-      const endpoints = await listRoutableEndpoints(tx, e.accountId);
-      const row = {
-        account_id: e.accountId,
-        environment: e.environment,
-        type: e.def.type,
-        idempotency_key: key,
-        customer_id: e.customerId,
-        channel: e.channelAccount?.channel ?? null,
-        channel_account_id: e.channelAccount?.id ?? null,
-        channel_account: e.channelAccount
-          ? { id: e.channelAccount.id, channel: e.channelAccount.channel, display: e.channelAccount.display }
-          : null,
-        external_id: e.externalId,
-        message_id: e.def.hasExternalId && e.channelAccount?.channel === 'chatapp' ? e.externalId : null,
-        message_resource_id: e.messageResourceId,
-        contact_ref: e.contactRef,
-        data: e.data,
-        stream_data: streamData(e.def, e.data, e.streamContext),
-        occurred_at: e.occurredAt,
-      };
-      let event = await appendEvent(tx, row);
-      if (!event) {
-        // Either the stream's first event (no head yet) or a twin committed first: a second try tells them apart.
-        await ensureStreamHead(tx, e.accountId, e.environment);
-        event = await appendEvent(tx, row);
-        if (!event) throw new DuplicateEvent();
-      }
+  let batcher = batchers.get(db);
+  if (!batcher) {
+    batcher = new StreamBatcher((items) => storeBatch(db, items), { maxBatch: MAX_BATCH, failsAll: isDatabaseUnavailable });
+    batchers.set(db, batcher);
+  }
+  // Built before joining the queue: an event that cannot be built fails its own caller only.
+  const row = eventRow(e);
+  return batcher.submit(`${e.accountId}:${e.environment}`, { e, row, now });
+}
 
-      const admissions = admit(e.def, e.customerId, endpoints);
-      let limited = false;
-      if (e.def.countsTowardFreePlan && e.environment === 'live' && admissions.length > 0) {
-        limited = await countTowardFreePlan(tx, e.accountId, now);
-      }
-      const deliveries: NewEventDelivery[] = admissions.map((a) => ({
-        endpointId: a.endpointId,
-        held: limited ? false : a.held,
-        status: limited ? 'limited' : 'pending',
-      }));
-      await insertEventDeliveries(
-        tx,
-        { accountId: e.accountId, eventId: event.id, eventType: e.def.type, idempotencyKey: key, environment: e.environment },
-        deliveries,
-      );
-      return { created: true, event, deliveries };
+function eventRow(e: IngestEvent): NewEvent & { id: string } {
+  return {
+    id: crypto.randomUUID(),
+    account_id: e.accountId,
+    environment: e.environment,
+    type: e.def.type,
+    idempotency_key: e.def.idempotencyKey(e.data, e.refs),
+    customer_id: e.customerId,
+    channel: e.channelAccount?.channel ?? null,
+    channel_account_id: e.channelAccount?.id ?? null,
+    channel_account: e.channelAccount
+      ? { id: e.channelAccount.id, channel: e.channelAccount.channel, display: e.channelAccount.display }
+      : null,
+    external_id: e.externalId,
+    message_id: e.def.hasExternalId && e.channelAccount?.channel === 'chatapp' ? e.externalId : null,
+    message_resource_id: e.messageResourceId,
+    contact_ref: e.contactRef,
+    data: e.data,
+    stream_data: streamData(e.def, e.data, e.streamContext),
+    occurred_at: e.occurredAt,
+  };
+}
+
+/** Thrown inside a batch's transaction when another process committed one of its keys first: the batch is redone. */
+class TwinCommitted extends Error {}
+
+/** One batch of one stream, in order: known keys answered without the stream's lock, the rest stored in one transaction. */
+async function storeBatch(db: Db, items: Pending[]): Promise<StoredEvent[]> {
+  const { accountId, environment } = items[0]!.e;
+  const keys = items.map((i) => i.row.idempotency_key);
+  for (let attempt = 1; ; attempt++) {
+    // Provider redeliveries are common: answer them without taking the stream's lock.
+    const known = await findEventsByKeys(db, accountId, environment, [...new Set(keys)]);
+    // The first call of each new key stores it; its twins later in the batch answer with that event.
+    const firsts = new Map<string, number>();
+    keys.forEach((k, i) => {
+      if (!known.has(k) && !firsts.has(k)) firsts.set(k, i);
     });
-  } catch (err) {
-    if (!(err instanceof DuplicateEvent)) throw err;
-    const twin = await findEventByKey(db, e.accountId, e.environment, key);
-    if (!twin) throw new Error(`event ${key} conflicted but cannot be found`, { cause: err });
-    return { created: false, event: twin, deliveries: [] };
+    const fresh = [...firsts.values()].map((i) => items[i]!);
+    let stored = new Map<string, StoredEvent>();
+    if (fresh.length > 0) {
+      try {
+        stored = await inTransaction(db, (tx) => appendBatch(tx, fresh));
+      } catch (err) {
+        // The next try's look-up finds the twins that won.
+        if (err instanceof TwinCommitted && attempt < MAX_TRIES) continue;
+        throw err;
+      }
+    }
+    return keys.map((key, i) => {
+      const earlier = known.get(key);
+      if (earlier) return { created: false, event: earlier, deliveries: [] };
+      const s = stored.get(key)!;
+      return firsts.get(key) === i ? s : { created: false, event: s.event, deliveries: [] };
+    });
   }
 }
 
-/** Counts a forwarded received message; true when it is past the month's cap. */
-async function countTowardFreePlan(tx: Parameters<Parameters<typeof inTransaction>[1]>[0], accountId: string, now: Date): Promise<boolean> {
-  const account = await getAccount(tx, accountId);
-  if (!account || !capApplies(account.plan, account.created_at, now)) return false;
-  const month = usageMonth(now);
-  const count = await countReceived(tx, accountId, month);
-  const { limited, warning } = judgeCount(count);
-  if (warning) {
-    await enqueueNotification(tx, {
-      accountId,
-      kind: 'free_plan_warning',
-      dedupeKey: `free_plan_warning:${accountId}:${month}:${warning}`,
-      payload: { to: account.owner_email, month, count: warning, limit: FREE_PLAN_MONTHLY_LIMIT },
+/** Appends events with distinct new keys, counts and routes them; by key. Inside the batch's transaction. */
+async function appendBatch(tx: Queryable, items: Pending[]): Promise<Map<string, StoredEvent>> {
+  const { accountId, environment } = items[0]!.e;
+  // Reads before the append, so the stream's lock is held for as few round trips as possible.
+  const endpoints = await listRoutableEndpoints(tx, accountId);
+  const admissions = items.map((i) => admit(i.e.def, i.e.customerId, endpoints));
+  const counted = items.flatMap((i, index) =>
+    i.e.def.countsTowardFreePlan && environment === 'live' && admissions[index]!.length > 0 ? [{ index, now: i.now }] : [],
+  );
+  const account = counted.length > 0 ? await getAccount(tx, accountId) : undefined;
+  const counting = account ? counted.filter((c) => capApplies(account.plan, account.created_at, c.now)) : [];
+  const deliveriesOf = (limited: Set<number>): NewEventDelivery[][] =>
+    admissions.map((admitted, index) => {
+      const past = limited.has(index);
+      return admitted.map((a) => ({ endpointId: a.endpointId, held: past ? false : a.held, status: past ? 'limited' : 'pending' }));
     });
+  const insertDeliveries = (deliveries: NewEventDelivery[][]) =>
+    insertBatchDeliveries(
+      tx,
+      { accountId, environment },
+      items.map((i, index) => ({
+        eventId: i.row.id,
+        eventType: i.row.type,
+        idempotencyKey: i.row.idempotency_key,
+        deliveries: deliveries[index]!,
+      })),
+    );
+
+  // Most of a batch's work is its deliveries. Unless the Free-plan count decides their status (in
+  // cursor order, so after the append), they are written before the stream's lock is taken: the
+  // lock then covers only the events and the commit, and other writers of the stream (another
+  // process) write their deliveries meanwhile. A rollback takes them back with the events.
+  let deliveries: NewEventDelivery[][] | undefined;
+  if (counting.length === 0) await insertDeliveries((deliveries = deliveriesOf(new Set())));
+
+  const rows = items.map((i) => i.row);
+  let events = await appendEvents(tx, rows);
+  if (events.length === 0) {
+    // Either the stream's first events (no head yet) or every key taken meanwhile: a second try tells them apart.
+    await ensureStreamHead(tx, accountId, environment);
+    events = await appendEvents(tx, rows);
+  }
+  // A key another process committed meanwhile left a hole in the cursors: roll back (which returns them) and redo.
+  if (events.length < rows.length) throw new TwinCommitted(`${rows.length - events.length} of ${rows.length} keys were taken meanwhile`);
+
+  if (!deliveries) await insertDeliveries((deliveries = deliveriesOf(await countTowardFreePlan(tx, account!, counting))));
+  const byKey = new Map(events.map((ev) => [ev.idempotency_key, ev]));
+  const stored = items.map((item, index): StoredEvent => ({
+    created: true,
+    event: byKey.get(item.row.idempotency_key)!,
+    deliveries: deliveries[index]!,
+  }));
+  return new Map(stored.map((s) => [s.event.idempotency_key, s]));
+}
+
+/**
+ * Counts the batch's forwarded received messages the cap applies to, each once and in cursor
+ * order, one statement per month; returns the indexes of those past the month's cap.
+ */
+async function countTowardFreePlan(tx: Queryable, account: Account, counted: { index: number; now: Date }[]): Promise<Set<number>> {
+  const byMonth = new Map<string, number[]>();
+  for (const { index, now } of counted) {
+    const month = usageMonth(now);
+    byMonth.set(month, [...(byMonth.get(month) ?? []), index]);
+  }
+  const limited = new Set<number>();
+  for (const [month, indexes] of byMonth) {
+    const total = await countReceived(tx, account.id, month, indexes.length);
+    // The n-th counted event of the batch is the month's (total - k + n)-th, as if counted one by one.
+    for (const [n, index] of indexes.entries()) {
+      const { limited: past, warning } = judgeCount(total - indexes.length + n + 1);
+      if (past) limited.add(index);
+      if (warning) {
+        await enqueueNotification(tx, {
+          accountId: account.id,
+          kind: 'free_plan_warning',
+          dedupeKey: `free_plan_warning:${account.id}:${month}:${warning}`,
+          payload: { to: account.owner_email, month, count: warning, limit: FREE_PLAN_MONTHLY_LIMIT },
+        });
+      }
+    }
   }
   return limited;
 }

@@ -83,3 +83,31 @@ describe('free-plan count across time', () => {
     expect(await usage(tenant.accountId)).toEqual([{ month: '2026-11-01', received_count: 1 }]);
   });
 });
+
+describe('free-plan count across a batch', () => {
+  it('concurrent messages share a transaction and are counted once each in cursor order: exactly those past 300 are limited', async () => {
+    const { tenant, channelAccount } = await freeAccountWithEndpoint(new Date('2026-10-02T00:00:00Z'));
+    await testDb().query(`INSERT INTO plan_usage (account_id, month, received_count) VALUES ($1, '2026-11-01', 295)`, [tenant.accountId]);
+    const now = new Date('2026-11-10T00:00:00Z');
+    // Ten messages and one repeat of the first, all in one tick: one batch.
+    const calls = [...Array.from({ length: 10 }, (_, i) => i + 1), 1].map((n) =>
+      storeEvent(testDb(), received(tenant.accountId, channelAccount, n), now),
+    );
+    const stored = await Promise.all(calls);
+    expect(stored.map((s) => s.created)).toEqual([...Array(10).fill(true), false]);
+    const byCursor = stored.slice(0, 10).sort((a, b) => Number(a.event.cursor) - Number(b.event.cursor));
+    expect(byCursor.map((s) => s.deliveries.map((d) => d.status))).toEqual([...Array(5).fill(['pending']), ...Array(5).fill(['limited'])]);
+    expect(await usage(tenant.accountId)).toEqual([{ month: '2026-11-01', received_count: 305 }]);
+    const { rows: limited } = await testDb().query(
+      `SELECT e.cursor::int AS cursor, d.status, d.terminal_reason, d.next_attempt_at IS NULL AS undue
+       FROM deliveries d JOIN events e ON e.id = d.event_id WHERE d.account_id = $1 AND d.status = 'limited' ORDER BY e.cursor`,
+      [tenant.accountId],
+    );
+    expect(limited).toEqual(
+      [6, 7, 8, 9, 10].map((cursor) => ({ cursor, status: 'limited', terminal_reason: 'free_plan_limit', undue: true })),
+    );
+    // The 300th message crossed the last warning threshold: one warning, queued once.
+    const { rows: warnings } = await testDb().query(`SELECT dedupe_key FROM notifications WHERE account_id = $1`, [tenant.accountId]);
+    expect(warnings).toEqual([{ dedupe_key: `free_plan_warning:${tenant.accountId}:2026-11-01:300` }]);
+  });
+});

@@ -7,13 +7,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getEventDefinition } from '../../core/catalog/index.js';
 import { issueApiKey } from '../../db/api-keys.js';
 import { createAccount } from '../../db/directory.js';
 import { migrate } from '../../db/migrate.js';
 import { enqueueNotification } from '../../db/plan-usage.js';
-import { createPool, type Db } from '../../db/pool.js';
+import { createPool, isDatabaseUnavailable, type Db } from '../../db/pool.js';
 import { startEmbeddedPostgres, type RunningPostgres } from '../../dev/embedded-postgres.js';
 import { projectRoot } from '../../dev/tools.js';
+import { ingestEvent, storeEvent } from '../../ingest/store-event.js';
 import { SCOPES } from '../../security/api-key.js';
 import { runOutboxSender, type Deliver } from '../../worker/outbox-sender.js';
 import { eventually, startTestApi, type TestApi } from '../support/harness.js';
@@ -204,5 +206,39 @@ describe('when Postgres dies', () => {
       stop.abort();
       await loop;
     }
+  });
+
+  it('ingest callers sharing a batch each get the "database unavailable" error, and the stream goes on once Postgres is back', async () => {
+    if (!postmasterPid()) await startPostgres();
+    const def = getEventDefinition('crm.demand.created')!;
+    const demand = (id: string) =>
+      ingestEvent({
+        accountId,
+        environment: 'live',
+        def,
+        data: def.data.parse({
+          entity_type: 'demand',
+          entity_id: id,
+          before_data: null,
+          after_data: { id, version: 1, status: 'open', contact_id: 'c', title: id },
+          actor_user_id: null,
+        }),
+      });
+    expect((await storeEvent(db, demand('before'))).created).toBe(true);
+    await killPostgres();
+    try {
+      const results = await Promise.allSettled(['a', 'b', 'c'].map((id) => storeEvent(db, demand(id))));
+      for (const r of results) {
+        expect(r.status).toBe('rejected');
+        expect(isDatabaseUnavailable((r as PromiseRejectedResult).reason), String((r as PromiseRejectedResult).reason)).toBe(true);
+      }
+      expect(uncaught).toEqual([]);
+    } finally {
+      await startPostgres();
+    }
+    const after = await eventually(async () => storeEvent(db, demand('after')).catch(() => undefined), 10_000);
+    expect(after.created).toBe(true);
+    const { rows } = await db.query(`SELECT cursor::int AS cursor FROM events WHERE account_id = $1 ORDER BY cursor`, [accountId]);
+    expect(rows).toEqual([{ cursor: 1 }, { cursor: 2 }]);
   });
 });

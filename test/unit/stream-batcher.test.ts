@@ -1,0 +1,77 @@
+/** The group-commit queue on its own: which calls share a batch, and what a failed batch does to its callers. */
+import { describe, expect, it } from 'vitest';
+import { StreamBatcher } from '../../ingest/stream-batcher.js';
+
+/** A batch runner that records its batches and answers each item after `release()` (or at once). */
+function recorder(opts: { fail?: (items: number[]) => Error | undefined; hold?: boolean } = {}) {
+  const batches: number[][] = [];
+  const waiting: (() => void)[] = [];
+  const run = async (items: number[]) => {
+    batches.push(items);
+    if (opts.hold) await new Promise<void>((r) => waiting.push(r));
+    const err = opts.fail?.(items);
+    if (err) throw err;
+    return items.map((i) => i * 10);
+  };
+  return { batches, run, release: () => waiting.splice(0).forEach((r) => r()) };
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe('StreamBatcher', () => {
+  it('runs a lone call at once, and calls made in one tick as one batch', async () => {
+    const r = recorder();
+    const b = new StreamBatcher(r.run, { maxBatch: 100 });
+    expect(await b.submit('s', 1)).toBe(10);
+    expect(await Promise.all([2, 3, 4].map((i) => b.submit('s', i)))).toEqual([20, 30, 40]);
+    expect(r.batches).toEqual([[1], [2, 3, 4]]);
+  });
+
+  it('queues calls while a batch of the key runs, and takes them together next, capped at maxBatch', async () => {
+    const r = recorder({ hold: true });
+    const b = new StreamBatcher(r.run, { maxBatch: 3 });
+    const first = b.submit('s', 1);
+    await tick();
+    const later = [2, 3, 4, 5].map((i) => b.submit('s', i));
+    const other = b.submit('t', 9);
+    await tick();
+    // Key t does not wait for key s.
+    expect(r.batches).toEqual([[1], [9]]);
+    r.release();
+    await first;
+    await tick();
+    expect(r.batches).toEqual([[1], [9], [2, 3, 4]]);
+    r.release();
+    await tick();
+    r.release();
+    expect(await Promise.all(later)).toEqual([20, 30, 40, 50]);
+    expect(await other).toBe(90);
+    expect(r.batches).toEqual([[1], [9], [2, 3, 4], [5]]);
+  });
+
+  it('retries a failed batch one item at a time: only the bad item fails its caller', async () => {
+    const r = recorder({ fail: (items) => (items.includes(3) ? new Error('bad 3') : undefined) });
+    const b = new StreamBatcher(r.run, { maxBatch: 100 });
+    const results = await Promise.allSettled([1, 2, 3, 4].map((i) => b.submit('s', i)));
+    expect(results).toEqual([
+      { status: 'fulfilled', value: 10 },
+      { status: 'fulfilled', value: 20 },
+      { status: 'rejected', reason: new Error('bad 3') },
+      { status: 'fulfilled', value: 40 },
+    ]);
+    expect(r.batches).toEqual([[1, 2, 3, 4], [1], [2], [3], [4]]);
+  });
+
+  it('gives the rest of a failed batch the error that would fail any item, without trying each', async () => {
+    const down = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    const r = recorder({ fail: () => down });
+    const b = new StreamBatcher(r.run, { maxBatch: 100, failsAll: (err) => (err as { code?: string }).code === 'ECONNREFUSED' });
+    const results = await Promise.allSettled([1, 2, 3].map((i) => b.submit('s', i)));
+    expect(results.map((x) => x.status === 'rejected' && x.reason)).toEqual([down, down, down]);
+    expect(r.batches).toEqual([[1, 2, 3], [1]]);
+    // The key is idle again: the next call runs.
+    r.batches.length = 0;
+    await expect(b.submit('s', 4)).rejects.toBe(down);
+    expect(r.batches).toEqual([[4]]);
+  });
+});
