@@ -33,6 +33,8 @@ export interface DueRouter {
 }
 
 const RECONNECT_MIN_MS = 500;
+/** A workflow signalled this recently is about to start its session: more signals would only cost workflow tasks. */
+const SIGNAL_EVERY_MS = 250;
 const RECONNECT_MAX_MS = 30_000;
 
 export function startDueRouter(o: DueRouterOptions): DueRouter {
@@ -43,9 +45,37 @@ export function startDueRouter(o: DueRouterOptions): DueRouter {
       ),
     );
   }, o.signalWindowMs ?? 5);
+  // Until its session starts, an endpoint's workflow is woken once per SIGNAL_EVERY_MS at most: the
+  // first news goes at once, later news at the end of that interval (if no session took it by then).
+  const signalledAt = new Map<string, number>();
+  const trailing = new Map<string, NodeJS.Timeout>();
   const route = (due: DueEndpoint) => {
-    if (!o.sessions.poke(due.endpointId)) signals.add(due.endpointId, due.accountId);
+    if (o.sessions.poke(due.endpointId)) return;
+    const now = Date.now();
+    const last = signalledAt.get(due.endpointId);
+    if (last === undefined || now - last >= SIGNAL_EVERY_MS) {
+      signalledAt.set(due.endpointId, now);
+      signals.add(due.endpointId, due.accountId);
+      return;
+    }
+    if (trailing.has(due.endpointId)) return;
+    trailing.set(
+      due.endpointId,
+      setTimeout(
+        () => {
+          trailing.delete(due.endpointId);
+          signalledAt.delete(due.endpointId);
+          route(due);
+        },
+        last + SIGNAL_EVERY_MS - now,
+      ),
+    );
   };
+  const forgetOld = setInterval(() => {
+    const now = Date.now();
+    for (const [endpointId, at] of signalledAt) if (now - at >= SIGNAL_EVERY_MS) signalledAt.delete(endpointId);
+  }, 10 * SIGNAL_EVERY_MS);
+  forgetOld.unref();
 
   let closed = false;
   let listener: { close(): Promise<void> } | null = null;
@@ -96,6 +126,8 @@ export function startDueRouter(o: DueRouterOptions): DueRouter {
       closed = true;
       clearTimeout(retryTimer);
       clearTimeout(sweepTimer);
+      clearInterval(forgetOld);
+      for (const timer of trailing.values()) clearTimeout(timer);
       await listener?.close();
       await signals.flush();
     },

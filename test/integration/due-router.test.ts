@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createSessionRegistry } from '../../activities/session-registry.js';
 import { createAccount } from '../../db/directory.js';
 import { dueChannel, notifyDue } from '../../db/due-notifications.js';
@@ -41,8 +41,11 @@ beforeAll(async () => {
   temporalClient = new Client({ connection: await Connection.connect({ address: inject('devServerAddress') }) });
   accountId = (await createAccount(db, { name: 'router', ownerEmail: 'owner@example.com', plan: 'paid' })).id;
 });
+// One router at a time listens: each test counts what its own router does.
+afterEach(async () => {
+  await Promise.all(routers.splice(0).map((r) => r.close()));
+});
 afterAll(async () => {
-  await Promise.all(routers.map((r) => r.close()));
   await db.end();
   await temporalClient.connection.close();
   const admin = new pg.Client({ connectionString: inject('databaseUrl') });
@@ -110,6 +113,19 @@ describe('due-delivery router', () => {
     await notifyDue(db, channel, [{ endpointId: local, accountId }]);
     await eventually(async () => (await wakeSignals(local)) === 1);
     session.close();
+  });
+
+  it('wakes a workflow whose session has not started yet at most once per 250 ms: the first news at once, the rest at the end', async () => {
+    const r = router();
+    await r.ready;
+    const endpointId = await endpointWithDelivery();
+    for (let n = 0; n < 10; n++) {
+      await notifyDue(db, channel, [{ endpointId, accountId }]);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await eventually(async () => (await wakeSignals(endpointId)) === 2);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await wakeSignals(endpointId)).toBe(2);
   });
 
   it('hears nothing of another deployment on the same database (another task queue)', async () => {
