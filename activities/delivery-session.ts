@@ -97,6 +97,9 @@ export async function runDeliverySession(deps: SessionDeps, req: SessionRequest)
   let outcomes: AttemptOutcome[] = [];
   let stop: Stop | null = null;
   let filling: Promise<void> | null = null;
+  let drained = false;
+  /** When the earliest delivery not yet due comes due; undefined until looked up. */
+  let nextDueMs: number | null | undefined;
 
   const halt = (reason: Stop) => {
     stop ??= reason;
@@ -108,19 +111,26 @@ export async function runDeliverySession(deps: SessionDeps, req: SessionRequest)
   /** Claims the next due deliveries; while none is due, waits for a poke, a retry time, or the linger's end. */
   async function fill(): Promise<void> {
     let lastLook = false;
+    // A claim that got fewer than it asked for took all that was due: until a poke (new work) or a
+    // retry time comes, asking again would only find nothing.
+    let wait = drained;
     while (!stop) {
       if (Date.now() - startedAt >= deps.maxSessionMs) return halt('time');
       const want = Math.min(deps.concurrency * 2, req.limit - claimed);
       if (want <= 0) return;
-      const rows = await claimDueDeliveries(db, req.endpointId, new Date(req.clock()), want, LEASE_MS, req.owner);
-      if (rows.length > 0) {
-        claimed += rows.length;
-        queue.push(...rows);
-        lastWorkAt = Date.now();
-        if (lastLook) session.resume();
-        return;
+      if (!wait) {
+        const rows = await claimDueDeliveries(db, req.endpointId, new Date(req.clock()), want, LEASE_MS, req.owner);
+        drained = rows.length < want;
+        if (rows.length > 0) {
+          claimed += rows.length;
+          queue.push(...rows);
+          lastWorkAt = Date.now();
+          if (lastLook) session.resume();
+          return;
+        }
+        if (lastLook) return halt('idle');
       }
-      if (lastLook) return halt('idle');
+      wait = false;
       const lingerLeft = deps.lingerMs - (Date.now() - lastWorkAt);
       if (lingerLeft <= 0) {
         // From now on news of due work goes to the workflow; one more look catches what came before.
@@ -128,8 +138,10 @@ export async function runDeliverySession(deps: SessionDeps, req: SessionRequest)
         lastLook = true;
         continue;
       }
-      const next = await nextDueAt(db, req.endpointId);
-      const untilDue = next ? next.getTime() - req.clock() : Infinity;
+      // Rows due later (earlier failures) come due on their own; new work comes with a poke.
+      if (nextDueMs === undefined || (nextDueMs !== null && nextDueMs <= req.clock()))
+        nextDueMs = (await nextDueAt(db, req.endpointId))?.getTime() ?? null;
+      const untilDue = nextDueMs === null ? Infinity : nextDueMs - req.clock();
       await session.wait(Math.max(1, Math.min(lingerLeft, untilDue)));
     }
   }
