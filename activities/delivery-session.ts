@@ -60,6 +60,11 @@ export interface SessionRequest {
  * leases at once (by owner), so this only bounds one that is never retried.
  */
 const LEASE_MS = 4 * 60_000;
+/**
+ * A lingering session looks for due work at least this often even without a poke: work made due
+ * by a path that sends no notification (a wake signal to the workflow alone) waits at most this.
+ */
+const RECHECK_MS = 1_000;
 /** The latest success shows on the endpoint at most this often while a session runs. */
 const SHOW_SUCCESS_EVERY_MS = 1_000;
 
@@ -142,7 +147,7 @@ export async function runDeliverySession(deps: SessionDeps, req: SessionRequest)
       if (nextDueMs === undefined || (nextDueMs !== null && nextDueMs <= req.clock()))
         nextDueMs = (await nextDueAt(db, req.endpointId))?.getTime() ?? null;
       const untilDue = nextDueMs === null ? Infinity : nextDueMs - req.clock();
-      await session.wait(Math.max(1, Math.min(lingerLeft, untilDue)));
+      await session.wait(Math.max(1, Math.min(lingerLeft, untilDue, RECHECK_MS)));
     }
   }
 

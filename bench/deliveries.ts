@@ -14,6 +14,7 @@ import path from 'node:path';
 import { generate } from 'selfsigned';
 import { getEventDefinition } from '../core/catalog/index.js';
 import { createAccount } from '../db/directory.js';
+import { dueChannel, notifyDue } from '../db/due-notifications.js';
 import { insertEndpoint } from '../db/endpoints.js';
 import { migrate } from '../db/migrate.js';
 import { createPool, inTransaction } from '../db/pool.js';
@@ -70,7 +71,7 @@ async function main() {
     : await startEmbeddedPostgres(path.join(dir, 'pg'));
   const temporal = await startTemporalDevServer();
   await migrate(pg.url);
-  const db = createPool(pg.url, 10);
+  const db = createPool(pg.url, 20);
   const encryptionKey = Buffer.alloc(32, 7).toString('base64');
   const config = {
     ...loadConfig({}),
@@ -114,24 +115,35 @@ async function main() {
       while ((await handle.query(endpointStateQuery)).changesSeen < 1) await new Promise((r) => setTimeout(r, 50));
     }
     // ...and finish it: that look ends with an empty delivery round.
-    await new Promise((r) => setTimeout(r, 1000));
+    // Past the linger of the sessions the creation started, so the backlog waits for the wake-up.
+    await new Promise((r) => setTimeout(r, config.deliveryLingerMs + 1_500));
     const before = receivedAt.length;
     // Store the backlog first, then wake: the drain measures delivery alone, not ingest.
     const ingestStarted = performance.now();
-    for (let n = 0; n < perEndpoint; n++) {
-      const data = def.data.parse({
-        entity_type: 'demand',
-        entity_id: `dem_${n}`,
-        before_data: null,
-        after_data: { id: `dem_${n}`, version: 1, status: 'open', contact_id: 'c', title: 'bench' },
-        actor_user_id: null,
-      });
-      await storeEvent(db, ingestEvent({ accountId: account.id, environment: 'live', def, data }));
-    }
+    let next = 0;
+    const store = async () => {
+      for (let n = next++; n < perEndpoint; n = next++) {
+        const data = def.data.parse({
+          entity_type: 'demand',
+          entity_id: `dem_${n}`,
+          before_data: null,
+          after_data: { id: `dem_${n}`, version: 1, status: 'open', contact_id: 'c', title: 'bench' },
+          actor_user_id: null,
+        });
+        await storeEvent(db, ingestEvent({ accountId: account.id, environment: 'live', def, data }));
+      }
+    };
+    // 16 writers, so their events share transactions (group commit).
+    await Promise.all(Array.from({ length: 16 }, store));
     const ingestSeconds = (performance.now() - ingestStarted) / 1000;
     const started = performance.now();
     const wokenAt = Date.now();
-    await Promise.all(ids.map((id) => workflows.wake(id, account.id)));
+    // As ingest does after its commit: name the endpoints on the deployment's channel.
+    await notifyDue(
+      db,
+      dueChannel('bench'),
+      ids.map((endpointId) => ({ endpointId, accountId: account.id })),
+    );
     for (;;) {
       const { rows } = await db.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM deliveries WHERE account_id = $1 AND status = 'success'`,

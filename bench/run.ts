@@ -24,6 +24,7 @@ import { getEventDefinition } from '../core/catalog/index.js';
 import { issueApiKey } from '../db/api-keys.js';
 import { createAccount, createCustomer } from '../db/directory.js';
 import { migrate } from '../db/migrate.js';
+import { dueChannel, notifyDue } from '../db/due-notifications.js';
 import { createPool } from '../db/pool.js';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
 import { freePort } from '../dev/ports.js';
@@ -31,7 +32,6 @@ import { startTemporalDevServer } from '../dev/temporal-servers.js';
 import { makeLocalTls } from '../dev/tls.js';
 import { projectRoot } from '../dev/tools.js';
 import { ingestEvent, storeEvent } from '../ingest/store-event.js';
-import { endpointWorkflows } from '../temporal/client.js';
 import { SCOPES } from '../security/api-key.js';
 import { signBody } from '../security/signature.js';
 import { endpointWorkflowId } from '../workflows/endpoint-contract.js';
@@ -282,7 +282,6 @@ async function main() {
   const connection = await Connection.connect({ address: temporal.address });
   cleanups.push({ name: 'temporal client', fn: () => connection.close() });
   const client = new Client({ connection });
-  const workflows = endpointWorkflows(client, TASK_QUEUE);
   const apiPool = new Pool(`http://127.0.0.1:${apiPort}`, { connections: 64, pipelining: 1 });
   cleanups.push({ name: 'api client', fn: () => apiPool.close() });
 
@@ -547,7 +546,7 @@ async function main() {
   await sleep(500);
   const drain = await phase(`drain ${drainStored.keys.length} to 1 endpoint`, async () => {
     const t0 = now();
-    await workflows.wake(drainT.endpointIds[0]!, drainT.accountId);
+    await notifyDue(db, dueChannel(TASK_QUEUE), [{ endpointId: drainT.endpointIds[0]!, accountId: drainT.accountId }]);
     await allArrived(drainStored.keys, 'drain');
     const last = Math.max(...drainStored.keys.map((k) => receiver.arrivals.get(k)!));
     return { deliveries: drainStored.keys.length, perSecond: Math.round(drainStored.keys.length / ((last - t0) / 1000)) };
