@@ -1,6 +1,7 @@
 import type { Context, Next } from 'koa';
 import { take, type Bucket } from '../core/token-bucket.js';
 import { findApiKeyByHash, type ApiKeyRecord } from '../db/api-keys.js';
+import type { ApiKeyCache } from './api-key-cache.js';
 import type { Db } from '../db/pool.js';
 import { hashApiKey, type Scope } from '../security/api-key.js';
 import { DomainError } from '../core/domain-error.js';
@@ -12,12 +13,16 @@ export interface Principal {
   scopes: Scope[];
 }
 
-/** Resolves `X-API-Key` to its Account and environment; the Account is never taken from the request. */
-export function authenticate(db: Db) {
+/**
+ * Resolves `X-API-Key` to its Account and environment; the Account is never taken from the request.
+ * Through `keys` when given (recent keys in memory, revocations heard at once: api-key-cache.ts).
+ */
+export function authenticate(db: Db, keys?: ApiKeyCache) {
   return async (ctx: Context, next: Next) => {
     const key = ctx.get('x-api-key');
     if (!key) throw new DomainError(401, 'unauthorized', 'missing X-API-Key header');
-    const record = key.length <= 200 ? await findApiKeyByHash(db, hashApiKey(key)) : undefined;
+    const hash = key.length <= 200 ? hashApiKey(key) : undefined;
+    const record = hash ? await (keys ? keys.find(hash) : findApiKeyByHash(db, hash)) : undefined;
     if (!record) throw new DomainError(401, 'unauthorized', 'invalid API key');
     ctx.state.principal = {
       keyId: record.id,

@@ -5,6 +5,7 @@ import type { EndpointWorkflows } from '../temporal/client.js';
 import type { DestinationPolicy } from '../security/destination-policy.js';
 import type { SecretBox } from '../security/secret-box.js';
 import type { DueWakes } from '../ingest/due-wakes.js';
+import type { ApiKeyCache } from './api-key-cache.js';
 
 /** What the API needs from the outside world; tests build it from real components. */
 export interface ApiDeps {
@@ -14,6 +15,8 @@ export interface ApiDeps {
   policy: DestinationPolicy;
   httpClient: HttpClient;
   workflows: EndpointWorkflows;
+  /** Recently used API keys; every request is looked up in Postgres when unset. */
+  apiKeys?: ApiKeyCache;
   /** Coalesced wake-ups for endpoints that got new deliveries. */
   wakes: DueWakes;
   /** Messaging provider webhook: signature secret and handshake token; unset disables the ingress. */

@@ -9,6 +9,7 @@ import type { Config } from '../runtime/config.js';
 import { connectTemporal, endpointWorkflows } from '../temporal/client.js';
 import { createDestinationPolicy, type Resolver } from '../security/destination-policy.js';
 import { createSecretBox, loadOrCreateEncryptionKey } from '../security/secret-box.js';
+import { createApiKeyCache } from './api-key-cache.js';
 import { createApp } from './app.js';
 
 export interface RunningApi {
@@ -28,6 +29,7 @@ export async function startApi(
   const httpClient = createHttpClient({ policy, timeoutMs: config.deliveryTimeoutMs, devCaFile: config.devCaFile });
   const workflows = endpointWorkflows(client, config.taskQueue);
   const wakes = createDueWakes(db, dueChannel(config.taskQueue));
+  const apiKeys = createApiKeyCache(db, { databaseUrl: config.databaseUrl });
   const app = createApp({
     config,
     db,
@@ -36,6 +38,7 @@ export async function startApi(
     httpClient,
     workflows,
     wakes,
+    apiKeys,
     provider: { appSecret: config.providerAppSecret, verifyToken: config.providerVerifyToken },
     temporalHealthy: async () => {
       await connection.withDeadline(Date.now() + 2_000, () => connection.workflowService.getSystemInfo({}));
@@ -52,6 +55,7 @@ export async function startApi(
       await new Promise((r) => server.close(r));
       server.closeAllConnections();
       await wakes.flush();
+      await apiKeys.close();
       await httpClient.close();
       await connection.close();
       await db.end();

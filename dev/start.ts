@@ -10,13 +10,18 @@ import { createAccount, firstAccountId } from '../db/directory.js';
 import { migrate } from '../db/migrate.js';
 import { createPool } from '../db/pool.js';
 import { loadConfig } from '../runtime/config.js';
+import { flushLogs } from '../runtime/logger.js';
 import { SCOPES } from '../security/api-key.js';
 import { runWorker } from '../worker/main.js';
 import { startEmbeddedPostgres } from './embedded-postgres.js';
 import { isPortOpen } from './ports.js';
 import { startTemporalDevServer } from './temporal-servers.js';
 
-const say = (line: string) => process.stdout.write(`${line}\n`);
+// The logger batches its lines: what it holds goes first, so the output keeps its order.
+const say = (line: string) => {
+  flushLogs();
+  process.stdout.write(`${line}\n`);
+};
 const config = loadConfig();
 const stops: Array<() => Promise<void>> = [];
 

@@ -1,7 +1,7 @@
 /** POST /api/v1/webhooks/{id}/test against a real local HTTPS receiver. */
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { logger } from '../../runtime/logger.js';
+import { flushLogs, logger } from '../../runtime/logger.js';
 import { TEST_MESSAGE } from '../../api/routes/webhooks.js';
 import { createTenant, staticResolver, startTestApi, TEST_HOSTS, testDb, type Tenant, type TestApi } from '../support/harness.js';
 import { startReceiver, type Receiver } from '../support/https-receiver.js';
@@ -232,6 +232,7 @@ describe('test delivery', () => {
         key: tenant.key,
         body: { url: receiver.url(), events: ['messages'], secret: `${secret}\n` },
       });
+      flushLogs(); // request lines are written in batches
       const text = captured.join('');
       expect(text).toContain('"msg":"request"');
       expect(text).not.toContain(secret);

@@ -6,6 +6,7 @@ import { inject } from 'vitest';
 import { createApp } from '../../api/app.js';
 import { getEventDefinition } from '../../core/catalog/index.js';
 import { ingestEvent, storeEvent } from '../../ingest/store-event.js';
+import { createApiKeyCache } from '../../api/api-key-cache.js';
 import type { ApiDeps } from '../../api/deps.js';
 import { issueApiKey } from '../../db/api-keys.js';
 import { createAccount, createCustomer, type Plan } from '../../db/directory.js';
@@ -96,6 +97,8 @@ export async function startTestApi(
     now?: () => Date;
     /** A test with its own Postgres passes its pool; closing the API leaves that pool to the test. */
     db?: Db;
+    /** The API key cache's TTL and clock (api/api-key-cache.ts), as in production unless given. */
+    apiKeyCache?: { ttlMs?: number; now?: () => number };
   } = {},
 ): Promise<TestApi> {
   const db = opts.db ?? testDb();
@@ -107,6 +110,9 @@ export async function startTestApi(
   });
   const httpClient = createHttpClient({ policy, timeoutMs: opts.timeoutMs ?? 10_000 });
   const workflows = endpointWorkflows(client, opts.taskQueue ?? `${TASK_QUEUE_PREFIX}-unpolled`);
+  // As in production; listening before the first request, so tests see the cache in use.
+  const apiKeys = createApiKeyCache(db, opts.apiKeyCache);
+  await apiKeys.ready;
   const deps: ApiDeps = {
     config: { endpointLimit: 50, rateLimit: opts.rateLimit ?? { capacity: 10_000, refillPerSecond: 10_000 } },
     db,
@@ -115,6 +121,7 @@ export async function startTestApi(
     httpClient,
     workflows,
     wakes: createDueWakes(db, dueChannel(opts.taskQueue ?? `${TASK_QUEUE_PREFIX}-unpolled`)),
+    apiKeys,
     provider: { appSecret: PROVIDER_APP_SECRET, verifyToken: PROVIDER_VERIFY_TOKEN },
     now: opts.now,
     temporalHealthy: async () => {
@@ -150,6 +157,7 @@ export async function startTestApi(
       await new Promise((r) => server.close(r));
       server.closeAllConnections();
       await deps.wakes.flush();
+      await apiKeys.close();
       await httpClient.close();
       await connection.close();
     },
