@@ -22,7 +22,7 @@ import { sendToEndpoint } from '../delivery/send-webhook.js';
 import { logger } from '../runtime/logger.js';
 import { webhookSends } from '../runtime/metrics.js';
 import type { SecretBox } from '../security/secret-box.js';
-import { createAttemptRecorder } from './attempt-recorder.js';
+import type { AttemptRecorder } from './attempt-recorder.js';
 import type { SessionRegistry } from './session-registry.js';
 
 export interface DeliveryRound {
@@ -40,6 +40,8 @@ export interface SessionDeps {
   secretBox: SecretBox;
   httpClient: HttpClient;
   sessions: SessionRegistry;
+  /** The worker's recorder, shared by its sessions so that their records go in the same statements. */
+  recorder: AttemptRecorder;
   concurrency: number;
   lingerMs: number;
   maxSessionMs: number;
@@ -92,7 +94,7 @@ export async function runDeliverySession(deps: SessionDeps, req: SessionRequest)
   if (!sending(await readEndpoint())) return { outcomes: [], more: false, nextDueAtMs: null, posts: 0 };
 
   const session = deps.sessions.open(req.endpointId);
-  const recorder = createAttemptRecorder(db);
+  let lastRecord: Promise<void> = Promise.resolve();
   const queue: ClaimedDelivery[] = [];
   const startedAt = Date.now();
   let lastWorkAt = startedAt;
@@ -194,7 +196,7 @@ export async function runDeliverySession(deps: SessionDeps, req: SessionRequest)
     });
     webhookSends.inc({ kind: 'delivery', outcome: outcome.acknowledged ? 'success' : (outcome.error ?? 'failure') });
     const number = d.attempts + 1;
-    recorder.add({
+    lastRecord = deps.recorder.add({
       id: d.id,
       number,
       attempt: {
@@ -235,7 +237,7 @@ export async function runDeliverySession(deps: SessionDeps, req: SessionRequest)
     const lanes = await Promise.allSettled(Array.from({ length: deps.concurrency }, lane));
     const failed = lanes.find((l): l is PromiseRejectedResult => l.status === 'rejected');
     // Records land before leases are given back: a released delivery is never one already sent.
-    await recorder.close();
+    await lastRecord;
     if (claimed > done) await releaseLeases(db, req.owner);
     if (failed) throw failed.reason;
     const more = stop === 'time' || stop === 'cancelled' || (stop === null && claimed >= req.limit);

@@ -14,6 +14,7 @@ import type { Db } from '../db/pool.js';
 import type { HttpClient } from '../delivery/http-client.js';
 import type { SecretBox } from '../security/secret-box.js';
 import { runDeliverySession, type DeliveryRound } from './delivery-session.js';
+import { createAttemptRecorder } from './attempt-recorder.js';
 import { createSessionRegistry, type SessionRegistry } from './session-registry.js';
 
 export type { DeliveryRound };
@@ -48,6 +49,7 @@ export function createActivities(deps: ActivityDeps) {
     secretBox: deps.secretBox,
     httpClient: deps.httpClient,
     sessions: deps.sessions ?? createSessionRegistry(),
+    recorder: createAttemptRecorder(db),
     concurrency: deps.concurrency ?? 16,
     lingerMs: deps.lingerMs ?? 0,
     maxSessionMs: deps.maxSessionMs ?? 60_000,
