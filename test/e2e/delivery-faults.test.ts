@@ -80,7 +80,7 @@ const allDelivered = (endpointId: string) =>
   }, 90_000);
 
 describe('delivery faults on real components', () => {
-  it('a worker killed mid-round: a new worker resumes within 15 s, and only the POSTs in flight are sent twice', async () => {
+  it('a worker killed mid-session: a new worker resumes within 15 s, and only the POSTs in flight or not yet recorded are sent twice', async () => {
     const prefix = `/crash/${crypto.randomUUID()}`;
     const id = await endpoint(prefix, 'whsec_crash_test_secret_0001');
     await backlog(id, 'crash');
@@ -102,13 +102,14 @@ describe('delivery faults on real components', () => {
       counts.set(String(p.headers['x-idempotency-key']), (counts.get(String(p.headers['x-idempotency-key'])) ?? 0) + 1);
     expect(counts.size).toBe(BACKLOG);
     const twice = [...counts].filter(([, n]) => n > 1).map(([key]) => key);
-    // Sent again: only POSTs the dead worker had made but not recorded, at most one per lane.
+    // Sent again: only POSTs the dead worker had made but not recorded: per lane, the one in flight and at
+    // most one answered whose record had not landed (records are batched over a few ms; a POST takes 200 ms here).
     for (const key of twice) {
       expect(counts.get(key)).toBe(2);
       expect(sentBeforeRestart.has(key)).toBe(true);
       expect(recordedBeforeKill.has(key)).toBe(false);
     }
-    expect(twice.length).toBeLessThanOrEqual(16);
+    expect(twice.length).toBeLessThanOrEqual(2 * 16);
   }, 180_000);
 
   it('a secret rotated in the middle of a round signs every POST that starts after the PATCH', async () => {
