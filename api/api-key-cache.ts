@@ -3,7 +3,7 @@
  * per request (the lookup was a round trip, its parse and its promise chain on every request).
  *
  * Revocation stays immediate:
- * - Migration 0006's triggers announce every committed change to `api_keys` (a revocation, new
+ * - Migration 0007's triggers announce every committed change to `api_keys` (a revocation, new
  *   scopes, the Account deleted, from any process or by hand in SQL) on a channel this process
  *   listens to; the key is forgotten when the notification arrives, milliseconds after the commit.
  * - The cache is used only while that connection listens. Before it does, and while it is lost,

@@ -51,7 +51,7 @@ export async function revokeApiKey(db: Queryable, id: string): Promise<Buffer | 
   return rows[0]?.key_hash;
 }
 
-/** The channel on which migration 0006's triggers announce every committed change to api_keys. */
+/** The channel on which migration 0007's triggers announce every committed change to api_keys. */
 const API_KEY_CHANGES = 'api_key_changes';
 
 /**
