@@ -10,6 +10,7 @@ import { expireHeldDeliveries } from '../../db/deliveries.js';
 import { endpointStateQuery } from '../../workflows/endpoint-contract.js';
 import { createTenant, eventually, testDb } from '../support/harness.js';
 import { deliveryTestBed, SECRET } from '../support/delivery-test-bed.js';
+import { waitIdle } from '../support/temporal.js';
 
 const bed = deliveryTestBed();
 const signed = (secret: string, body: Buffer) => crypto.createHmac('sha256', secret).update(body).digest('hex');
@@ -220,7 +221,12 @@ describe('delivery engine (time skipping)', () => {
     bed.receiver.reply({ status: 200 });
     await bed.test(tenant, moved);
     await bed.settled(moved, 1, (d) => d.status === 'success');
-    await eventually(async () => (await bed.endpointRow(moved)).failure_streak === 0);
+    // The record of the success lands before the workflow records the endpoint's health: wait for the latter.
+    await eventually(async () => {
+      const row = await bed.endpointRow(moved);
+      return row.failure_streak === 0 && row.next_attempt_at === null;
+    });
+    await waitIdle(bed.handle(moved));
     expect((await bed.endpointRow(moved)).next_attempt_at).toBeNull();
   });
 });
