@@ -398,7 +398,7 @@ describe('tenant isolation and scopes on every route', () => {
 describe('when Temporal is down', () => {
   it('still commits and answers the change, and /healthz says what is down', async () => {
     const temporal = await startTemporalDevServer();
-    const detached = await startTestApi({ temporalAddress: temporal.address });
+    const detached = await startTestApi({ temporalAddress: temporal.address, noTemporalRetries: true });
     try {
       await temporal.stop();
       const started = Date.now();

@@ -97,12 +97,20 @@ export async function startTestApi(
     now?: () => Date;
     /** A test with its own Postgres passes its pool; closing the API leaves that pool to the test. */
     db?: Db;
+    /**
+     * Without the SDK's retrying interceptor: for a Temporal that is down, whose retries would
+     * otherwise fire on timers after close() and throw "Channel has been shut down".
+     */
+    noTemporalRetries?: boolean;
     /** The API key cache's TTL and clock (api/api-key-cache.ts), as in production unless given. */
     apiKeyCache?: { ttlMs?: number; now?: () => number };
   } = {},
 ): Promise<TestApi> {
   const db = opts.db ?? testDb();
-  const connection = await Connection.connect({ address: opts.temporalAddress ?? inject('devServerAddress') });
+  const connection = await Connection.connect({
+    address: opts.temporalAddress ?? inject('devServerAddress'),
+    ...(opts.noTemporalRetries ? { interceptors: [] } : {}),
+  });
   const client = new Client({ connection });
   const policy = createDestinationPolicy({
     allowCidrs: opts.allowLoopback ? ['127.0.0.0/8'] : [],
