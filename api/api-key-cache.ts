@@ -18,14 +18,12 @@
  * moment ago works at once and guessed keys cannot fill the cache. At most `maxEntries`, the
  * oldest dropped first. Concurrent requests with the same uncached key share one lookup.
  */
-import { findApiKeyByHash, listenApiKeyChanges, revokeApiKey, type ApiKeyRecord } from '../db/api-keys.js';
+import { API_KEY_CHANGES, findApiKeyByHash, revokeApiKey, type ApiKeyRecord } from '../db/api-keys.js';
+import { keepListening } from '../db/notification-listener.js';
 import type { Db } from '../db/pool.js';
-import { logger } from '../runtime/logger.js';
 
 export const API_KEY_CACHE_TTL_MS = 10_000;
 const MAX_ENTRIES = 10_000;
-const RECONNECT_MIN_MS = 500;
-const RECONNECT_MAX_MS = 30_000;
 
 export interface ApiKeyCache {
   /** The live key whose SHA-256 is `hash`, as findApiKeyByHash answers it. */
@@ -102,40 +100,26 @@ export function createApiKeyCache(
     return slot.lookup;
   }
 
-  let closed = false;
-  let listener: { close(): Promise<void> } | null = null;
-  let retryTimer: NodeJS.Timeout | undefined;
-  let backoffMs = RECONNECT_MIN_MS;
-
-  function retry() {
-    retryTimer = setTimeout(() => void listen(), backoffMs).unref();
-    backoffMs = Math.min(backoffMs * 2, RECONNECT_MAX_MS);
-  }
-
-  async function listen(): Promise<void> {
-    if (closed) return;
-    try {
-      const l = await listenApiKeyChanges(databaseUrl ?? '', forget, (err) => {
-        listening = false;
-        listener = null;
-        forget('*');
-        if (closed) return;
-        logger.warn({ err: { message: err.message } }, 'lost the API key change notifications; looking every key up until back');
-        retry();
-      });
-      if (closed) return await l.close();
-      listener = l;
-      backoffMs = RECONNECT_MIN_MS;
-      forget('*');
-      listening = true;
-    } catch (err) {
-      if (closed) return;
-      logger.warn({ err: { message: (err as Error).message }, retryInMs: backoffMs }, 'cannot listen for API key changes; retrying');
-      retry();
-    }
-  }
   // Without a connection string there is nothing to listen with: every key is looked up.
-  const ready = databaseUrl && ttlMs > 0 ? listen() : Promise.resolve();
+  const listener =
+    databaseUrl && ttlMs > 0
+      ? keepListening({
+          databaseUrl,
+          channel: API_KEY_CHANGES,
+          what: 'API key changes',
+          onNotification: (hashHex) => forget(hashHex ?? '*'),
+          // Changes made while nobody listened were not heard: start from nothing.
+          onUp: () => {
+            forget('*');
+            listening = true;
+          },
+          // Until listening again, every key is looked up.
+          onDown: () => {
+            listening = false;
+            forget('*');
+          },
+        })
+      : null;
 
   return {
     find,
@@ -147,14 +131,11 @@ export function createApiKeyCache(
     get listening() {
       return listening;
     },
-    ready,
+    ready: listener?.ready ?? Promise.resolve(),
     async close() {
-      closed = true;
-      clearTimeout(retryTimer);
       listening = false;
       forget('*');
       await listener?.close();
-      listener = null;
     },
   };
 }

@@ -1,4 +1,3 @@
-import pg from 'pg';
 import { generateApiKey, type Environment, type Scope } from '../security/api-key.js';
 import type { Queryable } from './pool.js';
 
@@ -51,45 +50,8 @@ export async function revokeApiKey(db: Queryable, id: string): Promise<Buffer | 
   return rows[0]?.key_hash;
 }
 
-/** The channel on which migration 0007's triggers announce every committed change to api_keys. */
-const API_KEY_CHANGES = 'api_key_changes';
-
 /**
- * Listens, with a connection of its own, for committed changes to api_keys: `onChange` gets the
- * changed key's SHA-256 in hex, or '*' when the table was truncated. Resolves once listening;
- * `onLost` hears once that the connection is gone (changes from then on are not heard).
+ * The channel on which migration 0007's triggers announce every committed change to api_keys:
+ * the changed key's SHA-256 in hex, or '*' when the table was truncated.
  */
-export async function listenApiKeyChanges(
-  databaseUrl: string,
-  onChange: (hashHex: string) => void,
-  onLost: (err: Error) => void,
-): Promise<{ close(): Promise<void> }> {
-  const client = new pg.Client({ connectionString: databaseUrl, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
-  let closing = false;
-  const lost = (err: Error) => {
-    if (closing) return;
-    closing = true;
-    client.end().catch(() => {});
-    onLost(err);
-  };
-  client.on('error', lost);
-  client.on('end', () => lost(new Error('api key notification connection ended')));
-  client.on('notification', (n) => {
-    if (n.channel === API_KEY_CHANGES) onChange(n.payload ?? '*');
-  });
-  try {
-    await client.connect();
-    await client.query(`LISTEN ${API_KEY_CHANGES}`);
-  } catch (err) {
-    closing = true;
-    await client.end().catch(() => {});
-    throw err;
-  }
-  return {
-    async close() {
-      if (closing) return;
-      closing = true;
-      await client.end();
-    },
-  };
-}
+export const API_KEY_CHANGES = 'api_key_changes';

@@ -4,7 +4,6 @@
  * listening, a dropped connection) is made good by the workers' sweep for due work.
  */
 import crypto from 'node:crypto';
-import pg from 'pg';
 import type { Queryable } from './pool.js';
 
 export interface DueEndpoint {
@@ -33,50 +32,10 @@ export async function notifyDue(db: Queryable, channel: string, due: readonly Du
   ]);
 }
 
-function parsePayload(payload: string | undefined): DueEndpoint | null {
+/** What `notifyDue` sent: null for anything else on the channel. */
+export function parseDuePayload(payload: string | undefined): DueEndpoint | null {
   const [endpointId, accountId] = (payload ?? '').split(' ');
   return endpointId && accountId ? { endpointId, accountId } : null;
-}
-
-/**
- * Listens on `channel` with a connection of its own. Resolves once listening; `onError` hears
- * of a lost connection (the caller reconnects, and sweeps, since notifications were missed).
- */
-export async function listenDue(
-  databaseUrl: string,
-  channel: string,
-  onDue: (due: DueEndpoint) => void,
-  onError: (err: Error) => void,
-): Promise<{ close(): Promise<void> }> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  let closing = false;
-  const lost = (err: Error) => {
-    if (closing) return;
-    closing = true;
-    client.end().catch(() => {});
-    onError(err);
-  };
-  client.on('error', lost);
-  client.on('end', () => lost(new Error('notification connection ended')));
-  client.on('notification', (n) => {
-    const due = n.channel === channel ? parsePayload(n.payload) : null;
-    if (due) onDue(due);
-  });
-  try {
-    await client.connect();
-    await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
-  } catch (err) {
-    closing = true;
-    await client.end().catch(() => {});
-    throw err;
-  }
-  return {
-    async close() {
-      if (closing) return;
-      closing = true;
-      await client.end();
-    },
-  };
 }
 
 /**

@@ -8,7 +8,8 @@
  * deployments sharing a database must not run it (tests turn it off).
  */
 import type { SessionRegistry } from '../activities/session-registry.js';
-import { findOverdueEndpoints, listenDue, type DueEndpoint } from '../db/due-notifications.js';
+import { findOverdueEndpoints, parseDuePayload, type DueEndpoint } from '../db/due-notifications.js';
+import { keepListening } from '../db/notification-listener.js';
 import type { Db } from '../db/pool.js';
 import { createCoalescer } from '../runtime/coalescer.js';
 import { logger } from '../runtime/logger.js';
@@ -32,10 +33,8 @@ export interface DueRouter {
   close(): Promise<void>;
 }
 
-const RECONNECT_MIN_MS = 500;
 /** A workflow signalled this recently is about to start its session: more signals would only cost workflow tasks. */
 const SIGNAL_EVERY_MS = 250;
-const RECONNECT_MAX_MS = 30_000;
 
 export function startDueRouter(o: DueRouterOptions): DueRouter {
   const signals = createCoalescer<string>(async (batch) => {
@@ -78,10 +77,7 @@ export function startDueRouter(o: DueRouterOptions): DueRouter {
   forgetOld.unref();
 
   let closed = false;
-  let listener: { close(): Promise<void> } | null = null;
-  let retryTimer: NodeJS.Timeout | undefined;
   let sweepTimer: NodeJS.Timeout | undefined;
-  let backoffMs = RECONNECT_MIN_MS;
 
   async function sweep(): Promise<void> {
     if (o.sweepEveryMs === 0) return;
@@ -92,26 +88,18 @@ export function startDueRouter(o: DueRouterOptions): DueRouter {
     }
   }
 
-  async function listen(): Promise<void> {
-    if (closed) return;
-    try {
-      listener = await listenDue(o.databaseUrl, o.channel, route, (err) => {
-        listener = null;
-        logger.warn({ err }, 'lost the due-delivery notifications; reconnecting');
-        retryTimer = setTimeout(() => void listen(), backoffMs);
-      });
-      if (closed) await listener.close();
-      backoffMs = RECONNECT_MIN_MS;
-      // Notifications sent while nobody listened are gone: look for their work.
-      await sweep();
-    } catch (err) {
-      logger.warn({ err, retryInMs: backoffMs }, 'cannot listen for due deliveries; retrying');
-      retryTimer = setTimeout(() => void listen(), backoffMs);
-      backoffMs = Math.min(backoffMs * 2, RECONNECT_MAX_MS);
-    }
-  }
-
-  const ready = listen();
+  const listener = keepListening({
+    databaseUrl: o.databaseUrl,
+    channel: o.channel,
+    what: 'due deliveries',
+    onNotification: (payload) => {
+      const due = parseDuePayload(payload);
+      if (due) route(due);
+    },
+    // Notifications sent while nobody listened are gone: look for their work.
+    onUp: sweep,
+    onDown: () => {},
+  });
   if (o.sweepEveryMs > 0) {
     const every = () => {
       sweepTimer = setTimeout(() => void sweep().finally(() => !closed && every()), o.sweepEveryMs);
@@ -120,11 +108,10 @@ export function startDueRouter(o: DueRouterOptions): DueRouter {
   }
 
   return {
-    ready,
+    ready: listener.ready,
     sweep,
     async close() {
       closed = true;
-      clearTimeout(retryTimer);
       clearTimeout(sweepTimer);
       clearInterval(forgetOld);
       for (const timer of trailing.values()) clearTimeout(timer);
