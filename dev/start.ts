@@ -9,10 +9,11 @@ import { issueApiKey } from '../db/api-keys.js';
 import { createAccount, firstAccountId } from '../db/directory.js';
 import { migrate } from '../db/migrate.js';
 import { createPool } from '../db/pool.js';
-import { loadConfig } from '../runtime/config.js';
+import { loadConfig, type Config } from '../runtime/config.js';
 import { flushLogs } from '../runtime/logger.js';
 import { SCOPES } from '../security/api-key.js';
 import { runWorker } from '../worker/main.js';
+import { startLocalProvider } from './local-provider/server.js';
 import { startEmbeddedPostgres } from './embedded-postgres.js';
 import { isPortOpen } from './ports.js';
 import { startTemporalDevServer } from './temporal-servers.js';
@@ -23,6 +24,7 @@ const say = (line: string) => {
   process.stdout.write(`${line}\n`);
 };
 const config = loadConfig();
+const LOCAL_PROVIDER_PORT = Number(process.env.LOCAL_PROVIDER_PORT ?? 4100);
 const stops: Array<() => Promise<void>> = [];
 
 /** The configured port when it is free; otherwise the dev server picks one. */
@@ -54,6 +56,25 @@ async function bootstrapLocalAccount(databaseUrl: string): Promise<void> {
   } finally {
     await db.end();
   }
+}
+
+/**
+ * Without PROVIDER_API_URL the local provider stands in for the messaging provider (its send
+ * API, statuses, templates, signup), posting its signed notifications to this API.
+ */
+async function startDevProvider(): Promise<Partial<Config>> {
+  if (config.providerApiUrl) return {};
+  const appSecret = config.providerAppSecret ?? 'local-provider-app-secret';
+  const accessToken = config.providerAccessToken ?? 'local-provider-access-token';
+  const provider = await startLocalProvider({
+    port: await preferredPort(LOCAL_PROVIDER_PORT),
+    platformUrl: `http://127.0.0.1:${config.port}`,
+    appSecret,
+    accessToken,
+  });
+  stops.unshift(provider.close);
+  say(`Local provider:  ${provider.rootUrl}  (stands in for the messaging provider; PROVIDER_API_URL=${provider.url})`);
+  return { providerApiUrl: provider.url, providerAccessToken: accessToken, providerAppSecret: appSecret };
 }
 
 async function main() {
@@ -91,10 +112,11 @@ async function main() {
   }
   await migrate(databaseUrl);
   await bootstrapLocalAccount(databaseUrl);
+  const provider = await startDevProvider();
 
   const workerStop = new AbortController();
   const worker = runWorker({ ...config, databaseUrl, temporalAddress }, { signal: workerStop.signal });
-  const api = await startApi({ ...config, databaseUrl, temporalAddress });
+  const api = await startApi({ ...config, ...provider, databaseUrl, temporalAddress });
   say('');
   say(`API:             http://localhost:${config.port}  (reference: http://localhost:${config.port}/docs)`);
   say(`Temporal Web UI: ${uiUrl ?? `(external Temporal at ${temporalAddress})`}`);

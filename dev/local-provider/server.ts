@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
 import Koa from 'koa';
 import { bearerOf, graphError, GRAPH_VERSION, type LocalProviderContext, type LocalRouteModule } from './graph.js';
+import { inboundModule } from './inbound.js';
 import { mediaModule } from './media.js';
 import { messagesModule } from './messages.js';
 import { createNotifier } from './notify.js';
@@ -22,6 +23,7 @@ const MODULES: LocalRouteModule[] = [
   messagesModule,
   photoappModule,
   mediaModule,
+  inboundModule,
   // accounts (signup, templates): mounted here by the signup branch
 ];
 

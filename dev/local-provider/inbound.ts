@@ -1,0 +1,177 @@
+/**
+ * What the provider tells the platform without being asked: a contact writing to a number (or to
+ * a photoapp account), staff sending, editing or deleting in the business app on a number in
+ * coexistence, and changes to a business account. Each /_local route plays one such moment and
+ * posts the notification exactly as the real provider would, signed; its answer carries the
+ * platform's HTTP status so a caller sees whether the ingress took it.
+ */
+import { z } from 'zod';
+import { graphError, jsonBody, type LocalProviderContext, type LocalRouteModule } from './graph.js';
+import { chatappEnvelope, type ProviderChannel } from './notify.js';
+import { findPhoneNumber, newMessageId, newNumericId } from './state.js';
+
+/** A contact that writes from an ad keeps a free-entry-point window this long (SPEC 6.3). */
+const FEP_SECONDS = 72 * 3600;
+const unix = () => Math.floor(Date.now() / 1000);
+
+const inboundMessage = z.object({
+  phone_number_id: z.string().min(1),
+  from: z.string().min(1),
+  profile_name: z.string().default('Local contact'),
+  text: z.string().default('Hello'),
+  /** The wamid of a message this one replies to (a broadcast, for example). */
+  context_id: z.string().optional(),
+  /** A click-to-chat ad: the contact enters a free-entry-point window. */
+  referral: z.looseObject({ source_id: z.string(), source_url: z.string(), source_type: z.string() }).optional(),
+});
+
+const businessAppMessage = z.object({
+  phone_number_id: z.string().min(1),
+  to: z.string().min(1),
+  text: z.string().default('Sent from the business app'),
+});
+const businessAppChange = z.object({
+  phone_number_id: z.string().min(1),
+  to: z.string().min(1),
+  message_id: z.string().min(1),
+  text: z.string().optional(),
+});
+
+const accountUpdate = z.object({
+  waba_id: z.string().min(1),
+  event: z.string().min(1),
+  ban_state: z.string().optional(),
+  violation_type: z.string().optional(),
+  restrictions: z.array(z.object({ restriction_type: z.string(), expiration: z.number().optional() })).optional(),
+});
+
+const photoappMessage = z.object({ account_id: z.string().min(1), from: z.string().min(1), text: z.string().default('Hello') });
+
+/** Parses a /_local body, answering a Graph 400 itself when it does not fit. */
+async function input<T extends z.ZodType>(koa: Parameters<typeof jsonBody>[0], schema: T): Promise<z.infer<T> | undefined> {
+  const body = await jsonBody(koa);
+  if (!body) return undefined;
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) {
+    graphError(
+      koa,
+      400,
+      100,
+      parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '),
+      undefined,
+      'GraphMethodException',
+    );
+    return undefined;
+  }
+  return parsed.data;
+}
+
+/** Posts `value` under `field` for the number's business account; 400 when the number is unknown. */
+async function notifyNumber(
+  ctx: LocalProviderContext,
+  koa: Parameters<typeof jsonBody>[0],
+  phoneNumberId: string,
+  field: string,
+  value: (display: string) => Record<string, unknown>,
+  answer: Record<string, unknown>,
+): Promise<void> {
+  const found = findPhoneNumber(ctx.state, phoneNumberId);
+  if (!found) return graphError(koa, 400, 100, `unknown phone number ${phoneNumberId}`, undefined, 'GraphMethodException');
+  const display = found.number.display_phone_number;
+  const metadata = { display_phone_number: display, phone_number_id: phoneNumberId };
+  const envelope = chatappEnvelope(found.waba.id, field, { messaging_product: 'whatsapp', metadata, ...value(display) }, unix());
+  koa.body = { ...answer, notification_status: await ctx.notifier.postNotification('chatapp', envelope) };
+}
+
+/** The echo of a staff action in the business app: the message itself, or its edit or deletion. */
+function echo(to: string, payload: Record<string, unknown>) {
+  return { from: '', to, id: newMessageId(), timestamp: String(unix()), ...payload };
+}
+
+export const inboundModule: LocalRouteModule = ({ local }, ctx) => {
+  local.post('/inbound/messages', async (koa) => {
+    const m = await input(koa, inboundMessage);
+    if (!m) return;
+    const id = newMessageId();
+    if (m.referral) ctx.state.freeEntryPoints.set(m.from, unix() + FEP_SECONDS);
+    const message = {
+      from: m.from,
+      id,
+      timestamp: String(unix()),
+      type: 'text',
+      text: { body: m.text },
+      ...(m.context_id ? { context: { from: m.phone_number_id, id: m.context_id } } : {}),
+      ...(m.referral ? { referral: { ...m.referral, ctwa_clid: `clid-${id.slice(-8)}` } } : {}),
+    };
+    await notifyNumber(
+      ctx,
+      koa,
+      m.phone_number_id,
+      'messages',
+      () => ({ contacts: [{ profile: { name: m.profile_name }, wa_id: m.from }], messages: [message] }),
+      { id },
+    );
+  });
+
+  local.post('/business_app/messages', async (koa) => {
+    const m = await input(koa, businessAppMessage);
+    if (!m) return;
+    const item = echo(m.to, { type: 'text', text: { body: m.text } });
+    await notifyNumber(ctx, koa, m.phone_number_id, 'smb_message_echoes', (display) => ({ message_echoes: [{ ...item, from: display }] }), {
+      id: item.id,
+    });
+  });
+
+  local.post('/business_app/edits', async (koa) => {
+    const m = await input(koa, businessAppChange);
+    if (!m) return;
+    const item = echo(m.to, {
+      type: 'edit',
+      edit: { original_message_id: m.message_id, message: { type: 'text', text: { body: m.text ?? 'edited' } } },
+    });
+    await notifyNumber(ctx, koa, m.phone_number_id, 'smb_message_echoes', (display) => ({ message_echoes: [{ ...item, from: display }] }), {
+      id: item.id,
+    });
+  });
+
+  local.post('/business_app/revokes', async (koa) => {
+    const m = await input(koa, businessAppChange);
+    if (!m) return;
+    const item = echo(m.to, { type: 'revoke', revoke: { original_message_id: m.message_id } });
+    await notifyNumber(ctx, koa, m.phone_number_id, 'smb_message_echoes', (display) => ({ message_echoes: [{ ...item, from: display }] }), {
+      id: item.id,
+    });
+  });
+
+  local.post('/account_updates', async (koa) => {
+    const u = await input(koa, accountUpdate);
+    if (!u) return;
+    const value = {
+      event: u.event,
+      ...(u.ban_state ? { ban_info: { waba_ban_state: u.ban_state } } : {}),
+      ...(u.violation_type ? { violation_info: { violation_type: u.violation_type } } : {}),
+      ...(u.restrictions ? { restriction_info: u.restrictions } : {}),
+    };
+    const status = await ctx.notifier.postNotification('chatapp', chatappEnvelope(u.waba_id, 'account_update', value, unix()));
+    koa.body = { notification_status: status };
+  });
+
+  local.post('/photoapp/inbound/messages', async (koa) => {
+    const m = await input(koa, photoappMessage);
+    if (!m) return;
+    const mid = `aWdfZAG1${newNumericId()}`;
+    const now = Date.now();
+    const envelope = {
+      object: 'instagram',
+      entry: [
+        {
+          id: m.account_id,
+          time: now,
+          messaging: [{ sender: { id: m.from }, recipient: { id: m.account_id }, timestamp: now, message: { mid, text: m.text } }],
+        },
+      ],
+    };
+    const channel: ProviderChannel = 'photoapp';
+    koa.body = { id: mid, notification_status: await ctx.notifier.postNotification(channel, envelope) };
+  });
+};
