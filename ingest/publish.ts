@@ -84,14 +84,15 @@ export async function publishEvent(
       `data.message_id: message "${externalId}" is not registered on this channel account (statuses are published only for messages the platform sent)`,
     );
   }
-  // The contact an event carries in its payload, wherever its type puts it: deleting that contact removes the event.
-  const contactRef =
-    str(obj(data.data.contact)?.id) ??
-    str(obj(data.data.appointment)?.contact_id) ??
-    str(obj(data.data.after_data)?.contact_id) ??
-    str(obj(data.data.before_data)?.contact_id) ??
-    registered?.contact_id ??
-    null;
+  // Every contact an event carries in its payload, wherever its type puts it (an opportunity that changed
+  // hands names two): deleting any of them removes the event (SPEC 6.5 rule 6).
+  const contactRefs = [
+    str(obj(data.data.contact)?.id),
+    str(obj(data.data.appointment)?.contact_id),
+    str(obj(data.data.after_data)?.contact_id),
+    str(obj(data.data.before_data)?.contact_id),
+    registered?.contact_id ?? null,
+  ].filter((c): c is string => c !== null);
   const occurredAt = body.occurred_at ?? str(data.data.occurred_at);
 
   const stored = await storeEvent(
@@ -106,7 +107,8 @@ export async function publishEvent(
       channelAccount: def.channelStamped ? (channelAccount ?? null) : null,
       externalId,
       messageResourceId: registered?.id ?? null,
-      contactRef,
+      contactRef: contactRefs[0] ?? null,
+      contactRefs,
       streamContext: {
         messageResourceId: registered?.id ?? null,
         contactId: registered?.contact_id ?? null,

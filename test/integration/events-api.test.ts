@@ -5,7 +5,7 @@ import { webhookBody } from '../../core/webhook-body.js';
 import { webhookHeaders } from '../../delivery/send-webhook.js';
 import { createChannelAccount, createCustomer } from '../../db/directory.js';
 import type { EventRow } from '../../db/events.js';
-import { registerOutboundMessage } from '../../db/messaging.js';
+import { registerOutboundMessage, upsertContact } from '../../db/messaging.js';
 import { samples, WAMID } from '../support/catalog-samples.js';
 import { createTenant, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
 
@@ -608,6 +608,108 @@ describe('DELETE /api/v1/contacts/{id}', () => {
     expect((await api.request('DELETE', `/api/v1/contacts/${contact.id}`, { key: o.tenant.key })).status).toBe(404);
     const other = await origin();
     expect((await api.request('DELETE', `/api/v1/contacts/${contact.id}`, { key: other.tenant.key })).status).toBe(404);
+  });
+});
+
+describe('DELETE /api/v1/contacts/{id} in one environment', () => {
+  /** A platform contact of a channel account, and a consent event carrying it published with `key`. */
+  async function contactWithEvent(o: Origin, channelAccountId: string, key: string, consentId: string) {
+    const contact = await upsertContact(testDb(), o.tenant.accountId, channelAccountId, {
+      wa_id: `55119${consentId.replace(/\D/g, '').padStart(8, '0')}`,
+      user_id: null,
+      username: null,
+      phone: null,
+      profile_name: null,
+    });
+    const sample = samples['crm.contact.consent_changed']!;
+    const res = await api.request('POST', '/api/v1/events', {
+      key,
+      body: {
+        type: 'crm.contact.consent_changed',
+        data: { ...sample.data, contact: { id: contact.id } },
+        refs: { consent_record_id: consentId },
+        channel_account_id: channelAccountId,
+      },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return { contactId: contact.id, eventId: res.body.data.id as string };
+  }
+  const contactExists = async (id: string) => (await testDb().query(`SELECT 1 FROM contacts WHERE id = $1`, [id])).rowCount === 1;
+  const eventExists = async (id: string) => (await testDb().query(`SELECT 1 FROM events WHERE id = $1`, [id])).rowCount === 1;
+
+  it('a sandbox key cannot delete a live contact or its live events, and a live key cannot delete a sandbox one', async () => {
+    const o = await origin();
+    const sandboxKey = await o.tenant.keyFor(['contacts:write', 'events:write', 'events:read'], 'sandbox');
+    const live = await contactWithEvent(o, o.chatapp, o.tenant.key, 'cr_live_1');
+    const sandbox = await contactWithEvent(o, o.sandbox, sandboxKey, 'cr_sandbox_1');
+
+    const refused = await api.request('DELETE', `/api/v1/contacts/${live.contactId}`, { key: sandboxKey });
+    expect(refused.status).toBe(404);
+    expect(refused.body.error.code).toBe('not_found');
+    expect(await contactExists(live.contactId)).toBe(true);
+    expect(await eventExists(live.eventId)).toBe(true);
+    expect((await api.request('DELETE', `/api/v1/contacts/${sandbox.contactId}`, { key: o.tenant.key })).status).toBe(404);
+    expect(await contactExists(sandbox.contactId)).toBe(true);
+    expect(await eventExists(sandbox.eventId)).toBe(true);
+
+    expect((await api.request('DELETE', `/api/v1/contacts/${sandbox.contactId}`, { key: sandboxKey })).status).toBe(204);
+    expect(await contactExists(sandbox.contactId)).toBe(false);
+    expect(await eventExists(sandbox.eventId)).toBe(false);
+    expect((await api.request('DELETE', `/api/v1/contacts/${live.contactId}`, { key: o.tenant.key })).status).toBe(204);
+    expect(await contactExists(live.contactId)).toBe(false);
+    expect(await eventExists(live.eventId)).toBe(false);
+  });
+
+  it('a sandbox key deletes only sandbox events of a contact id that is in no contact row', async () => {
+    const o = await origin();
+    const sandboxKey = await o.tenant.keyFor(['contacts:write', 'events:write', 'events:read'], 'sandbox');
+    const contactId = 'crm-only-contact';
+    const sample = samples['crm.contact.consent_changed']!;
+    const publishFor = (key: string, channelAccountId: string, consentId: string) =>
+      api.request('POST', '/api/v1/events', {
+        key,
+        body: {
+          type: 'crm.contact.consent_changed',
+          data: { ...sample.data, contact: { id: contactId } },
+          refs: { consent_record_id: consentId },
+          channel_account_id: channelAccountId,
+        },
+      });
+    const live = await publishFor(o.tenant.key, o.chatapp, 'cr_l');
+    const sandbox = await publishFor(sandboxKey, o.sandbox, 'cr_s');
+    expect((await api.request('DELETE', `/api/v1/contacts/${contactId}`, { key: sandboxKey })).status).toBe(204);
+    expect(await eventExists(sandbox.body.data.id)).toBe(false);
+    expect(await eventExists(live.body.data.id)).toBe(true);
+    expect((await api.request('DELETE', `/api/v1/contacts/${contactId}`, { key: sandboxKey })).status).toBe(404);
+  });
+
+  it('removes an event naming two contacts when either of them is deleted (SPEC 6.5 rule 6)', async () => {
+    const o = await origin();
+    const sample = samples['crm.opportunity.updated']!.data as {
+      before_data: Record<string, unknown>;
+      after_data: Record<string, unknown>;
+    };
+    const handOver = (version: number, from: string, to: string) =>
+      api.request('POST', '/api/v1/events', {
+        key: o.tenant.key,
+        body: {
+          type: 'crm.opportunity.updated',
+          data: {
+            ...sample,
+            before_data: { ...sample.before_data, version: version - 1, contact_id: from },
+            after_data: { ...sample.after_data, version, contact_id: to },
+          },
+        },
+      });
+    const first = await handOver(2, 'contact-before', 'contact-after');
+    const second = await handOver(3, 'contact-after', 'contact-third');
+    expect([first.status, second.status]).toEqual([201, 201]);
+    // The contact the event names second (before_data) is enough to remove it.
+    expect((await api.request('DELETE', '/api/v1/contacts/contact-before', { key: o.tenant.key })).status).toBe(204);
+    expect(await eventExists(first.body.data.id)).toBe(false);
+    expect(await eventExists(second.body.data.id)).toBe(true);
+    expect((await api.request('DELETE', '/api/v1/contacts/contact-third', { key: o.tenant.key })).status).toBe(204);
+    expect(await eventExists(second.body.data.id)).toBe(false);
   });
 });
 
