@@ -46,7 +46,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
     if (why) throw new DomainError(422, 'invalid_url', why);
   }
 
-  function checkEvents(events: string[]) {
+  function checkEvents(events: readonly unknown[]) {
     const categories = normalizeCategories(events);
     if (categories.length === 0)
       throw new DomainError(422, 'invalid_events', 'events has no valid category (messages, statuses, crm, account, app_messages)');
