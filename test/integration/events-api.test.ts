@@ -321,6 +321,39 @@ describe('POST /api/v1/events', () => {
     expect(rows[0].n).toBe(0);
   });
 
+  it("refuses a consent whose data.channel is not its channel account's channel", async () => {
+    const o = await origin();
+    const sample = samples['crm.contact.consent_changed']!;
+    const consent = (channel: string, channelAccountId: string, consentId: string) =>
+      api.request('POST', '/api/v1/events', {
+        key: o.tenant.key,
+        body: {
+          type: 'crm.contact.consent_changed',
+          data: { ...sample.data, channel },
+          refs: { consent_record_id: consentId },
+          channel_account_id: channelAccountId,
+        },
+      });
+    for (const [channel, channelAccountId] of [
+      ['photoapp', o.chatapp],
+      ['chatapp', o.photoapp],
+    ] as const) {
+      const res = await consent(channel, channelAccountId, `cr_mismatch_${channel}`);
+      expect(res.status).toBe(422);
+      expect(res.body.error.code).toBe('invalid_event');
+      expect(res.body.error.message).toContain('data.channel');
+    }
+    const { rows } = await testDb().query(`SELECT count(*)::int AS n FROM events WHERE account_id = $1`, [o.tenant.accountId]);
+    expect(rows[0].n).toBe(0);
+    // Matching channels, or no channel account at all, publish.
+    expect((await consent('photoapp', o.photoapp, 'cr_ok_1')).status).toBe(201);
+    const unstamped = await api.request('POST', '/api/v1/events', {
+      key: o.tenant.key,
+      body: { type: 'crm.contact.consent_changed', data: { ...sample.data, channel: 'photoapp' }, refs: { consent_record_id: 'cr_ok_2' } },
+    });
+    expect(unstamped.status).toBe(201);
+  });
+
   it('needs events:write', async () => {
     const o = await origin();
     const key = await o.tenant.keyFor(['events:read', 'webhooks:write']);
@@ -450,6 +483,53 @@ describe('routing to endpoints', () => {
     // The stream keeps every event whatever the endpoints.
     const stream = await api.request('GET', '/api/v1/events', { key: o.tenant.key });
     expect(stream.body.data).toHaveLength(1);
+  });
+});
+
+describe('account-health events resolve their Customer through waba_id (SPEC 6.3)', () => {
+  const wabaOf = (o: Origin) => `waba-${o.tenant.accountId.slice(0, 8)}`;
+  const healthTypes = ['chatapp.account.updated', 'chatapp.phone_number.quality_updated', 'chatapp.phone_number.connected'];
+
+  it.each(healthTypes)("%s without customer_id or channel account goes to the waba owner's Customer filter", async (type) => {
+    const o = await origin();
+    const otherCustomer = await createCustomer(testDb(), { accountId: o.tenant.accountId, name: 'B' });
+    const owner = await verifiedEndpoint(o, ['account'], { customer_id: o.tenant.customerId });
+    const notOwner = await verifiedEndpoint(o, ['account'], { customer_id: otherCustomer.id });
+    const res = await api.request('POST', '/api/v1/events', {
+      key: o.tenant.key,
+      body: { type, data: { ...samples[type]!.data, waba_id: wabaOf(o) } },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const row = await eventRow(res.body.data.id);
+    expect(row.customer_id).toBe(o.tenant.customerId);
+    expect(webhookBody(getEventDefinition(type)!, row)).toMatchObject({ customer_id: o.tenant.customerId });
+    expect((await deliveriesOf(res.body.data.id)).map((d) => d.endpoint_id)).toEqual([owner]);
+    expect(notOwner).not.toBe(owner);
+  });
+
+  it("never resolves through another Account's business account", async () => {
+    const o = await origin();
+    const other = await origin();
+    const res = await api.request('POST', '/api/v1/events', {
+      key: o.tenant.key,
+      body: { type: 'chatapp.account.updated', data: { ...samples['chatapp.account.updated']!.data, waba_id: wabaOf(other) } },
+    });
+    expect(res.status).toBe(201);
+    expect((await eventRow(res.body.data.id)).customer_id).toBeNull();
+  });
+
+  it('an explicit customer_id wins over the waba owner', async () => {
+    const o = await origin();
+    const otherCustomer = await createCustomer(testDb(), { accountId: o.tenant.accountId, name: 'B' });
+    const res = await api.request('POST', '/api/v1/events', {
+      key: o.tenant.key,
+      body: {
+        type: 'chatapp.account.updated',
+        data: { ...samples['chatapp.account.updated']!.data, waba_id: wabaOf(o) },
+        customer_id: otherCustomer.id,
+      },
+    });
+    expect((await eventRow(res.body.data.id)).customer_id).toBe(otherCustomer.id);
   });
 });
 
