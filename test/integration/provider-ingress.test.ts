@@ -425,6 +425,31 @@ describe('provider webhook', () => {
     ]);
   });
 
+  it("deleting a message's contact removes the events the provider brought in for it, in the stream's environment", async () => {
+    const s = await setup();
+    const sent = `wamid.del-out.${s.pnid}`;
+    await post(textMessage(s, `wamid.del-in.${s.pnid}`));
+    const { rows: contacts } = await testDb().query(`SELECT id FROM contacts WHERE channel_account_id = $1`, [s.channelAccountId]);
+    await registerOutboundMessage(testDb(), {
+      accountId: s.tenant.accountId,
+      channelAccountId: s.channelAccountId,
+      contactId: contacts[0].id,
+      externalId: sent,
+    });
+    await post(
+      envelope(s.waba, 'messages', {
+        metadata: { display_phone_number: '15550783881', phone_number_id: s.pnid },
+        statuses: [{ id: sent, status: 'delivered', timestamp: T, recipient_id: '5511999998888' }],
+      }),
+    );
+    expect(await stream(s)).toHaveLength(2);
+    const sandboxKey = await s.tenant.keyFor(['contacts:write'], 'sandbox');
+    expect((await api.request('DELETE', `/api/v1/contacts/${contacts[0].id}`, { key: sandboxKey })).status).toBe(404);
+    expect(await stream(s)).toHaveLength(2);
+    expect((await api.request('DELETE', `/api/v1/contacts/${contacts[0].id}`, { key: s.tenant.key })).status).toBe(204);
+    expect(await stream(s)).toEqual([]);
+  });
+
   it('ignores numbers that are not on the platform', async () => {
     const s = await setup();
     const res = await post(textMessage(s, 'wamid.stranger', 'pn-not-ours'));
