@@ -84,8 +84,14 @@ export const Secret = z
   .max(256, 'secret must be at most 256 characters')
   .refine((s) => !/[\r\n]/.test(s), 'secret must not contain line breaks');
 
-/** Categories as sent; unknown values are dropped later, so any strings pass here. */
-const EventsInput = z.array(z.string()).openapi({
+/**
+ * Categories as sent. Any value outside the categories, of any type (a number, null, an object),
+ * is discarded later (SPEC 4.1), so every array passes here; only a non-array is refused now.
+ * Documented as strings: that is what a client should send.
+ */
+const EventsInput = z.array(z.unknown()).openapi({
+  type: 'array',
+  items: { type: 'string' },
   example: ['messages', 'statuses'],
   description: `Subscription categories: ${CATEGORIES.join(', ')}. Unknown values are discarded.`,
 });

@@ -61,6 +61,7 @@ function originlessRow(
     message_id: null,
     message_resource_id: null,
     contact_ref: null,
+    contact_refs: [],
     data,
     stream_data: data,
     occurred_at: new Date(),

@@ -128,6 +128,24 @@ export async function findChannelAccountsByWaba(db: Queryable, wabaId: string): 
   return rows;
 }
 
+/**
+ * The Customer owning a business account, among one Account's channel accounts of one environment
+ * (the oldest with a Customer): how the publish API resolves account-health events (SPEC 6.3).
+ */
+export async function findCustomerOfWaba(
+  db: Queryable,
+  accountId: string,
+  environment: ChannelAccount['environment'],
+  wabaId: string,
+): Promise<string | undefined> {
+  const { rows } = await db.query<{ customer_id: string }>(
+    `SELECT customer_id FROM channel_accounts
+     WHERE account_id = $1 AND environment = $2 AND waba_id = $3 AND customer_id IS NOT NULL ORDER BY created_at, id LIMIT 1`,
+    [accountId, environment, wabaId],
+  );
+  return rows[0]?.customer_id;
+}
+
 export async function findChannelAccountByDisplay(db: Queryable, wabaId: string, display: string): Promise<ChannelAccount | undefined> {
   const digits = display.replace(/\D/g, '');
   const { rows } = await db.query<ChannelAccount>(

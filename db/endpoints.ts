@@ -23,6 +23,8 @@ export interface EndpointRow {
   last_response_code: number | null;
   next_attempt_at: Date | null;
   paused_at: Date | null;
+  /** Moves with every change that invalidates a verification (url, Authorization). */
+  config_version: number;
   created_at: Date;
   updated_at: Date;
   deleted_at: Date | null;
@@ -142,7 +144,7 @@ export async function updateEndpoint(db: Queryable, accountId: string, id: strin
   if (c.customerId !== undefined) set('customer_id', c.customerId);
   if (c.secretCiphertext !== undefined) set('secret_ciphertext', c.secretCiphertext);
   if (c.authorizationCiphertext !== undefined) set('authorization_ciphertext', c.authorizationCiphertext);
-  if (c.invalidateVerification) sets.push(`health_status = 'unverified'`, `verified_at = NULL`);
+  if (c.invalidateVerification) sets.push(`health_status = 'unverified'`, `verified_at = NULL`, 'config_version = config_version + 1');
   if (c.clearNextAttempt) sets.push('next_attempt_at = NULL');
   if (sets.length === 0) return getEndpoint(db, accountId, id);
   sets.push('updated_at = now()');
@@ -162,20 +164,32 @@ export async function softDeleteEndpoint(db: Queryable, accountId: string, id: s
   return rowCount === 1;
 }
 
-/** A 2xx signed test: the configuration is verified, with the state `afterTest` gives. */
+/**
+ * A 2xx signed test of the configuration at `configVersion`: verified, with the state `afterTest`
+ * gives, only if that is still the configuration (a PATCH of url or Authorization committed while
+ * the test was in flight leaves it unverified). Otherwise the 2xx is recorded as an observation
+ * only. Undefined when the endpoint is gone.
+ */
 export async function recordVerification(
   db: Queryable,
   id: string,
+  configVersion: number,
   responseCode: number,
   state: NonNullable<ReturnType<typeof afterTest>>,
-): Promise<EndpointRow | undefined> {
+): Promise<{ row: EndpointRow; verified: boolean } | undefined> {
   const { rows } = await db.query<EndpointRow>(
     `UPDATE endpoints SET verified_at = now(), health_status = $3, failure_streak = $4, active = $5, paused_at = $6,
        last_success_at = now(), last_response_code = $2, updated_at = now()
-     WHERE id = $1 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
-    [id, responseCode, state.health, state.failureStreak, state.active, state.pausedAt],
+     WHERE id = $1 AND deleted_at IS NULL AND config_version = $7 RETURNING ${COLUMNS}`,
+    [id, responseCode, state.health, state.failureStreak, state.active, state.pausedAt, configVersion],
   );
-  return rows[0];
+  if (rows[0]) return { row: rows[0], verified: true };
+  const { rows: observed } = await db.query<EndpointRow>(
+    `UPDATE endpoints SET last_success_at = now(), last_response_code = $2, updated_at = now()
+     WHERE id = $1 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
+    [id, responseCode],
+  );
+  return observed[0] ? { row: observed[0], verified: false } : undefined;
 }
 
 /** A failed test is an observation, but it moves neither the streak nor the health. */

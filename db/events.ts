@@ -19,6 +19,8 @@ export interface EventRow {
   message_id: string | null;
   message_resource_id: string | null;
   contact_ref: string | null;
+  /** Every contact the event carries (contact_ref among them): deleting any of them removes the event. */
+  contact_refs: string[];
   data: Record<string, unknown>;
   stream_data: Record<string, unknown>;
   occurred_at: Date;
@@ -74,14 +76,16 @@ export async function appendEvents(tx: Queryable, events: (NewEvent & { id?: str
        UPDATE stream_heads SET last_cursor = last_cursor + $3 WHERE account_id = $1 AND environment = $2 RETURNING last_cursor - $3 AS base
      )
      INSERT INTO events (id, account_id, environment, cursor, type, idempotency_key, customer_id, channel, channel_account_id, channel_account,
-                         external_id, message_id, message_resource_id, contact_ref, data, stream_data, occurred_at)
+                         external_id, message_id, message_resource_id, contact_ref, contact_refs, data, stream_data, occurred_at)
      SELECT coalesce(e.id, gen_random_uuid()), $1, $2, head.base + e.n, e.type, e.idempotency_key, e.customer_id, e.channel, e.channel_account_id, e.channel_account,
-            e.external_id, e.message_id, e.message_resource_id, e.contact_ref, e.data, e.stream_data, e.occurred_at
+            e.external_id, e.message_id, e.message_resource_id, e.contact_ref,
+            -- A list per row travels as a JSON array: unnest would flatten a two-dimensional text[].
+            ARRAY(SELECT jsonb_array_elements_text(e.contact_refs)), e.data, e.stream_data, e.occurred_at
      FROM head,
           unnest($4::text[], $5::text[], $6::uuid[], $7::text[], $8::uuid[], $9::jsonb[], $10::text[], $11::text[], $12::uuid[], $13::text[],
-                 $14::jsonb[], $15::jsonb[], $16::timestamptz[], $17::uuid[])
+                 $14::jsonb[], $15::jsonb[], $16::timestamptz[], $17::uuid[], $18::jsonb[])
             WITH ORDINALITY AS e(type, idempotency_key, customer_id, channel, channel_account_id, channel_account, external_id, message_id,
-                                 message_resource_id, contact_ref, data, stream_data, occurred_at, id, n)
+                                 message_resource_id, contact_ref, data, stream_data, occurred_at, id, contact_refs, n)
      ORDER BY e.n
      ON CONFLICT (account_id, environment, idempotency_key) DO NOTHING
      RETURNING *`,
@@ -103,6 +107,7 @@ export async function appendEvents(tx: Queryable, events: (NewEvent & { id?: str
       events.map((e) => json(e.stream_data)),
       column('occurred_at'),
       events.map((e) => e.id ?? null),
+      events.map((e) => JSON.stringify(e.contact_refs)),
     ],
   );
   return rows;
@@ -130,21 +135,26 @@ export async function readStream(
 
 /**
  * Removes events in one statement and ends their undelivered deliveries as `event_deleted`.
- * The cursors of other events do not move.
+ * The cursors of other events do not move. A contact's events are those carrying it anywhere
+ * (contact_refs), in one environment when given: a key acts in its own environment only.
  */
 export async function deleteEventsWhere(
   tx: Queryable,
-  where: { accountId: string; contactRef?: string; channelAccountId?: string },
+  where: { accountId: string; environment?: Environment; contactRef?: string; channelAccountId?: string },
 ): Promise<number> {
   const params: unknown[] = [where.accountId];
   let filter: string;
   if (where.contactRef !== undefined) {
     params.push(where.contactRef);
-    filter = 'contact_ref = $2';
+    filter = 'contact_refs @> ARRAY[$2::text]';
   } else if (where.channelAccountId !== undefined) {
     params.push(where.channelAccountId);
     filter = 'channel_account_id = $2';
   } else throw new Error('deleteEventsWhere needs a filter');
+  if (where.environment !== undefined) {
+    params.push(where.environment);
+    filter += ` AND environment = $${params.length}`;
+  }
   const { rows } = await tx.query<{ n: number }>(
     `WITH gone AS (DELETE FROM events WHERE account_id = $1 AND ${filter} RETURNING id),
           -- Runs to completion whether or not the outer query reads it (Postgres runs every data-modifying CTE).

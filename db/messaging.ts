@@ -114,9 +114,30 @@ export async function updateMessageStatus(db: Queryable, id: string, status: str
   await db.query(`UPDATE messages SET status = $2 WHERE id = $1`, [id, status]);
 }
 
-/** Removes a contact with its messages and conversations; true when it existed in the account. */
-export async function deleteContact(db: Queryable, accountId: string, contactId: string): Promise<boolean> {
-  const { rowCount } = await db.query(`DELETE FROM contacts WHERE id = $1 AND account_id = $2`, [contactId, accountId]);
+/** The environment of a contact of the account (its channel account's), or undefined when there is no such contact. */
+export async function getContactEnvironment(db: Queryable, accountId: string, contactId: string): Promise<'live' | 'sandbox' | undefined> {
+  const { rows } = await db.query<{ environment: 'live' | 'sandbox' }>(
+    `SELECT ca.environment FROM contacts c JOIN channel_accounts ca ON ca.id = c.channel_account_id WHERE c.id = $1 AND c.account_id = $2`,
+    [contactId, accountId],
+  );
+  return rows[0]?.environment;
+}
+
+/**
+ * Removes a contact of the account in `environment` (its channel account's) with its messages and
+ * conversations; true when it existed there. A contact of the other environment is left alone.
+ */
+export async function deleteContact(
+  db: Queryable,
+  accountId: string,
+  environment: 'live' | 'sandbox',
+  contactId: string,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `DELETE FROM contacts c USING channel_accounts ca
+     WHERE c.id = $1 AND c.account_id = $2 AND ca.id = c.channel_account_id AND ca.environment = $3`,
+    [contactId, accountId, environment],
+  );
   return rowCount === 1;
 }
 

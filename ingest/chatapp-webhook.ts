@@ -1,8 +1,9 @@
 /**
- * The messaging provider's webhook (DECISIONS "Provider ingress"). A notification is first
- * mapped and validated as a whole; only when every event in it is valid is anything stored,
- * so a bad notification leaves nothing half-written. Then each event is stored idempotently:
- * provider retries of the same notification store nothing new.
+ * The messaging provider's webhook (DECISIONS "Provider ingress"). Each item of a notification
+ * (a message, a status, an echo, an account change) is mapped and validated on its own: the
+ * valid ones are stored, each invalid one is kept in provider_rejections naming it, so one bad
+ * item never costs the others. Each event is stored idempotently: provider retries of the same
+ * notification store nothing new.
  */
 import {
   echoPayload,
@@ -25,6 +26,7 @@ import {
 import { findMessage, findRegisteredMessage, recordFepExpiry, recordIncomingMessage, updateMessageStatus } from '../db/messaging.js';
 import { logger } from '../runtime/logger.js';
 import { RejectedNotification, wakeFor, type IngestDeps } from './deps.js';
+import { recordRejectedItems, splitChatappNotification, type NotificationItem, type RejectedItem } from './notification-items.js';
 import { storeEvent, type IngestEvent } from './store-event.js';
 
 interface PlannedEvent {
@@ -68,13 +70,13 @@ function payloadOf(fact: ProviderFact, channelAccount: ChannelAccount): Record<s
   }
 }
 
-/** Maps and validates every event of the notification; throws RejectedNotification naming the first problem. */
-async function plan(deps: IngestDeps, body: unknown): Promise<PlannedEvent[]> {
+/** Maps and validates every event of one item; throws RejectedNotification naming the problem. */
+async function planItem(deps: IngestDeps, item: NotificationItem): Promise<PlannedEvent[]> {
   let facts: ProviderFact[];
   try {
-    facts = mapChatappWebhook(body).facts;
+    facts = mapChatappWebhook(item.body).facts;
   } catch (err) {
-    throw new RejectedNotification((err as Error).message);
+    throw new RejectedNotification(item.relocate((err as Error).message));
   }
   const planned: PlannedEvent[] = [];
   for (const fact of facts) {
@@ -85,10 +87,34 @@ async function plan(deps: IngestDeps, body: unknown): Promise<PlannedEvent[]> {
     }
     const def = getEventDefinition(factEventType(fact))!;
     const parsed = def.data.safeParse(payloadOf(fact, channelAccount));
-    if (!parsed.success) throw new RejectedNotification(`${def.type}: ${formatIssue(parsed.error, 'data')}`);
+    if (!parsed.success) throw new RejectedNotification(`${item.at}: ${def.type}: ${formatIssue(parsed.error, 'data')}`);
     planned.push({ fact, def, channelAccount, data: parsed.data });
   }
   return planned;
+}
+
+/**
+ * Plans each item of the notification on its own: the valid ones' events, and the invalid items
+ * with their reasons. Throws RejectedNotification only when the envelope itself is unusable.
+ */
+async function plan(deps: IngestDeps, body: unknown): Promise<{ planned: PlannedEvent[]; rejected: RejectedItem[] }> {
+  let items: NotificationItem[];
+  try {
+    items = splitChatappNotification(body);
+  } catch (err) {
+    throw new RejectedNotification((err as Error).message);
+  }
+  const planned: PlannedEvent[] = [];
+  const rejected: RejectedItem[] = [];
+  for (const item of items) {
+    try {
+      planned.push(...(await planItem(deps, item)));
+    } catch (err) {
+      if (!(err instanceof RejectedNotification)) throw err;
+      rejected.push({ item, reason: err.message });
+    }
+  }
+  return { planned, rejected };
 }
 
 /** Stores one planned event, creating the directory rows an incoming message implies; false when it produces no event. */
@@ -174,8 +200,10 @@ async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
 
 /** Ingests a verified notification body. Returns how many events it stored, new or repeated. */
 export async function ingestChatappNotification(deps: IngestDeps, body: unknown): Promise<number> {
-  const planned = await plan(deps, body);
+  const { planned, rejected } = await plan(deps, body);
   let stored = 0;
   for (const p of planned) if (await store(deps, p)) stored++;
+  // After the stores: a failed store answers 500 and the provider retries, which would record them twice.
+  await recordRejectedItems(deps.db, 'chatapp', rejected);
   return stored;
 }

@@ -14,5 +14,5 @@ export function wakeFor(deps: IngestDeps, accountId: string, stored: StoredEvent
   for (const d of stored.deliveries) if (d.status === 'pending') deps.wakes.add(d.endpointId, accountId);
 }
 
-/** A provider notification that cannot be used as a whole; nothing of it is stored. */
+/** A provider notification, or one item of it, that cannot be used; nothing of it is stored. */
 export class RejectedNotification extends Error {}

@@ -1,6 +1,7 @@
 /**
- * The second channel's direct-message webhook (DECISIONS). Like the primary channel's, a
- * notification is validated as a whole before anything is stored, and stored idempotently.
+ * The second channel's direct-message webhook (DECISIONS). Like the primary channel's, each
+ * item of a notification stands alone: the valid ones are stored (idempotently), each invalid one
+ * is kept in provider_rejections naming it.
  */
 import { mapPhotoappWebhook, photoappReceivedPayload, type PhotoappFact } from './photoapp-provider.js';
 import { formatIssue, getEventDefinition } from '../core/catalog/index.js';
@@ -8,19 +9,22 @@ import { findChannelAccountByProviderId, type ChannelAccount } from '../db/direc
 import { recordIncomingMessage } from '../db/messaging.js';
 import { logger } from '../runtime/logger.js';
 import { RejectedNotification, wakeFor, type IngestDeps } from './deps.js';
+import { recordRejectedItems, splitPhotoappNotification, type NotificationItem, type RejectedItem } from './notification-items.js';
 import { storeEvent } from './store-event.js';
 
 const def = getEventDefinition('photoapp.message.received')!;
 
-/** Ingests a verified notification body. Returns how many events it stored, new or repeated: every planned one. */
-export async function ingestPhotoappNotification(deps: IngestDeps, body: unknown): Promise<number> {
+type Planned = { fact: PhotoappFact; ca: ChannelAccount; data: Record<string, unknown> };
+
+/** The events of one item; throws RejectedNotification naming the problem. */
+async function planItem(deps: IngestDeps, item: NotificationItem): Promise<Planned[]> {
   let facts: PhotoappFact[];
   try {
-    facts = mapPhotoappWebhook(body).facts;
+    facts = mapPhotoappWebhook(item.body).facts;
   } catch (err) {
-    throw new RejectedNotification((err as Error).message);
+    throw new RejectedNotification(item.relocate((err as Error).message));
   }
-  const planned: Array<{ fact: PhotoappFact; ca: ChannelAccount; data: Record<string, unknown> }> = [];
+  const planned: Planned[] = [];
   for (const fact of facts) {
     const ca = await findChannelAccountByProviderId(deps.db, 'photoapp', fact.accountId);
     if (!ca) {
@@ -28,8 +32,29 @@ export async function ingestPhotoappNotification(deps: IngestDeps, body: unknown
       continue;
     }
     const parsed = def.data.safeParse(photoappReceivedPayload(fact));
-    if (!parsed.success) throw new RejectedNotification(`${def.type}: ${formatIssue(parsed.error, 'data')}`);
+    if (!parsed.success) throw new RejectedNotification(`${item.at}: ${def.type}: ${formatIssue(parsed.error, 'data')}`);
     planned.push({ fact, ca, data: parsed.data });
+  }
+  return planned;
+}
+
+/** Ingests a verified notification body. Returns how many events it stored, new or repeated: every planned one. */
+export async function ingestPhotoappNotification(deps: IngestDeps, body: unknown): Promise<number> {
+  let items: NotificationItem[];
+  try {
+    items = splitPhotoappNotification(body);
+  } catch (err) {
+    throw new RejectedNotification((err as Error).message);
+  }
+  const planned: Planned[] = [];
+  const rejected: RejectedItem[] = [];
+  for (const item of items) {
+    try {
+      planned.push(...(await planItem(deps, item)));
+    } catch (err) {
+      if (!(err instanceof RejectedNotification)) throw err;
+      rejected.push({ item, reason: err.message });
+    }
   }
 
   for (const { fact, ca, data } of planned) {
@@ -68,5 +93,7 @@ export async function ingestPhotoappNotification(deps: IngestDeps, body: unknown
     );
     if (stored.created) wakeFor(deps, ca.account_id, stored);
   }
+  // After the stores: a failed store answers 500 and the provider retries, which would record them twice.
+  await recordRejectedItems(deps.db, 'photoapp', rejected);
   return planned.length;
 }

@@ -1,8 +1,8 @@
 /** The platform's publish API (DECISIONS "Platform publish API"): validate, resolve the origin, store. */
 import { z } from 'zod';
-import { formatIssue, getEventDefinition } from '../core/catalog/index.js';
+import { formatIssue, getEventDefinition, type EventDefinition } from '../core/catalog/index.js';
 import { invalidEvent } from '../core/domain-error.js';
-import { getChannelAccountOfAccount, getCustomerOfAccount } from '../db/directory.js';
+import { findCustomerOfWaba, getChannelAccountOfAccount, getCustomerOfAccount, type ChannelAccount } from '../db/directory.js';
 import type { Environment } from '../db/events.js';
 import { findMessage, findRegisteredMessage } from '../db/messaging.js';
 import { wakeFor, type IngestDeps } from './deps.js';
@@ -19,6 +19,7 @@ export const PublishBody = z
     refs: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
+type PublishBody = z.infer<typeof PublishBody>;
 
 const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
 const obj = (v: unknown): Record<string, unknown> | null =>
@@ -55,22 +56,7 @@ export async function publishEvent(
     throw invalidEvent(`data: ${(err as Error).message}`);
   }
 
-  const channelAccount = body.channel_account_id
-    ? await getChannelAccountOfAccount(deps.db, principal.accountId, body.channel_account_id)
-    : undefined;
-  if (body.channel_account_id && !channelAccount) throw invalidEvent('channel_account_id: not a channel account of this Account');
-  if (channelAccount && def.channel && channelAccount.channel !== def.channel) {
-    throw invalidEvent(`channel_account_id: ${def.type} comes from a ${def.channel} channel account, not ${channelAccount.channel}`);
-  }
-  if (def.hasExternalId && !channelAccount) throw invalidEvent(`channel_account_id: required for ${def.type}`);
-  if (channelAccount && channelAccount.environment !== environment) {
-    throw invalidEvent(
-      `channel_account_id: a ${channelAccount.environment} channel account, and this API key publishes ${environment} events`,
-    );
-  }
-  if (body.customer_id && !(await getCustomerOfAccount(deps.db, principal.accountId, body.customer_id))) {
-    throw invalidEvent('customer_id: not a Customer of this Account');
-  }
+  const { channelAccount, customerId } = await resolveOrigin(deps, principal, def, body, data.data);
 
   const message = obj(data.data.message);
   const externalId = def.hasExternalId ? (str(message?.id) ?? str(data.data.message_id)) : null;
@@ -84,14 +70,7 @@ export async function publishEvent(
       `data.message_id: message "${externalId}" is not registered on this channel account (statuses are published only for messages the platform sent)`,
     );
   }
-  // The contact an event carries in its payload, wherever its type puts it: deleting that contact removes the event.
-  const contactRef =
-    str(obj(data.data.contact)?.id) ??
-    str(obj(data.data.appointment)?.contact_id) ??
-    str(obj(data.data.after_data)?.contact_id) ??
-    str(obj(data.data.before_data)?.contact_id) ??
-    registered?.contact_id ??
-    null;
+  const contactRefs = contactsCarried(data.data, registered?.contact_id ?? null);
   const occurredAt = body.occurred_at ?? str(data.data.occurred_at);
 
   const stored = await storeEvent(
@@ -102,11 +81,12 @@ export async function publishEvent(
       def,
       data: data.data,
       refs: refs.data,
-      customerId: body.customer_id ?? channelAccount?.customer_id ?? null,
+      customerId,
       channelAccount: def.channelStamped ? (channelAccount ?? null) : null,
       externalId,
       messageResourceId: registered?.id ?? null,
-      contactRef,
+      contactRef: contactRefs[0] ?? null,
+      contactRefs,
       streamContext: {
         messageResourceId: registered?.id ?? null,
         contactId: registered?.contact_id ?? null,
@@ -118,4 +98,64 @@ export async function publishEvent(
   );
   if (stored.created) wakeFor(deps, principal.accountId, stored);
   return stored;
+}
+
+/**
+ * The origin chain of a published event: its channel account (this Account's, of the key's
+ * environment, of the event's channel and of the payload's channel) and its Customer.
+ */
+async function resolveOrigin(
+  deps: IngestDeps,
+  principal: { accountId: string; environment: Environment },
+  def: EventDefinition,
+  body: PublishBody,
+  data: Record<string, unknown>,
+): Promise<{ channelAccount: ChannelAccount | undefined; customerId: string | null }> {
+  const channelAccount = body.channel_account_id
+    ? await getChannelAccountOfAccount(deps.db, principal.accountId, body.channel_account_id)
+    : undefined;
+  if (body.channel_account_id && !channelAccount) throw invalidEvent('channel_account_id: not a channel account of this Account');
+  if (channelAccount && def.channel && channelAccount.channel !== def.channel) {
+    throw invalidEvent(`channel_account_id: ${def.type} comes from a ${def.channel} channel account, not ${channelAccount.channel}`);
+  }
+  if (def.hasExternalId && !channelAccount) throw invalidEvent(`channel_account_id: required for ${def.type}`);
+  if (channelAccount && channelAccount.environment !== principal.environment) {
+    throw invalidEvent(
+      `channel_account_id: a ${channelAccount.environment} channel account, and this API key publishes ${principal.environment} events`,
+    );
+  }
+  // The envelope's channel is the channel account's: a consent for another channel would be delivered as this one's.
+  const payloadChannel = str(data.channel);
+  if (channelAccount && payloadChannel && payloadChannel !== channelAccount.channel) {
+    throw invalidEvent(
+      `data.channel: a ${payloadChannel} ${def.type} cannot come from channel account ${channelAccount.id}, a ${channelAccount.channel} channel account`,
+    );
+  }
+  if (body.customer_id && !(await getCustomerOfAccount(deps.db, principal.accountId, body.customer_id))) {
+    throw invalidEvent('customer_id: not a Customer of this Account');
+  }
+  // Account-health events name a business account, not a number: its owner is found through waba_id (SPEC 6.3),
+  // among this Account's channel accounts only.
+  const wabaId = def.category === 'account' ? str(data.waba_id) : null;
+  const customerId =
+    body.customer_id ??
+    channelAccount?.customer_id ??
+    (wabaId ? await findCustomerOfWaba(deps.db, principal.accountId, principal.environment, wabaId) : undefined) ??
+    null;
+
+  return { channelAccount, customerId };
+}
+
+/**
+ * Every contact an event carries in its payload, wherever its type puts it (an opportunity that
+ * changed hands names two): deleting any of them removes the event (SPEC 6.5 rule 6).
+ */
+function contactsCarried(data: Record<string, unknown>, messageContactId: string | null): string[] {
+  return [
+    str(obj(data.contact)?.id),
+    str(obj(data.appointment)?.contact_id),
+    str(obj(data.after_data)?.contact_id),
+    str(obj(data.before_data)?.contact_id),
+    messageContactId,
+  ].filter((c): c is string => c !== null);
 }

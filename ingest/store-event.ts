@@ -26,7 +26,10 @@ export interface IngestEvent {
   channelAccount: Pick<ChannelAccount, 'id' | 'channel' | 'display'> | null;
   externalId: string | null;
   messageResourceId: string | null;
+  /** The contact the event is about, when there is one. */
   contactRef: string | null;
+  /** Other contacts the event carries (e.g. both owners of an opportunity that changed hands): deleting any removes it. */
+  contactRefs?: string[];
   streamContext: StreamContext;
   occurredAt: Date;
 }
@@ -102,6 +105,7 @@ function eventRow(e: IngestEvent): NewEvent & { id: string } {
     message_id: e.def.hasExternalId && e.channelAccount?.channel === 'chatapp' ? e.externalId : null,
     message_resource_id: e.messageResourceId,
     contact_ref: e.contactRef,
+    contact_refs: [...new Set([e.contactRef, ...(e.contactRefs ?? [])].filter((c): c is string => c !== null))],
     data: e.data,
     stream_data: streamData(e.def, e.data, e.streamContext),
     occurred_at: e.occurredAt,

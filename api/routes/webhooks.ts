@@ -46,7 +46,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
     if (why) throw new DomainError(422, 'invalid_url', why);
   }
 
-  function checkEvents(events: string[]) {
+  function checkEvents(events: readonly unknown[]) {
     const categories = normalizeCategories(events);
     if (categories.length === 0)
       throw new DomainError(422, 'invalid_events', 'events has no valid category (messages, statuses, crm, account, app_messages)');
@@ -209,11 +209,13 @@ export function webhookRoutes(deps: ApiDeps): Router {
         `test delivery failed: ${outcome.error}${outcome.errorMessage ? ` (${outcome.errorMessage})` : ''}`,
       );
     }
-    const verified = await recordVerification(db, id, outcome.recordedStatus!, afterTest(true)!);
-    if (!verified) throw notFound('webhook endpoint');
-    await notifyAfterCommit(deps.workflows, id, accountId, 'verified');
+    // Verifies only the configuration read before the POST: a url or Authorization PATCHed meanwhile stays unverified.
+    const result = await recordVerification(db, id, endpoint.config_version, outcome.recordedStatus!, afterTest(true)!);
+    if (!result) throw notFound('webhook endpoint');
+    if (result.verified) await notifyAfterCommit(deps.workflows, id, accountId, 'verified');
+    const { row } = result;
     ctx.body = {
-      data: { success: true, response_code: outcome.recordedStatus!, health_status: verified.health_status, active: verified.active },
+      data: { success: true, response_code: outcome.recordedStatus!, health_status: row.health_status, active: row.active },
     };
   });
 

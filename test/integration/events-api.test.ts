@@ -5,7 +5,7 @@ import { webhookBody } from '../../core/webhook-body.js';
 import { webhookHeaders } from '../../delivery/send-webhook.js';
 import { createChannelAccount, createCustomer } from '../../db/directory.js';
 import type { EventRow } from '../../db/events.js';
-import { registerOutboundMessage } from '../../db/messaging.js';
+import { registerOutboundMessage, upsertContact } from '../../db/messaging.js';
 import { samples, WAMID } from '../support/catalog-samples.js';
 import { createTenant, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
 
@@ -321,6 +321,39 @@ describe('POST /api/v1/events', () => {
     expect(rows[0].n).toBe(0);
   });
 
+  it("refuses a consent whose data.channel is not its channel account's channel", async () => {
+    const o = await origin();
+    const sample = samples['crm.contact.consent_changed']!;
+    const consent = (channel: string, channelAccountId: string, consentId: string) =>
+      api.request('POST', '/api/v1/events', {
+        key: o.tenant.key,
+        body: {
+          type: 'crm.contact.consent_changed',
+          data: { ...sample.data, channel },
+          refs: { consent_record_id: consentId },
+          channel_account_id: channelAccountId,
+        },
+      });
+    for (const [channel, channelAccountId] of [
+      ['photoapp', o.chatapp],
+      ['chatapp', o.photoapp],
+    ] as const) {
+      const res = await consent(channel, channelAccountId, `cr_mismatch_${channel}`);
+      expect(res.status).toBe(422);
+      expect(res.body.error.code).toBe('invalid_event');
+      expect(res.body.error.message).toContain('data.channel');
+    }
+    const { rows } = await testDb().query(`SELECT count(*)::int AS n FROM events WHERE account_id = $1`, [o.tenant.accountId]);
+    expect(rows[0].n).toBe(0);
+    // Matching channels, or no channel account at all, publish.
+    expect((await consent('photoapp', o.photoapp, 'cr_ok_1')).status).toBe(201);
+    const unstamped = await api.request('POST', '/api/v1/events', {
+      key: o.tenant.key,
+      body: { type: 'crm.contact.consent_changed', data: { ...sample.data, channel: 'photoapp' }, refs: { consent_record_id: 'cr_ok_2' } },
+    });
+    expect(unstamped.status).toBe(201);
+  });
+
   it('needs events:write', async () => {
     const o = await origin();
     const key = await o.tenant.keyFor(['events:read', 'webhooks:write']);
@@ -450,6 +483,53 @@ describe('routing to endpoints', () => {
     // The stream keeps every event whatever the endpoints.
     const stream = await api.request('GET', '/api/v1/events', { key: o.tenant.key });
     expect(stream.body.data).toHaveLength(1);
+  });
+});
+
+describe('account-health events resolve their Customer through waba_id (SPEC 6.3)', () => {
+  const wabaOf = (o: Origin) => `waba-${o.tenant.accountId.slice(0, 8)}`;
+  const healthTypes = ['chatapp.account.updated', 'chatapp.phone_number.quality_updated', 'chatapp.phone_number.connected'];
+
+  it.each(healthTypes)("%s without customer_id or channel account goes to the waba owner's Customer filter", async (type) => {
+    const o = await origin();
+    const otherCustomer = await createCustomer(testDb(), { accountId: o.tenant.accountId, name: 'B' });
+    const owner = await verifiedEndpoint(o, ['account'], { customer_id: o.tenant.customerId });
+    const notOwner = await verifiedEndpoint(o, ['account'], { customer_id: otherCustomer.id });
+    const res = await api.request('POST', '/api/v1/events', {
+      key: o.tenant.key,
+      body: { type, data: { ...samples[type]!.data, waba_id: wabaOf(o) } },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const row = await eventRow(res.body.data.id);
+    expect(row.customer_id).toBe(o.tenant.customerId);
+    expect(webhookBody(getEventDefinition(type)!, row)).toMatchObject({ customer_id: o.tenant.customerId });
+    expect((await deliveriesOf(res.body.data.id)).map((d) => d.endpoint_id)).toEqual([owner]);
+    expect(notOwner).not.toBe(owner);
+  });
+
+  it("never resolves through another Account's business account", async () => {
+    const o = await origin();
+    const other = await origin();
+    const res = await api.request('POST', '/api/v1/events', {
+      key: o.tenant.key,
+      body: { type: 'chatapp.account.updated', data: { ...samples['chatapp.account.updated']!.data, waba_id: wabaOf(other) } },
+    });
+    expect(res.status).toBe(201);
+    expect((await eventRow(res.body.data.id)).customer_id).toBeNull();
+  });
+
+  it('an explicit customer_id wins over the waba owner', async () => {
+    const o = await origin();
+    const otherCustomer = await createCustomer(testDb(), { accountId: o.tenant.accountId, name: 'B' });
+    const res = await api.request('POST', '/api/v1/events', {
+      key: o.tenant.key,
+      body: {
+        type: 'chatapp.account.updated',
+        data: { ...samples['chatapp.account.updated']!.data, waba_id: wabaOf(o) },
+        customer_id: otherCustomer.id,
+      },
+    });
+    expect((await eventRow(res.body.data.id)).customer_id).toBe(otherCustomer.id);
   });
 });
 
@@ -608,6 +688,108 @@ describe('DELETE /api/v1/contacts/{id}', () => {
     expect((await api.request('DELETE', `/api/v1/contacts/${contact.id}`, { key: o.tenant.key })).status).toBe(404);
     const other = await origin();
     expect((await api.request('DELETE', `/api/v1/contacts/${contact.id}`, { key: other.tenant.key })).status).toBe(404);
+  });
+});
+
+describe('DELETE /api/v1/contacts/{id} in one environment', () => {
+  /** A platform contact of a channel account, and a consent event carrying it published with `key`. */
+  async function contactWithEvent(o: Origin, channelAccountId: string, key: string, consentId: string) {
+    const contact = await upsertContact(testDb(), o.tenant.accountId, channelAccountId, {
+      wa_id: `55119${consentId.replace(/\D/g, '').padStart(8, '0')}`,
+      user_id: null,
+      username: null,
+      phone: null,
+      profile_name: null,
+    });
+    const sample = samples['crm.contact.consent_changed']!;
+    const res = await api.request('POST', '/api/v1/events', {
+      key,
+      body: {
+        type: 'crm.contact.consent_changed',
+        data: { ...sample.data, contact: { id: contact.id } },
+        refs: { consent_record_id: consentId },
+        channel_account_id: channelAccountId,
+      },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return { contactId: contact.id, eventId: res.body.data.id as string };
+  }
+  const contactExists = async (id: string) => (await testDb().query(`SELECT 1 FROM contacts WHERE id = $1`, [id])).rowCount === 1;
+  const eventExists = async (id: string) => (await testDb().query(`SELECT 1 FROM events WHERE id = $1`, [id])).rowCount === 1;
+
+  it('a sandbox key cannot delete a live contact or its live events, and a live key cannot delete a sandbox one', async () => {
+    const o = await origin();
+    const sandboxKey = await o.tenant.keyFor(['contacts:write', 'events:write', 'events:read'], 'sandbox');
+    const live = await contactWithEvent(o, o.chatapp, o.tenant.key, 'cr_live_1');
+    const sandbox = await contactWithEvent(o, o.sandbox, sandboxKey, 'cr_sandbox_1');
+
+    const refused = await api.request('DELETE', `/api/v1/contacts/${live.contactId}`, { key: sandboxKey });
+    expect(refused.status).toBe(404);
+    expect(refused.body.error.code).toBe('not_found');
+    expect(await contactExists(live.contactId)).toBe(true);
+    expect(await eventExists(live.eventId)).toBe(true);
+    expect((await api.request('DELETE', `/api/v1/contacts/${sandbox.contactId}`, { key: o.tenant.key })).status).toBe(404);
+    expect(await contactExists(sandbox.contactId)).toBe(true);
+    expect(await eventExists(sandbox.eventId)).toBe(true);
+
+    expect((await api.request('DELETE', `/api/v1/contacts/${sandbox.contactId}`, { key: sandboxKey })).status).toBe(204);
+    expect(await contactExists(sandbox.contactId)).toBe(false);
+    expect(await eventExists(sandbox.eventId)).toBe(false);
+    expect((await api.request('DELETE', `/api/v1/contacts/${live.contactId}`, { key: o.tenant.key })).status).toBe(204);
+    expect(await contactExists(live.contactId)).toBe(false);
+    expect(await eventExists(live.eventId)).toBe(false);
+  });
+
+  it('a sandbox key deletes only sandbox events of a contact id that is in no contact row', async () => {
+    const o = await origin();
+    const sandboxKey = await o.tenant.keyFor(['contacts:write', 'events:write', 'events:read'], 'sandbox');
+    const contactId = 'crm-only-contact';
+    const sample = samples['crm.contact.consent_changed']!;
+    const publishFor = (key: string, channelAccountId: string, consentId: string) =>
+      api.request('POST', '/api/v1/events', {
+        key,
+        body: {
+          type: 'crm.contact.consent_changed',
+          data: { ...sample.data, contact: { id: contactId } },
+          refs: { consent_record_id: consentId },
+          channel_account_id: channelAccountId,
+        },
+      });
+    const live = await publishFor(o.tenant.key, o.chatapp, 'cr_l');
+    const sandbox = await publishFor(sandboxKey, o.sandbox, 'cr_s');
+    expect((await api.request('DELETE', `/api/v1/contacts/${contactId}`, { key: sandboxKey })).status).toBe(204);
+    expect(await eventExists(sandbox.body.data.id)).toBe(false);
+    expect(await eventExists(live.body.data.id)).toBe(true);
+    expect((await api.request('DELETE', `/api/v1/contacts/${contactId}`, { key: sandboxKey })).status).toBe(404);
+  });
+
+  it('removes an event naming two contacts when either of them is deleted (SPEC 6.5 rule 6)', async () => {
+    const o = await origin();
+    const sample = samples['crm.opportunity.updated']!.data as {
+      before_data: Record<string, unknown>;
+      after_data: Record<string, unknown>;
+    };
+    const handOver = (version: number, from: string, to: string) =>
+      api.request('POST', '/api/v1/events', {
+        key: o.tenant.key,
+        body: {
+          type: 'crm.opportunity.updated',
+          data: {
+            ...sample,
+            before_data: { ...sample.before_data, version: version - 1, contact_id: from },
+            after_data: { ...sample.after_data, version, contact_id: to },
+          },
+        },
+      });
+    const first = await handOver(2, 'contact-before', 'contact-after');
+    const second = await handOver(3, 'contact-after', 'contact-third');
+    expect([first.status, second.status]).toEqual([201, 201]);
+    // The contact the event names second (before_data) is enough to remove it.
+    expect((await api.request('DELETE', '/api/v1/contacts/contact-before', { key: o.tenant.key })).status).toBe(204);
+    expect(await eventExists(first.body.data.id)).toBe(false);
+    expect(await eventExists(second.body.data.id)).toBe(true);
+    expect((await api.request('DELETE', '/api/v1/contacts/contact-third', { key: o.tenant.key })).status).toBe(204);
+    expect(await eventExists(second.body.data.id)).toBe(false);
   });
 });
 

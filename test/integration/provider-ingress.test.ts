@@ -86,6 +86,14 @@ async function stream(s: Setup, environment: 'live' | 'sandbox' = 'live') {
   return (await api.request('GET', '/api/v1/events?limit=100', { key })).body.data as Array<Record<string, any>>;
 }
 
+/** The rejections recorded for notifications whose body mentions `text`. */
+async function rejectionsNaming(text: string): Promise<Array<{ reason: string; body: string }>> {
+  const { rows } = await testDb().query(`SELECT reason, body FROM provider_rejections WHERE body LIKE $1 ORDER BY created_at`, [
+    `%${text}%`,
+  ]);
+  return rows;
+}
+
 const textMessage = (s: Setup, id: string, pnid = s.pnid) =>
   envelope(s.waba, 'messages', {
     messaging_product: 'whatsapp',
@@ -350,7 +358,7 @@ describe('provider webhook', () => {
     expect(body).not.toHaveProperty('channel');
   });
 
-  it('answers 200 to a notification it cannot use, records it, and stores none of it', async () => {
+  it('stores the valid items of a notification and keeps each invalid one in provider_rejections', async () => {
     const s = await setup();
     const good = textMessage(s, `wamid.half.${s.pnid}`);
     const half = {
@@ -365,15 +373,81 @@ describe('provider webhook', () => {
     };
     const res = await post(half);
     expect(res.status).toBe(200);
-    expect(res.body.events).toBe(0);
-    expect(await stream(s)).toEqual([]);
+    expect(res.body).toEqual({ received: true, events: 1 });
+    expect((await stream(s)).map((e) => e.external_id)).toEqual([`wamid.half.${s.pnid}`]);
+    const rejected = await rejectionsNaming(s.waba);
+    expect(rejected).toHaveLength(1);
+    expect(rejected[0]!.reason).toContain('entry[1].changes[0].value.metadata.phone_number_id');
+    // The record holds the refused item in a notification of its own, not the valid one.
+    expect(rejected[0]!.body).not.toContain(`wamid.half.${s.pnid}`);
+
+    // A redelivery finds the same event and keeps the bad item again.
+    expect((await post(half)).body).toEqual({ received: true, events: 1 });
+    expect(await stream(s)).toHaveLength(1);
+    expect(await rejectionsNaming(s.waba)).toHaveLength(2);
+
     const notJson = await post(undefined, { raw: '{"object":' });
     expect(notJson.status).toBe(200);
-    const { rows } = await testDb().query(`SELECT reason FROM provider_rejections WHERE body LIKE $1 OR body = '{"object":'`, [
-      `%wamid.half.${s.pnid}%`,
+    expect(notJson.body).toEqual({ received: true, events: 0 });
+    const { rows } = await testDb().query(`SELECT reason FROM provider_rejections WHERE body = '{"object":'`);
+    expect(rows.length).toBeGreaterThan(0);
+  });
+
+  it('one invalid message or status among valid ones costs only itself', async () => {
+    const s = await setup();
+    const sent = `wamid.mixed-status.${s.pnid}`;
+    await registerOutboundMessage(testDb(), { accountId: s.tenant.accountId, channelAccountId: s.channelAccountId, externalId: sent });
+    const body = envelope(s.waba, 'messages', {
+      messaging_product: 'whatsapp',
+      metadata: { display_phone_number: '15550783881', phone_number_id: s.pnid },
+      contacts: [{ profile: { name: 'Maria Souza' }, wa_id: '5511999998888' }],
+      messages: [
+        { from: '5511999998888', id: `wamid.mixed-a.${s.pnid}`, timestamp: T, type: 'text', text: { body: 'a' } },
+        { from: '5511999998888', timestamp: T, type: 'text', text: { body: 'no id' } },
+        { from: '5511999998888', id: `wamid.mixed-b.${s.pnid}`, timestamp: T, type: 'text', text: { body: 'b' } },
+      ],
+      statuses: [
+        { id: sent, status: 'delivered', timestamp: T, recipient_id: '5511999998888' },
+        { id: sent, timestamp: T, recipient_id: '5511999998888' },
+      ],
+    });
+    const res = await post(body);
+    expect(res.body).toEqual({ received: true, events: 3 });
+    expect((await stream(s)).map((e) => [e.type, e.external_id])).toEqual([
+      ['chatapp.message.received', `wamid.mixed-a.${s.pnid}`],
+      ['chatapp.message.received', `wamid.mixed-b.${s.pnid}`],
+      ['chatapp.message.delivered', sent],
     ]);
-    expect(rows.map((r) => r.reason).join(' | ')).toContain('phone_number_id');
-    expect(rows.length).toBe(2);
+    const reasons = (await rejectionsNaming(s.pnid)).map((r) => r.reason).sort();
+    expect(reasons).toEqual([
+      expect.stringContaining('entry[0].changes[0].value.messages[1].id'),
+      expect.stringContaining('entry[0].changes[0].value.statuses[1].status'),
+    ]);
+  });
+
+  it("deleting a message's contact removes the events the provider brought in for it, in the stream's environment", async () => {
+    const s = await setup();
+    const sent = `wamid.del-out.${s.pnid}`;
+    await post(textMessage(s, `wamid.del-in.${s.pnid}`));
+    const { rows: contacts } = await testDb().query(`SELECT id FROM contacts WHERE channel_account_id = $1`, [s.channelAccountId]);
+    await registerOutboundMessage(testDb(), {
+      accountId: s.tenant.accountId,
+      channelAccountId: s.channelAccountId,
+      contactId: contacts[0].id,
+      externalId: sent,
+    });
+    await post(
+      envelope(s.waba, 'messages', {
+        metadata: { display_phone_number: '15550783881', phone_number_id: s.pnid },
+        statuses: [{ id: sent, status: 'delivered', timestamp: T, recipient_id: '5511999998888' }],
+      }),
+    );
+    expect(await stream(s)).toHaveLength(2);
+    const sandboxKey = await s.tenant.keyFor(['contacts:write'], 'sandbox');
+    expect((await api.request('DELETE', `/api/v1/contacts/${contacts[0].id}`, { key: sandboxKey })).status).toBe(404);
+    expect(await stream(s)).toHaveLength(2);
+    expect((await api.request('DELETE', `/api/v1/contacts/${contacts[0].id}`, { key: s.tenant.key })).status).toBe(204);
+    expect(await stream(s)).toEqual([]);
   });
 
   it('ignores numbers that are not on the platform', async () => {
@@ -441,6 +515,28 @@ describe('photoapp webhook', () => {
       account_id: igId,
       contact: { user_id: '6583920192837465' },
     });
+  });
+
+  it('stores the valid direct messages of a notification and keeps an invalid one in provider_rejections', async () => {
+    const { tenant, igId } = await photoSetup();
+    const mid = `aWdf${crypto.randomBytes(8).toString('hex')}`;
+    const body = dm(igId, mid);
+    const entry = body.entry[0]!;
+    entry.messaging.push({
+      sender: { id: '6583920192837465' },
+      recipient: { id: igId },
+      timestamp: 1795341600000,
+      message: { text: 'no mid' },
+    } as never);
+    expect((await postPhoto(body)).body).toEqual({ received: true, events: 1 });
+    const items = (await api.request('GET', '/api/v1/events', { key: tenant.key })).body.data;
+    expect(items.map((i: { external_id: string }) => i.external_id)).toEqual([mid]);
+    const { rows } = await testDb().query(`SELECT reason, body FROM provider_rejections WHERE provider = 'photoapp' AND body LIKE $1`, [
+      `%${igId}%`,
+    ]);
+    expect(rows).toHaveLength(1);
+    expect(rows[0].reason).toContain('entry[0].messaging[1].message.mid');
+    expect(rows[0].body).not.toContain(mid);
   });
 
   it('ignores echoes and refuses a bad signature', async () => {

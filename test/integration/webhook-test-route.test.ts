@@ -3,7 +3,16 @@ import crypto from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { flushLogs, logger } from '../../runtime/logger.js';
 import { TEST_MESSAGE } from '../../api/routes/webhooks.js';
-import { createTenant, staticResolver, startTestApi, TEST_HOSTS, testDb, type Tenant, type TestApi } from '../support/harness.js';
+import {
+  createTenant,
+  eventually,
+  staticResolver,
+  startTestApi,
+  TEST_HOSTS,
+  testDb,
+  type Tenant,
+  type TestApi,
+} from '../support/harness.js';
 import { startReceiver, type Receiver } from '../support/https-receiver.js';
 
 let api: TestApi;
@@ -107,6 +116,35 @@ describe('test delivery', () => {
       crypto.createHmac('sha256', 'rotated-secret-0123456789').update(req.body).digest('hex'),
     );
     expect(req.headers.authorization).toBeUndefined();
+  });
+
+  it.each([
+    ['url', () => ({ url: receiver.url('/moved') })],
+    ['headers.Authorization', () => ({ headers: { Authorization: 'Bearer changed-mid-test' } })],
+  ])('a PATCH of %s committed while the test POST is in flight leaves the endpoint unverified', async (_field, change) => {
+    const ep = await endpoint();
+    let release!: () => void;
+    receiver.reply({ status: 200, body: 'ok', hold: new Promise<void>((r) => (release = r)) });
+    const test = api.request('POST', `/api/v1/webhooks/${ep.id}/test`, { key: tenant.key });
+    await eventually(async () => receiver.received.length === 1);
+    const patched = await api.request('PATCH', `/api/v1/webhooks/${ep.id}`, { key: tenant.key, body: change() });
+    expect(patched.status).toBe(200);
+    expect(patched.body.data.health_status).toBe('unverified');
+    release();
+
+    // The receiver's answer is still the test's answer and is audited, but it verified the old configuration only.
+    const res = await test;
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ data: { success: true, response_code: 200, health_status: 'unverified', active: true } });
+    const read = (await api.request('GET', `/api/v1/webhooks/${ep.id}`, { key: tenant.key })).body.data;
+    expect(read).toMatchObject({ health_status: 'unverified', verified_at: null, last_response_code: 200 });
+    const audit = await api.request('GET', `/api/v1/webhook_deliveries?endpoint_id=${ep.id}&event_type=webhook.test`, { key: tenant.key });
+    expect(audit.body.data.map((d: { status: string }) => d.status)).toEqual(['success']);
+
+    // A test of the new configuration verifies it.
+    receiver.reply({ status: 200, body: 'ok' });
+    const again = await api.request('POST', `/api/v1/webhooks/${ep.id}/test`, { key: tenant.key });
+    expect(again.body.data).toEqual({ success: true, response_code: 200, health_status: 'healthy', active: true });
   });
 
   it('a 2xx test reactivates a deactivated or paused endpoint', async () => {

@@ -190,6 +190,37 @@ describe('POST /api/v1/webhooks', () => {
     expect(res.body.error.code).toBe('invalid_events');
   });
 
+  it.each([[['messages', 5]], [[null, 'messages', { category: 'crm' }, ['statuses'], true]], [['messages', 'bogus', 1.5, 'messages']]])(
+    'events %j keeps its valid categories and discards the rest, whatever their type',
+    async (events) => {
+      const res = await create({ events });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      expect(res.body.data.events).toEqual(['messages']);
+    },
+  );
+
+  it.each([[[5, null, { messages: true }]], ['messages'], [{ 0: 'messages' }], [null], [7]])(
+    'events %j (no valid category, or not an array) is invalid_events',
+    async (events) => {
+      const res = await create({ events });
+      expect(res.status).toBe(422);
+      expect(res.body.error.code).toBe('invalid_events');
+    },
+  );
+
+  it('PATCH discards non-category values of events the same way', async () => {
+    const id = (await create({})).body.data.id;
+    const patch = (events: unknown) => api.request('PATCH', `/api/v1/webhooks/${id}`, { key: tenant.key, body: { events } });
+    const kept = await patch(['crm', 5, null, { x: 1 }, 'account']);
+    expect(kept.status, JSON.stringify(kept.body)).toBe(200);
+    expect(kept.body.data.events).toEqual(['crm', 'account']);
+    for (const bad of [[5, false], 'crm', null]) {
+      const res = await patch(bad);
+      expect(res.status).toBe(422);
+      expect(res.body.error.code).toBe('invalid_events');
+    }
+  });
+
   it("customer_id must be a Customer of the key's Account", async () => {
     expect((await create({ customer_id: tenant.customerId })).body.data.customer_id).toBe(tenant.customerId);
     const foreign = await create({ customer_id: other.customerId });

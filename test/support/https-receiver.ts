@@ -18,6 +18,8 @@ export interface Reply {
   /** Bytes as given: a Buffer can hold invalid UTF-8 or NUL bytes. */
   body?: string | Buffer;
   delayMs?: number;
+  /** The answer waits until this settles: a test holds a request in flight while it acts. */
+  hold?: Promise<unknown>;
 }
 
 export interface Receiver {
@@ -44,8 +46,9 @@ export async function startReceiver(): Promise<Receiver> {
         res.writeHead(reply.status, reply.headers);
         res.end(reply.body ?? '');
       };
-      if (reply.delayMs) setTimeout(send, reply.delayMs).unref();
-      else send();
+      const answer = () => (reply.delayMs ? setTimeout(send, reply.delayMs).unref() : send());
+      if (reply.hold) void reply.hold.then(answer, answer);
+      else answer();
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

@@ -172,6 +172,9 @@ describe('categories and the hosted-script acknowledgement', () => {
   it('keeps known categories once each', () => {
     expect(normalizeCategories(['statuses', 'bogus', 'messages', 'statuses'])).toEqual(['messages', 'statuses']);
     expect(normalizeCategories(['bogus'])).toEqual([]);
+    // SPEC 4.1: values outside the categories are discarded whatever their type.
+    expect(normalizeCategories(['crm', 5, null, { messages: true }, ['account'], true, 'account'])).toEqual(['crm', 'account']);
+    expect(normalizeCategories([5, null])).toEqual([]);
   });
 
   it('accepts only script.google.com answering 302 to script.googleusercontent.com', () => {
