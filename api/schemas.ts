@@ -302,7 +302,12 @@ const MAX_METADATA_BYTES = 8192;
 
 export const UpdateContactBody = z
   .object({
-    stage: StageKey.nullable()
+    // Any text: a key that names no stage of the Account is 422 invalid_stage, whatever its shape.
+    stage: z
+      .string()
+      .min(1)
+      .max(64)
+      .nullable()
       .optional()
       .openapi({ description: 'A stage key (GET /api/v1/stages); null takes the contact out of the funnel.' }),
     profile_name: z.string().max(256).nullable().optional(),

@@ -67,11 +67,11 @@ export async function editContact(deps: IngestDeps, principal: Scope, edit: Cont
 export async function applyContactEdit(tx: Queryable, principal: Scope, edit: ContactEdit): Promise<boolean> {
   // The stage first, shared-locked so it cannot be deleted under us; then the contact. A stage
   // deletion locks in the same order (stage, then its contacts), so the two never deadlock.
-  const target = edit.stageKey ? await findStageByKey(tx, principal.accountId, edit.stageKey, { share: true }) : null;
+  const named = typeof edit.stageKey === 'string';
+  const target = named ? await findStageByKey(tx, principal.accountId, edit.stageKey!, { share: true }) : null;
   const contact = await getContact(tx, principal, edit.contactId, { forUpdate: true });
   if (!contact) throw notFound('contact');
-  if (edit.stageKey && !target)
-    throw new DomainError(422, 'invalid_stage', `no stage with key "${edit.stageKey}" (see GET /api/v1/stages)`);
+  if (named && !target) throw new DomainError(422, 'invalid_stage', `no stage with key "${edit.stageKey}" (see GET /api/v1/stages)`);
 
   const changes: ContactChanges = {};
   if (edit.profileName !== undefined) changes.profileName = edit.profileName;

@@ -27,7 +27,8 @@ const COLUMNS = `*, json_build_object('ts', created_at::text, 'id', id) AS page_
  * so positions follow creation order and the list (by created_at) is the funnel's order.
  */
 export async function insertStage(db: Queryable, s: { accountId: string; key: string; label: string }): Promise<StageRow> {
-  await db.query(`SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, [s.accountId]);
+  // NO KEY UPDATE: serializes stage creations without blocking the Account's other writers (their foreign keys).
+  await db.query(`SELECT 1 FROM accounts WHERE id = $1 FOR NO KEY UPDATE`, [s.accountId]);
   const { rows } = await db.query<StageRow>(
     `INSERT INTO stages (account_id, key, label, position)
      SELECT $1, $2, $3, coalesce(max(position), 0) + 1 FROM stages WHERE account_id = $1

@@ -234,6 +234,8 @@ describe('PATCH /api/v1/contacts/{id}', () => {
     const other = await crmOrigin();
     await stage(other, 'vip');
     expect((await patch(o, a.id, { stage: 'vip' })).body.error.code).toBe('invalid_stage');
+    expect((await patch(o, a.id, { stage: 'Not A Key' })).body.error.code).toBe('invalid_stage');
+    expect((await patch(o, a.id, { stage: '' })).status).toBe(422);
     expect(await eventsOf(o.tenant.accountId)).toEqual([]);
   });
 

@@ -2307,10 +2307,7 @@ export interface components {
                 [key: string]: unknown;
             };
             profile_name?: string | null;
-            /**
-             * @description A stage key (GET /api/v1/stages); null takes the contact out of the funnel.
-             * @example qualified
-             */
+            /** @description A stage key (GET /api/v1/stages); null takes the contact out of the funnel. */
             stage?: string | null;
         };
         /**
