@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyContactEdit } from '../../crm/contact-stage.js';
 import { emitPendingCrmEvents } from '../../crm/outbox.js';
+import { deleteAccount } from '../../db/directory.js';
 import { inTransaction } from '../../db/pool.js';
 import { contactOn, crmOrigin, deliveriesOf, eventsOf, receivingEndpoint, type CrmOrigin } from '../support/crm-fixtures.js';
 import { startTestApi, testDb, type TestApi } from '../support/harness.js';
@@ -361,5 +362,36 @@ describe('DELETE /api/v1/stages/{id}', () => {
     ]);
     expect((await api.request('DELETE', `/api/v1/stages/${lead.id}`, { key: o.tenant.key })).status).toBe(404);
     expect((await patch(o, a.id, { stage: 'lead' })).body.error.code).toBe('invalid_stage');
+  });
+
+  it('PATCHes onto a stage racing its deletion: each lands before (and is moved out) or is refused, never a 500', async () => {
+    const o = await crmOrigin();
+    const doomed = await stage(o, 'doomed');
+    const contacts = await Promise.all(Array.from({ length: 8 }, () => contactOn(o, o.chatapp.id)));
+    const [deletion, ...patches] = await Promise.all([
+      api.request('DELETE', `/api/v1/stages/${doomed.id}`, { key: o.tenant.key }),
+      ...contacts.map((c) => patch(o, c.id, { stage: 'doomed' })),
+    ]);
+    expect(deletion!.status).toBe(204);
+    const events = await stageEvents(o);
+    for (const [i, c] of contacts.entries()) {
+      const res = patches[i]!;
+      expect([200, 422], res.text).toContain(res.status);
+      const mine = events.filter((e) => e.data.contact.id === c.id).map((e) => e.data.changed_by);
+      // Entered then moved out by the deletion, or never entered.
+      expect(mine).toEqual(res.status === 200 ? ['manual', 'system'] : []);
+      if (res.status === 422) expect(res.body.error.code).toBe('invalid_stage');
+      expect((await api.request('GET', `/api/v1/contacts/${c.id}`, { key: o.tenant.key })).body.data.stage).toBeNull();
+    }
+  });
+
+  it('deleting the Account takes its stages with the contacts on them', async () => {
+    const o = await crmOrigin();
+    await stage(o, 'lead');
+    const a = await contactOn(o, o.chatapp.id);
+    await patch(o, a.id, { stage: 'lead' });
+    expect(await deleteAccount(testDb(), o.tenant.accountId)).toBe(true);
+    const { rows } = await testDb().query(`SELECT count(*)::int AS n FROM stages WHERE account_id = $1`, [o.tenant.accountId]);
+    expect(rows[0].n).toBe(0);
   });
 });
