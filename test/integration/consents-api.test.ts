@@ -77,6 +77,23 @@ describe('POST /api/v1/contacts/{id}/consents', () => {
     expect(events[1]!.data).toMatchObject({ origin: 'keyword', evidence: 'STOP' });
   });
 
+  it('concurrent records of one contact: changed follows the history, one event per change', async () => {
+    const o = await crmOrigin();
+    const a = await contactOn(o, o.chatapp.id);
+    const states = ['granted', 'revoked', 'granted', 'granted', 'revoked', 'revoked', 'granted', 'revoked'];
+    const results = await Promise.all(states.map((state) => consent(o, a.id, { channel: 'chatapp', state })));
+    expect(results.map((r) => r.status)).toEqual(states.map(() => 201));
+    const history = await api.request('GET', `/api/v1/contacts/${a.id}/consents?limit=100`, { key: o.tenant.key });
+    const oldestFirst = [...history.body.data].reverse() as { id: string; state: string; changed: boolean }[];
+    let current: string | undefined;
+    for (const r of oldestFirst) {
+      expect(r.changed).toBe(r.state !== current);
+      current = r.state;
+    }
+    const events = await consentEvents(o);
+    expect(events.map((e) => e.idempotency_key)).toEqual(oldestFirst.filter((r) => r.changed).map((r) => `consent:${r.id}`));
+  });
+
   it('evidence of 500 characters is accepted, 501 is 422 invalid_consent', async () => {
     const o = await crmOrigin();
     const a = await contactOn(o, o.chatapp.id);
