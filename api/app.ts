@@ -10,12 +10,17 @@ import { DomainError } from '../core/domain-error.js';
 import { docsRoutes } from './docs.js';
 import { errorEnvelope } from './errors.js';
 import { buildOpenApiDocument } from './openapi.js';
+import { consentRoutes } from './routes/consents.js';
+import { contactProfileRoutes } from './routes/contact-profiles.js';
 import { contactRoutes } from './routes/contacts.js';
+import { conversationRoutes } from './routes/conversations.js';
 import { deliveryRoutes } from './routes/deliveries.js';
 import { eventTypeRoutes } from './routes/event-types.js';
 import { eventRoutes } from './routes/events.js';
+import { messageRoutes } from './routes/messages.js';
 import { operationsRoutes } from './routes/operations.js';
 import { providerRoutes } from './routes/provider.js';
+import { stageRoutes } from './routes/stages.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { refuseUnstorableInput } from './validation.js';
 
@@ -51,7 +56,8 @@ export function createApp(deps: ApiDeps): Koa {
 
   const api = new Router();
   api.use('/api/v1', authenticate(deps.db, deps.apiKeys), rateLimit(deps.config.rateLimit), refuseUnstorableInput);
-  for (const r of [webhookRoutes(deps), deliveryRoutes(deps), eventRoutes(deps), eventTypeRoutes(), contactRoutes(deps)])
+  const crm = [stageRoutes(deps), contactProfileRoutes(deps), consentRoutes(deps), conversationRoutes(deps), messageRoutes(deps)];
+  for (const r of [webhookRoutes(deps), deliveryRoutes(deps), eventRoutes(deps), eventTypeRoutes(), contactRoutes(deps), ...crm])
     api.use(r.routes(), r.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
   app.use(api.routes()).use(api.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
   return app;

@@ -18,6 +18,17 @@ import {
   TestResult,
   UpdateEndpointBody,
   publishExample,
+  ConsentRecord,
+  Contact,
+  ContactListQuery,
+  Conversation,
+  ConversationListQuery,
+  CreateConsentBody,
+  CreateStageBody,
+  Message,
+  MessageListQuery,
+  Stage,
+  UpdateContactBody,
 } from './schemas.js';
 import { PublishBody } from '../ingest/publish.js';
 
@@ -157,6 +168,88 @@ export function buildOpenApiDocument() {
       },
     });
   }
+
+  // ---- Contacts, funnel stages, consents, conversations and messages (CRM family) ----
+  registry.registerPath({
+    method: 'post',
+    path: '/api/v1/stages',
+    summary: 'Add a funnel stage at the end of the funnel (emits no event)',
+    security,
+    request: { body: { content: { 'application/json': { schema: CreateStageBody } } } },
+    responses: { 201: json(z.object({ data: Stage }), 'Created'), ...errors(409) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/stages',
+    summary: 'List the funnel stages in funnel order',
+    security,
+    request: { query: ListQuery },
+    responses: { 200: json(z.object({ data: z.array(Stage), paging: Paging })) },
+  });
+  registry.registerPath({
+    method: 'delete',
+    path: '/api/v1/stages/{id}',
+    summary: 'Delete a stage; its contacts leave the funnel (crm.contact.stage_changed, changed_by system)',
+    security,
+    request: { params: idParam },
+    responses: { 204: { description: 'Deleted' }, ...errors(404) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/contacts',
+    summary: "List the contacts of the key's environment, newest first",
+    security,
+    request: { query: ContactListQuery },
+    responses: { 200: json(z.object({ data: z.array(Contact), paging: Paging })) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/contacts/{id}',
+    summary: 'Read a contact',
+    security,
+    request: { params: idParam },
+    responses: { 200: json(z.object({ data: Contact })), ...errors(404) },
+  });
+  registry.registerPath({
+    method: 'patch',
+    path: '/api/v1/contacts/{id}',
+    summary: 'Edit a contact; a stage change emits crm.contact.stage_changed',
+    security,
+    request: { params: idParam, body: { content: { 'application/json': { schema: UpdateContactBody } } } },
+    responses: { 200: json(z.object({ data: Contact })), ...errors(404) },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/api/v1/contacts/{id}/consents',
+    summary: 'Record a consent; a change of state emits crm.contact.consent_changed',
+    security,
+    request: { params: idParam, body: { content: { 'application/json': { schema: CreateConsentBody } } } },
+    responses: { 201: json(z.object({ data: ConsentRecord }), 'Recorded'), ...errors(404) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/contacts/{id}/consents',
+    summary: "A contact's consent history, newest first",
+    security,
+    request: { params: idParam, query: ListQuery },
+    responses: { 200: json(z.object({ data: z.array(ConsentRecord), paging: Paging })), ...errors(404) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/conversations',
+    summary: "List the conversations of the key's environment, newest first",
+    security,
+    request: { query: ConversationListQuery },
+    responses: { 200: json(z.object({ data: z.array(Conversation), paging: Paging })) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/messages',
+    summary: "List the messages of the key's environment, newest first",
+    security,
+    request: { query: MessageListQuery },
+    responses: { 200: json(z.object({ data: z.array(Message), paging: Paging })) },
+  });
 
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',

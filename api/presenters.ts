@@ -4,6 +4,11 @@ import type { DeliveryRow, AttemptRow } from '../db/deliveries.js';
 import type { EndpointRow } from '../db/endpoints.js';
 import type { EventRow } from '../db/events.js';
 import type { Attempt, Delivery, Endpoint } from './schemas.js';
+import type { ConsentRow } from '../db/consents.js';
+import type { ContactRow } from '../db/contacts.js';
+import type { ConversationListRow, MessageListRow } from '../db/messaging-reads.js';
+import type { StageRow } from '../db/stages.js';
+import type { ConsentRecord, Contact, Conversation, Message, Stage } from './schemas.js';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -64,5 +69,67 @@ export function presentStreamItem(row: EventRow): Record<string, unknown> {
     occurred_at: row.occurred_at.toISOString(),
     created_at: row.created_at.toISOString(),
     data: row.stream_data,
+  };
+}
+
+// ---- Contacts, funnel stages, consents, conversations and messages (CRM family) ----
+
+export function presentStage(row: StageRow): z.infer<typeof Stage> {
+  return { id: row.id, key: row.key, label: row.label, position: row.position, created_at: row.created_at.toISOString() };
+}
+
+export function presentContact(row: ContactRow): z.infer<typeof Contact> {
+  return {
+    id: row.id,
+    channel_account_id: row.channel_account_id,
+    channel: row.channel,
+    wa_id: row.wa_id,
+    user_id: row.user_id,
+    username: row.username,
+    phone: row.phone,
+    profile_name: row.profile_name,
+    metadata: row.metadata,
+    stage: row.stage_id ? { id: row.stage_id, key: row.stage_key!, label: row.stage_label! } : null,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+export function presentConsent(row: ConsentRow): z.infer<typeof ConsentRecord> {
+  return {
+    id: row.id,
+    contact_id: row.contact_id,
+    channel: row.channel,
+    purpose: row.purpose,
+    state: row.state,
+    origin: row.origin,
+    evidence: row.evidence,
+    changed: row.changed,
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+export function presentConversation(row: ConversationListRow): z.infer<typeof Conversation> {
+  return {
+    id: row.id,
+    channel_account_id: row.channel_account_id,
+    contact_id: row.contact_id,
+    fep_expires_at: iso(row.fep_expires_at),
+    last_message_at: iso(row.last_message_at),
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+export function presentMessage(row: MessageListRow): z.infer<typeof Message> {
+  return {
+    id: row.id,
+    external_id: row.external_id,
+    channel_account_id: row.channel_account_id,
+    contact_id: row.contact_id,
+    conversation_id: row.conversation_id,
+    direction: row.direction,
+    type: row.type,
+    status: row.status,
+    created_at: row.created_at.toISOString(),
   };
 }

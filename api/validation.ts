@@ -39,7 +39,8 @@ export async function refuseUnstorableInput(ctx: Context, next: Next): Promise<v
   await next();
 }
 
-export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
+/** `code`, when given, is the error code of every failing field (a route with one code for its whole body). */
+export function parseBody<S extends z.ZodType>(schema: S, body: unknown, code?: string): z.infer<S> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new DomainError(422, 'invalid_request', 'request body must be a JSON object');
   }
@@ -50,6 +51,5 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infe
   if (issue.code === 'unrecognized_keys') {
     throw new DomainError(422, 'invalid_request', `unknown field: ${issue.keys.join(', ')}`);
   }
-  const code = fieldCode(String(issue.path[0] ?? ''));
-  throw new DomainError(422, code, field ? `${field}: ${issue.message}` : issue.message);
+  throw new DomainError(422, code ?? fieldCode(String(issue.path[0] ?? '')), field ? `${field}: ${issue.message}` : issue.message);
 }

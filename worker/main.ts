@@ -10,7 +10,9 @@ import { createDestinationPolicy, type Resolver } from '../security/destination-
 import { createSecretBox, loadOrCreateEncryptionKey } from '../security/secret-box.js';
 import { createSessionRegistry } from '../activities/session-registry.js';
 import { dueChannel } from '../db/due-notifications.js';
+import { createDueWakes } from '../ingest/due-wakes.js';
 import { createWorker } from './create-worker.js';
+import { runCrmOutboxSweep } from './crm-outbox-sweep.js';
 import { startDueRouter } from './due-router.js';
 import { runOutboxSender } from './outbox-sender.js';
 import { installTemporalLogging } from './temporal-logging.js';
@@ -59,11 +61,15 @@ export async function runWorker(
   });
   const outboxStop = new AbortController();
   const outbox = runOutboxSender(db, { smtpUrl: config.smtpUrl, from: config.smtpFrom, signal: outboxStop.signal });
+  const crmWakes = createDueWakes(db, dueChannel(config.taskQueue));
+  const crmSweep = runCrmOutboxSweep({ db, wakes: crmWakes }, { signal: outboxStop.signal });
   try {
     await worker.run();
   } finally {
     outboxStop.abort();
     await outbox;
+    await crmSweep;
+    await crmWakes.flush();
     await router.close();
     await clientConnection.close();
     await connection.close();

@@ -29,6 +29,17 @@ export const ROUTES = {
   publishEvent: { method: 'post', path: '/events', shape: 'item' },
   listEventTypes: { method: 'get', path: '/event_types', shape: 'array' },
   deleteContact: { method: 'delete', path: '/contacts/{id}', shape: 'empty' },
+  // Contacts, funnel stages, consents, conversations and messages (CRM family)
+  createStage: { method: 'post', path: '/stages', shape: 'item' },
+  listStages: { method: 'get', path: '/stages', shape: 'page' },
+  deleteStage: { method: 'delete', path: '/stages/{id}', shape: 'empty' },
+  listContacts: { method: 'get', path: '/contacts', shape: 'page' },
+  getContact: { method: 'get', path: '/contacts/{id}', shape: 'item' },
+  updateContact: { method: 'patch', path: '/contacts/{id}', shape: 'item' },
+  createConsent: { method: 'post', path: '/contacts/{id}/consents', shape: 'item' },
+  listConsents: { method: 'get', path: '/contacts/{id}/consents', shape: 'page' },
+  listConversations: { method: 'get', path: '/conversations', shape: 'page' },
+  listMessages: { method: 'get', path: '/messages', shape: 'page' },
 } as const satisfies Record<string, Route>;
 
 export type RouteName = keyof typeof ROUTES;
