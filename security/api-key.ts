@@ -1,6 +1,18 @@
 import crypto from 'node:crypto';
 
-export const SCOPES = ['webhooks:read', 'webhooks:write', 'events:read', 'events:write', 'contacts:write'] as const;
+export const SCOPES = [
+  'webhooks:read',
+  'webhooks:write',
+  'events:read',
+  'events:write',
+  'contacts:write',
+  'contacts:read',
+  'messages:read',
+  'messages:write',
+  'account:read',
+  // Creating setup links (a write of the Account's configuration, as webhooks:write is for endpoints).
+  'account:write',
+] as const;
 export type Scope = (typeof SCOPES)[number];
 export type Environment = 'live' | 'sandbox';
 
