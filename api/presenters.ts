@@ -4,6 +4,10 @@ import type { DeliveryRow, AttemptRow } from '../db/deliveries.js';
 import type { EndpointRow } from '../db/endpoints.js';
 import type { EventRow } from '../db/events.js';
 import type { Attempt, Delivery, Endpoint } from './schemas.js';
+import type { BroadcastRow, RecipientRow } from '../db/broadcasts.js';
+import type { SetupLinkRow } from '../db/setup-links.js';
+import type { TemplateRow } from '../db/templates.js';
+import type { Broadcast, BroadcastRecipient, SetupLink, Template } from './schemas.js';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -64,5 +68,64 @@ export function presentStreamItem(row: EventRow): Record<string, unknown> {
     occurred_at: row.occurred_at.toISOString(),
     created_at: row.created_at.toISOString(),
     data: row.stream_data,
+  };
+}
+
+// ---- Templates, setup links and broadcasts ----
+
+export function presentTemplate(row: TemplateRow): z.infer<typeof Template> {
+  return {
+    id: row.id,
+    waba_id: row.waba_id,
+    provider_template_id: row.provider_template_id,
+    name: row.name,
+    language: row.language,
+    category: row.category,
+    status: row.status,
+    status_reason: row.status_reason,
+    components: row.components,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+export function presentSetupLink(row: SetupLinkRow, now: Date): z.infer<typeof SetupLink> {
+  return {
+    id: row.id,
+    customer_id: row.customer_id,
+    environment: row.environment,
+    connection_mode: row.connection_mode,
+    status: row.completed_at ? 'completed' : row.expires_at <= now ? 'expired' : 'open',
+    expires_at: row.expires_at.toISOString(),
+    completed_at: iso(row.completed_at),
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+export function presentBroadcast(row: BroadcastRow): z.infer<typeof Broadcast> {
+  return {
+    id: row.id,
+    channel_account_id: row.channel_account_id,
+    environment: row.environment,
+    name: row.name,
+    template: { name: row.template_name, language: row.template_language },
+    status: row.status,
+    counts: row.counts,
+    sent_at: iso(row.sent_at),
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+export function presentRecipient(row: RecipientRow): z.infer<typeof BroadcastRecipient> {
+  return {
+    id: row.id,
+    to_recipient: row.to_recipient,
+    components: row.components,
+    status: row.status,
+    message_id: row.message_id,
+    failure_reason: row.failure_reason,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
   };
 }

@@ -24,6 +24,7 @@ import {
 } from '../db/directory.js';
 import { findMessage, findRegisteredMessage, recordFepExpiry, recordIncomingMessage, updateMessageStatus } from '../db/messaging.js';
 import { logger } from '../runtime/logger.js';
+import { applyTemplateStatusUpdates } from './chatapp-template-status.js';
 import { RejectedNotification, wakeFor, type IngestDeps } from './deps.js';
 import { storeEvent, type IngestEvent } from './store-event.js';
 
@@ -175,6 +176,8 @@ async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
 /** Ingests a verified notification body. Returns how many events it stored, new or repeated. */
 export async function ingestChatappNotification(deps: IngestDeps, body: unknown): Promise<number> {
   const planned = await plan(deps, body);
+  // Template status changes update the template and emit nothing (SPEC 6.4).
+  await applyTemplateStatusUpdates(deps.db, body);
   let stored = 0;
   for (const p of planned) if (await store(deps, p)) stored++;
   return stored;
