@@ -5,6 +5,7 @@ import type { EndpointWorkflows } from '../temporal/client.js';
 import type { DestinationPolicy } from '../security/destination-policy.js';
 import type { SecretBox } from '../security/secret-box.js';
 import type { DueWakes } from '../ingest/due-wakes.js';
+import type { ProviderHttp } from '../provider/http.js';
 import type { ApiKeyCache } from './api-key-cache.js';
 
 /** What the API needs from the outside world; tests build it from real components. */
@@ -21,6 +22,8 @@ export interface ApiDeps {
   wakes: DueWakes;
   /** Messaging provider webhook: signature secret and handshake token; unset disables the ingress. */
   provider: { appSecret?: string; verifyToken?: string };
+  /** The provider's API (sending, re-reads); routes that need it answer 503 `provider_not_configured` when unset. */
+  providerApi?: ProviderHttp;
   /** The clock ingest judges the Free plan by (SPEC 8); the system clock when unset. Tests pin it. */
   now?: () => Date;
   /** True when Temporal answers; used by /healthz. */

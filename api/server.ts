@@ -9,6 +9,7 @@ import type { Config } from '../runtime/config.js';
 import { connectTemporal, endpointWorkflows } from '../temporal/client.js';
 import { createDestinationPolicy, type Resolver } from '../security/destination-policy.js';
 import { createSecretBox, loadOrCreateEncryptionKey } from '../security/secret-box.js';
+import { createProviderHttp } from '../provider/http.js';
 import { createApiKeyCache } from './api-key-cache.js';
 import { createApp } from './app.js';
 
@@ -40,6 +41,9 @@ export async function startApi(
     wakes,
     apiKeys,
     provider: { appSecret: config.providerAppSecret, verifyToken: config.providerVerifyToken },
+    providerApi: config.providerApiUrl
+      ? createProviderHttp({ baseUrl: config.providerApiUrl, accessToken: config.providerAccessToken ?? '' })
+      : undefined,
     temporalHealthy: async () => {
       await connection.withDeadline(Date.now() + 2_000, () => connection.workflowService.getSystemInfo({}));
       return true;

@@ -51,6 +51,12 @@ const Env = z.object({
   WEBHOOK_ALLOW_PRIVATE_CIDRS: list,
   PROVIDER_APP_SECRET: optional,
   PROVIDER_VERIFY_TOKEN: optional,
+  PROVIDER_API_URL: z
+    .string()
+    .optional()
+    .transform((v) => (v === '' ? undefined : v))
+    .refine((v) => v === undefined || /^https?:\/\/[^/]/.test(v), 'must be an http(s) url'),
+  PROVIDER_ACCESS_TOKEN: optional,
   LOG_LEVEL: optional,
   SMTP_URL: optional,
   SMTP_FROM: optional,
@@ -80,6 +86,10 @@ export interface Config {
   allowPrivateCidrs: string[];
   providerAppSecret: string | undefined;
   providerVerifyToken: string | undefined;
+  /** The provider's Graph base url, versioned (e.g. http://127.0.0.1:4100/v24.0); unset disables sending. */
+  providerApiUrl: string | undefined;
+  /** The app's access token for the provider's API. */
+  providerAccessToken: string | undefined;
   logLevel: string;
   /** smtp://user:pass@host:587 for owner notifications; unset logs them instead. */
   smtpUrl: string | undefined;
@@ -121,6 +131,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       : e.WEBHOOK_ALLOW_PRIVATE_CIDRS,
     providerAppSecret: e.PROVIDER_APP_SECRET,
     providerVerifyToken: e.PROVIDER_VERIFY_TOKEN,
+    providerApiUrl: e.PROVIDER_API_URL,
+    providerAccessToken: e.PROVIDER_ACCESS_TOKEN,
     logLevel: e.LOG_LEVEL ?? 'info',
     smtpUrl: e.SMTP_URL,
     smtpFrom: e.SMTP_FROM ?? 'Webhook platform <no-reply@localhost>',

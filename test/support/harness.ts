@@ -18,6 +18,7 @@ import { endpointWorkflows } from '../../temporal/client.js';
 import { SCOPES, type Environment, type Scope } from '../../security/api-key.js';
 import { createDestinationPolicy, type Resolver } from '../../security/destination-policy.js';
 import { createSecretBox } from '../../security/secret-box.js';
+import type { ProviderHttp } from '../../provider/http.js';
 
 export const TASK_QUEUE_PREFIX = 'test-webhooks';
 
@@ -104,6 +105,8 @@ export async function startTestApi(
     noTemporalRetries?: boolean;
     /** The API key cache's TTL and clock (api/api-key-cache.ts), as in production unless given. */
     apiKeyCache?: { ttlMs?: number; now?: () => number };
+    /** The provider's API client (e.g. on a local provider, test/support/local-provider.ts); routes needing it answer 503 when unset. */
+    providerApi?: ProviderHttp;
   } = {},
 ): Promise<TestApi> {
   const db = opts.db ?? testDb();
@@ -131,6 +134,7 @@ export async function startTestApi(
     wakes: createDueWakes(db, dueChannel(opts.taskQueue ?? `${TASK_QUEUE_PREFIX}-unpolled`)),
     apiKeys,
     provider: { appSecret: PROVIDER_APP_SECRET, verifyToken: PROVIDER_VERIFY_TOKEN },
+    providerApi: opts.providerApi,
     now: opts.now,
     temporalHealthy: async () => {
       await connection.withDeadline(Date.now() + 2_000, () => connection.workflowService.getSystemInfo({}));

@@ -65,4 +65,13 @@ describe('loadConfig', () => {
     );
     expect(loadConfig({ WEBHOOKS_DEV_CA_FILE: 'ca.pem' })).toMatchObject({ devMode: false, devCaFile: undefined });
   });
+
+  it('reads the provider API url and token; a url that is not http(s) is refused', () => {
+    expect(loadConfig({ PROVIDER_API_URL: 'http://127.0.0.1:4100/v24.0', PROVIDER_ACCESS_TOKEN: 't' })).toMatchObject({
+      providerApiUrl: 'http://127.0.0.1:4100/v24.0',
+      providerAccessToken: 't',
+    });
+    expect(loadConfig({})).toMatchObject({ providerApiUrl: undefined, providerAccessToken: undefined });
+    expect(() => loadConfig({ PROVIDER_API_URL: 'graph.example/v24.0' })).toThrow(/PROVIDER_API_URL/);
+  });
 });
