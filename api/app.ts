@@ -16,6 +16,8 @@ import { eventTypeRoutes } from './routes/event-types.js';
 import { eventRoutes } from './routes/events.js';
 import { operationsRoutes } from './routes/operations.js';
 import { providerRoutes } from './routes/provider.js';
+import { setupCompletionRoutes, setupLinkRoutes } from './routes/setup-links.js';
+import { templateRoutes } from './routes/templates.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { refuseUnstorableInput } from './validation.js';
 
@@ -46,12 +48,20 @@ export function createApp(deps: ApiDeps): Koa {
   open.get('/api/v1/openapi.json', (ctx) => {
     ctx.body = doc;
   });
-  for (const r of [open, docsRoutes(), operationsRoutes(deps), providerRoutes(deps)])
+  for (const r of [open, docsRoutes(), operationsRoutes(deps), providerRoutes(deps), setupCompletionRoutes(deps)])
     app.use(r.routes()).use(r.allowedMethods({ throw: true, methodNotAllowed: methodNotAllowed, notImplemented }));
 
   const api = new Router();
   api.use('/api/v1', authenticate(deps.db, deps.apiKeys), rateLimit(deps.config.rateLimit), refuseUnstorableInput);
-  for (const r of [webhookRoutes(deps), deliveryRoutes(deps), eventRoutes(deps), eventTypeRoutes(), contactRoutes(deps)])
+  for (const r of [
+    webhookRoutes(deps),
+    deliveryRoutes(deps),
+    eventRoutes(deps),
+    eventTypeRoutes(),
+    contactRoutes(deps),
+    templateRoutes(deps),
+    setupLinkRoutes(deps),
+  ])
     api.use(r.routes(), r.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
   app.use(api.routes()).use(api.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
   return app;

@@ -315,7 +315,10 @@ export const Template = z
 
 export const TemplateListQuery = ListQuery.extend({
   channel_account_id: Uuid.optional().openapi({ description: "Templates of this channel account's business account." }),
-  status: z.string().optional().openapi({ description: `One of ${TEMPLATE_STATUSES.join(', ')} (any case).` }),
+  status: z
+    .string()
+    .optional()
+    .openapi({ description: `One of ${TEMPLATE_STATUSES.join(', ')} (any case).` }),
   name: z.string().optional(),
 });
 
@@ -371,7 +374,9 @@ export const SetupLink = z
     customer_id: Uuid,
     environment: z.enum(['live', 'sandbox']),
     connection_mode: z.enum(CONNECTION_MODES),
-    status: z.enum(['open', 'completed', 'expired']).openapi({ description: '`completed` once a signup finished through it (it can still be repeated until it expires).' }),
+    status: z
+      .enum(['open', 'completed', 'expired'])
+      .openapi({ description: '`completed` once a signup finished through it (it can still be repeated until it expires).' }),
     expires_at: Timestamp,
     completed_at: Timestamp.nullable(),
     created_at: Timestamp,
@@ -417,7 +422,9 @@ export const CreateBroadcastBody = z
     name: z.string().max(200).optional().openapi({ description: 'A label for people; not sent.' }),
   })
   .strict()
-  .openapi('CreateBroadcast', { example: { channel_account_id: '2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e', template: { name: 'order_update', language: 'en_US' } } });
+  .openapi('CreateBroadcast', {
+    example: { channel_account_id: '2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e', template: { name: 'order_update', language: 'en_US' } },
+  });
 
 export const Broadcast = z
   .object({
@@ -436,7 +443,10 @@ export const Broadcast = z
 
 export const BroadcastListQuery = ListQuery.extend({
   channel_account_id: Uuid.optional(),
-  status: z.string().optional().openapi({ description: `One of ${BROADCAST_STATUSES.join(', ')}.` }),
+  status: z
+    .string()
+    .optional()
+    .openapi({ description: `One of ${BROADCAST_STATUSES.join(', ')}.` }),
 });
 
 export const AddRecipientsBody = z
@@ -454,7 +464,13 @@ export const AddRecipientsResult = z
     errors: z.array(z.object({ index: z.number().int(), to_recipient: z.string().optional(), reason: z.string(), message: z.string() })),
   })
   .openapi('AddRecipientsResult', {
-    example: { added: 1, duplicates: 0, errors: [{ index: 1, to_recipient: 'abc', reason: 'invalid_to_recipient', message: 'to_recipient is not an international phone number' }] },
+    example: {
+      added: 1,
+      duplicates: 0,
+      errors: [
+        { index: 1, to_recipient: 'abc', reason: 'invalid_to_recipient', message: 'to_recipient is not an international phone number' },
+      ],
+    },
   });
 
 export const BroadcastRecipient = z
@@ -471,5 +487,8 @@ export const BroadcastRecipient = z
   .openapi('BroadcastRecipient');
 
 export const RecipientListQuery = ListQuery.extend({
-  status: z.string().optional().openapi({ description: `One of ${RECIPIENT_STATUSES.join(', ')}.` }),
+  status: z
+    .string()
+    .optional()
+    .openapi({ description: `One of ${RECIPIENT_STATUSES.join(', ')}.` }),
 });

@@ -54,7 +54,14 @@ const RECIPIENT_COLUMNS = `*, json_build_object('ts', created_at::text, 'id', id
 
 export async function insertBroadcast(
   db: Queryable,
-  b: { accountId: string; channelAccountId: string; environment: Environment; name: string | null; templateName: string; templateLanguage: string },
+  b: {
+    accountId: string;
+    channelAccountId: string;
+    environment: Environment;
+    name: string | null;
+    templateName: string;
+    templateLanguage: string;
+  },
 ): Promise<BroadcastRow> {
   const { rows } = await db.query<{ id: string }>(
     `INSERT INTO broadcasts (account_id, channel_account_id, environment, name, template_name, template_language)
@@ -171,7 +178,12 @@ export async function tagMessageWithBroadcast(db: Queryable, messageId: string, 
   await db.query(`UPDATE messages SET broadcast_id = $2 WHERE id = $1`, [messageId, broadcastId]);
 }
 
-export async function listRecipients(db: Queryable, broadcastId: string, f: { status?: RecipientStatus }, page: Page): Promise<RecipientRow[]> {
+export async function listRecipients(
+  db: Queryable,
+  broadcastId: string,
+  f: { status?: RecipientStatus },
+  page: Page,
+): Promise<RecipientRow[]> {
   const params: unknown[] = [broadcastId, page.limit + 1];
   const where = ['broadcast_id = $1'];
   if (f.status !== undefined) {

@@ -23,7 +23,14 @@ const COLUMNS = `id, account_id, customer_id, environment, connection_mode, expi
 
 export async function insertSetupLink(
   db: Queryable,
-  l: { accountId: string; customerId: string; environment: Environment; connectionMode: ConnectionMode; tokenHash: Buffer; expiresAt: Date },
+  l: {
+    accountId: string;
+    customerId: string;
+    environment: Environment;
+    connectionMode: ConnectionMode;
+    tokenHash: Buffer;
+    expiresAt: Date;
+  },
 ): Promise<SetupLinkRow> {
   const { rows } = await db.query<SetupLinkRow>(
     `INSERT INTO setup_links (account_id, customer_id, environment, connection_mode, token_hash, expires_at)

@@ -40,7 +40,14 @@ export async function fetchWabaTemplates(provider: ProviderHttp, wabaId: string)
     const parsed = templatePage.safeParse(raw);
     if (!parsed.success) throw new DomainError(502, 'provider_error', 'reading the templates: the provider answered an unexpected shape');
     for (const t of parsed.data.data) {
-      out.push({ id: t.id, name: t.name, language: t.language, category: t.category ?? null, status: t.status, components: t.components ?? [] });
+      out.push({
+        id: t.id,
+        name: t.name,
+        language: t.language,
+        category: t.category ?? null,
+        status: t.status,
+        components: t.components ?? [],
+      });
     }
     after = parsed.data.paging?.next ? parsed.data.paging.cursors?.after : undefined;
     if (!after) return out;

@@ -8,6 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
 import Koa from 'koa';
+import { accountsModule } from './accounts.js';
 import { bearerOf, graphError, GRAPH_VERSION, type LocalProviderContext, type LocalRouteModule } from './graph.js';
 import { mediaModule } from './media.js';
 import { messagesModule } from './messages.js';
@@ -17,13 +18,7 @@ import { photoappModule } from './photoapp.js';
 import { clearTimers, createLocalProviderState, type LocalProviderState } from './state.js';
 
 /** Every route module of the local provider, one per line; add yours here. */
-const MODULES: LocalRouteModule[] = [
-  numbersModule,
-  messagesModule,
-  photoappModule,
-  mediaModule,
-  // accounts (signup, templates): mounted here by the signup branch
-];
+const MODULES: LocalRouteModule[] = [numbersModule, messagesModule, photoappModule, mediaModule, accountsModule];
 
 export interface LocalProvider {
   /** Value for PROVIDER_API_URL: the Graph base, ending in /v24.0. */
