@@ -390,7 +390,15 @@ export const SetupLinkWithUrl = SetupLink.extend({
 export const CompleteSignupBody = z
   .object({
     code: z.string().min(1).max(2048).openapi({ description: "The code the provider's embedded signup gave the browser." }),
-    waba_id: z.string().min(1).max(64).openapi({ description: 'The business account the Customer chose (from the signup session).' }),
+    waba_id: z
+      .string()
+      .min(1)
+      .max(64)
+      .optional()
+      .openapi({
+        description:
+          'The business account the Customer chose (from the signup session); must be one the code grants. Default: the first granted.',
+      }),
     phone_number_id: z.string().min(1).max(64).optional().openapi({ description: 'Connect only this number of the business account.' }),
   })
   .strict()

@@ -43,7 +43,7 @@ export function setupLinkRoutes(deps: ApiDeps): Router {
     });
     ctx.status = 201;
     // The page lives on this API's own origin (behind a proxy, the forwarded one when trustProxy is set).
-    ctx.body = { data: { ...presentSetupLink(row, now()), url: `${ctx.origin}/setup/${token}` } };
+    ctx.body = { data: { ...presentSetupLink(row, now()), url: `${ctx.protocol}://${ctx.host}/setup/${token}` } };
   });
 
   router.get('/api/v1/customers/:id/setup_links', requireScope('account:read'), async (ctx) => {

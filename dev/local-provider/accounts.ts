@@ -13,6 +13,7 @@
  *   plays the Customer's browser: registers the waba and its numbers (numbers in `coexistence` get
  *   `is_on_biz_app: true`), issues a code, and POSTs `{ code, waba_id }` to the platform's
  *   completion route (`{setup_url}/complete`). Answers the code and the platform's answer.
+ * - `POST /_local/signup/code { waba_id }` issues a code for a registered waba without completing.
  * - `POST /_local/wabas/{id}/templates { templates: [{ name, language, category?, status?, components? }] }` adds templates.
  * - `POST /_local/templates/{id}/status { status, reason? }` changes a template's status and posts
  *   `message_template_status_update` to the platform.
@@ -156,6 +157,17 @@ export const accountsModule: LocalRouteModule = ({ graph, local }, { state, noti
       // kept as text
     }
     ctx.body = { code, waba, platform: { status: res.status, body: answer } };
+  });
+
+  // A code the browser got but did not hand on yet (tests call the completion themselves).
+  local.post('/signup/code', async (ctx) => {
+    const body = await jsonBody(ctx);
+    if (!body) return;
+    const wabaId = typeof body.waba_id === 'string' ? body.waba_id : '';
+    if (!state.wabas.has(wabaId)) return badRequest('unknown waba')(ctx);
+    const code = `code_${crypto.randomBytes(16).toString('hex')}`;
+    grants(state).codes.set(code, [wabaId]);
+    ctx.body = { code };
   });
 
   local.post('/wabas/:id/templates', async (ctx) => {
