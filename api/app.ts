@@ -10,6 +10,7 @@ import { DomainError } from '../core/domain-error.js';
 import { docsRoutes } from './docs.js';
 import { errorEnvelope } from './errors.js';
 import { buildOpenApiDocument } from './openapi.js';
+import { broadcastRoutes } from './routes/broadcasts.js';
 import { contactRoutes } from './routes/contacts.js';
 import { deliveryRoutes } from './routes/deliveries.js';
 import { eventTypeRoutes } from './routes/event-types.js';
@@ -61,6 +62,7 @@ export function createApp(deps: ApiDeps): Koa {
     contactRoutes(deps),
     templateRoutes(deps),
     setupLinkRoutes(deps),
+    broadcastRoutes(deps),
   ])
     api.use(r.routes(), r.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
   app.use(api.routes()).use(api.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));

@@ -421,7 +421,7 @@ export const SignupResult = z
   .openapi('SignupResult');
 
 export const BROADCAST_STATUSES = ['draft', 'sending', 'sent'] as const;
-export const RECIPIENT_STATUSES = ['pending', 'sent', 'failed'] as const;
+export const RECIPIENT_STATUSES = ['pending', 'sending', 'sent', 'failed'] as const;
 
 export const CreateBroadcastBody = z
   .object({
@@ -442,7 +442,9 @@ export const Broadcast = z
     name: z.string().nullable(),
     template: z.object({ name: z.string(), language: z.string() }),
     status: z.enum(BROADCAST_STATUSES),
-    counts: z.object({ total: z.number().int(), pending: z.number().int(), sent: z.number().int(), failed: z.number().int() }),
+    counts: z
+      .object({ total: z.number().int(), pending: z.number().int(), sending: z.number().int(), sent: z.number().int(), failed: z.number().int() })
+      .openapi({ description: 'Recipients by status: `sending` are being sent right now.' }),
     sent_at: Timestamp.nullable(),
     created_at: Timestamp,
     updated_at: Timestamp,

@@ -5,11 +5,12 @@ import { inPageOrder, keyset, type Page } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export type BroadcastStatus = 'draft' | 'sending' | 'sent';
-export type RecipientStatus = 'pending' | 'sent' | 'failed';
+export type RecipientStatus = 'pending' | 'sending' | 'sent' | 'failed';
 
 export interface BroadcastCounts {
   total: number;
   pending: number;
+  sending: number;
   sent: number;
   failed: number;
 }
@@ -46,7 +47,7 @@ export interface RecipientRow {
 /** A broadcast with its recipients counted by status, read in the same statement. */
 const BROADCAST = `SELECT b.*, json_build_object('ts', b.created_at::text, 'id', b.id) AS page_key,
   (SELECT json_build_object('total', count(*), 'pending', count(*) FILTER (WHERE r.status = 'pending'),
-     'sent', count(*) FILTER (WHERE r.status = 'sent'), 'failed', count(*) FILTER (WHERE r.status = 'failed'))
+     'sending', count(*) FILTER (WHERE r.status = 'sending'), 'sent', count(*) FILTER (WHERE r.status = 'sent'), 'failed', count(*) FILTER (WHERE r.status = 'failed'))
    FROM broadcast_recipients r WHERE r.broadcast_id = b.id) AS counts
   FROM broadcasts b`;
 
@@ -139,31 +140,45 @@ export async function addRecipients(
   return rowCount ?? 0;
 }
 
-/** draft → sending, once: a second concurrent send finds it no longer a draft. */
+/** draft → sending (a broadcast already sending stays so: its send resumes). False once it is sent. */
 export async function startSending(db: Queryable, id: string): Promise<boolean> {
-  const { rowCount } = await db.query(`UPDATE broadcasts SET status = 'sending', updated_at = now() WHERE id = $1 AND status = 'draft'`, [
-    id,
-  ]);
+  const { rowCount } = await db.query(
+    `UPDATE broadcasts SET status = 'sending', updated_at = now() WHERE id = $1 AND status IN ('draft', 'sending')`,
+    [id],
+  );
   return rowCount === 1;
 }
 
-export async function finishSending(db: Queryable, id: string): Promise<void> {
-  await db.query(`UPDATE broadcasts SET status = 'sent', sent_at = now(), updated_at = now() WHERE id = $1 AND status = 'sending'`, [id]);
+/** sending → sent, when no recipient is left to send (pending, or claimed by a send still running). */
+export async function finishSendingIfDone(db: Queryable, id: string): Promise<void> {
+  await db.query(
+    `UPDATE broadcasts SET status = 'sent', sent_at = now(), updated_at = now()
+     WHERE id = $1 AND status = 'sending'
+       AND NOT EXISTS (SELECT 1 FROM broadcast_recipients WHERE broadcast_id = $1 AND status IN ('pending', 'sending'))`,
+    [id],
+  );
 }
 
-export async function pendingRecipients(db: Queryable, broadcastId: string): Promise<RecipientRow[]> {
+/**
+ * Claims the next pending recipient for this sender (pending → sending). Concurrent sends of one
+ * broadcast claim different recipients, so nobody gets the template twice.
+ */
+export async function claimNextRecipient(db: Queryable, broadcastId: string): Promise<RecipientRow | undefined> {
   const { rows } = await db.query<RecipientRow>(
-    `SELECT ${RECIPIENT_COLUMNS} FROM broadcast_recipients WHERE broadcast_id = $1 AND status = 'pending' ORDER BY created_at, id`,
+    `UPDATE broadcast_recipients SET status = 'sending', updated_at = now()
+     WHERE id = (SELECT id FROM broadcast_recipients WHERE broadcast_id = $1 AND status = 'pending'
+                 ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+     RETURNING ${RECIPIENT_COLUMNS}`,
     [broadcastId],
   );
-  return rows;
+  return rows[0];
 }
 
-/** A recipient's outcome: its message (sent) or the provider's refusal (failed). */
+/** A recipient's outcome: its message (sent), the refusal (failed), or back to pending (the provider could not be reached). */
 export async function recordRecipientOutcome(
   db: Queryable,
   id: string,
-  outcome: { status: 'sent'; messageId: string } | { status: 'failed'; reason: string },
+  outcome: { status: 'sent'; messageId: string } | { status: 'failed'; reason: string } | { status: 'pending' },
 ): Promise<void> {
   await db.query(`UPDATE broadcast_recipients SET status = $2, message_id = $3, failure_reason = $4, updated_at = now() WHERE id = $1`, [
     id,

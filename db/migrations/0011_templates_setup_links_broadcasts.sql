@@ -60,7 +60,8 @@ CREATE TABLE broadcast_recipients (
   -- Normalized (digits only): the same number written two ways is one recipient.
   to_recipient text NOT NULL,
   components jsonb,
-  status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'sent', 'failed')),
+  -- sending: claimed by a send in progress (one sender per recipient, so none is sent twice).
+  status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'sending', 'sent', 'failed')),
   message_id uuid REFERENCES messages (id) ON DELETE SET NULL,
   failure_reason text,
   created_at timestamptz NOT NULL DEFAULT now(),
