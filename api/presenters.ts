@@ -3,7 +3,8 @@ import type { z } from 'zod';
 import type { DeliveryRow, AttemptRow } from '../db/deliveries.js';
 import type { EndpointRow } from '../db/endpoints.js';
 import type { EventRow } from '../db/events.js';
-import type { Attempt, Delivery, Endpoint } from './schemas.js';
+import type { ChannelAccountRow } from '../db/channel-accounts.js';
+import type { Attempt, ChannelAccountResource, Delivery, Endpoint } from './schemas.js';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -64,5 +65,27 @@ export function presentStreamItem(row: EventRow): Record<string, unknown> {
     occurred_at: row.occurred_at.toISOString(),
     created_at: row.created_at.toISOString(),
     data: row.stream_data,
+  };
+}
+
+export function presentChannelAccount(row: ChannelAccountRow): z.infer<typeof ChannelAccountResource> {
+  const photoapp = row.channel === 'photoapp';
+  return {
+    id: row.id,
+    channel: row.channel,
+    display: row.display,
+    customer_id: row.customer_id,
+    environment: row.environment,
+    phone_number_id: row.phone_number_id,
+    waba_id: row.waba_id,
+    provider_account_id: row.provider_account_id,
+    quality_rating: row.quality_rating,
+    messaging_limit_tier: row.messaging_limit_tier,
+    number_status: row.number_status,
+    numbers_read_at: iso(row.numbers_read_at),
+    // A photoapp account never read yet is `unknown`; chatapp accounts have no token of their own.
+    token_status: photoapp ? (row.token_status ?? 'unknown') : null,
+    token_expires_at: photoapp ? iso(row.token_expires_at) : null,
+    created_at: row.created_at.toISOString(),
   };
 }

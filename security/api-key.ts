@@ -1,6 +1,16 @@
 import crypto from 'node:crypto';
 
-export const SCOPES = ['webhooks:read', 'webhooks:write', 'events:read', 'events:write', 'contacts:write'] as const;
+export const SCOPES = [
+  'webhooks:read',
+  'webhooks:write',
+  'events:read',
+  'events:write',
+  'contacts:read',
+  'contacts:write',
+  'messages:read',
+  'messages:write',
+  'account:read',
+] as const;
 export type Scope = (typeof SCOPES)[number];
 export type Environment = 'live' | 'sandbox';
 
