@@ -19,6 +19,8 @@ import { operationsRoutes } from './routes/operations.js';
 import { providerRoutes } from './routes/provider.js';
 import { setupCompletionRoutes, setupLinkRoutes } from './routes/setup-links.js';
 import { templateRoutes } from './routes/templates.js';
+import { outboundRoutes } from './routes/outbound.js';
+import { channelAccountRoutes } from './routes/channel-accounts.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { refuseUnstorableInput } from './validation.js';
 
@@ -63,6 +65,8 @@ export function createApp(deps: ApiDeps): Koa {
     templateRoutes(deps),
     setupLinkRoutes(deps),
     broadcastRoutes(deps),
+    outboundRoutes(deps),
+    channelAccountRoutes(deps),
   ])
     api.use(r.routes(), r.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
   app.use(api.routes()).use(api.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));

@@ -3,11 +3,11 @@ import type { z } from 'zod';
 import type { DeliveryRow, AttemptRow } from '../db/deliveries.js';
 import type { EndpointRow } from '../db/endpoints.js';
 import type { EventRow } from '../db/events.js';
-import type { Attempt, Delivery, Endpoint } from './schemas.js';
 import type { BroadcastRow, RecipientRow } from '../db/broadcasts.js';
 import type { SetupLinkRow } from '../db/setup-links.js';
 import type { TemplateRow } from '../db/templates.js';
-import type { Broadcast, BroadcastRecipient, SetupLink, Template } from './schemas.js';
+import type { ChannelAccountRow } from '../db/channel-accounts.js';
+import type { Attempt, Broadcast, BroadcastRecipient, ChannelAccountResource, Delivery, Endpoint, SetupLink, Template } from './schemas.js';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -127,5 +127,26 @@ export function presentRecipient(row: RecipientRow): z.infer<typeof BroadcastRec
     failure_reason: row.failure_reason,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
+  };
+}
+export function presentChannelAccount(row: ChannelAccountRow): z.infer<typeof ChannelAccountResource> {
+  const photoapp = row.channel === 'photoapp';
+  return {
+    id: row.id,
+    channel: row.channel,
+    display: row.display,
+    customer_id: row.customer_id,
+    environment: row.environment,
+    phone_number_id: row.phone_number_id,
+    waba_id: row.waba_id,
+    provider_account_id: row.provider_account_id,
+    quality_rating: row.quality_rating,
+    messaging_limit_tier: row.messaging_limit_tier,
+    number_status: row.number_status,
+    numbers_read_at: iso(row.numbers_read_at),
+    // A photoapp account never read yet is `unknown`; chatapp accounts have no token of their own.
+    token_status: photoapp ? (row.token_status ?? 'unknown') : null,
+    token_expires_at: photoapp ? iso(row.token_expires_at) : null,
+    created_at: row.created_at.toISOString(),
   };
 }

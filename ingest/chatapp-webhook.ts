@@ -22,10 +22,12 @@ import {
   findChannelAccountsByWaba,
   type ChannelAccount,
 } from '../db/directory.js';
-import { findMessage, findRegisteredMessage, recordFepExpiry, recordIncomingMessage, updateMessageStatus } from '../db/messaging.js';
+import { movesForward, statusesBefore } from '../core/message-status.js';
+import { advanceMessageStatus, findMessage, findRegisteredMessage, recordFepExpiry, recordIncomingMessage } from '../db/messaging.js';
 import { logger } from '../runtime/logger.js';
 import { applyTemplateStatusUpdates } from './chatapp-template-status.js';
 import { RejectedNotification, wakeFor, type IngestDeps } from './deps.js';
+import { rereadNumbers } from './number-health.js';
 import { storeEvent, type IngestEvent } from './store-event.js';
 
 interface PlannedEvent {
@@ -130,7 +132,9 @@ async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
       // Statuses of messages the platform did not send produce no event.
       const message = await findRegisteredMessage(deps.db, ca.id, fact.messageId);
       if (!message) return false;
-      await updateMessageStatus(deps.db, message.id, fact.status);
+      // Statuses move forward only (DECISIONS): a late one emits nothing; a repeated one goes on
+      // to find its stored event (the idempotency key), so it emits nothing new either.
+      if (message.status !== fact.status && !movesForward(message.status, fact.status)) return false;
       const fepEnd = freeEntryPointEnd(fact);
       if (fepEnd) await recordFepExpiry(deps.db, message, fact.recipientId, fepEnd);
       event = {
@@ -158,6 +162,8 @@ async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
     }
     case 'account_update':
     case 'quality_update':
+      // SPEC 6.3: the tier change makes the platform re-read the numbers (best effort) before the event.
+      if (fact.kind === 'quality_update') await rereadNumbers(deps, fact.wabaId);
       event = {
         ...base,
         externalId: null,
@@ -170,6 +176,8 @@ async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
   }
   const stored = await storeEvent(deps.db, event, deps.now?.());
   if (stored.created) wakeFor(deps, ca.account_id, stored);
+  // After the event is stored, so a crash in between leaves a provider retry able to finish it.
+  if (fact.kind === 'status') await advanceMessageStatus(deps.db, event.messageResourceId!, fact.status, statusesBefore(fact.status));
   return true;
 }
 

@@ -14,7 +14,7 @@ import {
   type BroadcastStatus,
   type RecipientStatus,
 } from '../../db/broadcasts.js';
-import { inTransaction } from '../../db/pool.js';
+import { inTransaction, type Queryable } from '../../db/pool.js';
 import { findTemplate } from '../../db/templates.js';
 import { sendBroadcast } from '../../outbound/broadcast-send.js';
 import { requireProvider } from '../../outbound/provider-errors.js';
@@ -39,7 +39,7 @@ export function broadcastRoutes(deps: ApiDeps): Router {
   const router = new Router();
 
   /** The broadcast of the key's Account and environment; anything else is 404. */
-  async function broadcastOf(p: Principal, raw: string, opts: { forUpdate?: boolean; db?: typeof deps.db } = {}): Promise<BroadcastRow> {
+  async function broadcastOf(p: Principal, raw: string, opts: { forUpdate?: boolean; db?: Queryable } = {}): Promise<BroadcastRow> {
     const row = Uuid.safeParse(raw).success ? await getBroadcast(opts.db ?? deps.db, p, raw, opts) : undefined;
     if (!row) throw notFound('broadcast');
     return row;
