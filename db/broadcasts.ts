@@ -132,8 +132,7 @@ export async function addRecipients(
   const { rowCount } = await tx.query(
     `INSERT INTO broadcast_recipients (broadcast_id, to_recipient, components)
      SELECT $1, r.to_recipient, r.components
-     FROM jsonb_to_recordset($2::jsonb) WITH ORDINALITY AS r(to_recipient text, components jsonb, n)
-     ORDER BY n
+     FROM jsonb_to_recordset($2::jsonb) AS r(to_recipient text, components jsonb)
      ON CONFLICT (broadcast_id, to_recipient) DO NOTHING`,
     [broadcastId, JSON.stringify(recipients.map((r) => ({ to_recipient: r.toRecipient, components: r.components })))],
   );

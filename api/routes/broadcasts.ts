@@ -99,13 +99,18 @@ export function broadcastRoutes(deps: ApiDeps): Router {
     const unknown = Object.keys(body).filter((k) => k !== 'recipients');
     if (unknown.length > 0) throw new DomainError(422, 'invalid_request', `unknown field: ${unknown.join(', ')}`);
     if (items.length > MAX_RECIPIENTS_PER_CALL) {
-      throw new DomainError(422, 'too_many_recipients', `at most ${MAX_RECIPIENTS_PER_CALL} recipients per call; this one has ${items.length}`);
+      throw new DomainError(
+        422,
+        'too_many_recipients',
+        `at most ${MAX_RECIPIENTS_PER_CALL} recipients per call; this one has ${items.length}`,
+      );
     }
     const triage = triageRecipients(items);
     const added = await inTransaction(deps.db, async (tx) => {
       // Locked so a send cannot start between the check and the insert.
       const b = await broadcastOf(principal, ctx.params.id!, { forUpdate: true, db: tx });
-      if (b.status !== 'draft') throw new DomainError(409, 'broadcast_not_draft', `recipients can be added only to a draft broadcast; this one is ${b.status}`);
+      if (b.status !== 'draft')
+        throw new DomainError(409, 'broadcast_not_draft', `recipients can be added only to a draft broadcast; this one is ${b.status}`);
       return addRecipients(tx, b.id, triage.accepted);
     });
     ctx.body = {
@@ -134,9 +139,15 @@ export function broadcastRoutes(deps: ApiDeps): Router {
     requireProvider(deps.providerApi);
     const b = await broadcastOf(principal, ctx.params.id!);
     if (b.status === 'sent') throw new DomainError(409, 'broadcast_already_sent', 'this broadcast was sent already');
-    if (b.counts.total === 0) throw new DomainError(422, 'no_recipients', 'add recipients before sending (POST /api/v1/broadcasts/{id}/recipients)');
+    if (b.counts.total === 0)
+      throw new DomainError(422, 'no_recipients', 'add recipients before sending (POST /api/v1/broadcasts/{id}/recipients)');
     const ca = await templateChannelAccount(deps, principal, b.channel_account_id);
-    const template = await findTemplate(deps.db, { ...principal, wabaId: ca.waba_id, name: b.template_name, language: b.template_language });
+    const template = await findTemplate(deps.db, {
+      ...principal,
+      wabaId: ca.waba_id,
+      name: b.template_name,
+      language: b.template_language,
+    });
     if (template?.status !== 'APPROVED') {
       throw new DomainError(
         409,

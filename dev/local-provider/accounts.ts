@@ -8,22 +8,28 @@
  * - `POST /{waba_id}/subscribed_apps`: subscribes the app to the waba's webhooks.
  * - `GET /{waba_id}/message_templates?limit&after`: the templates, paged like Graph.
  *
+ * - Before `POST /{phone_number_id}/messages` (messages.ts): refuses templates not approved on the
+ *   waba (132001, for wabas with known templates) and recipients told to be refused (131030).
+ *
  * Control (under /_local):
  * - `POST /_local/signup/complete { setup_url | (token, platform_url), waba, connection_mode?, phone_number_id? }`
  *   plays the Customer's browser: registers the waba and its numbers (numbers in `coexistence` get
  *   `is_on_biz_app: true`), issues a code, and POSTs `{ code, waba_id }` to the platform's
  *   completion route (`{setup_url}/complete`). Answers the code and the platform's answer.
+ * - `POST /_local/recipients/{to}/refuse`: the provider refuses every send to this number.
  * - `POST /_local/signup/code { waba_id }` issues a code for a registered waba without completing.
  * - `POST /_local/wabas/{id}/templates { templates: [{ name, language, category?, status?, components? }] }` adds templates.
  * - `POST /_local/templates/{id}/status { status, reason? }` changes a template's status and posts
  *   `message_template_status_update` to the platform.
  */
 import crypto from 'node:crypto';
+import { Readable } from 'node:stream';
+import getRawBody from 'raw-body';
 import { z } from 'zod';
 import { GRAPH_CODE } from '../../provider/graph-codes.js';
 import { graphError, jsonBody, type LocalRouteModule } from './graph.js';
 import { chatappEnvelope } from './notify.js';
-import { addWaba, newNumericId, type LocalProviderState, type Template } from './state.js';
+import { addWaba, findPhoneNumber, newNumericId, type LocalProviderState, type Template } from './state.js';
 
 /** Signup codes and business tokens, per local provider (kept beside its state, not in it). */
 interface SignupGrants {
@@ -76,7 +82,61 @@ function findTemplate(state: LocalProviderState, id: string): { wabaId: string; 
 const badRequest = (message: string) => (ctx: Parameters<typeof graphError>[0]) =>
   graphError(ctx, 400, GRAPH_CODE.invalidParameter, message, undefined, 'GraphMethodException');
 
+/** Recipients whose sends the provider refuses outright, per local provider. */
+const refusedOf = new WeakMap<LocalProviderState, Set<string>>();
+function refused(state: LocalProviderState): Set<string> {
+  let r = refusedOf.get(state);
+  if (!r) refusedOf.set(state, (r = new Set()));
+  return r;
+}
+
+const sendBody = z.looseObject({
+  to: z.string().optional(),
+  type: z.string().optional(),
+  template: z.looseObject({ name: z.string().optional(), language: z.looseObject({ code: z.string().optional() }).optional() }).optional(),
+});
+
 export const accountsModule: LocalRouteModule = ({ graph, local }, { state, notifier }) => {
+  /**
+   * Runs before the send route (this module is mounted first): refuses, as the provider does, a
+   * template that is not approved on the sender's waba (code 132001; only for wabas whose templates
+   * this provider knows) and a recipient told to be refused (code 131030).
+   */
+  graph.post('/:senderId/messages', async (ctx, next) => {
+    const found = findPhoneNumber(state, ctx.params.senderId!);
+    if (!found) return next();
+    const raw = await getRawBody(ctx.req, { limit: '1mb' });
+    // The send route reads the body again.
+    ctx.req = Object.assign(Readable.from([raw]), { headers: ctx.req.headers }) as unknown as typeof ctx.req;
+    let body: z.infer<typeof sendBody> = {};
+    try {
+      body = sendBody.parse(JSON.parse(raw.toString('utf8')));
+    } catch {
+      return next();
+    }
+    if (body.to && refused(state).has(body.to)) {
+      return graphError(ctx, 400, 131030, '(#131030) Recipient phone number not in allowed list', undefined, 'OAuthException');
+    }
+    const templates = state.templates.get(found.waba.id);
+    if (body.type === 'template' && templates) {
+      const t = templates.find((x) => x.name === body.template?.name && x.language === body.template?.language?.code);
+      if (!t || t.status !== 'APPROVED') {
+        return graphError(
+          ctx,
+          400,
+          132001,
+          `(#132001) Template name does not exist in the translation or is not approved (${t?.status ?? 'unknown'})`,
+        );
+      }
+    }
+    await next();
+  });
+
+  local.post('/recipients/:to/refuse', (ctx) => {
+    refused(state).add(ctx.params.to!);
+    ctx.body = { refused: [...refused(state)] };
+  });
+
   graph.get('/oauth/access_token', (ctx) => {
     const code = typeof ctx.query.code === 'string' ? ctx.query.code : '';
     const wabas = grants(state).codes.get(code);

@@ -18,7 +18,14 @@ import { photoappModule } from './photoapp.js';
 import { clearTimers, createLocalProviderState, type LocalProviderState } from './state.js';
 
 /** Every route module of the local provider, one per line; add yours here. */
-const MODULES: LocalRouteModule[] = [numbersModule, messagesModule, photoappModule, mediaModule, accountsModule];
+const MODULES: LocalRouteModule[] = [
+  // First: it checks template sends before messagesModule answers them.
+  accountsModule,
+  numbersModule,
+  messagesModule,
+  photoappModule,
+  mediaModule,
+];
 
 export interface LocalProvider {
   /** Value for PROVIDER_API_URL: the Graph base, ending in /v24.0. */
