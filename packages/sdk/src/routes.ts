@@ -29,6 +29,17 @@ export const ROUTES = {
   publishEvent: { method: 'post', path: '/events', shape: 'item' },
   listEventTypes: { method: 'get', path: '/event_types', shape: 'array' },
   deleteContact: { method: 'delete', path: '/contacts/{id}', shape: 'empty' },
+  // Templates, setup links and broadcasts
+  listTemplates: { method: 'get', path: '/templates', shape: 'page' },
+  syncTemplates: { method: 'post', path: '/templates/sync', shape: 'item' },
+  createSetupLink: { method: 'post', path: '/customers/{id}/setup_links', shape: 'item' },
+  listSetupLinks: { method: 'get', path: '/customers/{id}/setup_links', shape: 'page' },
+  createBroadcast: { method: 'post', path: '/broadcasts', shape: 'item' },
+  listBroadcasts: { method: 'get', path: '/broadcasts', shape: 'page' },
+  getBroadcast: { method: 'get', path: '/broadcasts/{id}', shape: 'item' },
+  addBroadcastRecipients: { method: 'post', path: '/broadcasts/{id}/recipients', shape: 'item' },
+  listBroadcastRecipients: { method: 'get', path: '/broadcasts/{id}/recipients', shape: 'page' },
+  sendBroadcast: { method: 'post', path: '/broadcasts/{id}/send', shape: 'item' },
 } as const satisfies Record<string, Route>;
 
 export type RouteName = keyof typeof ROUTES;
