@@ -11,6 +11,7 @@
 import crypto from 'node:crypto';
 import { z } from 'zod';
 import { getEventDefinition } from '../core/catalog/index.js';
+import { recordNumberHealth } from '../db/channel-accounts.js';
 import { DomainError, notFound } from '../core/domain-error.js';
 import { findSetupLinkByTokenHash, markSetupLinkCompleted, type ConnectionMode, type SetupLinkRow } from '../db/setup-links.js';
 import { upsertConnectedNumber } from '../db/signup-connections.js';
@@ -64,6 +65,9 @@ const numbersAnswer = z.looseObject({
       id: z.union([z.string().min(1), z.number()]).transform(String),
       display_phone_number: z.string().min(1),
       is_on_biz_app: z.boolean().optional(),
+      quality_rating: z.string().nullish(),
+      messaging_limit_tier: z.string().nullish(),
+      status: z.string().nullish(),
     }),
   ),
 });
@@ -177,6 +181,15 @@ export async function completeSignup(deps: SignupDeps, token: string, req: Signu
       display_phone_number: n.display_phone_number,
       connection_mode: mode,
     });
+  }
+  // The numbers were just read: their quality, tier and status are known from the start.
+  if (result.connected.length > 0) {
+    const connected = new Set(result.connected.map((c) => c.phone_number_id));
+    await recordNumberHealth(
+      deps.db,
+      wabaId,
+      numbers.filter((n) => connected.has(n.id)),
+    );
   }
   await markSetupLinkCompleted(deps.db, link.id, now);
   await syncTemplatesAfterSignup(deps, link, wabaId);

@@ -141,6 +141,9 @@ describe('embedded signup completion', () => {
       waba_id: wabaId,
       environment: 'live',
       display: '+1 555 010 0001',
+      quality_rating: 'GREEN',
+      messaging_limit_tier: 'TIER_1K',
+      number_status: 'CONNECTED',
     });
 
     const events = await connectedEvents(tenant.accountId, pnid);
