@@ -128,6 +128,27 @@ describe('statuses of a sent message', () => {
   });
 });
 
+describe('after an inbound ad-referral message', () => {
+  it('the reply is in the free-entry-point window: fep_expires_at is stored on the conversation the contact opened', async () => {
+    const s = await setup();
+    const inbound = await bed.control('/inbound', {
+      phone_number_id: s.pnid,
+      from: '15550004444',
+      text: 'I saw your ad',
+      referral: { source_id: 'ad-1', source_type: 'ad', source_url: 'https://ads.example/1', headline: 'Sale', ctwa_clid: 'clid-1' },
+    });
+    expect(inbound.notification_status).toBe(200);
+    const m = await sendText(s, '15550004444');
+    await eventually(async () => (await types(s.tenant)).length === 4);
+    const [received, sent] = await streamItems(s.tenant);
+    expect(received!.type).toBe('chatapp.message.received');
+    expect(received!.data.message.conversation_id).toBe(m.conversation_id);
+    expect(sent!.data.pricing.type).toBe('free_entry_point');
+    const { rows } = await testDb().query(`SELECT fep_expires_at FROM conversations WHERE id = $1`, [m.conversation_id]);
+    expect(rows[0].fep_expires_at.getTime()).toBe(inbound.free_entry_point_until * 1000);
+  });
+});
+
 describe('quality updates re-read the numbers', () => {
   it('updates quality, tier and status of the channel accounts, then emits the event', async () => {
     const s = await setup();
