@@ -18,7 +18,11 @@ import {
   TestResult,
   UpdateEndpointBody,
   publishExample,
+  OutboundMessage,
+  ChannelAccountResource,
+  ChannelAccountListQuery,
 } from './schemas.js';
+import { SendMessageRequest } from '../core/outbound-message.js';
 import { PublishBody } from '../ingest/publish.js';
 import {
   AddRecipientsBody,
@@ -175,6 +179,40 @@ export function buildOpenApiDocument() {
       },
     });
   }
+
+  // ---- Sending messages and channel accounts (provider branch) ----
+  registry.registerPath({
+    method: 'post',
+    path: '/api/v1/messages',
+    summary: 'Send a message through a channel account (scope messages:write)',
+    description:
+      "Sent through the channel account's provider and registered with the provider's id before the answer. 202 with `{ data: message }` (status `queued`); 202 `media_not_ready` with Retry-After and the error envelope when the media is still processing (nothing registered).",
+    security,
+    request: { body: { content: { 'application/json': { schema: SendMessageRequest } } } },
+    responses: {
+      202: json(
+        z.union([z.object({ data: OutboundMessage }), ErrorEnvelope]),
+        'Accepted: the message, or media_not_ready (error envelope, Retry-After)',
+      ),
+      ...errors(404, 409, 502, 503),
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/channel_accounts',
+    summary: 'List channel accounts of the key’s environment (scope account:read)',
+    security,
+    request: { query: ChannelAccountListQuery },
+    responses: { 200: json(z.object({ data: z.array(ChannelAccountResource), paging: Paging })), ...errors() },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/channel_accounts/{id}',
+    summary: 'Read a channel account (scope account:read)',
+    security,
+    request: { params: idParam },
+    responses: { 200: json(z.object({ data: ChannelAccountResource })), ...errors(404) },
+  });
 
   // ---- Templates, setup links and broadcasts ----
   registry.registerPath({

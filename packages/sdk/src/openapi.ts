@@ -522,6 +522,175 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/channel_accounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List channel accounts of the key’s environment (scope account:read) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Pass paging.next to get the next page. */
+                    after?: string;
+                    /** @description Pass paging.previous to get the previous page. */
+                    before?: string;
+                    channel?: "chatapp" | "photoapp";
+                    customer_id?: string;
+                    /** @description Page size, default 20, at most 100. */
+                    limit?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["ChannelAccount"][];
+                            paging: components["schemas"]["Paging"];
+                        };
+                    };
+                };
+                /** @description Error envelope */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/channel_accounts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a channel account (scope account:read) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["ChannelAccount"];
+                        };
+                    };
+                };
+                /** @description Error envelope */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/contacts/{id}": {
         parameters: {
             query?: never;
@@ -945,6 +1114,151 @@ export interface paths {
                 };
                 /** @description Error envelope */
                 429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a message through a channel account (scope messages:write)
+         * @description Sent through the channel account's provider and registered with the provider's id before the answer. 202 with `{ data: message }` (status `queued`); 202 `media_not_ready` with Retry-After and the error envelope when the media is still processing (nothing registered).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        channel_account_id: string;
+                        media?: {
+                            caption?: string;
+                            filename?: string;
+                            id?: string;
+                            /** Format: uri */
+                            link?: string;
+                        };
+                        quick_replies?: {
+                            payload?: string;
+                            title: string;
+                        }[];
+                        template?: {
+                            components?: {
+                                [key: string]: unknown;
+                            }[];
+                            language: string;
+                            name: string;
+                        };
+                        text?: {
+                            body: string;
+                            preview_url?: boolean;
+                        };
+                        to: string;
+                        /** @enum {string} */
+                        type: "text" | "template" | "image" | "video" | "audio" | "document";
+                    };
+                };
+            };
+            responses: {
+                /** @description Accepted: the message, or media_not_ready (error envelope, Retry-After) */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["OutboundMessage"];
+                        } | components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                503: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2033,6 +2347,64 @@ export interface components {
              */
             updated_at: string;
         };
+        /**
+         * @example {
+         *       "id": "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918",
+         *       "channel": "chatapp",
+         *       "display": "+1 555 0100",
+         *       "customer_id": null,
+         *       "environment": "live",
+         *       "phone_number_id": "106540352242922",
+         *       "waba_id": "102290129340398",
+         *       "provider_account_id": null,
+         *       "quality_rating": "GREEN",
+         *       "messaging_limit_tier": "TIER_1K",
+         *       "number_status": "CONNECTED",
+         *       "numbers_read_at": "2026-11-22T10:00:00.000Z",
+         *       "token_status": null,
+         *       "token_expires_at": null,
+         *       "created_at": "2026-11-22T09:00:00.000Z"
+         *     }
+         */
+        ChannelAccount: {
+            /** @enum {string} */
+            channel: "chatapp" | "photoapp";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            created_at: string;
+            /** Format: uuid */
+            customer_id: string | null;
+            display: string;
+            /** @enum {string} */
+            environment: "live" | "sandbox";
+            /** Format: uuid */
+            id: string;
+            messaging_limit_tier: string | null;
+            /** @description chatapp: the number's status at the provider when known. */
+            number_status: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            numbers_read_at: string | null;
+            phone_number_id: string | null;
+            provider_account_id: string | null;
+            /** @description chatapp: quality of the number when known (GREEN, YELLOW, RED). */
+            quality_rating: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            token_expires_at: string | null;
+            /**
+             * @description photoapp only (null on chatapp). `expiring`: ends within 7 days.
+             * @enum {string|null}
+             */
+            token_status: "ok" | "expiring" | "expired" | "invalid" | "revoked" | "unknown" | null;
+            waba_id: string | null;
+        };
         CompleteSignup: {
             /** @description The code the provider's embedded signup gave the browser. */
             code: string;
@@ -2319,6 +2691,46 @@ export interface components {
             schema: {
                 [key: string]: unknown;
             };
+        };
+        /**
+         * @example {
+         *       "id": "3c1d2e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+         *       "channel_account_id": "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918",
+         *       "channel": "chatapp",
+         *       "contact_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+         *       "conversation_id": "2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e",
+         *       "external_id": "wamid.HBgLMTU1NTAwMDExMTEVAgARGBI",
+         *       "direction": "outbound",
+         *       "type": "text",
+         *       "status": "queued",
+         *       "to": "15550001111",
+         *       "created_at": "2026-11-22T10:00:00.000Z"
+         *     }
+         */
+        OutboundMessage: {
+            /** @enum {string} */
+            channel: "chatapp" | "photoapp";
+            /** Format: uuid */
+            channel_account_id: string;
+            /** Format: uuid */
+            contact_id: string | null;
+            /** Format: uuid */
+            conversation_id: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            created_at: string;
+            /** @enum {string} */
+            direction: "outbound";
+            /** @description The provider's message id (the wamid on chatapp). */
+            external_id: string;
+            /** Format: uuid */
+            id: string;
+            /** @description `queued` when accepted; then sent, delivered, read (forward only) or failed. */
+            status: string;
+            to: string;
+            type: string;
         };
         Paging: {
             cursors: {

@@ -29,6 +29,10 @@ export const ROUTES = {
   publishEvent: { method: 'post', path: '/events', shape: 'item' },
   listEventTypes: { method: 'get', path: '/event_types', shape: 'array' },
   deleteContact: { method: 'delete', path: '/contacts/{id}', shape: 'empty' },
+  // Sending messages and channel accounts (provider branch)
+  sendMessage: { method: 'post', path: '/messages', shape: 'item' },
+  listChannelAccounts: { method: 'get', path: '/channel_accounts', shape: 'page' },
+  getChannelAccount: { method: 'get', path: '/channel_accounts/{id}', shape: 'item' },
   // Templates, setup links and broadcasts
   listTemplates: { method: 'get', path: '/templates', shape: 'page' },
   syncTemplates: { method: 'post', path: '/templates/sync', shape: 'item' },
