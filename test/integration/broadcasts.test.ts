@@ -236,6 +236,24 @@ describe('broadcasts', () => {
     expect(resumed.body.data).toMatchObject({ status: 'sent', counts: { sent: 5, pending: 0 } });
   });
 
+  it('two sends at once share the recipients: each gets the template once', async () => {
+    const s = await setup();
+    const id = await draft(s);
+    const to = numbers(40);
+    await addRecipients(
+      s.tenant.key,
+      id,
+      to.map((to_recipient) => ({ to_recipient })),
+    );
+    const [one, two] = await Promise.all([send(s.tenant.key, id), send(s.tenant.key, id)]);
+    expect([one.status, two.status]).toEqual([200, 200]);
+    expect((await get(s.tenant.key, id)).body.data).toMatchObject({ status: 'sent', counts: { total: 40, sent: 40 } });
+    const { rows } = await testDb().query(`SELECT to_recipient FROM messages WHERE broadcast_id = $1`, [id]);
+    expect(rows.map((r) => r.to_recipient).sort()).toEqual([...to].sort());
+    const provided = [...bed.provider.state.messages.values()].filter((m) => to.includes(m.to));
+    expect(provided).toHaveLength(40);
+  });
+
   it('isolation: another Account, the other environment, scopes', async () => {
     const s = await setup();
     const id = await draft(s);
