@@ -10,6 +10,7 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import { bearerOf, graphError, GRAPH_VERSION, type LocalProviderContext, type LocalRouteModule } from './graph.js';
 import { mediaModule } from './media.js';
+import { messageControlModule } from './message-control.js';
 import { messagesModule } from './messages.js';
 import { createNotifier } from './notify.js';
 import { numbersModule } from './numbers.js';
@@ -20,6 +21,7 @@ import { clearTimers, createLocalProviderState, type LocalProviderState } from '
 const MODULES: LocalRouteModule[] = [
   numbersModule,
   messagesModule,
+  messageControlModule,
   photoappModule,
   mediaModule,
   // accounts (signup, templates): mounted here by the signup branch
