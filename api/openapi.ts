@@ -188,7 +188,14 @@ export function buildOpenApiDocument() {
     description:
       "Sent through the channel account's provider and registered with the provider's id before the answer. 202 with `{ data: message }` (status `queued`); 202 `media_not_ready` with Retry-After and the error envelope when the media is still processing (nothing registered).",
     security,
-    request: { body: { content: { 'application/json': { schema: SendMessageRequest } } } },
+    request: {
+      headers: z.object({
+        'Idempotency-Key': z.string().max(255).optional().openapi({
+          description: 'A retry with the same key and body answers the first message (header Idempotent-Replayed: true) and sends nothing.',
+        }),
+      }),
+      body: { content: { 'application/json': { schema: SendMessageRequest } } },
+    },
     responses: {
       202: json(
         z.union([z.object({ data: OutboundMessage }), ErrorEnvelope]),

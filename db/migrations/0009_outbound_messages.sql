@@ -18,3 +18,15 @@ CREATE INDEX channel_accounts_page ON channel_accounts (account_id, environment,
 ALTER TABLE messages
   ADD COLUMN to_recipient text,
   ADD COLUMN content jsonb;
+
+-- Idempotency-Key of POST /api/v1/messages: a retried send answers the first message instead of
+-- sending again. message_id is null while the first send is in flight (or it was abandoned).
+CREATE TABLE message_idempotency_keys (
+  account_id uuid NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+  environment text NOT NULL CHECK (environment IN ('live', 'sandbox')),
+  key text NOT NULL,
+  request_hash text NOT NULL,
+  message_id uuid REFERENCES messages (id) ON DELETE CASCADE,
+  reserved_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (account_id, environment, key)
+);

@@ -11,6 +11,7 @@ import Koa from 'koa';
 import { accountsModule } from './accounts.js';
 import { bearerOf, graphError, GRAPH_VERSION, type LocalProviderContext, type LocalRouteModule } from './graph.js';
 import { mediaModule } from './media.js';
+import { messageControlModule } from './message-control.js';
 import { messagesModule } from './messages.js';
 import { createNotifier } from './notify.js';
 import { numbersModule } from './numbers.js';
@@ -23,6 +24,7 @@ const MODULES: LocalRouteModule[] = [
   accountsModule,
   numbersModule,
   messagesModule,
+  messageControlModule,
   photoappModule,
   mediaModule,
 ];

@@ -1,5 +1,7 @@
 /** POST /api/v1/messages on real Postgres and the local provider: send, refuse, register (DECISIONS "Outbound messages"). */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canonicalJson, sha256Hex } from '../../core/catalog/canonical-json.js';
+import { parseSendRequest } from '../../core/outbound-message.js';
 import { createChannelAccount } from '../../db/directory.js';
 import { createProviderHttp } from '../../provider/http.js';
 import { createTenant, testDb, type Tenant } from '../support/harness.js';
@@ -172,6 +174,72 @@ describe('POST /api/v1/messages on chatapp', () => {
       bed.api.deps.providerApi = real;
     }
     expect(await messageCount(s.chatapp)).toBe(0);
+  });
+});
+
+describe('Idempotency-Key', () => {
+  const withKey = (key: string, idem: string, body: unknown) =>
+    bed.api.request('POST', '/api/v1/messages', { key, body, headers: { 'idempotency-key': idem } });
+
+  it('a retry with the same key and request answers the first message and sends nothing again', async () => {
+    const s = await setup();
+    const body = { channel_account_id: s.chatapp, to: '15550001111', type: 'text', text: { body: 'Once' } };
+    const first = await withKey(s.tenant.key, 'order-42', body);
+    expect(first.status).toBe(202);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    const again = await withKey(s.tenant.key, 'order-42', body);
+    expect(again.status).toBe(202);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body.data).toEqual(first.body.data);
+    expect(await messageCount(s.chatapp)).toBe(1);
+    const sentByProvider = [...bed.provider.state.messages.values()].filter((m) => m.from === s.pnid);
+    expect(sentByProvider).toHaveLength(1);
+    // Another key is another send.
+    expect((await withKey(s.tenant.key, 'order-43', body)).body.data.id).not.toBe(first.body.data.id);
+  });
+
+  it('the same key with another request is 422 idempotency_key_reused; keys are per Account and environment', async () => {
+    const s = await setup();
+    const body = { channel_account_id: s.chatapp, to: '15550001111', type: 'text', text: { body: 'A' } };
+    expect((await withKey(s.tenant.key, 'k-1', body)).status).toBe(202);
+    const other = await withKey(s.tenant.key, 'k-1', { ...body, text: { body: 'B' } });
+    expect(other.status).toBe(422);
+    expect(other.body.error.code).toBe('idempotency_key_reused');
+    const sandboxKey = await s.tenant.keyFor(['messages:write'], 'sandbox');
+    expect((await withKey(sandboxKey, 'k-1', { ...body, channel_account_id: s.sandbox })).status).toBe(202);
+  });
+
+  it('a failed send frees its key: the retry sends', async () => {
+    const s = await setup();
+    const media = await bed.control('/media', {});
+    const body = { channel_account_id: s.chatapp, to: '15550001111', type: 'image', media: { id: media.id } };
+    expect((await withKey(s.tenant.key, 'img-1', body)).body.error.code).toBe('media_not_ready');
+    await bed.control(`/media/${media.id}/ready`, {});
+    const retry = await withKey(s.tenant.key, 'img-1', body);
+    expect(retry.status).toBe(202);
+    expect(retry.headers.get('idempotent-replayed')).toBeNull();
+    expect(retry.body.data.status).toBe('queued');
+  });
+
+  it('a key still in flight is 409 idempotency_key_in_use; a malformed key is 422', async () => {
+    const s = await setup();
+    const body = { channel_account_id: s.chatapp, to: '15550001111', type: 'text', text: { body: 'x' } };
+    await testDb().query(
+      `INSERT INTO message_idempotency_keys (account_id, environment, key, request_hash) VALUES ($1, 'live', 'busy', $2)`,
+      [s.tenant.accountId, sha256Hex(canonicalJson(parseSendRequest(body)))],
+    );
+    const busy = await withKey(s.tenant.key, 'busy', body);
+    expect(busy.status).toBe(409);
+    expect(busy.body.error.code).toBe('idempotency_key_in_use');
+    // Abandoned (older than a minute): taken over, and the send goes out.
+    await testDb().query(
+      `UPDATE message_idempotency_keys SET reserved_at = now() - interval '2 minutes' WHERE key = 'busy' AND account_id = $1`,
+      [s.tenant.accountId],
+    );
+    expect((await withKey(s.tenant.key, 'busy', body)).status).toBe(202);
+    const bad = await withKey(s.tenant.key, 'a'.repeat(256), body);
+    expect(bad.status).toBe(422);
+    expect(bad.body.error.message).toContain('Idempotency-Key');
   });
 });
 

@@ -1145,7 +1145,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description A retry with the same key and body answers the first message (header Idempotent-Replayed: true) and sends nothing. */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
