@@ -158,17 +158,23 @@ export async function finishSendingIfDone(db: Queryable, id: string): Promise<vo
   );
 }
 
+/** A claim older than this belongs to a sender that died (a send takes seconds at most): it may be taken again. */
+export const ABANDONED_CLAIM_SECONDS = 300;
+
 /**
- * Claims the next pending recipient for this sender (pending → sending). Concurrent sends of one
- * broadcast claim different recipients, so nobody gets the template twice.
+ * Claims the next recipient to send for this sender: a pending one, or one whose claim was
+ * abandoned. Concurrent sends of one broadcast claim different recipients, so nobody gets the
+ * template twice (and a retaken one is sent with the same idempotency key: outbound/broadcast-send.ts).
  */
 export async function claimNextRecipient(db: Queryable, broadcastId: string): Promise<RecipientRow | undefined> {
   const { rows } = await db.query<RecipientRow>(
     `UPDATE broadcast_recipients SET status = 'sending', updated_at = now()
-     WHERE id = (SELECT id FROM broadcast_recipients WHERE broadcast_id = $1 AND status = 'pending'
+     WHERE id = (SELECT id FROM broadcast_recipients
+                 WHERE broadcast_id = $1
+                   AND (status = 'pending' OR (status = 'sending' AND updated_at < now() - make_interval(secs => $2)))
                  ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
      RETURNING ${RECIPIENT_COLUMNS}`,
-    [broadcastId],
+    [broadcastId, ABANDONED_CLAIM_SECONDS],
   );
   return rows[0];
 }

@@ -21,17 +21,26 @@ import { sendMessage, type Principal, type SendDeps } from './send-message.js';
 /** Recipients sent at once: the provider's pace, not the platform's, bounds a broadcast. */
 const CONCURRENCY = 4;
 
-/** Errors that say the provider is out of reach right now, not that this recipient was refused. */
-const isOutage = (err: unknown) => err instanceof DomainError && err.status === 503;
+/**
+ * Errors that say "not now" rather than "not this recipient": the provider is out of reach, or
+ * the recipient's send is still in flight elsewhere.
+ */
+const isOutage = (err: unknown) => err instanceof DomainError && (err.status === 503 || err.code === 'idempotency_key_in_use');
 
 async function sendOne(deps: SendDeps, principal: Principal, b: BroadcastRow, r: RecipientRow): Promise<void> {
   try {
-    const message = await sendMessage(deps, principal, {
-      channel_account_id: b.channel_account_id,
-      to: r.to_recipient,
-      type: 'template',
-      template: { name: b.template_name, language: b.template_language, ...(r.components ? { components: r.components } : {}) },
-    });
+    const message = await sendMessage(
+      deps,
+      principal,
+      {
+        channel_account_id: b.channel_account_id,
+        to: r.to_recipient,
+        type: 'template',
+        template: { name: b.template_name, language: b.template_language, ...(r.components ? { components: r.components } : {}) },
+      },
+      // One key per recipient: a recipient taken again after a crash finds its message instead of a second send.
+      { idempotencyKey: `broadcast:${b.id}:${r.id}` },
+    );
     await tagMessageWithBroadcast(deps.db, message.id, b.id);
     await recordRecipientOutcome(deps.db, r.id, { status: 'sent', messageId: message.id });
   } catch (err) {

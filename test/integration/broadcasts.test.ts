@@ -236,6 +236,37 @@ describe('broadcasts', () => {
     expect(resumed.body.data).toMatchObject({ status: 'sent', counts: { sent: 5, pending: 0 } });
   });
 
+  it('a claim abandoned by a dead sender is taken again, without a second message when it had been sent', async () => {
+    const s = await setup();
+    const id = await draft(s);
+    const [a, b, c] = numbers(3);
+    await addRecipients(s.tenant.key, id, [{ to_recipient: a }]);
+    expect((await send(s.tenant.key, id)).status).toBe(200);
+    const sentA = (await bed.api.request('GET', `/api/v1/broadcasts/${id}/recipients`, { key: s.tenant.key })).body.data[0];
+
+    // As if the sender died after the message was registered but before the recipient was marked,
+    // and another sender is still busy with b; c was never tried.
+    await testDb().query(`UPDATE broadcasts SET status = 'sending' WHERE id = $1`, [id]);
+    await testDb().query(
+      `UPDATE broadcast_recipients SET status = 'sending', message_id = NULL, updated_at = now() - interval '10 minutes' WHERE id = $1`,
+      [sentA.id],
+    );
+    await testDb().query(
+      `INSERT INTO broadcast_recipients (broadcast_id, to_recipient, status) VALUES ($1, $2, 'sending'), ($1, $3, 'pending')`,
+      [id, b, c],
+    );
+
+    const res = await send(s.tenant.key, id);
+    expect(res.status).toBe(200);
+    // b's sender is alive (its claim is recent): the broadcast is not finished until it is.
+    expect(res.body.data).toMatchObject({ status: 'sending', counts: { total: 3, sending: 1, sent: 2 } });
+    const after = (await bed.api.request('GET', `/api/v1/broadcasts/${id}/recipients?status=sent`, { key: s.tenant.key })).body.data;
+    expect(after.find((r: any) => r.to_recipient === a).message_id).toBe(sentA.message_id);
+    expect([...bed.provider.state.messages.values()].filter((m) => m.to === a)).toHaveLength(1);
+    expect([...bed.provider.state.messages.values()].filter((m) => m.to === c)).toHaveLength(1);
+    expect([...bed.provider.state.messages.values()].filter((m) => m.to === b)).toHaveLength(0);
+  });
+
   it('two sends at once share the recipients: each gets the template once', async () => {
     const s = await setup();
     const id = await draft(s);
