@@ -12,6 +12,7 @@ import { errorEnvelope } from './errors.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { consentRoutes } from './routes/consents.js';
 import { contactProfileRoutes } from './routes/contact-profiles.js';
+import { broadcastRoutes } from './routes/broadcasts.js';
 import { contactRoutes } from './routes/contacts.js';
 import { conversationRoutes } from './routes/conversations.js';
 import { deliveryRoutes } from './routes/deliveries.js';
@@ -21,6 +22,10 @@ import { messageRoutes } from './routes/messages.js';
 import { operationsRoutes } from './routes/operations.js';
 import { providerRoutes } from './routes/provider.js';
 import { stageRoutes } from './routes/stages.js';
+import { setupCompletionRoutes, setupLinkRoutes } from './routes/setup-links.js';
+import { templateRoutes } from './routes/templates.js';
+import { outboundRoutes } from './routes/outbound.js';
+import { channelAccountRoutes } from './routes/channel-accounts.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { refuseUnstorableInput } from './validation.js';
 
@@ -51,13 +56,28 @@ export function createApp(deps: ApiDeps): Koa {
   open.get('/api/v1/openapi.json', (ctx) => {
     ctx.body = doc;
   });
-  for (const r of [open, docsRoutes(), operationsRoutes(deps), providerRoutes(deps)])
+  for (const r of [open, docsRoutes(), operationsRoutes(deps), providerRoutes(deps), setupCompletionRoutes(deps)])
     app.use(r.routes()).use(r.allowedMethods({ throw: true, methodNotAllowed: methodNotAllowed, notImplemented }));
 
   const api = new Router();
   api.use('/api/v1', authenticate(deps.db, deps.apiKeys), rateLimit(deps.config.rateLimit), refuseUnstorableInput);
-  const crm = [stageRoutes(deps), contactProfileRoutes(deps), consentRoutes(deps), conversationRoutes(deps), messageRoutes(deps)];
-  for (const r of [webhookRoutes(deps), deliveryRoutes(deps), eventRoutes(deps), eventTypeRoutes(), contactRoutes(deps), ...crm])
+  for (const r of [
+    webhookRoutes(deps),
+    deliveryRoutes(deps),
+    eventRoutes(deps),
+    eventTypeRoutes(),
+    contactRoutes(deps),
+    templateRoutes(deps),
+    setupLinkRoutes(deps),
+    broadcastRoutes(deps),
+    outboundRoutes(deps),
+    channelAccountRoutes(deps),
+    stageRoutes(deps),
+    contactProfileRoutes(deps),
+    consentRoutes(deps),
+    conversationRoutes(deps),
+    messageRoutes(deps),
+  ])
     api.use(r.routes(), r.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
   app.use(api.routes()).use(api.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
   return app;

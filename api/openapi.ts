@@ -29,8 +29,30 @@ import {
   MessageListQuery,
   Stage,
   UpdateContactBody,
+  OutboundMessage,
+  ChannelAccountResource,
+  ChannelAccountListQuery,
 } from './schemas.js';
+import { SendMessageRequest } from '../core/outbound-message.js';
 import { PublishBody } from '../ingest/publish.js';
+import {
+  AddRecipientsBody,
+  AddRecipientsResult,
+  Broadcast,
+  BroadcastListQuery,
+  BroadcastRecipient,
+  CompleteSignupBody,
+  CreateBroadcastBody,
+  CreateSetupLinkBody,
+  RecipientListQuery,
+  SetupLink,
+  SetupLinkWithUrl,
+  SignupResult,
+  SyncTemplatesBody,
+  Template,
+  TemplateListQuery,
+  TemplateSyncResult,
+} from './schemas.js';
 
 /** 401, 403 and 429 can answer any authenticated route, and 422 too: text Postgres cannot store (NUL, unpaired surrogates) in the path or query. */
 function errors(...codes: number[]) {
@@ -249,6 +271,146 @@ export function buildOpenApiDocument() {
     security,
     request: { query: MessageListQuery },
     responses: { 200: json(z.object({ data: z.array(Message), paging: Paging })) },
+  });
+  // ---- Sending messages and channel accounts (provider branch) ----
+  registry.registerPath({
+    method: 'post',
+    path: '/api/v1/messages',
+    summary: 'Send a message through a channel account (scope messages:write)',
+    description:
+      "Sent through the channel account's provider and registered with the provider's id before the answer. 202 with `{ data: message }` (status `queued`); 202 `media_not_ready` with Retry-After and the error envelope when the media is still processing (nothing registered).",
+    security,
+    request: {
+      headers: z.object({
+        'Idempotency-Key': z.string().max(255).optional().openapi({
+          description: 'A retry with the same key and body answers the first message (header Idempotent-Replayed: true) and sends nothing.',
+        }),
+      }),
+      body: { content: { 'application/json': { schema: SendMessageRequest } } },
+    },
+    responses: {
+      202: json(
+        z.union([z.object({ data: OutboundMessage }), ErrorEnvelope]),
+        'Accepted: the message, or media_not_ready (error envelope, Retry-After)',
+      ),
+      ...errors(404, 409, 502, 503),
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/channel_accounts',
+    summary: 'List channel accounts of the key’s environment (scope account:read)',
+    security,
+    request: { query: ChannelAccountListQuery },
+    responses: { 200: json(z.object({ data: z.array(ChannelAccountResource), paging: Paging })), ...errors() },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/channel_accounts/{id}',
+    summary: 'Read a channel account (scope account:read)',
+    security,
+    request: { params: idParam },
+    responses: { 200: json(z.object({ data: ChannelAccountResource })), ...errors(404) },
+  });
+
+  // ---- Templates, setup links and broadcasts ----
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/templates',
+    summary: "List message templates (scope account:read): the stored copy of the provider's, newest status included",
+    security,
+    request: { query: TemplateListQuery },
+    responses: { 200: json(z.object({ data: z.array(Template), paging: Paging })), ...errors(404) },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/api/v1/templates/sync',
+    summary: "Read a channel account's templates from the provider again (scope account:write)",
+    security,
+    request: { body: { content: { 'application/json': { schema: SyncTemplatesBody } } } },
+    responses: { 200: json(z.object({ data: TemplateSyncResult })), ...errors(404, 502, 503) },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/api/v1/customers/{id}/setup_links',
+    summary: 'Create a setup link for a Customer (scope account:write); the url is shown only here',
+    security,
+    request: { params: idParam, body: { content: { 'application/json': { schema: CreateSetupLinkBody } } } },
+    responses: { 201: json(z.object({ data: SetupLinkWithUrl }), 'Created'), ...errors(404) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/customers/{id}/setup_links',
+    summary: "List a Customer's setup links of the key's environment (scope account:read)",
+    security,
+    request: { params: idParam, query: ListQuery },
+    responses: { 200: json(z.object({ data: z.array(SetupLink), paging: Paging })), ...errors(404) },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/setup/{token}/complete',
+    summary: "End of the provider's embedded signup, called by the Customer's browser with the link's token (no API key)",
+    request: {
+      params: z.object({ token: z.string() }),
+      body: { content: { 'application/json': { schema: CompleteSignupBody } } },
+    },
+    responses: {
+      200: json(z.object({ data: SignupResult })),
+      ...Object.fromEntries(
+        [404, 410, 422, 502, 503].map((code) => [
+          code,
+          { description: 'Error envelope', content: { 'application/json': { schema: ErrorEnvelope } } },
+        ]),
+      ),
+    },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/api/v1/broadcasts',
+    summary: 'Create a draft broadcast of a template on a chatapp channel account (scope messages:write)',
+    security,
+    request: { body: { content: { 'application/json': { schema: CreateBroadcastBody } } } },
+    responses: { 201: json(z.object({ data: Broadcast }), 'Created'), ...errors(404) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/broadcasts',
+    summary: 'List broadcasts with their recipient counts (scope messages:read)',
+    security,
+    request: { query: BroadcastListQuery },
+    responses: { 200: json(z.object({ data: z.array(Broadcast), paging: Paging })), ...errors() },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/broadcasts/{id}',
+    summary: 'Read a broadcast with its recipient counts (scope messages:read)',
+    security,
+    request: { params: idParam },
+    responses: { 200: json(z.object({ data: Broadcast })), ...errors(404) },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/api/v1/broadcasts/{id}/recipients',
+    summary: 'Add up to 1000 recipients to a draft broadcast (scope messages:write)',
+    security,
+    request: { params: idParam, body: { content: { 'application/json': { schema: AddRecipientsBody } } } },
+    responses: { 200: json(z.object({ data: AddRecipientsResult })), ...errors(404, 409) },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/broadcasts/{id}/recipients',
+    summary: "A broadcast's recipients with their status, message and failure reason (scope messages:read)",
+    security,
+    request: { params: idParam, query: RecipientListQuery },
+    responses: { 200: json(z.object({ data: z.array(BroadcastRecipient), paging: Paging })), ...errors(404) },
+  });
+  registry.registerPath({
+    method: 'post',
+    path: '/api/v1/broadcasts/{id}/send',
+    summary: 'Send the template to every pending recipient (scope messages:write); answers when each was attempted',
+    security,
+    request: { params: idParam },
+    responses: { 200: json(z.object({ data: Broadcast })), ...errors(404, 409, 503) },
   });
 
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({

@@ -9,6 +9,11 @@ import type { ContactRow } from '../db/contacts.js';
 import type { ConversationListRow, MessageListRow } from '../db/messaging-reads.js';
 import type { StageRow } from '../db/stages.js';
 import type { ConsentRecord, Contact, Conversation, Message, Stage } from './schemas.js';
+import type { BroadcastRow, RecipientRow } from '../db/broadcasts.js';
+import type { SetupLinkRow } from '../db/setup-links.js';
+import type { TemplateRow } from '../db/templates.js';
+import type { ChannelAccountRow } from '../db/channel-accounts.js';
+import type { Broadcast, BroadcastRecipient, ChannelAccountResource, SetupLink, Template } from './schemas.js';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -130,6 +135,86 @@ export function presentMessage(row: MessageListRow): z.infer<typeof Message> {
     direction: row.direction,
     type: row.type,
     status: row.status,
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+// ---- Templates, setup links and broadcasts ----
+
+export function presentTemplate(row: TemplateRow): z.infer<typeof Template> {
+  return {
+    id: row.id,
+    waba_id: row.waba_id,
+    provider_template_id: row.provider_template_id,
+    name: row.name,
+    language: row.language,
+    category: row.category,
+    status: row.status,
+    status_reason: row.status_reason,
+    components: row.components,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+export function presentSetupLink(row: SetupLinkRow, now: Date): z.infer<typeof SetupLink> {
+  return {
+    id: row.id,
+    customer_id: row.customer_id,
+    environment: row.environment,
+    connection_mode: row.connection_mode,
+    status: row.completed_at ? 'completed' : row.expires_at <= now ? 'expired' : 'open',
+    expires_at: row.expires_at.toISOString(),
+    completed_at: iso(row.completed_at),
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+export function presentBroadcast(row: BroadcastRow): z.infer<typeof Broadcast> {
+  return {
+    id: row.id,
+    channel_account_id: row.channel_account_id,
+    environment: row.environment,
+    name: row.name,
+    template: { name: row.template_name, language: row.template_language },
+    status: row.status,
+    counts: row.counts,
+    sent_at: iso(row.sent_at),
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+export function presentRecipient(row: RecipientRow): z.infer<typeof BroadcastRecipient> {
+  return {
+    id: row.id,
+    to_recipient: row.to_recipient,
+    components: row.components,
+    status: row.status,
+    message_id: row.message_id,
+    failure_reason: row.failure_reason,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+export function presentChannelAccount(row: ChannelAccountRow): z.infer<typeof ChannelAccountResource> {
+  const photoapp = row.channel === 'photoapp';
+  return {
+    id: row.id,
+    channel: row.channel,
+    display: row.display,
+    customer_id: row.customer_id,
+    environment: row.environment,
+    phone_number_id: row.phone_number_id,
+    waba_id: row.waba_id,
+    provider_account_id: row.provider_account_id,
+    quality_rating: row.quality_rating,
+    messaging_limit_tier: row.messaging_limit_tier,
+    number_status: row.number_status,
+    numbers_read_at: iso(row.numbers_read_at),
+    // A photoapp account never read yet is `unknown`; chatapp accounts have no token of their own.
+    token_status: photoapp ? (row.token_status ?? 'unknown') : null,
+    token_expires_at: photoapp ? iso(row.token_expires_at) : null,
     created_at: row.created_at.toISOString(),
   };
 }

@@ -459,3 +459,317 @@ export const MessageListQuery = ListQuery.extend({
   channel_account_id: Uuid.optional(),
   direction: z.enum(['inbound', 'outbound']).optional(),
 });
+
+// ---- Templates, setup links and broadcasts ----
+
+export const TEMPLATE_STATUSES = [
+  'APPROVED',
+  'PENDING',
+  'REJECTED',
+  'PAUSED',
+  'DISABLED',
+  'IN_APPEAL',
+  'PENDING_DELETION',
+  'DELETED',
+  'LIMIT_EXCEEDED',
+  'ARCHIVED',
+] as const;
+
+export const Template = z
+  .object({
+    id: Uuid,
+    waba_id: z.string(),
+    provider_template_id: z.string(),
+    name: z.string(),
+    language: z.string(),
+    category: z.string().nullable(),
+    status: z.string().openapi({ description: `As the provider reports it: ${TEMPLATE_STATUSES.join(', ')}.` }),
+    status_reason: z.string().nullable().openapi({ description: 'Why the provider rejected or paused it, when it said.' }),
+    components: z.array(z.unknown()),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .openapi('Template', {
+    example: {
+      id: '3e1d2c4b-5a6f-4e7d-8c9b-0a1b2c3d4e5f',
+      waba_id: '102290129340398',
+      provider_template_id: '1049912345678901',
+      name: 'order_update',
+      language: 'en_US',
+      category: 'UTILITY',
+      status: 'APPROVED',
+      status_reason: null,
+      components: [{ type: 'BODY', text: 'Your order {{1}} has shipped.' }],
+      created_at: '2026-11-22T10:00:00.000Z',
+      updated_at: '2026-11-22T10:00:00.000Z',
+    },
+  });
+
+export const TemplateListQuery = ListQuery.extend({
+  channel_account_id: Uuid.optional().openapi({ description: "Templates of this channel account's business account." }),
+  status: z
+    .string()
+    .optional()
+    .openapi({ description: `One of ${TEMPLATE_STATUSES.join(', ')} (any case).` }),
+  name: z.string().optional(),
+});
+
+export const SyncTemplatesBody = z.object({ channel_account_id: Uuid }).strict().openapi('SyncTemplates');
+
+export const TemplateSyncResult = z
+  .object({
+    channel_account_id: Uuid,
+    waba_id: z.string(),
+    templates: z.number().int().openapi({ description: 'How many templates the provider listed.' }),
+    updated: z.number().int().openapi({ description: 'Templates added or changed by this sync.' }),
+    removed: z.number().int().openapi({ description: 'Templates the provider no longer lists.' }),
+    synced_at: Timestamp,
+  })
+  .openapi('TemplateSyncResult');
+
+export const CONNECTION_MODES = ['dedicated', 'coexistence'] as const;
+/** Setup links live 7 days unless asked otherwise, at most 30. */
+export const SETUP_LINK_DEFAULT_TTL_S = 7 * 24 * 3600;
+export const SETUP_LINK_MAX_TTL_S = 30 * 24 * 3600;
+
+export const CreateSetupLinkBody = z
+  .object({
+    connection_mode: z
+      .enum(CONNECTION_MODES)
+      .optional()
+      .openapi({ description: '`dedicated` (number only on the API, the default) or `coexistence` (number stays in the business app).' }),
+    expires_in: z
+      .number()
+      .int()
+      .min(300)
+      .max(SETUP_LINK_MAX_TTL_S)
+      .optional()
+      .openapi({ description: `Seconds until the link expires: 300 to ${SETUP_LINK_MAX_TTL_S}, default ${SETUP_LINK_DEFAULT_TTL_S}.` }),
+  })
+  .strict()
+  .openapi('CreateSetupLink');
+
+const setupLinkExample = {
+  id: '7a6b5c4d-3e2f-4a1b-9c8d-7e6f5a4b3c2d',
+  customer_id: '1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f',
+  environment: 'live',
+  connection_mode: 'dedicated',
+  status: 'open',
+  expires_at: '2026-11-29T10:00:00.000Z',
+  completed_at: null,
+  created_at: '2026-11-22T10:00:00.000Z',
+};
+
+export const SetupLink = z
+  .object({
+    id: Uuid,
+    customer_id: Uuid,
+    environment: z.enum(['live', 'sandbox']),
+    connection_mode: z.enum(CONNECTION_MODES),
+    status: z
+      .enum(['open', 'completed', 'expired'])
+      .openapi({ description: '`completed` once a signup finished through it (it can still be repeated until it expires).' }),
+    expires_at: Timestamp,
+    completed_at: Timestamp.nullable(),
+    created_at: Timestamp,
+  })
+  .openapi('SetupLink', { example: setupLinkExample });
+
+export const SetupLinkWithUrl = SetupLink.extend({
+  url: z.string().openapi({ description: 'The page the Customer opens. Shown in this answer only: it carries the secret token.' }),
+}).openapi('SetupLinkWithUrl', { example: { ...setupLinkExample, url: 'https://api.example.com/setup/setup_Xq3EXAMPLE' } });
+
+export const CompleteSignupBody = z
+  .object({
+    code: z.string().min(1).max(2048).openapi({ description: "The code the provider's embedded signup gave the browser." }),
+    waba_id: z.string().min(1).max(64).optional().openapi({
+      description:
+        'The business account the Customer chose (from the signup session); must be one the code grants. Default: the first granted.',
+    }),
+    phone_number_id: z.string().min(1).max(64).optional().openapi({ description: 'Connect only this number of the business account.' }),
+  })
+  .strict()
+  .openapi('CompleteSignup');
+
+export const SignupResult = z
+  .object({
+    setup_link_id: Uuid,
+    waba_id: z.string(),
+    connected: z.array(
+      z.object({
+        channel_account_id: Uuid,
+        phone_number_id: z.string(),
+        display_phone_number: z.string(),
+        connection_mode: z.enum(CONNECTION_MODES),
+      }),
+    ),
+    skipped: z.array(z.object({ phone_number_id: z.string(), reason: z.string() })),
+  })
+  .openapi('SignupResult');
+
+export const BROADCAST_STATUSES = ['draft', 'sending', 'sent'] as const;
+export const RECIPIENT_STATUSES = ['pending', 'sending', 'sent', 'failed'] as const;
+
+export const CreateBroadcastBody = z
+  .object({
+    channel_account_id: Uuid,
+    template: z.object({ name: z.string().min(1).max(512), language: z.string().min(1).max(32) }).strict(),
+    name: z.string().max(200).optional().openapi({ description: 'A label for people; not sent.' }),
+  })
+  .strict()
+  .openapi('CreateBroadcast', {
+    example: { channel_account_id: '2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e', template: { name: 'order_update', language: 'en_US' } },
+  });
+
+export const Broadcast = z
+  .object({
+    id: Uuid,
+    channel_account_id: Uuid,
+    environment: z.enum(['live', 'sandbox']),
+    name: z.string().nullable(),
+    template: z.object({ name: z.string(), language: z.string() }),
+    status: z.enum(BROADCAST_STATUSES),
+    counts: z
+      .object({
+        total: z.number().int(),
+        pending: z.number().int(),
+        sending: z.number().int(),
+        sent: z.number().int(),
+        failed: z.number().int(),
+      })
+      .openapi({ description: 'Recipients by status: `sending` are being sent right now.' }),
+    sent_at: Timestamp.nullable(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .openapi('Broadcast');
+
+export const BroadcastListQuery = ListQuery.extend({
+  channel_account_id: Uuid.optional(),
+  status: z
+    .string()
+    .optional()
+    .openapi({ description: `One of ${BROADCAST_STATUSES.join(', ')}.` }),
+});
+
+export const AddRecipientsBody = z
+  .object({
+    recipients: z.array(z.object({ to_recipient: z.string(), components: z.array(z.record(z.string(), z.unknown())).optional() })).openapi({
+      description: 'At most 1000 per call (more is 422 too_many_recipients). Invalid items come back in errors; the valid ones are added.',
+    }),
+  })
+  .openapi('AddRecipients', { example: { recipients: [{ to_recipient: '+55 11 98765-4321' }] } });
+
+export const AddRecipientsResult = z
+  .object({
+    added: z.number().int(),
+    duplicates: z.number().int(),
+    errors: z.array(z.object({ index: z.number().int(), to_recipient: z.string().optional(), reason: z.string(), message: z.string() })),
+  })
+  .openapi('AddRecipientsResult', {
+    example: {
+      added: 1,
+      duplicates: 0,
+      errors: [
+        { index: 1, to_recipient: 'abc', reason: 'invalid_to_recipient', message: 'to_recipient is not an international phone number' },
+      ],
+    },
+  });
+
+export const BroadcastRecipient = z
+  .object({
+    id: Uuid,
+    to_recipient: z.string().openapi({ description: 'Normalized: digits only, country code first.' }),
+    components: z.array(z.record(z.string(), z.unknown())).nullable(),
+    status: z.enum(RECIPIENT_STATUSES),
+    message_id: Uuid.nullable().openapi({ description: 'The platform message sent to this recipient.' }),
+    failure_reason: z.string().nullable(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .openapi('BroadcastRecipient');
+
+export const RecipientListQuery = ListQuery.extend({
+  status: z
+    .string()
+    .optional()
+    .openapi({ description: `One of ${RECIPIENT_STATUSES.join(', ')}.` }),
+});
+
+// ---- Sending messages and channel accounts (provider branch) ----
+
+export const OutboundMessage = z
+  .object({
+    id: Uuid,
+    channel_account_id: Uuid,
+    channel: z.enum(['chatapp', 'photoapp']),
+    contact_id: Uuid.nullable(),
+    conversation_id: Uuid.nullable(),
+    external_id: z.string().openapi({ description: "The provider's message id (the wamid on chatapp)." }),
+    direction: z.literal('outbound'),
+    type: z.string(),
+    status: z.string().openapi({ description: '`queued` when accepted; then sent, delivered, read (forward only) or failed.' }),
+    to: z.string(),
+    created_at: Timestamp,
+  })
+  .openapi('OutboundMessage', {
+    example: {
+      id: '3c1d2e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f',
+      channel_account_id: '7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918',
+      channel: 'chatapp',
+      contact_id: '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d',
+      conversation_id: '2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e',
+      external_id: 'wamid.HBgLMTU1NTAwMDExMTEVAgARGBI',
+      direction: 'outbound',
+      type: 'text',
+      status: 'queued',
+      to: '15550001111',
+      created_at: '2026-11-22T10:00:00.000Z',
+    },
+  });
+
+export const ChannelAccountResource = z
+  .object({
+    id: Uuid,
+    channel: z.enum(['chatapp', 'photoapp']),
+    display: z.string(),
+    customer_id: Uuid.nullable(),
+    environment: z.enum(['live', 'sandbox']),
+    phone_number_id: z.string().nullable(),
+    waba_id: z.string().nullable(),
+    provider_account_id: z.string().nullable(),
+    quality_rating: z.string().nullable().openapi({ description: 'chatapp: quality of the number when known (GREEN, YELLOW, RED).' }),
+    messaging_limit_tier: z.string().nullable(),
+    number_status: z.string().nullable().openapi({ description: "chatapp: the number's status at the provider when known." }),
+    numbers_read_at: Timestamp.nullable(),
+    token_status: z
+      .enum(['ok', 'expiring', 'expired', 'invalid', 'revoked', 'unknown'])
+      .nullable()
+      .openapi({ description: 'photoapp only (null on chatapp). `expiring`: ends within 7 days.' }),
+    token_expires_at: Timestamp.nullable(),
+    created_at: Timestamp,
+  })
+  .openapi('ChannelAccount', {
+    example: {
+      id: '7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918',
+      channel: 'chatapp',
+      display: '+1 555 0100',
+      customer_id: null,
+      environment: 'live',
+      phone_number_id: '106540352242922',
+      waba_id: '102290129340398',
+      provider_account_id: null,
+      quality_rating: 'GREEN',
+      messaging_limit_tier: 'TIER_1K',
+      number_status: 'CONNECTED',
+      numbers_read_at: '2026-11-22T10:00:00.000Z',
+      token_status: null,
+      token_expires_at: null,
+      created_at: '2026-11-22T09:00:00.000Z',
+    },
+  });
+
+export const ChannelAccountListQuery = ListQuery.extend({
+  channel: z.enum(['chatapp', 'photoapp']).optional(),
+  customer_id: Uuid.optional(),
+});

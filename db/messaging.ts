@@ -45,6 +45,11 @@ export interface MessageRow {
   conversation_id: string | null;
   external_id: string;
   direction: 'inbound' | 'outbound';
+  type: string | null;
+  status: string | null;
+  to_recipient: string | null;
+  content: Record<string, unknown> | null;
+  created_at: Date;
 }
 
 /** Records an inbound message once; a redelivered notification finds the same row. */
@@ -64,13 +69,34 @@ export async function upsertInboundMessage(
 /** A message the platform sent (API, panel, broadcast, sequence): only these get status events. */
 export async function registerOutboundMessage(
   db: Queryable,
-  m: { accountId: string; channelAccountId: string; contactId?: string | null; externalId: string },
+  m: {
+    accountId: string;
+    channelAccountId: string;
+    contactId?: string | null;
+    conversationId?: string | null;
+    externalId: string;
+    type?: string | null;
+    /** `queued` for a send the provider just accepted; `accepted` when unset. */
+    status?: string;
+    toRecipient?: string | null;
+    content?: Record<string, unknown> | null;
+  },
 ): Promise<MessageRow> {
   const { rows } = await db.query<MessageRow>(
-    `INSERT INTO messages (account_id, channel_account_id, contact_id, external_id, direction, status)
-     VALUES ($1, $2, $3, $4, 'outbound', 'accepted')
+    `INSERT INTO messages (account_id, channel_account_id, contact_id, conversation_id, external_id, direction, type, status, to_recipient, content)
+     VALUES ($1, $2, $3, $4, $5, 'outbound', $6, $7, $8, $9)
      ON CONFLICT (channel_account_id, external_id) DO UPDATE SET direction = messages.direction RETURNING *`,
-    [m.accountId, m.channelAccountId, m.contactId ?? null, m.externalId],
+    [
+      m.accountId,
+      m.channelAccountId,
+      m.contactId ?? null,
+      m.conversationId ?? null,
+      m.externalId,
+      m.type ?? null,
+      m.status ?? 'accepted',
+      m.toRecipient ?? null,
+      m.content ? JSON.stringify(m.content) : null,
+    ],
   );
   return rows[0]!;
 }
@@ -110,8 +136,17 @@ export async function recordFepExpiry(db: Queryable, m: MessageRow, recipientWaI
   return rowCount === 1;
 }
 
-export async function updateMessageStatus(db: Queryable, id: string, status: string): Promise<void> {
-  await db.query(`UPDATE messages SET status = $2 WHERE id = $1`, [id, status]);
+/**
+ * Moves a message to `status` only from one of the statuses in `from` (null counts as the
+ * first status), in one statement, so racing notifications never move it backwards.
+ */
+export async function advanceMessageStatus(db: Queryable, id: string, status: string, from: string[]): Promise<boolean> {
+  const { rowCount } = await db.query(`UPDATE messages SET status = $2 WHERE id = $1 AND (status IS NULL OR status = ANY($3::text[]))`, [
+    id,
+    status,
+    from,
+  ]);
+  return rowCount === 1;
 }
 
 /** The environment of a contact of the account (its channel account's), or undefined when there is no such contact. */

@@ -23,10 +23,13 @@ import {
   findChannelAccountsByWaba,
   type ChannelAccount,
 } from '../db/directory.js';
-import { findMessage, findRegisteredMessage, recordFepExpiry, recordIncomingMessage, updateMessageStatus } from '../db/messaging.js';
+import { movesForward, statusesBefore } from '../core/message-status.js';
+import { advanceMessageStatus, findMessage, findRegisteredMessage, recordFepExpiry, recordIncomingMessage } from '../db/messaging.js';
 import { logger } from '../runtime/logger.js';
+import { applyTemplateStatusUpdates } from './chatapp-template-status.js';
 import { RejectedNotification, wakeFor, type IngestDeps } from './deps.js';
 import { recordRejectedItems, splitChatappNotification, type NotificationItem, type RejectedItem } from './notification-items.js';
+import { rereadNumbers } from './number-health.js';
 import { storeEvent, type IngestEvent } from './store-event.js';
 
 interface PlannedEvent {
@@ -155,7 +158,9 @@ async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
       // Statuses of messages the platform did not send produce no event.
       const message = await findRegisteredMessage(deps.db, ca.id, fact.messageId);
       if (!message) return false;
-      await updateMessageStatus(deps.db, message.id, fact.status);
+      // Statuses move forward only (DECISIONS): a late one emits nothing; a repeated one goes on
+      // to find its stored event (the idempotency key), so it emits nothing new either.
+      if (message.status !== fact.status && !movesForward(message.status, fact.status)) return false;
       const fepEnd = freeEntryPointEnd(fact);
       if (fepEnd) await recordFepExpiry(deps.db, message, fact.recipientId, fepEnd);
       event = {
@@ -183,6 +188,8 @@ async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
     }
     case 'account_update':
     case 'quality_update':
+      // SPEC 6.3: the tier change makes the platform re-read the numbers (best effort) before the event.
+      if (fact.kind === 'quality_update') await rereadNumbers(deps, fact.wabaId);
       event = {
         ...base,
         externalId: null,
@@ -195,12 +202,16 @@ async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
   }
   const stored = await storeEvent(deps.db, event, deps.now?.());
   if (stored.created) wakeFor(deps, ca.account_id, stored);
+  // After the event is stored, so a crash in between leaves a provider retry able to finish it.
+  if (fact.kind === 'status') await advanceMessageStatus(deps.db, event.messageResourceId!, fact.status, statusesBefore(fact.status));
   return true;
 }
 
 /** Ingests a verified notification body. Returns how many events it stored, new or repeated. */
 export async function ingestChatappNotification(deps: IngestDeps, body: unknown): Promise<number> {
   const { planned, rejected } = await plan(deps, body);
+  // Template status changes update the template and emit nothing (SPEC 6.4).
+  await applyTemplateStatusUpdates(deps.db, body);
   let stored = 0;
   for (const p of planned) if (await store(deps, p)) stored++;
   // After the stores: a failed store answers 500 and the provider retries, which would record them twice.

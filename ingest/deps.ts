@@ -1,4 +1,5 @@
 import type { Db } from '../db/pool.js';
+import type { ProviderHttp } from '../provider/http.js';
 import type { DueWakes } from './due-wakes.js';
 import type { StoredEvent } from './store-event.js';
 
@@ -7,6 +8,8 @@ export interface IngestDeps {
   wakes: DueWakes;
   /** The clock the Free-plan rules are judged by (SPEC 8); the system clock when unset. Tests pin it. */
   now?: () => Date;
+  /** The provider's API, for re-reads a notification asks for (numbers on a quality update); skipped when unset. */
+  providerApi?: ProviderHttp;
 }
 
 /** After commit: each endpoint with a new pending delivery is woken (coalesced): to send it, or to time its hold. */

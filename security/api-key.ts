@@ -5,11 +5,13 @@ export const SCOPES = [
   'webhooks:write',
   'events:read',
   'events:write',
-  'contacts:write',
   'contacts:read',
+  'contacts:write',
   'messages:read',
   'messages:write',
   'account:read',
+  // Creating setup links and syncing templates (a write of the Account's configuration, as webhooks:write is for endpoints).
+  'account:write',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 export type Environment = 'live' | 'sandbox';

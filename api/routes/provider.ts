@@ -61,7 +61,10 @@ export function providerRoutes(deps: ApiDeps): Router {
       const unstorable = findUnstorableText(body);
       if (unstorable !== undefined) return reject(`${unstorable}: ${UNSTORABLE_REASON}`);
       try {
-        ctx.body = { received: true, events: await ingest({ db: deps.db, wakes: deps.wakes, now: deps.now }, body) };
+        ctx.body = {
+          received: true,
+          events: await ingest({ db: deps.db, wakes: deps.wakes, now: deps.now, providerApi: deps.providerApi }, body),
+        };
       } catch (err) {
         if (!(err instanceof RejectedNotification)) throw err;
         await reject(err.message);

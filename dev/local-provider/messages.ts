@@ -5,6 +5,7 @@
  * signed status notifications (sent, delivered, read, `statusDelayMs` apart; sent then failed for
  * a failing recipient) in the real webhook shape.
  */
+import type { RouterMiddleware } from '@koa/router';
 import { z } from 'zod';
 import { GRAPH_CODE, MEDIA_PROCESSING_SUBCODE } from '../../provider/graph-codes.js';
 import { graphError, jsonBody, type LocalProviderContext, type LocalRouteModule } from './graph.js';
@@ -14,7 +15,7 @@ import { findPhoneNumber, newMessageId, type SentMessage } from './state.js';
 
 const MEDIA_TYPES = ['image', 'video', 'audio', 'document', 'sticker'];
 const QUICK_REPLY_LIMIT = 13;
-const FEP_SECONDS = 72 * 3600;
+export const FEP_SECONDS = 72 * 3600;
 
 const cloudBody = z.looseObject({ messaging_product: z.literal('whatsapp'), to: z.string().min(1), type: z.string().min(1) });
 const directBody = z.looseObject({
@@ -26,7 +27,7 @@ const directBody = z.looseObject({
   }),
 });
 
-const unix = () => Math.floor(Date.now() / 1000);
+export const unix = () => Math.floor(Date.now() / 1000);
 
 /** The status object of the webhook (`value.statuses[]`), priced like graph API 24. */
 function statusObject(ctx: LocalProviderContext, m: SentMessage, status: string): Record<string, unknown> {
@@ -102,10 +103,10 @@ function unreadyMedia(ctx: LocalProviderContext, body: Record<string, unknown>):
   return media && !media.ready ? id : undefined;
 }
 
-export const messagesModule: LocalRouteModule = ({ graph, local }, ctx) => {
+/** `POST /{phone_number_id}/messages`: the Cloud API send; not a number of ours, the next route (photoapp) answers. */
+function chatappSend(ctx: LocalProviderContext): RouterMiddleware {
   const { state } = ctx;
-
-  graph.post('/:senderId/messages', async (koa, next) => {
+  return async (koa, next) => {
     const senderId = koa.params.senderId!;
     const found = findPhoneNumber(state, senderId);
     if (!found) return next(); // a photoapp account, below
@@ -150,9 +151,13 @@ export const messagesModule: LocalRouteModule = ({ graph, local }, ctx) => {
     state.messages.set(m.id, m);
     scheduleStatuses(ctx, m);
     koa.body = { messaging_product: 'whatsapp', contacts: [{ input: m.to, wa_id: m.to }], messages: [{ id: m.id }] };
-  });
+  };
+}
 
-  graph.post('/:senderId/messages', async (koa) => {
+/** `POST /{photoapp_account_id}/messages`: the direct-message send. */
+function photoappSend(ctx: LocalProviderContext): RouterMiddleware {
+  const { state } = ctx;
+  return async (koa) => {
     const account = state.photoappAccounts.get(koa.params.senderId!);
     if (!account) {
       return graphError(
@@ -191,51 +196,9 @@ export const messagesModule: LocalRouteModule = ({ graph, local }, ctx) => {
     };
     state.messages.set(m.id, m);
     koa.body = { recipient_id: m.to, message_id: m.id };
-  });
+  };
+}
 
-  local.post('/messages/:id/fail', async (koa) => {
-    const m = state.messages.get(koa.params.id!);
-    if (!m) return graphError(koa, 404, GRAPH_CODE.invalidParameter, 'unknown message');
-    m.failed = true;
-    for (const t of m.timers) clearTimeout(t);
-    koa.body = { notification_status: await postStatus(ctx, m, 'failed') };
-  });
-
-  /** Posts a given status again or out of order (tests of late and repeated statuses). */
-  local.post('/messages/:id/status', async (koa) => {
-    const m = state.messages.get(koa.params.id!);
-    const body = await jsonBody(koa);
-    if (!body) return;
-    if (!m || typeof body.status !== 'string') return graphError(koa, 400, GRAPH_CODE.invalidParameter, 'unknown message or no status');
-    koa.body = { notification_status: await postStatus(ctx, m, body.status, true) };
-  });
-
-  local.get('/messages/:id', (koa) => {
-    const m = state.messages.get(koa.params.id!);
-    if (!m) return graphError(koa, 404, GRAPH_CODE.invalidParameter, 'unknown message');
-    koa.body = { id: m.id, channel: m.channel, from: m.from, to: m.to, body: m.body, statuses: m.statuses };
-  });
-
-  local.post('/recipients/:to/fail', (koa) => {
-    state.failingRecipients.add(koa.params.to!);
-    koa.body = { failing: [...state.failingRecipients] };
-  });
-
-  /** Opens a free-entry-point window for a recipient, as an inbound ad-referral message would. */
-  local.post('/free_entry_points', async (koa) => {
-    const body = await jsonBody(koa);
-    if (!body) return;
-    if (typeof body.recipient !== 'string') return graphError(koa, 400, GRAPH_CODE.invalidParameter, 'recipient is required');
-    const end = typeof body.expires_at === 'number' ? body.expires_at : unix() + FEP_SECONDS;
-    state.freeEntryPoints.set(body.recipient, end);
-    koa.body = { recipient: body.recipient, expires_at: end };
-  });
-
-  local.post('/settings', async (koa) => {
-    const body = await jsonBody(koa);
-    if (!body) return;
-    if (typeof body.status_delay_ms === 'number') state.statusDelayMs = body.status_delay_ms;
-    if (typeof body.auto_statuses === 'boolean') state.autoStatuses = body.auto_statuses;
-    koa.body = { status_delay_ms: state.statusDelayMs, auto_statuses: state.autoStatuses };
-  });
+export const messagesModule: LocalRouteModule = ({ graph }, ctx) => {
+  graph.post('/:senderId/messages', chatappSend(ctx), photoappSend(ctx));
 };

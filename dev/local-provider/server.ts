@@ -8,9 +8,11 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
 import Koa from 'koa';
+import { accountsModule } from './accounts.js';
 import { bearerOf, graphError, GRAPH_VERSION, type LocalProviderContext, type LocalRouteModule } from './graph.js';
 import { inboundModule } from './inbound.js';
 import { mediaModule } from './media.js';
+import { messageControlModule } from './message-control.js';
 import { messagesModule } from './messages.js';
 import { createNotifier } from './notify.js';
 import { numbersModule } from './numbers.js';
@@ -19,8 +21,11 @@ import { clearTimers, createLocalProviderState, type LocalProviderState } from '
 
 /** Every route module of the local provider, one per line; add yours here. */
 const MODULES: LocalRouteModule[] = [
+  // First: it checks template sends before messagesModule answers them.
+  accountsModule,
   numbersModule,
   messagesModule,
+  messageControlModule,
   photoappModule,
   mediaModule,
   inboundModule,

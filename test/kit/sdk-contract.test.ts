@@ -8,7 +8,7 @@ type Schema = { type?: string; properties?: Record<string, unknown>; $ref?: stri
 
 /** The success shape the document gives an operation. */
 function documentedShape(op: { responses: Record<string, { content?: Record<string, { schema: Schema }> }> }): Shape {
-  const ok = op.responses['200'] ?? op.responses['201'];
+  const ok = op.responses['200'] ?? op.responses['201'] ?? op.responses['202'];
   if (!ok?.content) return 'empty';
   const props = ok.content['application/json']!.schema.properties ?? {};
   const data = props.data as Schema | undefined;

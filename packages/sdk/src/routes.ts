@@ -40,6 +40,21 @@ export const ROUTES = {
   listConsents: { method: 'get', path: '/contacts/{id}/consents', shape: 'page' },
   listConversations: { method: 'get', path: '/conversations', shape: 'page' },
   listMessages: { method: 'get', path: '/messages', shape: 'page' },
+  // Sending messages and channel accounts (provider branch)
+  sendMessage: { method: 'post', path: '/messages', shape: 'item' },
+  listChannelAccounts: { method: 'get', path: '/channel_accounts', shape: 'page' },
+  getChannelAccount: { method: 'get', path: '/channel_accounts/{id}', shape: 'item' },
+  // Templates, setup links and broadcasts
+  listTemplates: { method: 'get', path: '/templates', shape: 'page' },
+  syncTemplates: { method: 'post', path: '/templates/sync', shape: 'item' },
+  createSetupLink: { method: 'post', path: '/customers/{id}/setup_links', shape: 'item' },
+  listSetupLinks: { method: 'get', path: '/customers/{id}/setup_links', shape: 'page' },
+  createBroadcast: { method: 'post', path: '/broadcasts', shape: 'item' },
+  listBroadcasts: { method: 'get', path: '/broadcasts', shape: 'page' },
+  getBroadcast: { method: 'get', path: '/broadcasts/{id}', shape: 'item' },
+  addBroadcastRecipients: { method: 'post', path: '/broadcasts/{id}/recipients', shape: 'item' },
+  listBroadcastRecipients: { method: 'get', path: '/broadcasts/{id}/recipients', shape: 'page' },
+  sendBroadcast: { method: 'post', path: '/broadcasts/{id}/send', shape: 'item' },
 } as const satisfies Record<string, Route>;
 
 export type RouteName = keyof typeof ROUTES;

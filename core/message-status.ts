@@ -1,0 +1,19 @@
+/**
+ * Statuses of an outbound message move forward only (DECISIONS "Outbound messages"):
+ * queued → sent → delivered → read, and failed at any point. A late or repeated status
+ * (delivered after read, anything after failed) changes nothing and emits nothing.
+ */
+const RANK: Record<string, number> = { accepted: 0, queued: 0, sent: 1, delivered: 2, read: 3 };
+
+/** True when `next` moves a message in status `current` forward (null: not sent yet). */
+export function movesForward(current: string | null | undefined, next: string): boolean {
+  if (current === 'failed') return false;
+  if (next === 'failed') return true;
+  const to = RANK[next];
+  return to !== undefined && to > (RANK[current ?? 'queued'] ?? 0);
+}
+
+/** The statuses a message may be in for `next` to move it forward. */
+export function statusesBefore(next: string): string[] {
+  return Object.keys(RANK).filter((s) => movesForward(s, next));
+}

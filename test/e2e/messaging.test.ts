@@ -1,0 +1,139 @@
+/**
+ * End to end: a message sent through the API goes out through the local provider, whose signed
+ * status notifications come back through the ingress, and the status events reach a verified
+ * endpoint subscribed to `statuses` (signed, through the worker's delivery engine) and the
+ * stream, in order. Production entry points (startApi, runWorker), Temporal dev server, Postgres.
+ */
+import crypto from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startApi, type RunningApi } from '../../api/server.js';
+import { startLocalProvider, type LocalProvider } from '../../dev/local-provider/server.js';
+import { freePort } from '../../dev/ports.js';
+import { createChannelAccount } from '../../db/directory.js';
+import { loadConfig } from '../../runtime/config.js';
+import { runWorker } from '../../worker/main.js';
+import { createTenant, eventually, testDb, type Tenant } from '../support/harness.js';
+import { startReceiver, type Receiver } from '../support/https-receiver.js';
+
+const APP_SECRET = 'e2e-provider-app-secret';
+const ACCESS_TOKEN = 'e2e-provider-access-token';
+
+let api: RunningApi;
+let provider: LocalProvider;
+let receiver: Receiver;
+let tenant: Tenant;
+let channelAccountId: string;
+const stopWorker = new AbortController();
+let worker: Promise<void>;
+
+beforeAll(async () => {
+  // Each side must know the other's address: the API's port is chosen first.
+  const apiPort = await freePort();
+  provider = await startLocalProvider({
+    platformUrl: `http://127.0.0.1:${apiPort}`,
+    appSecret: APP_SECRET,
+    accessToken: ACCESS_TOKEN,
+    // Apart enough that the engine delivers them one after the other even on a loaded machine.
+    statusDelayMs: 250,
+  });
+  const config = {
+    ...loadConfig({ PROVIDER_API_URL: provider.url, PROVIDER_ACCESS_TOKEN: ACCESS_TOKEN, PROVIDER_APP_SECRET: APP_SECRET }),
+    port: apiPort,
+    databaseUrl: inject('databaseUrl'),
+    temporalAddress: inject('devServerAddress'),
+    taskQueue: `e2e-messaging-${crypto.randomUUID()}`,
+    encryptionKey: crypto.randomBytes(32).toString('base64'),
+    dueSweepMs: 0,
+    allowPrivateCidrs: ['127.0.0.0/8', '::1/128'],
+  };
+  worker = runWorker(config, { signal: stopWorker.signal, workflowBundlePath: inject('workflowBundlePath') });
+  [api, receiver, tenant] = await Promise.all([startApi(config, { host: '127.0.0.1' }), startReceiver(), createTenant()]);
+  const waba = (await (
+    await fetch(`${provider.rootUrl}/_local/wabas`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ phone_numbers: [{ display_phone_number: '+1 555 0100' }] }),
+    })
+  ).json()) as { id: string; phone_numbers: Array<{ id: string }> };
+  const ca = await createChannelAccount(testDb(), {
+    accountId: tenant.accountId,
+    customerId: tenant.customerId,
+    channel: 'chatapp',
+    display: '+1 555 0100',
+    phoneNumberId: waba.phone_numbers[0]!.id,
+    wabaId: waba.id,
+  });
+  channelAccountId = ca.id;
+});
+afterAll(async () => {
+  await provider.close();
+  await api.close();
+  stopWorker.abort();
+  await worker;
+  await receiver.close();
+});
+
+async function call(method: string, path: string, body?: unknown) {
+  const res = await fetch(api.url + path, {
+    method,
+    headers: { 'x-api-key': tenant.key, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+async function send(to: string) {
+  const res = await call('POST', '/api/v1/messages', { channel_account_id: channelAccountId, to, type: 'text', text: { body: 'Hello' } });
+  expect(res.status).toBe(202);
+  return res.body.data as { id: string; external_id: string };
+}
+
+/** Status events received by the endpoint for a message, in arrival order, each checked against its signature. */
+function receivedFor(externalId: string, secret: string): string[] {
+  return receiver.received
+    .filter((r) => r.path === '/statuses' && JSON.parse(r.body.toString()).external_id === externalId)
+    .map((r) => {
+      expect(r.headers['x-webhook-signature']).toBe(crypto.createHmac('sha256', secret).update(r.body).digest('hex'));
+      return String(r.headers['x-webhook-event']);
+    });
+}
+
+async function streamTypes(externalId: string): Promise<string[]> {
+  const res = await call('GET', '/api/v1/events?limit=100');
+  return (res.body.data as Array<{ type: string; external_id: string }>).filter((e) => e.external_id === externalId).map((e) => e.type);
+}
+
+describe('messaging end to end', () => {
+  let secret: string;
+  beforeAll(async () => {
+    const created = await call('POST', '/api/v1/webhooks', { url: `https://localhost:${receiver.port}/statuses`, events: ['statuses'] });
+    secret = created.body.data.secret;
+    expect((await call('POST', `/api/v1/webhooks/${created.body.data.id}/test`)).status).toBe(200);
+  });
+
+  it('a sent message’s sent, delivered and read arrive signed at the endpoint and in the stream, in order', async () => {
+    const m = await send('15550001111');
+    const types = ['chatapp.message.sent', 'chatapp.message.delivered', 'chatapp.message.read'];
+    await eventually(async () => receivedFor(m.external_id, secret).length >= 3, 30_000);
+    expect(receivedFor(m.external_id, secret)).toEqual(types);
+    expect(await streamTypes(m.external_id)).toEqual(types);
+    const read = receiver.received.find((r) => r.headers['x-webhook-event'] === 'chatapp.message.read' && r.body.includes(m.external_id))!;
+    expect(JSON.parse(read.body.toString())).toMatchObject({
+      event: 'chatapp.message.read',
+      environment: 'live',
+      channel: 'chatapp',
+      external_id: m.external_id,
+      status: 'read',
+      message_id: m.external_id,
+    });
+  });
+
+  it('a failed send gives sent then failed', async () => {
+    await fetch(`${provider.rootUrl}/_local/recipients/15550009999/fail`, { method: 'POST' });
+    const m = await send('15550009999');
+    await eventually(async () => receivedFor(m.external_id, secret).length >= 2, 30_000);
+    expect(receivedFor(m.external_id, secret)).toEqual(['chatapp.message.sent', 'chatapp.message.failed']);
+    expect(await streamTypes(m.external_id)).toEqual(['chatapp.message.sent', 'chatapp.message.failed']);
+  });
+});

@@ -1,0 +1,144 @@
+/** Channel accounts (account:read) and the photoapp token status (SPEC 3.4) on real Postgres and the local provider. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createChannelAccount } from '../../db/directory.js';
+import { createTenant, testDb, type Tenant } from '../support/harness.js';
+import { startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
+
+let bed: ApiWithProvider;
+beforeAll(async () => {
+  bed = await startApiWithProvider();
+  await bed.control('/settings', { auto_statuses: false });
+});
+afterAll(() => bed.close());
+
+const DAY = 86_400;
+const unix = () => Math.floor(Date.now() / 1000);
+
+async function photoappSetup(tenant?: Tenant) {
+  const t = tenant ?? (await createTenant());
+  const ig = await bed.control('/photoapp_accounts', { expires_at: unix() + 30 * DAY });
+  const ca = await createChannelAccount(testDb(), {
+    accountId: t.accountId,
+    channel: 'photoapp',
+    display: '@shop',
+    providerAccountId: ig.id,
+  });
+  return { tenant: t, igId: ig.id as string, id: ca.id };
+}
+
+const sendTo = (key: string, channelAccountId: string) =>
+  bed.api.request('POST', '/api/v1/messages', {
+    key,
+    body: { channel_account_id: channelAccountId, to: 'igsid-9', type: 'text', text: { body: 'hi' } },
+  });
+const read = (key: string, id: string) => bed.api.request('GET', `/api/v1/channel_accounts/${id}`, { key });
+const messageCount = async (id: string) =>
+  Number((await testDb().query(`SELECT count(*) FROM messages WHERE channel_account_id = $1`, [id])).rows[0].count);
+
+describe('photoapp token status', () => {
+  it('is unknown until read, then re-checked before each send: ok, expiring (within 7 days)', async () => {
+    const s = await photoappSetup();
+    expect((await read(s.tenant.key, s.id)).body.data).toMatchObject({
+      channel: 'photoapp',
+      token_status: 'unknown',
+      token_expires_at: null,
+    });
+    expect((await sendTo(s.tenant.key, s.id)).status).toBe(202);
+    const ok = (await read(s.tenant.key, s.id)).body.data;
+    expect(ok.token_status).toBe('ok');
+    expect(Date.parse(ok.token_expires_at)).toBeGreaterThan(Date.now() + 29 * DAY * 1000);
+
+    await bed.control(`/photoapp_accounts/${s.igId}/token_status`, { expires_at: unix() + 6 * DAY });
+    expect((await sendTo(s.tenant.key, s.id)).status).toBe(202);
+    expect((await read(s.tenant.key, s.id)).body.data.token_status).toBe('expiring');
+    await bed.control(`/photoapp_accounts/${s.igId}/token_status`, { expires_at: unix() + 8 * DAY });
+    expect((await sendTo(s.tenant.key, s.id)).status).toBe(202);
+    expect((await read(s.tenant.key, s.id)).body.data.token_status).toBe('ok');
+  });
+
+  it.each(['expired', 'invalid', 'revoked'])('while %s a send is 409 reconnect_required and registers nothing', async (status) => {
+    const s = await photoappSetup();
+    await bed.control(`/photoapp_accounts/${s.igId}/token_status`, { token_status: status });
+    const res = await sendTo(s.tenant.key, s.id);
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe('reconnect_required');
+    expect(await messageCount(s.id)).toBe(0);
+    expect((await read(s.tenant.key, s.id)).body.data.token_status).toBe(status);
+    // Reconnected (a fresh token): sending works again.
+    await bed.control(`/photoapp_accounts/${s.igId}/token_status`, { token_status: 'ok', expires_at: unix() + 60 * DAY });
+    expect((await sendTo(s.tenant.key, s.id)).status).toBe(202);
+  });
+
+  it('a token that ran out by its date is expired', async () => {
+    const s = await photoappSetup();
+    await bed.control(`/photoapp_accounts/${s.igId}/token_status`, { expires_at: unix() - 60 });
+    expect((await sendTo(s.tenant.key, s.id)).body.error.code).toBe('reconnect_required');
+    expect((await read(s.tenant.key, s.id)).body.data.token_status).toBe('expired');
+  });
+});
+
+describe('GET /api/v1/channel_accounts', () => {
+  it('lists the key’s Account and environment only, paged', async () => {
+    const tenant = await createTenant();
+    const db = testDb();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const ca = await createChannelAccount(db, {
+        accountId: tenant.accountId,
+        customerId: tenant.customerId,
+        channel: 'chatapp',
+        display: `+1 555 01${i}0`,
+        phoneNumberId: `pn-list-${tenant.accountId}-${i}`,
+        wabaId: `waba-list-${tenant.accountId}`,
+      });
+      ids.push(ca.id);
+    }
+    const sandbox = await createChannelAccount(db, {
+      accountId: tenant.accountId,
+      channel: 'chatapp',
+      display: 'Sandbox',
+      environment: 'sandbox',
+    });
+    await photoappSetup(await createTenant()); // another Account's: never listed
+
+    const first = await bed.api.request('GET', '/api/v1/channel_accounts?limit=2', { key: tenant.key });
+    expect(first.status).toBe(200);
+    expect(first.body.data.map((c: { id: string }) => c.id)).toEqual(ids.slice(0, 2));
+    expect(first.body.data[0]).toMatchObject({
+      channel: 'chatapp',
+      display: '+1 555 0100',
+      customer_id: tenant.customerId,
+      environment: 'live',
+      phone_number_id: `pn-list-${tenant.accountId}-0`,
+      waba_id: `waba-list-${tenant.accountId}`,
+      quality_rating: null,
+      token_status: null,
+    });
+    expect(first.body.paging.next).not.toBeNull();
+    const second = await bed.api.request('GET', `/api/v1/channel_accounts?limit=2&after=${first.body.paging.next}`, { key: tenant.key });
+    expect(second.body.data.map((c: { id: string }) => c.id)).toEqual([ids[2]]);
+    expect(second.body.paging.next).toBeNull();
+
+    const sandboxKey = await tenant.keyFor(['account:read'], 'sandbox');
+    const sandboxList = await bed.api.request('GET', '/api/v1/channel_accounts', { key: sandboxKey });
+    expect(sandboxList.body.data.map((c: { id: string }) => c.id)).toEqual([sandbox.id]);
+    expect((await bed.api.request('GET', '/api/v1/channel_accounts?channel=photoapp', { key: tenant.key })).body.data).toEqual([]);
+    expect((await bed.api.request('GET', '/api/v1/channel_accounts?after=forged', { key: tenant.key })).body.error.code).toBe(
+      'invalid_cursor',
+    );
+  });
+
+  it('isolation: another Account’s id is 404, the other environment 404, a missing scope 403', async () => {
+    const s = await photoappSetup();
+    const other = await createTenant();
+    expect((await read(other.key, s.id)).status).toBe(404);
+    expect((await read(s.tenant.key, '00000000-0000-4000-8000-000000000000')).status).toBe(404);
+    expect((await read(s.tenant.key, 'not-a-uuid')).status).toBe(404);
+    expect((await read(await s.tenant.keyFor(['account:read'], 'sandbox'), s.id)).status).toBe(404);
+    const noScope = await read(await s.tenant.keyFor(['messages:write']), s.id);
+    expect(noScope.status).toBe(403);
+    expect(noScope.body.error.code).toBe('insufficient_scope');
+    expect((await bed.api.request('GET', '/api/v1/channel_accounts', { key: await s.tenant.keyFor(['events:read']) })).status).toBe(403);
+    expect((await read(await s.tenant.keyFor(['account:read']), s.id)).status).toBe(200);
+  });
+});
