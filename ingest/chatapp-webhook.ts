@@ -24,12 +24,13 @@ import {
   type ChannelAccount,
 } from '../db/directory.js';
 import { movesForward, statusesBefore } from '../core/message-status.js';
-import { advanceMessageStatus, findMessage, findRegisteredMessage, recordFepExpiry, recordIncomingMessage } from '../db/messaging.js';
+import { advanceMessageStatus, findMessage, recordFepExpiry, recordIncomingMessage } from '../db/messaging.js';
 import { logger } from '../runtime/logger.js';
 import { applyTemplateStatusUpdates } from './chatapp-template-status.js';
 import { RejectedNotification, wakeFor, type IngestDeps } from './deps.js';
 import { recordRejectedItems, splitChatappNotification, type NotificationItem, type RejectedItem } from './notification-items.js';
 import { rereadNumbers } from './number-health.js';
+import { awaitRegisteredMessage } from './pending-registration.js';
 import { storeEvent, type IngestEvent } from './store-event.js';
 
 interface PlannedEvent {
@@ -156,7 +157,7 @@ async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
     }
     case 'status': {
       // Statuses of messages the platform did not send produce no event.
-      const message = await findRegisteredMessage(deps.db, ca.id, fact.messageId);
+      const message = await awaitRegisteredMessage(deps.db, ca.id, fact.messageId, fact.occurredAt);
       if (!message) return false;
       // Statuses move forward only (DECISIONS): a late one emits nothing; a repeated one goes on
       // to find its stored event (the idempotency key), so it emits nothing new either.

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChannelAccount } from '../../db/directory.js';
+import { registerOutboundMessage } from '../../db/messaging.js';
 import { createProviderHttp } from '../../provider/http.js';
 import { createTenant, eventually, testDb, type Tenant } from '../support/harness.js';
 import { startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
@@ -125,6 +126,44 @@ describe('statuses of a sent message', () => {
     expect(delivered!.data.conversation.expiration_timestamp).toBeUndefined();
     const { rows } = await testDb().query(`SELECT fep_expires_at FROM conversations WHERE id = $1`, [m.conversation_id]);
     expect(rows[0].fep_expires_at.getTime()).toBe(end * 1000);
+  });
+});
+
+describe('a status that outruns the registration of its send', () => {
+  it('waits briefly for the registration, then emits; a message never registered emits nothing', async () => {
+    const s = await setup();
+    await bed.control('/settings', { auto_statuses: false });
+    try {
+      // Sends the platform has not registered (yet): straight to the provider.
+      const providerSend = async () =>
+        (
+          await bed.api.deps.providerApi!.post<{ messages: Array<{ id: string }> }>(`/${s.pnid}/messages`, {
+            messaging_product: 'whatsapp',
+            to: '15550005555',
+            type: 'text',
+            text: { body: 'x' },
+          })
+        ).messages[0]!.id;
+      const late = await providerSend();
+      const notified = bed.control(`/messages/${late}/status`, { status: 'sent' });
+      await new Promise((r) => setTimeout(r, 150));
+      await registerOutboundMessage(testDb(), {
+        accountId: s.tenant.accountId,
+        channelAccountId: s.id,
+        externalId: late,
+        status: 'queued',
+      });
+      expect((await notified).notification_status).toBe(200);
+      expect(await types(s.tenant)).toEqual(['chatapp.message.sent']);
+
+      const never = await providerSend();
+      const started = Date.now();
+      await bed.control(`/messages/${never}/status`, { status: 'sent' });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(800);
+      expect(await types(s.tenant)).toEqual(['chatapp.message.sent']);
+    } finally {
+      await bed.control('/settings', { auto_statuses: true });
+    }
   });
 });
 
