@@ -7,12 +7,9 @@
  */
 import { z } from 'zod';
 import { graphError, jsonBody, type LocalProviderContext, type LocalRouteModule } from './graph.js';
+import { FEP_SECONDS, unix } from './messages.js';
 import { chatappEnvelope, type ProviderChannel } from './notify.js';
 import { findPhoneNumber, newMessageId, newNumericId } from './state.js';
-
-/** A contact that writes from an ad keeps a free-entry-point window this long (SPEC 6.3). */
-const FEP_SECONDS = 72 * 3600;
-const unix = () => Math.floor(Date.now() / 1000);
 
 const inboundMessage = z.object({
   phone_number_id: z.string().min(1),
@@ -101,7 +98,7 @@ export const inboundModule: LocalRouteModule = ({ local }, ctx) => {
       type: 'text',
       text: { body: m.text },
       ...(m.context_id ? { context: { from: m.phone_number_id, id: m.context_id } } : {}),
-      ...(m.referral ? { referral: { ...m.referral, ctwa_clid: `clid-${id.slice(-8)}` } } : {}),
+      ...(m.referral ? { referral: { ctwa_clid: `clid-${id.slice(-8)}`, ...m.referral } } : {}),
     };
     await notifyNumber(
       ctx,
@@ -109,7 +106,7 @@ export const inboundModule: LocalRouteModule = ({ local }, ctx) => {
       m.phone_number_id,
       'messages',
       () => ({ contacts: [{ profile: { name: m.profile_name }, wa_id: m.from }], messages: [message] }),
-      { id },
+      { id, free_entry_point_until: ctx.state.freeEntryPoints.get(m.from) ?? null },
     );
   });
 

@@ -1,13 +1,10 @@
 /**
  * Test control of messages: fail one, post a status again or out of order, read what was sent,
- * make a recipient fail, let a contact write (an ad referral opens a free-entry-point window),
- * and the pace of automatic statuses. Under /_local only.
+ * make a recipient fail, open a free-entry-point window, and the pace of automatic statuses. Under /_local only.
  */
 import { GRAPH_CODE } from '../../provider/graph-codes.js';
 import { graphError, jsonBody, type LocalRouteModule } from './graph.js';
 import { FEP_SECONDS, postStatus, unix } from './messages.js';
-import { chatappEnvelope } from './notify.js';
-import { findPhoneNumber, newMessageId } from './state.js';
 
 export const messageControlModule: LocalRouteModule = ({ local }, ctx) => {
   const { state } = ctx;
@@ -38,38 +35,6 @@ export const messageControlModule: LocalRouteModule = ({ local }, ctx) => {
   local.post('/recipients/:to/fail', (koa) => {
     state.failingRecipients.add(koa.params.to!);
     koa.body = { failing: [...state.failingRecipients] };
-  });
-
-  /**
-   * A contact writes to a number: posts the inbound message notification. With `referral` (a
-   * click-to-chat ad), it also opens the contact's free-entry-point window (72 hours).
-   */
-  local.post('/inbound', async (koa) => {
-    const body = await jsonBody(koa);
-    if (!body) return;
-    const found = typeof body.phone_number_id === 'string' ? findPhoneNumber(state, body.phone_number_id) : undefined;
-    if (!found || typeof body.from !== 'string')
-      return graphError(koa, 400, GRAPH_CODE.invalidParameter, 'phone_number_id and from are required');
-    const id = newMessageId();
-    const referral = body.referral && typeof body.referral === 'object' ? body.referral : undefined;
-    const value = {
-      messaging_product: 'whatsapp',
-      metadata: { display_phone_number: found.number.display_phone_number, phone_number_id: found.number.id },
-      contacts: [{ wa_id: body.from, profile: { name: typeof body.name === 'string' ? body.name : 'Local contact' } }],
-      messages: [
-        {
-          id,
-          from: body.from,
-          timestamp: String(unix()),
-          type: 'text',
-          text: { body: typeof body.text === 'string' ? body.text : 'Hi' },
-          ...(referral ? { referral } : {}),
-        },
-      ],
-    };
-    if (referral) state.freeEntryPoints.set(body.from, unix() + FEP_SECONDS);
-    const status = await ctx.notifier.postNotification('chatapp', chatappEnvelope(found.waba.id, 'messages', value, unix()));
-    koa.body = { id, notification_status: status, free_entry_point_until: state.freeEntryPoints.get(body.from) ?? null };
   });
 
   /** Opens a free-entry-point window for a recipient, as an inbound ad-referral message would. */

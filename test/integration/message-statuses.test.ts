@@ -170,7 +170,7 @@ describe('a status that outruns the registration of its send', () => {
 describe('after an inbound ad-referral message', () => {
   it('the reply is in the free-entry-point window: fep_expires_at is stored on the conversation the contact opened', async () => {
     const s = await setup();
-    const inbound = await bed.control('/inbound', {
+    const inbound = await bed.control('/inbound/messages', {
       phone_number_id: s.pnid,
       from: '15550004444',
       text: 'I saw your ad',
