@@ -177,6 +177,7 @@ export function presentBroadcast(row: BroadcastRow): z.infer<typeof Broadcast> {
     environment: row.environment,
     name: row.name,
     template: { name: row.template_name, language: row.template_language },
+    reply_stage: row.reply_stage,
     status: row.status,
     counts: row.counts,
     sent_at: iso(row.sent_at),

@@ -615,6 +615,10 @@ export const CreateBroadcastBody = z
     channel_account_id: Uuid,
     template: z.object({ name: z.string().min(1).max(512), language: z.string().min(1).max(32) }).strict(),
     name: z.string().max(200).optional().openapi({ description: 'A label for people; not sent.' }),
+    reply_stage: z.string().min(1).max(64).optional().openapi({
+      description:
+        'A stage key (GET /api/v1/stages): a contact who replies to this broadcast moves to it, if it lies further down the funnel than their stage (crm.contact.stage_changed, changed_by auto).',
+    }),
   })
   .strict()
   .openapi('CreateBroadcast', {
@@ -628,6 +632,7 @@ export const Broadcast = z
     environment: z.enum(['live', 'sandbox']),
     name: z.string().nullable(),
     template: z.object({ name: z.string(), language: z.string() }),
+    reply_stage: z.string().nullable().openapi({ description: 'The stage a reply promotes its contact to; null: replies promote nobody.' }),
     status: z.enum(BROADCAST_STATUSES),
     counts: z
       .object({

@@ -23,6 +23,8 @@ export interface BroadcastRow {
   name: string | null;
   template_name: string;
   template_language: string;
+  /** Key of the stage a reply promotes its contact to; null when replies promote nobody. */
+  reply_stage: string | null;
   status: BroadcastStatus;
   sent_at: Date | null;
   created_at: Date;
@@ -46,6 +48,7 @@ export interface RecipientRow {
 
 /** A broadcast with its recipients counted by status, read in the same statement. */
 const BROADCAST = `SELECT b.*, json_build_object('ts', b.created_at::text, 'id', b.id) AS page_key,
+  (SELECT s.key FROM stages s WHERE s.id = b.reply_stage_id) AS reply_stage,
   (SELECT json_build_object('total', count(*), 'pending', count(*) FILTER (WHERE r.status = 'pending'),
      'sending', count(*) FILTER (WHERE r.status = 'sending'), 'sent', count(*) FILTER (WHERE r.status = 'sent'), 'failed', count(*) FILTER (WHERE r.status = 'failed'))
    FROM broadcast_recipients r WHERE r.broadcast_id = b.id) AS counts
@@ -62,12 +65,13 @@ export async function insertBroadcast(
     name: string | null;
     templateName: string;
     templateLanguage: string;
+    replyStageId: string | null;
   },
 ): Promise<BroadcastRow> {
   const { rows } = await db.query<{ id: string }>(
-    `INSERT INTO broadcasts (account_id, channel_account_id, environment, name, template_name, template_language)
-     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
-    [b.accountId, b.channelAccountId, b.environment, b.name, b.templateName, b.templateLanguage],
+    `INSERT INTO broadcasts (account_id, channel_account_id, environment, name, template_name, template_language, reply_stage_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+    [b.accountId, b.channelAccountId, b.environment, b.name, b.templateName, b.templateLanguage, b.replyStageId],
   );
   return (await getBroadcast(db, { accountId: b.accountId, environment: b.environment }, rows[0]!.id))!;
 }
@@ -217,4 +221,26 @@ export async function listRecipients(
     params,
   );
   return inPageOrder(rows, order);
+}
+
+/**
+ * The stage a reply promotes its contact to: the reply stage of the broadcast that sent the
+ * message replied to, when it lies further down the funnel than the contact's stage (a
+ * promotion never moves a contact back). Undefined when the reply promotes nobody.
+ */
+export async function replyPromotion(
+  db: Queryable,
+  r: { channelAccountId: string; repliedToExternalId: string; contactId: string },
+): Promise<string | undefined> {
+  const { rows } = await db.query<{ key: string }>(
+    `SELECT s.key FROM messages m
+       JOIN broadcasts b ON b.id = m.broadcast_id
+       JOIN stages s ON s.id = b.reply_stage_id
+       JOIN contacts c ON c.id = $3
+       LEFT JOIN stages cur ON cur.id = c.stage_id
+     WHERE m.channel_account_id = $1 AND m.external_id = $2 AND m.direction = 'outbound'
+       AND (cur.id IS NULL OR cur.position < s.position)`,
+    [r.channelAccountId, r.repliedToExternalId, r.contactId],
+  );
+  return rows[0]?.key;
 }

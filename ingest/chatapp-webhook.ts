@@ -30,6 +30,7 @@ import { applyTemplateStatusUpdates } from './chatapp-template-status.js';
 import { RejectedNotification, wakeFor, type IngestDeps } from './deps.js';
 import { recordRejectedItems, splitChatappNotification, type NotificationItem, type RejectedItem } from './notification-items.js';
 import { rereadNumbers } from './number-health.js';
+import { promoteOnBroadcastReply } from '../crm/broadcast-reply.js';
 import { awaitRegisteredMessage } from './pending-registration.js';
 import { storeEvent, type IngestEvent } from './store-event.js';
 
@@ -121,6 +122,12 @@ async function plan(deps: IngestDeps, body: unknown): Promise<{ planned: Planned
   return { planned, rejected };
 }
 
+/** The wamid a contact's message replies to (`context.id`), when it is a reply. */
+function repliedToId(message: Record<string, unknown>): string | undefined {
+  const context = message.context as { id?: unknown } | undefined;
+  return typeof context?.id === 'string' && context.id !== '' ? context.id : undefined;
+}
+
 /** Stores one planned event, creating the directory rows an incoming message implies; false when it produces no event. */
 async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
   const { fact, def, channelAccount: ca } = p;
@@ -205,6 +212,10 @@ async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
   if (stored.created) wakeFor(deps, ca.account_id, stored);
   // After the event is stored, so a crash in between leaves a provider retry able to finish it.
   if (fact.kind === 'status') await advanceMessageStatus(deps.db, event.messageResourceId!, fact.status, statusesBefore(fact.status));
+  // Also on a redelivery: a promotion is idempotent, and a retry finishes one a crash cut short.
+  const repliedTo = fact.kind === 'message' ? repliedToId(fact.message) : undefined;
+  if (repliedTo && event.contactRef)
+    await promoteOnBroadcastReply(deps, ca, { contactId: event.contactRef, repliedToExternalId: repliedTo });
   return true;
 }
 

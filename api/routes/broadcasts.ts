@@ -15,6 +15,7 @@ import {
   type RecipientStatus,
 } from '../../db/broadcasts.js';
 import { inTransaction, type Queryable } from '../../db/pool.js';
+import { findStageByKey } from '../../db/stages.js';
 import { findTemplate } from '../../db/templates.js';
 import { sendBroadcast } from '../../outbound/broadcast-send.js';
 import { requireProvider } from '../../outbound/provider-errors.js';
@@ -57,6 +58,10 @@ export function broadcastRoutes(deps: ApiDeps): Router {
         `no template ${body.template.name} (${body.template.language}) on this channel account's business account; sync templates first (POST /api/v1/templates/sync)`,
       );
     }
+    const replyStage = body.reply_stage === undefined ? undefined : await findStageByKey(deps.db, principal.accountId, body.reply_stage);
+    if (body.reply_stage !== undefined && !replyStage) {
+      throw new DomainError(422, 'invalid_stage', `reply_stage: no stage with key "${body.reply_stage}" (GET /api/v1/stages)`);
+    }
     const row = await insertBroadcast(deps.db, {
       accountId: principal.accountId,
       channelAccountId: ca.id,
@@ -64,6 +69,7 @@ export function broadcastRoutes(deps: ApiDeps): Router {
       name: body.name ?? null,
       templateName: template.name,
       templateLanguage: template.language,
+      replyStageId: replyStage?.id ?? null,
     });
     ctx.status = 201;
     ctx.body = { data: presentBroadcast(row) };

@@ -19,6 +19,7 @@ afterAll(() => bed.close());
 interface Setup {
   tenant: Tenant;
   channelAccountId: string;
+  phoneNumberId: string;
   templates: { id: string; name: string }[];
 }
 
@@ -41,7 +42,7 @@ async function setup(): Promise<Setup> {
   });
   const synced = await bed.api.request('POST', '/api/v1/templates/sync', { key: tenant.key, body: { channel_account_id: ca.id } });
   expect(synced.status).toBe(200);
-  return { tenant, channelAccountId: ca.id, templates: added.data };
+  return { tenant, channelAccountId: ca.id, phoneNumberId: waba.phone_numbers[0].id, templates: added.data };
 }
 
 const create = (key: string, body: unknown) => bed.api.request('POST', '/api/v1/broadcasts', { key, body });
@@ -327,5 +328,72 @@ describe('broadcasts', () => {
     expect(listed.body.data.map((b: any) => b.id)).toEqual([id]);
     expect((await bed.api.request('GET', '/api/v1/broadcasts?status=nope', { key: s.tenant.key })).body.error.code).toBe('invalid_status');
     expect((await get(s.tenant.key, 'not-a-uuid')).status).toBe(404);
+  });
+});
+
+describe('a reply to a broadcast', () => {
+  const stageEvents = async (key: string, contactId: string) =>
+    (await bed.api.request('GET', '/api/v1/events?limit=100', { key })).body.data.filter(
+      (e: any) => e.type === 'crm.contact.stage_changed' && e.data.contact.id === contactId,
+    );
+
+  it('promotes its contact to the reply stage (changed_by auto), forward only, once', async () => {
+    const s = await setup();
+    const key = s.tenant.key;
+    for (const stage of ['lead', 'engaged', 'customer'])
+      expect((await bed.api.request('POST', '/api/v1/stages', { key, body: { key: stage, label: stage } })).status).toBe(201);
+    const created = await create(key, {
+      channel_account_id: s.channelAccountId,
+      template: { name: 'order_update', language: 'en_US' },
+      reply_stage: 'engaged',
+    });
+    expect(created.body.data.reply_stage).toBe('engaged');
+    const id = created.body.data.id;
+    const [fresh, customer, silent] = numbers(3) as [string, string, string];
+    await addRecipients(key, id, [{ to_recipient: fresh }, { to_recipient: customer }, { to_recipient: silent }]);
+    expect((await send(key, id)).status).toBe(200);
+    const { rows } = await testDb().query<{ external_id: string; contact_id: string; wa_id: string }>(
+      `SELECT m.external_id, m.contact_id, c.wa_id FROM messages m JOIN contacts c ON c.id = m.contact_id WHERE m.broadcast_id = $1`,
+      [id],
+    );
+    const sentTo = new Map(rows.map((r) => [r.wa_id, r]));
+    // Already further down the funnel than the reply stage: a reply must not move them back.
+    const patched = await bed.api.request('PATCH', `/api/v1/contacts/${sentTo.get(customer)!.contact_id}`, {
+      key,
+      body: { stage: 'customer' },
+    });
+    expect(patched.status).toBe(200);
+
+    const reply = (from: string, repliedTo?: string) =>
+      bed.control('/inbound/messages', { phone_number_id: s.phoneNumberId, from, text: 'Yes please', context_id: repliedTo });
+    await reply(fresh, sentTo.get(fresh)!.external_id);
+    await reply(customer, sentTo.get(customer)!.external_id);
+    await reply(fresh, sentTo.get(fresh)!.external_id);
+    // A message that replies to nothing promotes nobody.
+    await reply(silent);
+
+    const contact = async (wa: string) =>
+      (await bed.api.request('GET', `/api/v1/contacts/${sentTo.get(wa)!.contact_id}`, { key })).body.data;
+    expect((await contact(fresh)).stage).toMatchObject({ key: 'engaged' });
+    expect((await contact(customer)).stage).toMatchObject({ key: 'customer' });
+    expect((await contact(silent)).stage).toBeNull();
+
+    const promoted = await stageEvents(key, sentTo.get(fresh)!.contact_id);
+    expect(promoted).toHaveLength(1);
+    expect(promoted[0].data).toMatchObject({ new_stage: { key: 'engaged' }, changed_by: 'auto' });
+    expect(promoted[0].data.previous_stage).toBeUndefined();
+    expect((await stageEvents(key, sentTo.get(customer)!.contact_id)).map((e: any) => e.data.changed_by)).toEqual(['manual']);
+    expect(await stageEvents(key, sentTo.get(silent)!.contact_id)).toEqual([]);
+  });
+
+  it('a reply_stage naming no stage of the Account is 422 invalid_stage', async () => {
+    const s = await setup();
+    const res = await create(s.tenant.key, {
+      channel_account_id: s.channelAccountId,
+      template: { name: 'order_update', language: 'en_US' },
+      reply_stage: 'nope',
+    });
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('invalid_stage');
   });
 });

@@ -2944,6 +2944,8 @@ export interface components {
             /** Format: uuid */
             id: string;
             name: string | null;
+            /** @description The stage a reply promotes its contact to; null: replies promote nobody. */
+            reply_stage: string | null;
             /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
@@ -3190,6 +3192,8 @@ export interface components {
             channel_account_id: string;
             /** @description A label for people; not sent. */
             name?: string;
+            /** @description A stage key (GET /api/v1/stages): a contact who replies to this broadcast moves to it, if it lies further down the funnel than their stage (crm.contact.stage_changed, changed_by auto). */
+            reply_stage?: string;
             template: {
                 language: string;
                 name: string;
