@@ -372,9 +372,10 @@ export const CreateConsentBody = z
   .object({
     channel: z.enum(['chatapp', 'photoapp']).openapi({ description: "The contact's channel." }),
     state: z.enum(['granted', 'revoked']),
-    purpose: z.enum(['utility', 'marketing']).default('marketing'),
-    origin: z.enum(['manual', 'import', 'api', 'keyword', 'conversation_button']).default('api'),
-    evidence: z.string().max(500, 'evidence is at most 500 characters').default(''),
+    // Optional in the document (defaults applied by the route): a default here would read as required to generators.
+    purpose: z.enum(['utility', 'marketing']).optional().openapi({ description: 'Default marketing.' }),
+    origin: z.enum(['manual', 'import', 'api', 'keyword', 'conversation_button']).optional().openapi({ description: 'Default api.' }),
+    evidence: z.string().max(500, 'evidence is at most 500 characters').optional().openapi({ description: 'Default empty.' }),
   })
   .strict()
   .openapi('CreateConsent', { example: { channel: 'chatapp', state: 'granted', evidence: 'Replied YES to the opt-in message' } });

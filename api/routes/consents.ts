@@ -21,7 +21,11 @@ export function consentRoutes(deps: ApiDeps): Router {
     const id = contactId(ctx.params.id!);
     const body = parseBody(CreateConsentBody, await readJson(ctx, 'invalid_consent'), 'invalid_consent');
     const { accountId, environment } = principalOf(ctx);
-    const { record } = await recordConsent(deps, { accountId, environment }, { contactId: id, ...body });
+    const { record } = await recordConsent(
+      deps,
+      { accountId, environment },
+      { contactId: id, ...body, purpose: body.purpose ?? 'marketing', origin: body.origin ?? 'api', evidence: body.evidence ?? '' },
+    );
     ctx.status = 201;
     ctx.body = { data: presentConsent(record) };
   });

@@ -22,13 +22,33 @@ export type StreamPaging = Schemas['StreamPaging'];
 export type PublishEvent = Schemas['PublishEvent'];
 export type EventType = Schemas['EventType'];
 export type ErrorEnvelope = Schemas['Error'];
+export type Contact = Schemas['Contact'];
+export type Stage = Schemas['Stage'];
+export type ConsentRecord = Schemas['ConsentRecord'];
+export type Conversation = Schemas['Conversation'];
+export type Message = Schemas['Message'];
+export type OutboundMessage = Schemas['OutboundMessage'];
+export type ChannelAccount = Schemas['ChannelAccount'];
+export type Template = Schemas['Template'];
+export type SetupLink = Schemas['SetupLink'];
+export type Broadcast = Schemas['Broadcast'];
+export type BroadcastRecipient = Schemas['BroadcastRecipient'];
+export type AddRecipientsResult = Schemas['AddRecipientsResult'];
 
 type Op<N extends RouteName> = NonNullable<paths[(typeof ROUTES)[N]['path']][(typeof ROUTES)[N]['method']]>;
 type JsonOf<R> = R extends { content: { 'application/json': infer B } } ? B : undefined;
 type Responses<N extends RouteName> = Op<N> extends { responses: infer R } ? R : never;
-/** The JSON of the 200 or 201 answer of a route, as the server documents it. */
+/** The JSON of the 200, 201 or 202 answer of a route, as the server documents it. */
 export type ResponseOf<N extends RouteName> =
-  Responses<N> extends { 200: infer R } ? JsonOf<R> : Responses<N> extends { 201: infer R } ? JsonOf<R> : undefined;
+  Responses<N> extends { 200: infer R }
+    ? JsonOf<R>
+    : Responses<N> extends { 201: infer R }
+      ? JsonOf<R>
+      : Responses<N> extends { 202: infer R }
+        ? JsonOf<R>
+        : undefined;
+/** What `data` holds in a success answer (a 202 documents the error envelope beside it: never returned, thrown). */
+export type DataOf<N extends RouteName> = Extract<ResponseOf<N>, { data: unknown }> extends { data: infer D } ? D : never;
 export type BodyOf<N extends RouteName> = Op<N> extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
 /** Query parameters as documented (strings on the wire); numbers are accepted for convenience. */
 export type QueryOf<N extends RouteName> = Op<N> extends { parameters: { query?: infer Q } } ? { [K in keyof Q]?: Q[K] | number } : never;
@@ -50,8 +70,11 @@ export interface ClientOptions {
   userAgent?: string;
 }
 
+type Opts = { signal?: AbortSignal };
+
 interface CallArgs {
   params?: Record<string, string>;
+  headers?: Record<string, string>;
   query?: Record<string, string | number | undefined>;
   body?: unknown;
   signal?: AbortSignal;
@@ -155,10 +178,84 @@ export class WebhookPlatform {
   };
 
   readonly contacts = {
+    /** Newest first. Filters: channel_account_id, stage (a stage key), wa_id. */
+    list: (query: QueryOf<'listContacts'> = {}, o?: Opts) => this.call('listContacts', { query, ...o }),
+    get: (id: string, o?: Opts) => this.#data<'getContact'>('getContact', { params: { id }, ...o }),
+    /** `stage` (a stage key, or null to leave the funnel) emits crm.contact.stage_changed when it really changes. */
+    update: (id: string, body: BodyOf<'updateContact'>, o?: Opts) =>
+      this.#data<'updateContact'>('updateContact', { params: { id }, body, ...o }),
     /** Deletes the contact and removes its events from the stream. */
-    delete: async (id: string, o?: { signal?: AbortSignal }): Promise<void> => {
+    delete: async (id: string, o?: Opts): Promise<void> => {
       await this.call('deleteContact', { params: { id }, ...o });
     },
+    consents: {
+      /** Records a consent; a change of state emits crm.contact.consent_changed. */
+      create: (contactId: string, body: BodyOf<'createConsent'>, o?: Opts) =>
+        this.#data<'createConsent'>('createConsent', { params: { id: contactId }, body, ...o }),
+      list: (contactId: string, query: QueryOf<'listConsents'> = {}, o?: Opts) =>
+        this.call('listConsents', { params: { id: contactId }, query, ...o }),
+    },
+  };
+
+  readonly stages = {
+    list: (query: QueryOf<'listStages'> = {}, o?: Opts) => this.call('listStages', { query, ...o }),
+    create: (body: BodyOf<'createStage'>, o?: Opts) => this.#data<'createStage'>('createStage', { body, ...o }),
+    /** Its contacts leave the funnel, each with a crm.contact.stage_changed (changed_by system). */
+    delete: async (id: string, o?: Opts): Promise<void> => {
+      await this.call('deleteStage', { params: { id }, ...o });
+    },
+  };
+
+  readonly messages = {
+    /**
+     * Sends through a channel account's provider; the answer is the registered message (status
+     * `queued`), whose statuses arrive as chatapp.message.* events. Media still processing is a
+     * WebhookPlatformError with code media_not_ready and `retryAfter`. `idempotencyKey` makes a
+     * retry answer the first send instead of sending again.
+     */
+    send: (body: BodyOf<'sendMessage'>, o?: Opts & { idempotencyKey?: string }) =>
+      this.#data<'sendMessage'>('sendMessage', {
+        body,
+        signal: o?.signal,
+        headers: o?.idempotencyKey ? { 'idempotency-key': o.idempotencyKey } : undefined,
+      }),
+    list: (query: QueryOf<'listMessages'> = {}, o?: Opts) => this.call('listMessages', { query, ...o }),
+  };
+
+  readonly conversations = {
+    list: (query: QueryOf<'listConversations'> = {}, o?: Opts) => this.call('listConversations', { query, ...o }),
+  };
+
+  readonly channelAccounts = {
+    list: (query: QueryOf<'listChannelAccounts'> = {}, o?: Opts) => this.call('listChannelAccounts', { query, ...o }),
+    /** Photoapp accounts show token_status; expired, invalid or revoked tokens refuse sends. */
+    get: (id: string, o?: Opts) => this.#data<'getChannelAccount'>('getChannelAccount', { params: { id }, ...o }),
+  };
+
+  readonly templates = {
+    list: (query: QueryOf<'listTemplates'> = {}, o?: Opts) => this.call('listTemplates', { query, ...o }),
+    /** Reads the channel account's templates from the provider into the platform. */
+    sync: (body: BodyOf<'syncTemplates'>, o?: Opts) => this.#data<'syncTemplates'>('syncTemplates', { body, ...o }),
+  };
+
+  readonly setupLinks = {
+    /** The answer's url is shown only now: the Customer finishes the provider's embedded signup through it. */
+    create: (customerId: string, body: BodyOf<'createSetupLink'> = {}, o?: Opts) =>
+      this.#data<'createSetupLink'>('createSetupLink', { params: { id: customerId }, body, ...o }),
+    list: (customerId: string, query: QueryOf<'listSetupLinks'> = {}, o?: Opts) =>
+      this.call('listSetupLinks', { params: { id: customerId }, query, ...o }),
+  };
+
+  readonly broadcasts = {
+    create: (body: BodyOf<'createBroadcast'>, o?: Opts) => this.#data<'createBroadcast'>('createBroadcast', { body, ...o }),
+    list: (query: QueryOf<'listBroadcasts'> = {}, o?: Opts) => this.call('listBroadcasts', { query, ...o }),
+    get: (id: string, o?: Opts) => this.#data<'getBroadcast'>('getBroadcast', { params: { id }, ...o }),
+    /** At most 1000 per call; invalid items come back in `errors` by index, repeats count in `duplicates`. */
+    addRecipients: (id: string, body: BodyOf<'addBroadcastRecipients'>, o?: Opts) =>
+      this.#data<'addBroadcastRecipients'>('addBroadcastRecipients', { params: { id }, body, ...o }),
+    listRecipients: (id: string, query: QueryOf<'listBroadcastRecipients'> = {}, o?: Opts) =>
+      this.call('listBroadcastRecipients', { params: { id }, query, ...o }),
+    send: (id: string, o?: Opts) => this.#data<'sendBroadcast'>('sendBroadcast', { params: { id }, ...o }),
   };
 
   /** Calls one route by its name in ROUTES and returns the answer's JSON. */
@@ -166,7 +263,7 @@ export class WebhookPlatform {
     return (await this.#request(name, args)).body as ResponseOf<N>;
   }
 
-  async #data<N extends RouteName>(name: N, args: CallArgs): Promise<ResponseOf<N> extends { data: infer D } ? D : never> {
+  async #data<N extends RouteName>(name: N, args: CallArgs): Promise<DataOf<N>> {
     return ((await this.call(name, args)) as unknown as { data: never }).data;
   }
 
@@ -184,6 +281,7 @@ export class WebhookPlatform {
     const what = `${method} ${url.pathname}`;
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.#userAgent };
     if (this.#apiKey) headers['x-api-key'] = this.#apiKey;
+    Object.assign(headers, args.headers);
     if (args.body !== undefined) headers['content-type'] = 'application/json';
     const body = args.body === undefined ? undefined : JSON.stringify(args.body);
 

@@ -3212,18 +3212,18 @@ export interface components {
              * @enum {string}
              */
             channel: "chatapp" | "photoapp";
-            /** @default  */
-            evidence: string;
+            /** @description Default empty. */
+            evidence?: string;
             /**
-             * @default api
+             * @description Default api.
              * @enum {string}
              */
-            origin: "manual" | "import" | "api" | "keyword" | "conversation_button";
+            origin?: "manual" | "import" | "api" | "keyword" | "conversation_button";
             /**
-             * @default marketing
+             * @description Default marketing.
              * @enum {string}
              */
-            purpose: "utility" | "marketing";
+            purpose?: "utility" | "marketing";
             /** @enum {string} */
             state: "granted" | "revoked";
         };
