@@ -9,6 +9,7 @@ import { SDK_VERSION, WebhookPlatform, WebhookPlatformError, type Delivery, type
 import { configDir, configPath, resolveSettings, writeConfig } from './config.js';
 import { ensureCertificate, startListener } from './listen.js';
 import { err, out, record, table, type Column } from './output.js';
+import { registerPlatformCommands } from './platform-commands.js';
 
 export const EXIT = { ok: 0, api: 1, usage: 2, network: 3 } as const;
 
@@ -288,6 +289,15 @@ program
     });
     await listener.close();
   });
+
+registerPlatformCommands(program, {
+  client,
+  show,
+  usage: (message) => new UsageError(message),
+  positiveInt,
+  list,
+  nextPage,
+});
 
 function report(e: unknown): number {
   if (e instanceof CommanderError) {
