@@ -95,3 +95,12 @@ export async function recordNumberHealth(db: Queryable, wabaId: string, numbers:
   );
   return rowCount ?? 0;
 }
+
+/** Every connected chatapp number (development: the local provider keeps nothing across restarts, so it is told these again). */
+export async function listChatappNumbers(db: Queryable): Promise<Array<{ waba_id: string; phone_number_id: string; display: string }>> {
+  const { rows } = await db.query<{ waba_id: string; phone_number_id: string; display: string }>(
+    `SELECT waba_id, phone_number_id, display FROM channel_accounts
+     WHERE channel = 'chatapp' AND waba_id IS NOT NULL AND phone_number_id IS NOT NULL ORDER BY created_at`,
+  );
+  return rows;
+}

@@ -6,14 +6,16 @@
 import path from 'node:path';
 import { startApi } from '../api/server.js';
 import { issueApiKey } from '../db/api-keys.js';
-import { createAccount, firstAccountId } from '../db/directory.js';
+import { listChatappNumbers } from '../db/channel-accounts.js';
+import { createAccount, createChannelAccount, createCustomer, firstAccountId } from '../db/directory.js';
 import { migrate } from '../db/migrate.js';
-import { createPool } from '../db/pool.js';
+import { createPool, type Db } from '../db/pool.js';
 import { loadConfig, type Config } from '../runtime/config.js';
 import { flushLogs } from '../runtime/logger.js';
 import { SCOPES } from '../security/api-key.js';
 import { runWorker } from '../worker/main.js';
 import { startLocalProvider } from './local-provider/server.js';
+import { addWaba, newNumericId } from './local-provider/state.js';
 import { startEmbeddedPostgres } from './embedded-postgres.js';
 import { isPortOpen } from './ports.js';
 import { startTemporalDevServer } from './temporal-servers.js';
@@ -60,9 +62,10 @@ async function bootstrapLocalAccount(databaseUrl: string): Promise<void> {
 
 /**
  * Without PROVIDER_API_URL the local provider stands in for the messaging provider (its send
- * API, statuses, templates, signup), posting its signed notifications to this API.
+ * API, statuses, templates, signup), posting its signed notifications to this API. It keeps
+ * nothing across restarts, so it is told the numbers the platform already has.
  */
-async function startDevProvider(): Promise<Partial<Config>> {
+async function startDevProvider(databaseUrl: string): Promise<Partial<Config>> {
   if (config.providerApiUrl) return {};
   const appSecret = config.providerAppSecret ?? 'local-provider-app-secret';
   const accessToken = config.providerAccessToken ?? 'local-provider-access-token';
@@ -73,8 +76,34 @@ async function startDevProvider(): Promise<Partial<Config>> {
     accessToken,
   });
   stops.unshift(provider.close);
+  const db = createPool(databaseUrl, 1);
+  try {
+    await ensureLocalNumber(db);
+    for (const n of await listChatappNumbers(db)) {
+      const known = provider.state.wabas.get(n.waba_id)?.phone_numbers ?? [];
+      addWaba(provider.state, { id: n.waba_id, phone_numbers: [...known, { id: n.phone_number_id, display_phone_number: n.display }] });
+    }
+  } finally {
+    await db.end();
+  }
   say(`Local provider:  ${provider.rootUrl}  (stands in for the messaging provider; PROVIDER_API_URL=${provider.url})`);
   return { providerApiUrl: provider.url, providerAccessToken: accessToken, providerAppSecret: appSecret };
+}
+
+/** The local Account gets one chatapp number on the local provider, so a message can be sent at once. */
+async function ensureLocalNumber(db: Db): Promise<void> {
+  const accountId = await firstAccountId(db);
+  if (!accountId || (await listChatappNumbers(db)).length > 0) return;
+  const customer = await createCustomer(db, { accountId, name: 'Local customer' });
+  const account = await createChannelAccount(db, {
+    accountId,
+    customerId: customer.id,
+    channel: 'chatapp',
+    display: '+1 555 0100',
+    phoneNumberId: newNumericId(),
+    wabaId: newNumericId(),
+  });
+  say(`Created a chatapp number on the local provider: channel account ${account.id} (+1 555 0100), Customer ${customer.id}.`);
 }
 
 async function main() {
@@ -112,7 +141,7 @@ async function main() {
   }
   await migrate(databaseUrl);
   await bootstrapLocalAccount(databaseUrl);
-  const provider = await startDevProvider();
+  const provider = await startDevProvider(databaseUrl);
 
   const workerStop = new AbortController();
   const worker = runWorker({ ...config, databaseUrl, temporalAddress }, { signal: workerStop.signal });
