@@ -18,6 +18,8 @@ import {
   TestResult,
   UpdateEndpointBody,
   publishExample,
+  RecoverBody,
+  RecoveryResult,
 } from './schemas.js';
 import { PublishBody } from '../ingest/publish.js';
 
@@ -157,6 +159,18 @@ export function buildOpenApiDocument() {
       },
     });
   }
+
+  // Delivery controls: bulk recovery of an endpoint's deliveries.
+  registry.registerPath({
+    method: 'post',
+    path: '/api/v1/webhooks/{id}/recover',
+    summary: "Put an endpoint's failed, exhausted and limited deliveries of a time window back to pending",
+    description:
+      "Scope webhooks:write. Only deliveries of the key's environment; never test sends, nor deliveries ended by a deleted endpoint or event. The endpoint sends them at the pace its health allows. Idempotent: a repeat recovers 0 more.",
+    security,
+    request: { params: idParam, body: { content: { 'application/json': { schema: RecoverBody } } } },
+    responses: { 200: json(z.object({ data: RecoveryResult })), ...errors(404) },
+  });
 
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',

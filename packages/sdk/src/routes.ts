@@ -29,6 +29,8 @@ export const ROUTES = {
   publishEvent: { method: 'post', path: '/events', shape: 'item' },
   listEventTypes: { method: 'get', path: '/event_types', shape: 'array' },
   deleteContact: { method: 'delete', path: '/contacts/{id}', shape: 'empty' },
+  // Delivery controls.
+  recoverWebhook: { method: 'post', path: '/webhooks/{id}/recover', shape: 'item' },
 } as const satisfies Record<string, Route>;
 
 export type RouteName = keyof typeof ROUTES;
