@@ -192,6 +192,7 @@ export async function runDeliverySession(deps: SessionDeps, req: SessionRequest)
     const outcome = await sendToEndpoint(deps.httpClient, deps.secretBox, endpoint, {
       eventType: d.event_type,
       idempotencyKey: d.idempotency_key,
+      webhookId: d.id,
       body,
     });
     webhookSends.inc({ kind: 'delivery', outcome: outcome.acknowledged ? 'success' : (outcome.error ?? 'failure') });

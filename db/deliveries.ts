@@ -56,13 +56,14 @@ export interface AttemptRecord {
 /** A `webhook.test` send: one delivery row with its single attempt, terminal at once. */
 export async function recordTestDelivery(
   db: Queryable,
-  t: { accountId: string; endpointId: string; attempt: AttemptRecord },
+  t: { id: string; accountId: string; endpointId: string; attempt: AttemptRecord },
 ): Promise<DeliveryRow> {
   const status: DeliveryStatus = t.attempt.error ? 'failed' : 'success';
+  // The id was chosen before the POST: it went out as the send's webhook-id.
   const { rows } = await db.query<DeliveryRow>(
-    `INSERT INTO deliveries (account_id, endpoint_id, event_type, idempotency_key, environment, status, attempts, response_code, last_attempt_at)
-     VALUES ($1, $2::uuid, 'webhook.test', 'test:' || $2::text, NULL, $3, 1, $4, $5) RETURNING ${COLUMNS}`,
-    [t.accountId, t.endpointId, status, t.attempt.responseCode, t.attempt.startedAt],
+    `INSERT INTO deliveries (id, account_id, endpoint_id, event_type, idempotency_key, environment, status, attempts, response_code, last_attempt_at)
+     VALUES ($6, $1, $2::uuid, 'webhook.test', 'test:' || $2::text, NULL, $3, 1, $4, $5) RETURNING ${COLUMNS}`,
+    [t.accountId, t.endpointId, status, t.attempt.responseCode, t.attempt.startedAt, t.id],
   );
   const delivery = rows[0]!;
   await insertAttempt(db, delivery.id, 1, t.attempt);

@@ -1,4 +1,5 @@
 /** Webhook endpoints: SPEC 4.1 to 4.6 with the state effects of SPEC 3.2. */
+import crypto from 'node:crypto';
 import Router from '@koa/router';
 import { normalizeCategories } from '../../core/categories.js';
 import { afterTest, planPatch } from '../../core/health.js';
@@ -184,13 +185,17 @@ export function webhookRoutes(deps: ApiDeps): Router {
       }),
       'utf8',
     );
+    // Each test send is its own delivery row, and its id is its webhook-id.
+    const deliveryId = crypto.randomUUID();
     const outcome = await sendToEndpoint(deps.httpClient, secretBox, endpoint, {
       eventType: 'webhook.test',
       idempotencyKey: `test:${endpoint.id}`,
+      webhookId: deliveryId,
       body,
     });
     webhookSends.inc({ kind: 'test', outcome: outcome.acknowledged ? 'success' : (outcome.error ?? 'failure') });
     await recordTestDelivery(db, {
+      id: deliveryId,
       accountId,
       endpointId: id,
       attempt: {
