@@ -81,6 +81,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
         events,
         active: body.active ?? true,
         secretCiphertext: secretBox.seal(secret),
+        rateLimit: body.rate_limit ?? null,
         limit: deps.config.endpointLimit,
       }),
     );
@@ -143,7 +144,9 @@ export function webhookRoutes(deps: ApiDeps): Router {
         );
       }
       const { changes } = plan;
-      if (Object.keys(changes).length === 0) return { row: current, changed: false };
+      // The throttle is no part of health: the session reads it before each POST.
+      const rateLimit = body.rate_limit !== undefined && body.rate_limit !== current.rate_limit ? body.rate_limit : undefined;
+      if (Object.keys(changes).length === 0 && rateLimit === undefined) return { row: current, changed: false };
       const updated = await updateEndpoint(tx, accountId, id, {
         url: changes.url,
         events: changes.events,
@@ -152,6 +155,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
         secretCiphertext: changes.secret === undefined ? undefined : secretBox.seal(changes.secret),
         authorizationCiphertext:
           changes.authorization === undefined ? undefined : changes.authorization === null ? null : secretBox.seal(changes.authorization),
+        rateLimit,
         invalidateVerification: plan.invalidatesVerification,
         clearNextAttempt: plan.stopsSending,
       });

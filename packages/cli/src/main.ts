@@ -63,6 +63,12 @@ const positiveInt = (raw: string) => {
   if (!/^\d+$/.test(raw)) throw new InvalidArgumentError('expected a non-negative integer');
   return Number(raw);
 };
+/** POSTs per second (an integer >= 1), or `none` (or "") for no throttle. */
+const rateLimit = (raw: string): number | null => {
+  if (raw === '' || raw === 'none') return null;
+  if (!/^[1-9]\d*$/.test(raw)) throw new InvalidArgumentError('expected an integer >= 1 (POSTs per second), or none');
+  return Number(raw);
+};
 const list = (raw: string) =>
   raw
     .split(',')
@@ -121,20 +127,27 @@ endpoints
   .option('--secret <secret>', 'signing secret (16-256 characters); generated when omitted')
   .option('--customer-id <uuid>', 'only events of this Customer')
   .option('--inactive', 'create it inactive')
-  .action(async (opts: { url: string; events: string[]; secret?: string; customerId?: string; inactive?: boolean }, cmd: Command) => {
-    const created = await client(cmd).webhooks.create({
-      url: opts.url,
-      events: opts.events,
-      secret: opts.secret,
-      customer_id: opts.customerId,
-      active: opts.inactive ? false : undefined,
-    });
-    show(
-      cmd,
-      created,
-      () => `${record(created)}\n\nThe secret is shown only now. Verify the endpoint with: webhooks endpoints test ${created.id}`,
-    );
-  });
+  .option('--rate-limit <n>', 'at most n POSTs per second to it (default: unlimited)', rateLimit)
+  .action(
+    async (
+      opts: { url: string; events: string[]; secret?: string; customerId?: string; inactive?: boolean; rateLimit?: number | null },
+      cmd: Command,
+    ) => {
+      const created = await client(cmd).webhooks.create({
+        url: opts.url,
+        events: opts.events,
+        secret: opts.secret,
+        customer_id: opts.customerId,
+        active: opts.inactive ? false : undefined,
+        rate_limit: opts.rateLimit,
+      });
+      show(
+        cmd,
+        created,
+        () => `${record(created)}\n\nThe secret is shown only now. Verify the endpoint with: webhooks endpoints test ${created.id}`,
+      );
+    },
+  );
 endpoints.command('get <id>').action(async (id: string, _opts: unknown, cmd: Command) => {
   const endpoint = await client(cmd).webhooks.get(id);
   show(cmd, endpoint, () => record(endpoint));
@@ -147,10 +160,19 @@ endpoints
   .option('--active <bool>', 'false deactivates; reactivating goes through `endpoints test`', bool)
   .option('--customer-id <uuid>', 'Customer filter ("" removes it)')
   .option('--authorization <value>', 'Authorization header sent with each delivery ("" removes it)')
+  .option('--rate-limit <n>', 'at most n POSTs per second, applied from the next POST ("none" removes it)', rateLimit)
   .action(
     async (
       id: string,
-      opts: { url?: string; events?: string[]; secret?: string; active?: boolean; customerId?: string; authorization?: string },
+      opts: {
+        url?: string;
+        events?: string[];
+        secret?: string;
+        active?: boolean;
+        customerId?: string;
+        authorization?: string;
+        rateLimit?: number | null;
+      },
       cmd: Command,
     ) => {
       const body = {
@@ -160,6 +182,7 @@ endpoints
         active: opts.active,
         customer_id: opts.customerId === undefined ? undefined : opts.customerId || null,
         headers: opts.authorization === undefined ? undefined : { Authorization: opts.authorization || null },
+        rate_limit: opts.rateLimit,
       };
       if (Object.values(body).every((v) => v === undefined)) throw new UsageError('nothing to update: give at least one option');
       const updated = await client(cmd).webhooks.update(id, body);

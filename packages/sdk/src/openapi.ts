@@ -1151,6 +1151,11 @@ export interface components {
              *     ]
              */
             events: string[];
+            /**
+             * @description At most this many POSTs per second to the endpoint (1 to 10000); null or absent: unlimited. Waiting for it is not a failure.
+             * @example 5
+             */
+            rate_limit?: number | null;
             secret?: string;
             /** @example https://example.com/webhooks */
             url: string;
@@ -1260,6 +1265,7 @@ export interface components {
          *       "last_response_code": 200,
          *       "next_attempt_at": null,
          *       "paused_at": null,
+         *       "rate_limit": null,
          *       "created_at": "2026-11-22T10:00:00.000Z",
          *       "updated_at": "2026-11-22T10:05:12.345Z"
          *     }
@@ -1301,6 +1307,8 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             paused_at: string | null;
+            /** @description POSTs per second at most; null: unlimited. */
+            rate_limit: number | null;
             /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
@@ -1332,6 +1340,7 @@ export interface components {
          *       "last_response_code": null,
          *       "next_attempt_at": null,
          *       "paused_at": null,
+         *       "rate_limit": null,
          *       "created_at": "2026-11-22T10:00:00.000Z",
          *       "updated_at": "2026-11-22T10:00:00.000Z",
          *       "secret": "whsec_3q2-7wEXAMPLEv5dH0hZ1lS8nQkQm9YV0cXo1pA2bC3dE4"
@@ -1580,6 +1589,11 @@ export interface components {
                 /** @description Sent as the Authorization header of every delivery and test; null or "" removes it. Never returned. */
                 Authorization?: string | null;
             };
+            /**
+             * @description At most this many POSTs per second to the endpoint (1 to 10000); null or absent: unlimited. Waiting for it is not a failure.
+             * @example 5
+             */
+            rate_limit?: number | null;
             secret?: string;
             url?: string;
         };
