@@ -3,7 +3,10 @@
  * throttle, through the production entry points (startApi, runWorker) on the Temporal dev server
  * and Postgres, with a local HTTPS receiver, verified with the official `standardwebhooks` package.
  */
+import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
@@ -214,5 +217,59 @@ describe('per-endpoint throttle with the real worker', () => {
     // The rest (at least 7) would take 7 s or more at the old pace; at 50 a second they take well under 3.
     expect(all.at(-1)!.atMs - patchedAt).toBeLessThan(3_000);
     expect((await call('GET', `/api/v1/webhooks/${id}`)).body.data.failure_streak).toBe(0);
+  });
+});
+
+describe('the CLI', () => {
+  const BIN = path.resolve('packages/cli/bin/webhooks.js');
+  /** `webhooks` as a child process against this API; resolves with its exit code and parsed JSON. */
+  const cli = (args: string[]) =>
+    new Promise<{ code: number; json: any; stderr: string }>((resolve) => {
+      const env = {
+        ...process.env,
+        WEBHOOKS_CONFIG: path.join(os.tmpdir(), `webhooks-controls-${crypto.randomUUID()}.json`),
+        WEBHOOKS_API_KEY: tenant.key,
+        WEBHOOKS_BASE_URL: `${api.url}/api/v1`,
+      };
+      execFile(process.execPath, [BIN, ...args, '--json'], { env, timeout: 30_000 }, (error, stdout, stderr) => {
+        let json: unknown;
+        try {
+          json = JSON.parse(stdout);
+        } catch {
+          json = undefined;
+        }
+        resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, json, stderr });
+      });
+    });
+
+  it("creates and updates rate_limit, and recovers an endpoint's deliveries", async () => {
+    const url = `https://localhost:${receiver.port}/cli/${crypto.randomUUID()}`;
+    const created = await cli(['endpoints', 'create', '--url', url, '--events', 'crm', '--rate-limit', '7']);
+    expect(created.code).toBe(0);
+    expect(created.json.rate_limit).toBe(7);
+    const id = created.json.id as string;
+    const cleared = await cli(['endpoints', 'update', id, '--rate-limit', 'none']);
+    expect(cleared, cleared.stderr).toMatchObject({ code: 0 });
+    expect(cleared.json.rate_limit).toBeNull();
+    expect((await cli(['endpoints', 'update', id, '--rate-limit', '0'])).code).toBe(2);
+
+    const none = await cli(['endpoints', 'recover', id, '--since', '2026-01-01T00:00:00Z', '--statuses', 'failed,limited']);
+    expect(none.code).toBe(0);
+    expect(none.json).toMatchObject({ recovered: 0, since: '2026-01-01T00:00:00.000Z', statuses: ['failed', 'limited'] });
+    // One exhausted delivery of a real event (this endpoint is unverified, so it holds it once recovered).
+    const event = (await call('POST', '/api/v1/events', demandEvent(`cli_${id}`))).body.data;
+    const { rows } = await testDb().query<{ id: string }>(
+      `INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status, terminal_reason)
+       SELECT $1, $2, id, type, idempotency_key, environment, 'exhausted', 'hold_expired' FROM events
+       WHERE account_id = $1 AND id = $3 RETURNING id`,
+      [tenant.accountId, id, event.id],
+    );
+    const one = await cli(['endpoints', 'recover', id, '--since', '2026-01-01T00:00:00Z']);
+    expect(one.json).toMatchObject({ recovered: 1, statuses: ['failed', 'exhausted', 'limited'] });
+    expect((await call('GET', `/api/v1/webhook_deliveries/${rows[0]!.id}`)).body.data.status).toBe('pending');
+    const bad = await cli(['endpoints', 'recover', id, '--since', 'yesterday']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/invalid_recovery/);
+    expect((await cli(['endpoints', 'recover', id])).code).toBe(2);
   });
 });

@@ -64,11 +64,12 @@ const positiveInt = (raw: string) => {
   return Number(raw);
 };
 /** POSTs per second (an integer >= 1), or `none` (or "") for no throttle. */
-const rateLimit = (raw: string): number | null => {
-  if (raw === '' || raw === 'none') return null;
+const rateLimit = (raw: string): number | 'none' => {
+  if (raw === '' || raw === 'none') return 'none'; // not null: commander turns a null into ''
   if (!/^[1-9]\d*$/.test(raw)) throw new InvalidArgumentError('expected an integer >= 1 (POSTs per second), or none');
   return Number(raw);
 };
+const rateLimitBody = (v: number | 'none' | undefined) => (v === 'none' ? null : v);
 const list = (raw: string) =>
   raw
     .split(',')
@@ -130,7 +131,7 @@ endpoints
   .option('--rate-limit <n>', 'at most n POSTs per second to it (default: unlimited)', rateLimit)
   .action(
     async (
-      opts: { url: string; events: string[]; secret?: string; customerId?: string; inactive?: boolean; rateLimit?: number | null },
+      opts: { url: string; events: string[]; secret?: string; customerId?: string; inactive?: boolean; rateLimit?: number | 'none' },
       cmd: Command,
     ) => {
       const created = await client(cmd).webhooks.create({
@@ -139,7 +140,7 @@ endpoints
         secret: opts.secret,
         customer_id: opts.customerId,
         active: opts.inactive ? false : undefined,
-        rate_limit: opts.rateLimit,
+        rate_limit: rateLimitBody(opts.rateLimit),
       });
       show(
         cmd,
@@ -171,7 +172,7 @@ endpoints
         active?: boolean;
         customerId?: string;
         authorization?: string;
-        rateLimit?: number | null;
+        rateLimit?: number | 'none';
       },
       cmd: Command,
     ) => {
@@ -182,7 +183,7 @@ endpoints
         active: opts.active,
         customer_id: opts.customerId === undefined ? undefined : opts.customerId || null,
         headers: opts.authorization === undefined ? undefined : { Authorization: opts.authorization || null },
-        rate_limit: opts.rateLimit,
+        rate_limit: rateLimitBody(opts.rateLimit),
       };
       if (Object.values(body).every((v) => v === undefined)) throw new UsageError('nothing to update: give at least one option');
       const updated = await client(cmd).webhooks.update(id, body);
