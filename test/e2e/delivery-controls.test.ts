@@ -267,6 +267,11 @@ describe('the CLI', () => {
     const one = await cli(['endpoints', 'recover', id, '--since', '2026-01-01T00:00:00Z']);
     expect(one.json).toMatchObject({ recovered: 1, statuses: ['failed', 'exhausted', 'limited'] });
     expect((await call('GET', `/api/v1/webhook_deliveries/${rows[0]!.id}`)).body.data.status).toBe('pending');
+    // Paced by the endpoint's health: an unverified endpoint's workflow holds it.
+    await eventually(async () => {
+      const held = await testDb().query(`SELECT held_since FROM deliveries WHERE id = $1`, [rows[0]!.id]);
+      return held.rows[0].held_since !== null;
+    });
     const bad = await cli(['endpoints', 'recover', id, '--since', 'yesterday']);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/invalid_recovery/);
