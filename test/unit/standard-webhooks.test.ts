@@ -69,10 +69,11 @@ describe('the headers of a delivery', () => {
       expect(() => new Webhook(`${secret}x`, { format: 'raw' }).verify(m.body, headers)).toThrow(/No matching signature/);
       expect(() => new Webhook(secret, { format: 'raw' }).verify(Buffer.from(`${body} `), headers)).toThrow(/No matching signature/);
     }
-    // A secret beyond Latin-1: the library's string form takes UTF-16 code units, so pass its UTF-8 bytes.
+    // A secret beyond ASCII: the library's string form takes one byte per UTF-16 code unit, so pass its UTF-8 bytes.
     const wide = 'clé secrète ✓ très longue';
     const headers = webhookHeaders(message(wide, '{}'));
     expect(new Webhook(Buffer.from(wide, 'utf8'), { format: 'raw' }).verify('{}', headers)).toEqual({});
+    expect(() => new Webhook(wide, { format: 'raw' }).verify('{}', headers)).toThrow(/No matching signature/);
   });
 
   it("cannot use the library's base64 form for our secrets: its decoder refuses base64url", () => {
