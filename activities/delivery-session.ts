@@ -6,12 +6,16 @@
  * workflow one activity per session instead of a signal, a workflow task and an activity per
  * round.
  *
+ * POSTs start no faster than the endpoint's `rate_limit` (core/pacer.ts), read before each POST;
+ * waiting for it is no failure.
+ *
  * It ends at the first failure (health is the workflow's to judge), when the endpoint stops
  * sending, after `limit` POSTs, when nothing has been due for `lingerMs`, after `maxSessionMs`,
  * or when cancelled; what it claimed and did not send is released.
  */
 import { getEventDefinition } from '../core/catalog/index.js';
 import { compactOutcomes, sends, type AttemptOutcome } from '../core/health.js';
+import { paceWaitMs } from '../core/pacer.js';
 import { retryDelayMs } from '../core/retry-curve.js';
 import { webhookBody } from '../core/webhook-body.js';
 import { claimDueDeliveries, closeForDeletedEvent, nextDueAt, releaseLeases, type ClaimedDelivery } from '../db/deliveries.js';
@@ -45,6 +49,11 @@ export interface SessionDeps {
   concurrency: number;
   lingerMs: number;
   maxSessionMs: number;
+  /**
+   * When the last POST to each throttled endpoint started (performance.now()), kept by the worker
+   * across its sessions so that a new session keeps the pace of the one before; per session when unset.
+   */
+  pacing?: Map<string, number>;
 }
 
 export interface SessionRequest {
@@ -69,6 +78,8 @@ const LEASE_MS = 4 * 60_000;
 const RECHECK_MS = 1_000;
 /** The latest success shows on the endpoint at most this often while a session runs. */
 const SHOW_SUCCESS_EVERY_MS = 1_000;
+/** A lane waiting for the throttle re-reads the endpoint at least this often, so a PATCH of rate_limit applies at once. */
+const PACE_RECHECK_MS = 1_000;
 
 type Stop = 'failure' | 'not_sending' | 'idle' | 'time' | 'cancelled' | 'error';
 
@@ -108,10 +119,25 @@ export async function runDeliverySession(deps: SessionDeps, req: SessionRequest)
   /** When the earliest delivery not yet due comes due; undefined until looked up. */
   let nextDueMs: number | null | undefined;
 
+  const pacing = deps.pacing ?? new Map<string, number>();
+  /** Lanes waiting for the throttle; a stop ends their wait at once. */
+  const pauses = new Set<() => void>();
+
   const halt = (reason: Stop) => {
     stop ??= reason;
     session.interrupt();
+    for (const resume of [...pauses]) resume();
   };
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        pauses.delete(done);
+        resolve();
+      }
+      pauses.add(done);
+    });
   const onAbort = () => halt('cancelled');
   req.signal.addEventListener('abort', onAbort);
 
@@ -192,6 +218,7 @@ export async function runDeliverySession(deps: SessionDeps, req: SessionRequest)
     const outcome = await sendToEndpoint(deps.httpClient, deps.secretBox, endpoint, {
       eventType: d.event_type,
       idempotencyKey: d.idempotency_key,
+      webhookId: d.id,
       body,
     });
     webhookSends.inc({ kind: 'delivery', outcome: outcome.acknowledged ? 'success' : (outcome.error ?? 'failure') });
@@ -212,11 +239,31 @@ export async function runDeliverySession(deps: SessionDeps, req: SessionRequest)
     return { ok: outcome.acknowledged, responseCode: outcome.recordedStatus, atMs: startedAtMs + outcome.durationMs };
   }
 
+  /**
+   * The endpoint as committed now, once its throttle (`rate_limit`) lets a POST start. Waiting is
+   * not a failure and is recorded nowhere. The start is taken with no await between the check and
+   * the claim of the slot, so two lanes never share one.
+   */
+  async function pacedEndpoint(): Promise<EndpointRow | undefined> {
+    for (;;) {
+      const endpoint = await readEndpoint();
+      if (stop || !sending(endpoint)) return endpoint;
+      const now = performance.now();
+      const wait = paceWaitMs(pacing.get(req.endpointId), now, endpoint.rate_limit);
+      if (wait === 0) {
+        if (endpoint.rate_limit === null) pacing.delete(req.endpointId);
+        else pacing.set(req.endpointId, now);
+        return endpoint;
+      }
+      await pause(Math.min(wait, PACE_RECHECK_MS));
+    }
+  }
+
   async function lane(): Promise<void> {
     for (;;) {
       const d = await take();
       if (!d) return;
-      const endpoint = await readEndpoint();
+      const endpoint = await pacedEndpoint();
       // Stopped meanwhile: this delivery stays leased to the session and is released at its end.
       if (stop) return;
       if (!sending(endpoint)) return halt('not_sending');

@@ -53,6 +53,7 @@ export function createActivities(deps: ActivityDeps) {
     concurrency: deps.concurrency ?? 16,
     lingerMs: deps.lingerMs ?? 0,
     maxSessionMs: deps.maxSessionMs ?? 60_000,
+    pacing: new Map<string, number>(),
   };
 
   return {

@@ -26,6 +26,7 @@ import { setupCompletionRoutes, setupLinkRoutes } from './routes/setup-links.js'
 import { templateRoutes } from './routes/templates.js';
 import { outboundRoutes } from './routes/outbound.js';
 import { channelAccountRoutes } from './routes/channel-accounts.js';
+import { webhookRecoveryRoutes } from './routes/webhook-recovery.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { refuseUnstorableInput } from './validation.js';
 
@@ -63,6 +64,7 @@ export function createApp(deps: ApiDeps): Koa {
   api.use('/api/v1', authenticate(deps.db, deps.apiKeys), rateLimit(deps.config.rateLimit), refuseUnstorableInput);
   for (const r of [
     webhookRoutes(deps),
+    webhookRecoveryRoutes(deps),
     deliveryRoutes(deps),
     eventRoutes(deps),
     eventTypeRoutes(),

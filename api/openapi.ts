@@ -32,6 +32,8 @@ import {
   OutboundMessage,
   ChannelAccountResource,
   ChannelAccountListQuery,
+  RecoverBody,
+  RecoveryResult,
 } from './schemas.js';
 import { SendMessageRequest } from '../core/outbound-message.js';
 import { PublishBody } from '../ingest/publish.js';
@@ -411,6 +413,18 @@ export function buildOpenApiDocument() {
     security,
     request: { params: idParam },
     responses: { 200: json(z.object({ data: Broadcast })), ...errors(404, 409, 503) },
+  });
+
+  // Delivery controls: bulk recovery of an endpoint's deliveries.
+  registry.registerPath({
+    method: 'post',
+    path: '/api/v1/webhooks/{id}/recover',
+    summary: "Put an endpoint's failed, exhausted and limited deliveries of a time window back to pending",
+    description:
+      "Scope webhooks:write. Only deliveries of the key's environment; never test sends, nor deliveries ended by a deleted endpoint or event. The endpoint sends them at the pace its health allows. Idempotent: a repeat recovers 0 more.",
+    security,
+    request: { params: idParam, body: { content: { 'application/json': { schema: RecoverBody } } } },
+    responses: { 200: json(z.object({ data: RecoveryResult })), ...errors(404) },
   });
 
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({

@@ -33,6 +33,7 @@ export function presentEndpoint(row: EndpointRow): z.infer<typeof Endpoint> {
     last_response_code: row.last_response_code,
     next_attempt_at: iso(row.next_attempt_at),
     paused_at: iso(row.paused_at),
+    rate_limit: row.rate_limit,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };

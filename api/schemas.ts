@@ -6,7 +6,7 @@ import { extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import { CATEGORIES } from '../core/categories.js';
 import { HEALTH_STATUSES } from '../core/health.js';
-import { DELIVERY_STATUSES } from '../db/deliveries.js';
+import { DELIVERY_STATUSES, RECOVERABLE_STATUSES } from '../db/deliveries.js';
 
 extendZodWithOpenApi(z);
 
@@ -35,6 +35,7 @@ const endpointExample = {
   last_response_code: 200,
   next_attempt_at: null,
   paused_at: null,
+  rate_limit: null,
   created_at: '2026-11-22T10:00:00.000Z',
   updated_at: '2026-11-22T10:05:12.345Z',
 };
@@ -84,6 +85,19 @@ export const Secret = z
   .max(256, 'secret must be at most 256 characters')
   .refine((s) => !/[\r\n]/.test(s), 'secret must not contain line breaks');
 
+/** Per-endpoint throttle: POSTs per second, or null for none. */
+export const MAX_RATE_LIMIT = 10_000;
+const RateLimit = z
+  .number()
+  .int('rate_limit must be an integer')
+  .min(1, 'rate_limit must be at least 1')
+  .max(MAX_RATE_LIMIT, `rate_limit must be at most ${MAX_RATE_LIMIT}`)
+  .nullable()
+  .openapi({
+    description: `At most this many POSTs per second to the endpoint (1 to ${MAX_RATE_LIMIT}); null or absent: unlimited. Waiting for it is not a failure.`,
+    example: 5,
+  });
+
 /**
  * Categories as sent. Any value outside the categories, of any type (a number, null, an object),
  * is discarded later (SPEC 4.1), so every array passes here; only a non-array is refused now.
@@ -103,6 +117,7 @@ export const CreateEndpointBody = z
     customer_id: Uuid.nullable().optional(),
     secret: Secret.optional(),
     active: z.boolean().optional(),
+    rate_limit: RateLimit.optional(),
   })
   .strict()
   .openapi('CreateEndpoint', { example: { url: 'https://example.com/webhooks', events: ['messages', 'statuses'] } });
@@ -114,6 +129,7 @@ export const UpdateEndpointBody = z
     active: z.boolean().optional(),
     secret: Secret.optional(),
     customer_id: Uuid.nullable().optional(),
+    rate_limit: RateLimit.optional(),
     headers: z
       .object({
         Authorization: z
@@ -145,6 +161,7 @@ export const Endpoint = z
     last_response_code: z.number().int().nullable(),
     next_attempt_at: Timestamp.nullable(),
     paused_at: Timestamp.nullable(),
+    rate_limit: z.number().int().nullable().openapi({ description: 'POSTs per second at most; null: unlimited.' }),
     created_at: Timestamp,
     updated_at: Timestamp,
   })
@@ -779,3 +796,30 @@ export const ChannelAccountListQuery = ListQuery.extend({
   channel: z.enum(['chatapp', 'photoapp']).optional(),
   customer_id: Uuid.optional(),
 });
+
+/** ISO 8601 with a zone (Z or an offset), as every timestamp the API answers. */
+const InstantInput = z.iso.datetime({ offset: true }).openapi({ format: 'date-time', example: '2026-11-22T10:00:00Z' });
+
+export const RecoverBody = z
+  .object({
+    since: InstantInput.openapi({ description: 'Deliveries created at or after this instant.' }),
+    until: InstantInput.optional().openapi({ description: 'Deliveries created at or before this instant; default now.' }),
+    statuses: z
+      .array(z.enum(RECOVERABLE_STATUSES))
+      .min(1, 'statuses must name at least one status')
+      .optional()
+      .openapi({ description: `A subset of ${RECOVERABLE_STATUSES.join(', ')}; default all three.` }),
+  })
+  .strict()
+  .openapi('RecoverDeliveries', { example: { since: '2026-11-22T09:00:00Z', statuses: ['failed', 'exhausted'] } });
+
+export const RecoveryResult = z
+  .object({
+    recovered: z.number().int(),
+    since: Timestamp,
+    until: Timestamp,
+    statuses: z.array(z.enum(RECOVERABLE_STATUSES)),
+  })
+  .openapi('RecoveryResult', {
+    example: { recovered: 12, since: '2026-11-22T09:00:00.000Z', until: '2026-11-22T10:00:00.000Z', statuses: ['failed', 'exhausted'] },
+  });

@@ -9,6 +9,7 @@ const FIELD_CODES: Record<string, string> = {
   events: 'invalid_events',
   secret: 'invalid_secret',
   customer_id: 'invalid_customer_id',
+  rate_limit: 'invalid_rate_limit',
 };
 
 /** The error code of a body field given as a path (`url`, `headers.Authorization`, `events[0]`). */

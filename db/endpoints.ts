@@ -25,6 +25,8 @@ export interface EndpointRow {
   paused_at: Date | null;
   /** Moves with every change that invalidates a verification (url, Authorization). */
   config_version: number;
+  /** At most this many POSTs per second; null: unlimited. */
+  rate_limit: number | null;
   created_at: Date;
   updated_at: Date;
   deleted_at: Date | null;
@@ -46,6 +48,7 @@ export async function insertEndpoint(
     events: string[];
     active: boolean;
     secretCiphertext: Buffer;
+    rateLimit?: number | null;
     limit: number;
   },
 ): Promise<EndpointRow> {
@@ -57,9 +60,9 @@ export async function insertEndpoint(
   );
   if (count[0]!.n >= e.limit) throw new DomainError(422, 'endpoint_limit_reached', `an Account can have at most ${e.limit} endpoints`);
   const { rows } = await db.query<EndpointRow>(
-    `INSERT INTO endpoints (account_id, customer_id, url, events, active, health_status, failure_streak, secret_ciphertext)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
-    [e.accountId, e.customerId, e.url, e.events, state.active, state.health, state.failureStreak, e.secretCiphertext],
+    `INSERT INTO endpoints (account_id, customer_id, url, events, active, health_status, failure_streak, secret_ciphertext, rate_limit)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${COLUMNS}`,
+    [e.accountId, e.customerId, e.url, e.events, state.active, state.health, state.failureStreak, e.secretCiphertext, e.rateLimit ?? null],
   );
   return rows[0]!;
 }
@@ -125,6 +128,8 @@ export interface EndpointChanges {
   secretCiphertext?: Buffer;
   /** null removes the stored value. */
   authorizationCiphertext?: Buffer | null;
+  /** null removes the throttle. */
+  rateLimit?: number | null;
   /** Set when the url or Authorization changed: the verification no longer holds. */
   invalidateVerification?: boolean;
   /** Set when the change stops the endpoint sending: it has no next attempt from this commit on. */
@@ -144,6 +149,7 @@ export async function updateEndpoint(db: Queryable, accountId: string, id: strin
   if (c.customerId !== undefined) set('customer_id', c.customerId);
   if (c.secretCiphertext !== undefined) set('secret_ciphertext', c.secretCiphertext);
   if (c.authorizationCiphertext !== undefined) set('authorization_ciphertext', c.authorizationCiphertext);
+  if (c.rateLimit !== undefined) set('rate_limit', c.rateLimit);
   if (c.invalidateVerification) sets.push(`health_status = 'unverified'`, `verified_at = NULL`, 'config_version = config_version + 1');
   if (c.clearNextAttempt) sets.push('next_attempt_at = NULL');
   if (sets.length === 0) return getEndpoint(db, accountId, id);

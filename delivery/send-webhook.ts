@@ -3,7 +3,7 @@
  * judged by the delivery protocol (2xx acknowledges; the hosted-script 302 counts as 200).
  */
 import type { SecretBox } from '../security/secret-box.js';
-import { signBody } from '../security/signature.js';
+import { signBody, standardWebhookKey, standardWebhookSignature } from '../security/signature.js';
 import type { HttpClient, PostResult } from './http-client.js';
 
 export interface WebhookMessage {
@@ -12,7 +12,11 @@ export interface WebhookMessage {
   authorization: string | null;
   eventType: string;
   idempotencyKey: string;
+  /** Standard Webhooks `webhook-id`: the delivery's id, the same on every attempt of it. */
+  webhookId: string;
   body: Buffer;
+  /** `webhook-timestamp` in seconds; the moment the headers are built when unset. */
+  timestampSeconds?: number;
 }
 
 export interface SendOutcome extends PostResult {
@@ -21,13 +25,18 @@ export interface SendOutcome extends PostResult {
   acknowledged: boolean;
 }
 
+/** Our headers (SPEC 6.1), and beside them the Standard Webhooks ones (docs/delivery.md#standard-webhooks). */
 export function webhookHeaders(m: WebhookMessage): Record<string, string> {
+  const timestamp = m.timestampSeconds ?? Math.floor(Date.now() / 1000);
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'user-agent': 'webhook-platform/1',
     'x-webhook-event': m.eventType,
     'x-idempotency-key': m.idempotencyKey,
     'x-webhook-signature': signBody(m.secret, m.body),
+    'webhook-id': m.webhookId,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': standardWebhookSignature(standardWebhookKey(m.secret), m.webhookId, timestamp, m.body),
   };
   if (m.authorization) headers.authorization = m.authorization;
   return headers;
@@ -66,7 +75,7 @@ export function sendToEndpoint(
   client: HttpClient,
   box: SecretBox,
   target: SendTarget,
-  m: { eventType: string; idempotencyKey: string; body: Buffer },
+  m: { eventType: string; idempotencyKey: string; webhookId: string; body: Buffer },
 ): Promise<SendOutcome> {
   return sendWebhook(client, {
     url: target.url,

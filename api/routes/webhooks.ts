@@ -1,4 +1,5 @@
 /** Webhook endpoints: SPEC 4.1 to 4.6 with the state effects of SPEC 3.2. */
+import crypto from 'node:crypto';
 import Router from '@koa/router';
 import { normalizeCategories } from '../../core/categories.js';
 import { afterTest, planPatch } from '../../core/health.js';
@@ -80,6 +81,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
         events,
         active: body.active ?? true,
         secretCiphertext: secretBox.seal(secret),
+        rateLimit: body.rate_limit ?? null,
         limit: deps.config.endpointLimit,
       }),
     );
@@ -142,7 +144,9 @@ export function webhookRoutes(deps: ApiDeps): Router {
         );
       }
       const { changes } = plan;
-      if (Object.keys(changes).length === 0) return { row: current, changed: false };
+      // The throttle is no part of health: the session reads it before each POST.
+      const rateLimit = body.rate_limit !== undefined && body.rate_limit !== current.rate_limit ? body.rate_limit : undefined;
+      if (Object.keys(changes).length === 0 && rateLimit === undefined) return { row: current, changed: false };
       const updated = await updateEndpoint(tx, accountId, id, {
         url: changes.url,
         events: changes.events,
@@ -151,6 +155,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
         secretCiphertext: changes.secret === undefined ? undefined : secretBox.seal(changes.secret),
         authorizationCiphertext:
           changes.authorization === undefined ? undefined : changes.authorization === null ? null : secretBox.seal(changes.authorization),
+        rateLimit,
         invalidateVerification: plan.invalidatesVerification,
         clearNextAttempt: plan.stopsSending,
       });
@@ -184,13 +189,17 @@ export function webhookRoutes(deps: ApiDeps): Router {
       }),
       'utf8',
     );
+    // Each test send is its own delivery row, and its id is its webhook-id.
+    const deliveryId = crypto.randomUUID();
     const outcome = await sendToEndpoint(deps.httpClient, secretBox, endpoint, {
       eventType: 'webhook.test',
       idempotencyKey: `test:${endpoint.id}`,
+      webhookId: deliveryId,
       body,
     });
     webhookSends.inc({ kind: 'test', outcome: outcome.acknowledged ? 'success' : (outcome.error ?? 'failure') });
     await recordTestDelivery(db, {
+      id: deliveryId,
       accountId,
       endpointId: id,
       attempt: {

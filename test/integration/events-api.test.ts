@@ -145,6 +145,7 @@ describe('POST /api/v1/events', () => {
       authorization: null,
       eventType: row.type,
       idempotencyKey: row.idempotency_key,
+      webhookId: crypto.randomUUID(),
       body: Buffer.from('{}'),
     });
     expect(headers['x-webhook-event']).toBe(type);

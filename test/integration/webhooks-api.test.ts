@@ -121,6 +121,7 @@ describe('POST /api/v1/webhooks', () => {
         'last_success_at',
         'next_attempt_at',
         'paused_at',
+        'rate_limit',
         'secret',
         'updated_at',
         'url',

@@ -34,6 +34,8 @@ export type SetupLink = Schemas['SetupLink'];
 export type Broadcast = Schemas['Broadcast'];
 export type BroadcastRecipient = Schemas['BroadcastRecipient'];
 export type AddRecipientsResult = Schemas['AddRecipientsResult'];
+export type RecoverDeliveries = Schemas['RecoverDeliveries'];
+export type RecoveryResult = Schemas['RecoveryResult'];
 
 type Op<N extends RouteName> = NonNullable<paths[(typeof ROUTES)[N]['path']][(typeof ROUTES)[N]['method']]>;
 type JsonOf<R> = R extends { content: { 'application/json': infer B } } ? B : undefined;
@@ -152,6 +154,12 @@ export class WebhookPlatform {
     },
     /** A non-2xx answer of the receiver is a WebhookPlatformError with status 502, code test_delivery_failed. */
     test: (id: string, o?: { signal?: AbortSignal }) => this.#data<'testWebhook'>('testWebhook', { params: { id }, ...o }),
+    /**
+     * Puts the endpoint's failed, exhausted and limited deliveries created in [since, until] back to
+     * pending; `recovered` says how many. Repeating it recovers 0 more.
+     */
+    recover: (id: string, body: BodyOf<'recoverWebhook'>, o?: { signal?: AbortSignal }) =>
+      this.#data<'recoverWebhook'>('recoverWebhook', { params: { id }, body, ...o }),
   };
 
   readonly deliveries = {

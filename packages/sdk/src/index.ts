@@ -27,6 +27,8 @@ export type {
   Paging,
   PublishEvent,
   QueryOf,
+  RecoverDeliveries,
+  RecoveryResult,
   ResponseOf,
   StreamItem,
   StreamPaging,
@@ -36,5 +38,5 @@ export type {
 export { WebhookPlatformError } from './errors.js';
 export { EventStream, type StreamOptions } from './stream.js';
 export { ROUTES, type Method, type Route, type RouteName, type Shape } from './routes.js';
-export { signatureFor, verifyWebhook } from './verify.js';
+export { signatureFor, standardSignatureFor, verifyStandardWebhook, verifyWebhook, type HeaderBag } from './verify.js';
 export type { components, paths } from './openapi.js';

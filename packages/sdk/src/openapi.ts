@@ -2759,6 +2759,98 @@ export interface paths {
         };
         trace?: never;
     };
+    "/webhooks/{id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Put an endpoint's failed, exhausted and limited deliveries of a time window back to pending
+         * @description Scope webhooks:write. Only deliveries of the key's environment; never test sends, nor deliveries ended by a deleted endpoint or event. The endpoint sends them at the pace its health allows. Idempotent: a repeat recovers 0 more.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": components["schemas"]["RecoverDeliveries"];
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["RecoveryResult"];
+                        };
+                    };
+                };
+                /** @description Error envelope */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks/{id}/test": {
         parameters: {
             query?: never;
@@ -3248,6 +3340,11 @@ export interface components {
              *     ]
              */
             events: string[];
+            /**
+             * @description At most this many POSTs per second to the endpoint (1 to 10000); null or absent: unlimited. Waiting for it is not a failure.
+             * @example 5
+             */
+            rate_limit?: number | null;
             secret?: string;
             /** @example https://example.com/webhooks */
             url: string;
@@ -3378,6 +3475,7 @@ export interface components {
          *       "last_response_code": 200,
          *       "next_attempt_at": null,
          *       "paused_at": null,
+         *       "rate_limit": null,
          *       "created_at": "2026-11-22T10:00:00.000Z",
          *       "updated_at": "2026-11-22T10:05:12.345Z"
          *     }
@@ -3419,6 +3517,8 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             paused_at: string | null;
+            /** @description POSTs per second at most; null: unlimited. */
+            rate_limit: number | null;
             /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
@@ -3450,6 +3550,7 @@ export interface components {
          *       "last_response_code": null,
          *       "next_attempt_at": null,
          *       "paused_at": null,
+         *       "rate_limit": null,
          *       "created_at": "2026-11-22T10:00:00.000Z",
          *       "updated_at": "2026-11-22T10:00:00.000Z",
          *       "secret": "whsec_3q2-7wEXAMPLEv5dH0hZ1lS8nQkQm9YV0cXo1pA2bC3dE4"
@@ -3618,6 +3719,56 @@ export interface components {
                 [key: string]: unknown;
             };
             type: string;
+        };
+        /**
+         * @example {
+         *       "since": "2026-11-22T09:00:00Z",
+         *       "statuses": [
+         *         "failed",
+         *         "exhausted"
+         *       ]
+         *     }
+         */
+        RecoverDeliveries: {
+            /**
+             * Format: date-time
+             * @description Deliveries created at or after this instant.
+             * @example 2026-11-22T10:00:00Z
+             */
+            since: string;
+            /** @description A subset of failed, exhausted, limited; default all three. */
+            statuses?: ("failed" | "exhausted" | "limited")[];
+            /**
+             * Format: date-time
+             * @description Deliveries created at or before this instant; default now.
+             * @example 2026-11-22T10:00:00Z
+             */
+            until?: string;
+        };
+        /**
+         * @example {
+         *       "recovered": 12,
+         *       "since": "2026-11-22T09:00:00.000Z",
+         *       "until": "2026-11-22T10:00:00.000Z",
+         *       "statuses": [
+         *         "failed",
+         *         "exhausted"
+         *       ]
+         *     }
+         */
+        RecoveryResult: {
+            recovered: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            since: string;
+            statuses: ("failed" | "exhausted" | "limited")[];
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            until: string;
         };
         /**
          * @example {
@@ -3910,6 +4061,11 @@ export interface components {
                 /** @description Sent as the Authorization header of every delivery and test; null or "" removes it. Never returned. */
                 Authorization?: string | null;
             };
+            /**
+             * @description At most this many POSTs per second to the endpoint (1 to 10000); null or absent: unlimited. Waiting for it is not a failure.
+             * @example 5
+             */
+            rate_limit?: number | null;
             secret?: string;
             url?: string;
         };
