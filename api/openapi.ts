@@ -7,6 +7,7 @@ import {
   DeliveryDetail,
   DeliveryListQuery,
   Endpoint,
+  EndpointStats,
   EndpointWithSecret,
   ErrorEnvelope,
   EventType,
@@ -157,6 +158,16 @@ export function buildOpenApiDocument() {
       },
     });
   }
+
+  // Console
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/webhooks/{id}/stats',
+    summary: "An endpoint's attempts per hour over the last 24 hours (successes and failures)",
+    security,
+    request: { params: idParam },
+    responses: { 200: json(z.object({ data: EndpointStats })), ...errors(404) },
+  });
 
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',

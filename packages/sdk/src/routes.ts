@@ -29,6 +29,8 @@ export const ROUTES = {
   publishEvent: { method: 'post', path: '/events', shape: 'item' },
   listEventTypes: { method: 'get', path: '/event_types', shape: 'array' },
   deleteContact: { method: 'delete', path: '/contacts/{id}', shape: 'empty' },
+  // Console
+  getWebhookStats: { method: 'get', path: '/webhooks/{id}/stats', shape: 'item' },
 } as const satisfies Record<string, Route>;
 
 export type RouteName = keyof typeof ROUTES;
