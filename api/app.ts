@@ -17,6 +17,7 @@ import { eventTypeRoutes } from './routes/event-types.js';
 import { eventRoutes } from './routes/events.js';
 import { operationsRoutes } from './routes/operations.js';
 import { providerRoutes } from './routes/provider.js';
+import { webhookRecoveryRoutes } from './routes/webhook-recovery.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { refuseUnstorableInput } from './validation.js';
 
@@ -52,7 +53,14 @@ export function createApp(deps: ApiDeps): Koa {
 
   const api = new Router();
   api.use('/api/v1', authenticate(deps.db, deps.apiKeys), rateLimit(deps.config.rateLimit), refuseUnstorableInput);
-  for (const r of [webhookRoutes(deps), deliveryRoutes(deps), eventRoutes(deps), eventTypeRoutes(), contactRoutes(deps)])
+  for (const r of [
+    webhookRoutes(deps),
+    webhookRecoveryRoutes(deps),
+    deliveryRoutes(deps),
+    eventRoutes(deps),
+    eventTypeRoutes(),
+    contactRoutes(deps),
+  ])
     api.use(r.routes(), r.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
   app.use(api.routes()).use(api.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
   return app;

@@ -19,6 +19,8 @@ import {
   TestResult,
   UpdateEndpointBody,
   publishExample,
+  RecoverBody,
+  RecoveryResult,
 } from './schemas.js';
 import { PublishBody } from '../ingest/publish.js';
 
@@ -167,6 +169,18 @@ export function buildOpenApiDocument() {
     security,
     request: { params: idParam },
     responses: { 200: json(z.object({ data: EndpointStats })), ...errors(404) },
+  });
+
+  // Delivery controls: bulk recovery of an endpoint's deliveries.
+  registry.registerPath({
+    method: 'post',
+    path: '/api/v1/webhooks/{id}/recover',
+    summary: "Put an endpoint's failed, exhausted and limited deliveries of a time window back to pending",
+    description:
+      "Scope webhooks:write. Only deliveries of the key's environment; never test sends, nor deliveries ended by a deleted endpoint or event. The endpoint sends them at the pace its health allows. Idempotent: a repeat recovers 0 more.",
+    security,
+    request: { params: idParam, body: { content: { 'application/json': { schema: RecoverBody } } } },
+    responses: { 200: json(z.object({ data: RecoveryResult })), ...errors(404) },
   });
 
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({

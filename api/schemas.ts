@@ -6,7 +6,7 @@ import { extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import { CATEGORIES } from '../core/categories.js';
 import { HEALTH_STATUSES } from '../core/health.js';
-import { DELIVERY_STATUSES } from '../db/deliveries.js';
+import { DELIVERY_STATUSES, RECOVERABLE_STATUSES } from '../db/deliveries.js';
 
 extendZodWithOpenApi(z);
 
@@ -283,4 +283,31 @@ export const EventType = z
       in_stream: true,
       schema: { type: 'object', properties: { entity_type: { type: 'string', const: 'demand' } } },
     },
+  });
+
+/** ISO 8601 with a zone (Z or an offset), as every timestamp the API answers. */
+const InstantInput = z.iso.datetime({ offset: true }).openapi({ format: 'date-time', example: '2026-11-22T10:00:00Z' });
+
+export const RecoverBody = z
+  .object({
+    since: InstantInput.openapi({ description: 'Deliveries created at or after this instant.' }),
+    until: InstantInput.optional().openapi({ description: 'Deliveries created at or before this instant; default now.' }),
+    statuses: z
+      .array(z.enum(RECOVERABLE_STATUSES))
+      .min(1, 'statuses must name at least one status')
+      .optional()
+      .openapi({ description: `A subset of ${RECOVERABLE_STATUSES.join(', ')}; default all three.` }),
+  })
+  .strict()
+  .openapi('RecoverDeliveries', { example: { since: '2026-11-22T09:00:00Z', statuses: ['failed', 'exhausted'] } });
+
+export const RecoveryResult = z
+  .object({
+    recovered: z.number().int(),
+    since: Timestamp,
+    until: Timestamp,
+    statuses: z.array(z.enum(RECOVERABLE_STATUSES)),
+  })
+  .openapi('RecoveryResult', {
+    example: { recovered: 12, since: '2026-11-22T09:00:00.000Z', until: '2026-11-22T10:00:00.000Z', statuses: ['failed', 'exhausted'] },
   });

@@ -425,3 +425,38 @@ export async function endpointHourlyOutcomes(
   );
   return rows.map((r) => ({ hour: r.hour, successes: Number(r.successes), failures: Number(r.failures) }));
 }
+
+/** What a bulk recovery may put back to `pending` (DECISIONS, manual resend, in bulk). */
+export const RECOVERABLE_STATUSES = ['failed', 'exhausted', 'limited'] as const;
+export type RecoverableStatus = (typeof RECOVERABLE_STATUSES)[number];
+
+export interface Recovery {
+  accountId: string;
+  endpointId: string;
+  /** The key's environment: a key never changes the other environment's deliveries. */
+  environment: 'live' | 'sandbox';
+  /** Inclusive window on the delivery's created_at. */
+  since: Date;
+  until: Date;
+  statuses: readonly RecoverableStatus[];
+}
+
+/**
+ * Bulk recovery: every delivery of the endpoint in the window with one of `statuses` is due again
+ * at once, as `resendDelivery` does for one. Never a test send (no event), never one that ended
+ * because its endpoint or event was deleted, never one a session is sending right now (its
+ * outcome is about to be recorded; clearing its lease would let it be claimed and POSTed twice).
+ * Recovered rows are `pending`, so a repeat finds nothing more. Returns how many.
+ */
+export async function recoverDeliveries(db: Queryable, r: Recovery): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE deliveries SET status = 'pending', terminal_reason = NULL, next_attempt_at = now(), held_since = NULL,
+       leased_until = NULL, lease_owner = NULL, updated_at = now()
+     WHERE account_id = $1 AND endpoint_id = $2 AND environment = $3 AND event_id IS NOT NULL
+       AND created_at >= $4 AND created_at <= $5 AND status = ANY($6::text[])
+       AND (status <> 'exhausted' OR terminal_reason IS NULL OR terminal_reason NOT IN ('endpoint_deleted', 'event_deleted'))
+       AND (leased_until IS NULL OR leased_until < now())`,
+    [r.accountId, r.endpointId, r.environment, r.since, r.until, [...r.statuses]],
+  );
+  return rowCount ?? 0;
+}

@@ -22,6 +22,8 @@ export type StreamPaging = Schemas['StreamPaging'];
 export type PublishEvent = Schemas['PublishEvent'];
 export type EventType = Schemas['EventType'];
 export type ErrorEnvelope = Schemas['Error'];
+export type RecoverDeliveries = Schemas['RecoverDeliveries'];
+export type RecoveryResult = Schemas['RecoveryResult'];
 
 type Op<N extends RouteName> = NonNullable<paths[(typeof ROUTES)[N]['path']][(typeof ROUTES)[N]['method']]>;
 type JsonOf<R> = R extends { content: { 'application/json': infer B } } ? B : undefined;
@@ -131,6 +133,12 @@ export class WebhookPlatform {
     test: (id: string, o?: { signal?: AbortSignal }) => this.#data<'testWebhook'>('testWebhook', { params: { id }, ...o }),
     /** Attempts per hour over the last 24 hours, the current hour last. */
     stats: (id: string, o?: { signal?: AbortSignal }) => this.#data<'getWebhookStats'>('getWebhookStats', { params: { id }, ...o }),
+    /**
+     * Puts the endpoint's failed, exhausted and limited deliveries created in [since, until] back to
+     * pending; `recovered` says how many. Repeating it recovers 0 more.
+     */
+    recover: (id: string, body: BodyOf<'recoverWebhook'>, o?: { signal?: AbortSignal }) =>
+      this.#data<'recoverWebhook'>('recoverWebhook', { params: { id }, body, ...o }),
   };
 
   readonly deliveries = {

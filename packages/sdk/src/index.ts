@@ -15,6 +15,8 @@ export type {
   Paging,
   PublishEvent,
   QueryOf,
+  RecoverDeliveries,
+  RecoveryResult,
   ResponseOf,
   StreamItem,
   StreamPaging,

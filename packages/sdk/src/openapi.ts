@@ -916,6 +916,98 @@ export interface paths {
         };
         trace?: never;
     };
+    "/webhooks/{id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Put an endpoint's failed, exhausted and limited deliveries of a time window back to pending
+         * @description Scope webhooks:write. Only deliveries of the key's environment; never test sends, nor deliveries ended by a deleted endpoint or event. The endpoint sends them at the pace its health allows. Idempotent: a repeat recovers 0 more.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": components["schemas"]["RecoverDeliveries"];
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["RecoveryResult"];
+                        };
+                    };
+                };
+                /** @description Error envelope */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks/{id}/stats": {
         parameters: {
             query?: never;
@@ -1446,6 +1538,56 @@ export interface components {
                 [key: string]: unknown;
             };
             type: string;
+        };
+        /**
+         * @example {
+         *       "since": "2026-11-22T09:00:00Z",
+         *       "statuses": [
+         *         "failed",
+         *         "exhausted"
+         *       ]
+         *     }
+         */
+        RecoverDeliveries: {
+            /**
+             * Format: date-time
+             * @description Deliveries created at or after this instant.
+             * @example 2026-11-22T10:00:00Z
+             */
+            since: string;
+            /** @description A subset of failed, exhausted, limited; default all three. */
+            statuses?: ("failed" | "exhausted" | "limited")[];
+            /**
+             * Format: date-time
+             * @description Deliveries created at or before this instant; default now.
+             * @example 2026-11-22T10:00:00Z
+             */
+            until?: string;
+        };
+        /**
+         * @example {
+         *       "recovered": 12,
+         *       "since": "2026-11-22T09:00:00.000Z",
+         *       "until": "2026-11-22T10:00:00.000Z",
+         *       "statuses": [
+         *         "failed",
+         *         "exhausted"
+         *       ]
+         *     }
+         */
+        RecoveryResult: {
+            recovered: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            since: string;
+            statuses: ("failed" | "exhausted" | "limited")[];
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            until: string;
         };
         /**
          * @example {

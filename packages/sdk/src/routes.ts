@@ -31,6 +31,8 @@ export const ROUTES = {
   deleteContact: { method: 'delete', path: '/contacts/{id}', shape: 'empty' },
   // Console
   getWebhookStats: { method: 'get', path: '/webhooks/{id}/stats', shape: 'item' },
+  // Delivery controls.
+  recoverWebhook: { method: 'post', path: '/webhooks/{id}/recover', shape: 'item' },
 } as const satisfies Record<string, Route>;
 
 export type RouteName = keyof typeof ROUTES;
