@@ -49,7 +49,6 @@ export function consoleRoutes(): Router {
     ctx.type = 'text/html; charset=utf-8';
     ctx.body = fs.createReadStream(path.join(consoleDir, 'index.html'));
   });
-  router.get('/console/', (ctx) => ctx.redirect('/console'));
   router.get('/console/:file', (ctx) => {
     const file = ctx.params.file!;
     const type = Object.hasOwn(ASSETS, file) ? ASSETS[file] : undefined;

@@ -23,10 +23,16 @@ function notice(text) {
   $('notice').hidden = false;
 }
 
+function clearMessages() {
+  for (const id of ['error', 'notice']) {
+    $(id).hidden = true;
+    $(id).textContent = '';
+  }
+}
+
 /** A user action: clears the last message, shows the API's error if any, keeps the button busy meanwhile. */
 async function act(button, fn) {
-  $('error').hidden = true;
-  $('notice').hidden = true;
+  clearMessages();
   if (button) button.disabled = true;
   try {
     await fn();
@@ -53,7 +59,7 @@ function signOut(clearError = true) {
   $('endpoints').replaceChildren();
   $('deliveries-panel').hidden = true;
   $('stream').replaceChildren();
-  if (clearError) $('error').hidden = true;
+  if (clearError) clearMessages();
   showSignedIn(false);
 }
 
@@ -340,7 +346,7 @@ function stopStream() {
 
 $('stream-toggle').addEventListener('click', () => {
   if (state.streaming) return stopStream();
-  $('error').hidden = true;
+  clearMessages();
   state.streaming = true;
   $('stream-toggle').textContent = 'Stop';
   void streamTick();

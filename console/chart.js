@@ -1,8 +1,8 @@
 /** The 24-hour chart of an endpoint: one stacked bar per hour, drawn by hand in SVG. */
 const SVG = 'http://www.w3.org/2000/svg';
-const BAR = 8;
+const BAR = 10;
 const GAP = 2;
-const HEIGHT = 40;
+const HEIGHT = 48;
 
 function el(name, attrs, text) {
   const node = document.createElementNS(SVG, name);

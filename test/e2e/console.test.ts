@@ -74,6 +74,8 @@ async function publish(entityId: string) {
   return ((await res.json()) as { data: { id: string } }).data.id;
 }
 
+/** Polls as long as a delivery may take under load (expect.poll's default is one second). */
+const poll = <T>(fn: () => Promise<T> | T) => expect.poll(fn, { timeout: 20_000, interval: 100 });
 const card = () => page.locator('.endpoint').first();
 const row = (status: string) => page.locator(`tr.delivery[data-event-type="crm.demand.created"][data-status="${status}"]`);
 
@@ -89,19 +91,19 @@ describe('the console in a browser', () => {
     // An API error is shown as the SPEC envelope's code and message, not swallowed.
     await page.fill('#create-url', 'http://example.com/hooks');
     await page.click('#create-form button[type=submit]');
-    await expect.poll(() => page.textContent('#error')).toMatch(/^invalid_url: .+\(HTTP 422\)$/);
+    await poll(() => page.textContent('#error')).toMatch(/^invalid_url: .+\(HTTP 422\)$/);
 
     await page.fill('#create-url', `https://localhost:${receiver.port}/hooks`);
     await page.check('#create-events input[value=crm]');
     await page.click('#create-form button[type=submit]');
     const secret = await page.locator('#secret-value').textContent();
     expect(secret!.length).toBeGreaterThanOrEqual(16);
-    await expect.poll(() => card().getAttribute('data-health')).toBe('unverified');
+    await poll(() => card().getAttribute('data-health')).toBe('unverified');
     expect(await page.isHidden('#error')).toBe(true);
 
     // Verify with the test button: the receiver gets a webhook.test signed with the secret shown once.
     await card().locator('button.test').click();
-    await expect.poll(() => card().getAttribute('data-health')).toBe('healthy');
+    await poll(() => card().getAttribute('data-health')).toBe('healthy');
     expect(await page.textContent('#notice')).toContain('HTTP 200');
     const test = receiver.received.at(-1)!;
     expect(test.headers['x-webhook-signature']).toBe(crypto.createHmac('sha256', secret!).update(test.body).digest('hex'));
@@ -119,7 +121,7 @@ describe('the console in a browser', () => {
     await row('failed').waitFor({ timeout: 30_000 });
     await row('failed').click();
     const attempt = page.locator('#attempts tr.attempt[data-number="1"]');
-    await expect.poll(() => attempt.getAttribute('data-code')).toBe('503');
+    await poll(() => attempt.getAttribute('data-code')).toBe('503');
     expect(await attempt.getAttribute('data-error')).toBe('non_2xx');
     expect(await attempt.textContent()).toContain('receiver down for maintenance');
 
@@ -128,12 +130,12 @@ describe('the console in a browser', () => {
     // yesterday sends the delivery again now, long before its own retry.
     receiver.reply({ status: 200, body: 'ok' });
     await card().locator('button.test').click();
-    await expect.poll(() => page.textContent('#notice')).toContain('HTTP 200');
+    await poll(() => page.textContent('#notice')).toContain('HTTP 200');
     await page.click('#recover-form button[type=submit]');
-    await expect.poll(() => page.textContent('#notice')).toMatch(/^Recovered 1 delivery/);
+    await poll(() => page.textContent('#notice')).toMatch(/^Recovered 1 delivery/);
     await page.locator('#attempts tr.attempt[data-number="2"][data-code="200"]').waitFor({ timeout: 20_000 });
-    await expect.poll(() => row('failed').count()).toBe(0);
-    await expect.poll(() => row('success').count()).toBe(2);
+    await poll(() => row('failed').count()).toBe(0);
+    await poll(() => row('success').count()).toBe(2);
 
     // The chart counts the attempts of the last 24 hours: two tests, two events' first attempts (one failed) and the recovered one.
     await page.click('#refresh');
@@ -144,7 +146,7 @@ describe('the console in a browser', () => {
 
     // The live stream polls from the cursor it keeps in this tab.
     await page.click('#stream-toggle');
-    await expect.poll(() => page.locator('#stream li[data-type="crm.demand.created"]').count()).toBe(2);
+    await poll(() => page.locator('#stream li[data-type="crm.demand.created"]').count()).toBe(2);
     expect(await page.evaluate(() => sessionStorage.getItem('webhookConsole.streamCursor'))).toMatch(/^\d+$/);
 
     await page.locator('#attempts tr.attempt[data-number="1"]').scrollIntoViewIfNeeded();
@@ -153,10 +155,10 @@ describe('the console in a browser', () => {
 
   it('pauses an endpoint and reactivates it through a test', async () => {
     await card().locator('button.pause').click();
-    await expect.poll(() => card().getAttribute('data-active')).toBe('false');
+    await poll(() => card().getAttribute('data-active')).toBe('false');
     expect(await card().textContent()).toContain('paused');
     await card().locator('button.reactivate').click();
-    await expect.poll(() => card().getAttribute('data-active')).toBe('true');
+    await poll(() => card().getAttribute('data-active')).toBe('true');
     expect(await card().getAttribute('data-health')).toBe('healthy');
   });
 
