@@ -82,7 +82,7 @@ export const CHROMIUM_PATH = '/usr/bin/chromium';
 export async function ensureChromium(): Promise<string | undefined> {
   if (fs.existsSync(CHROMIUM_PATH)) return CHROMIUM_PATH;
   if (process.getuid?.() !== 0 || !onPath('apt-get')) {
-    process.stderr.write(`${CHROMIUM_PATH} is missing and apt-get cannot run as root here; the console's browser test will be skipped.\n`);
+    process.stderr.write(`${CHROMIUM_PATH} is missing and apt-get cannot run as root here; the console's browser test cannot run.\n`);
     return undefined;
   }
   process.stderr.write(`Installing Debian's chromium: apt-get update && apt-get install -y chromium\n`);

@@ -5,13 +5,12 @@
  * fail, recover it, pause and reactivate; the key never leaves sessionStorage and the header.
  */
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { CONSOLE_CSP } from '../../api/console.js';
 import { startApi, type RunningApi } from '../../api/server.js';
-import { CHROMIUM_PATH, projectRoot } from '../../dev/tools.js';
+import { CHROMIUM_PATH, ensureChromium, projectRoot } from '../../dev/tools.js';
 import { loadConfig } from '../../runtime/config.js';
 import { runWorker } from '../../worker/main.js';
 import { demandRow, samples } from '../support/catalog-samples.js';
@@ -29,7 +28,9 @@ let worker: Promise<void>;
 const requested: string[] = [];
 
 beforeAll(async () => {
-  if (!fs.existsSync(CHROMIUM_PATH)) throw new Error(`${CHROMIUM_PATH} is missing: run \`npm run tools\` (it installs Debian's chromium)`);
+  // As the Temporal tools: found, or installed once (Debian's package, as root), else a clear failure.
+  const executablePath = await ensureChromium();
+  if (!executablePath) throw new Error(`${CHROMIUM_PATH} is missing and could not be installed: install Debian's chromium`);
   const config = {
     ...loadConfig({}),
     port: 0,
@@ -46,11 +47,11 @@ beforeAll(async () => {
     startApi(config, { host: '127.0.0.1' }),
     startReceiver(),
     createTenant(),
-    chromium.launch({ executablePath: CHROMIUM_PATH, args: ['--no-sandbox'] }),
+    chromium.launch({ executablePath, args: ['--no-sandbox'] }),
   ]);
   page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
   page.on('request', (r) => requested.push(r.url()));
-});
+}, 600_000);
 afterAll(async () => {
   await browser?.close();
   await api?.close();
