@@ -26,6 +26,9 @@ const stopWorker = new AbortController();
 let worker: Promise<void>;
 /** Every URL the page asked for, to prove the key is in none of them. */
 const requested: string[] = [];
+/** Console messages and uncaught errors of the page: a CSP refusal or a script error shows here. */
+const consoleMessages: string[] = [];
+const pageErrors: string[] = [];
 
 beforeAll(async () => {
   // As the Temporal tools: found, or installed once (Debian's package, as root), else a clear failure.
@@ -51,6 +54,8 @@ beforeAll(async () => {
   ]);
   page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
   page.on('request', (r) => requested.push(r.url()));
+  page.on('console', (m) => consoleMessages.push(m.text()));
+  page.on('pageerror', (e) => pageErrors.push(e.message));
 }, 600_000);
 afterAll(async () => {
   await browser?.close();
@@ -173,6 +178,9 @@ describe('the console in a browser', () => {
     expect(requested.length).toBeGreaterThan(10);
     expect(requested.filter((u) => u.includes(tenant.key) || u.includes(encodeURIComponent(tenant.key)))).toEqual([]);
     expect(page.url()).toBe(`${api.url}/console`);
+    // The page ran whole under its CSP: nothing refused, no script error.
+    expect(consoleMessages.filter((m) => /Content.Security.Policy/i.test(m))).toEqual([]);
+    expect(pageErrors).toEqual([]);
 
     await page.click('#sign-out');
     expect(await page.evaluate(() => sessionStorage.getItem('webhookConsole.apiKey'))).toBeNull();
