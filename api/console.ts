@@ -19,6 +19,11 @@ const ASSETS: Record<string, string> = {
   'api.js': 'text/javascript; charset=utf-8',
   'chart.js': 'text/javascript; charset=utf-8',
   'views.js': 'text/javascript; charset=utf-8',
+  'state.js': 'text/javascript; charset=utf-8',
+  'messages.js': 'text/javascript; charset=utf-8',
+  'endpoints.js': 'text/javascript; charset=utf-8',
+  'deliveries.js': 'text/javascript; charset=utf-8',
+  'stream.js': 'text/javascript; charset=utf-8',
   'style.css': 'text/css; charset=utf-8',
 };
 

@@ -23,12 +23,29 @@ describe('console route', () => {
     const html = await page.text();
     // Every script and stylesheet the page names is one the route serves, from this origin.
     const refs = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
-    expect(refs.sort()).toEqual(['/console/app.js', '/console/style.css']);
+    const files = [
+      'app.js',
+      'api.js',
+      'state.js',
+      'views.js',
+      'messages.js',
+      'chart.js',
+      'endpoints.js',
+      'deliveries.js',
+      'stream.js',
+      'style.css',
+    ];
+    expect(refs.sort()).toEqual(files.map((f) => `/console/${f}`).sort());
     for (const [file, type] of [
       ['app.js', 'text/javascript'],
       ['api.js', 'text/javascript'],
       ['chart.js', 'text/javascript'],
       ['views.js', 'text/javascript'],
+      ['state.js', 'text/javascript'],
+      ['messages.js', 'text/javascript'],
+      ['endpoints.js', 'text/javascript'],
+      ['deliveries.js', 'text/javascript'],
+      ['stream.js', 'text/javascript'],
       ['style.css', 'text/css'],
     ]) {
       const res = await fetch(`${api.url}/console/${file}`);
