@@ -44,7 +44,7 @@ function endpointCard(e, stats) {
   const test = h('button', { type: 'button', class: 'test' }, 'Send test');
   test.addEventListener('click', () => act(test, () => sendTest(e)));
   const toggle = e.active
-    ? h('button', { type: 'button', class: 'pause' }, 'Pause')
+    ? h('button', { type: 'button', class: 'pause', title: 'PATCH active: false' }, 'Pause')
     : h('button', { type: 'button', class: 'reactivate', title: 'Sends a test; a 2xx reactivates' }, 'Reactivate (test)');
   toggle.addEventListener('click', () => act(toggle, () => (e.active ? pause(e) : sendTest(e))));
   const open = h('button', { type: 'button', class: 'open' }, 'Deliveries');
@@ -55,7 +55,7 @@ function endpointCard(e, stats) {
       class: `endpoint${state.selected?.id === e.id ? ' selected' : ''}`,
       dataset: { endpointId: e.id, health: e.health_status, active: e.active },
     },
-    h('div', {}, h('span', { class: 'url' }, e.url), badge(e.health_status), e.active ? null : badge('paused')),
+    h('div', {}, h('span', { class: 'url' }, e.url), badge(e.health_status), e.active ? null : badge('inactive')),
     h(
       'div',
       { class: 'chart-cell' },
@@ -74,7 +74,8 @@ async function sendTest(e) {
 
 async function pause(e) {
   await api.updateWebhook(e.id, { active: false });
-  notice(`Paused ${e.url}: deliveries are held until a test succeeds.`);
+  // active: false (the Account's choice) is not health `paused` (the circuit breaker's): the badge says "inactive".
+  notice(`Paused ${e.url}: it is inactive, new events are not delivered to it and accepted deliveries are held until a 2xx test.`);
   await hooks.refresh();
 }
 

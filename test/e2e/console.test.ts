@@ -167,7 +167,8 @@ describe('the console in a browser', () => {
   it('pauses an endpoint and reactivates it through a test', async () => {
     await card().locator('button.pause').click();
     await poll(() => card().getAttribute('data-active')).toBe('false');
-    expect(await card().textContent()).toContain('paused');
+    expect(await card().locator('.badge.inactive').textContent()).toBe('inactive');
+    expect(await page.textContent('#notice')).toContain('held until a 2xx test');
     await card().locator('button.reactivate').click();
     await poll(() => card().getAttribute('data-active')).toBe('true');
     expect(await card().getAttribute('data-health')).toBe('healthy');
