@@ -6,7 +6,7 @@
  */
 import { session } from './api.js';
 import { loadDeliveries, selectEndpoint, wireDeliveries } from './deliveries.js';
-import { loadEndpoints, renderEndpoints, wireEndpoints } from './endpoints.js';
+import { CHART_MAX_AGE_MS, loadEndpoints, renderEndpoints, wireEndpoints } from './endpoints.js';
 import { act, clearMessages, showError, whenUnauthorized } from './messages.js';
 import { state } from './state.js';
 import { stopStream, wireStream } from './stream.js';
@@ -60,7 +60,7 @@ setInterval(() => {
   if (state.selected && !state.page.after && !state.page.before) loadDeliveries().catch(showError);
 }, 3000);
 setInterval(() => {
-  if (session.key() && !document.hidden) loadEndpoints().catch(showError);
+  if (session.key() && !document.hidden) loadEndpoints(CHART_MAX_AGE_MS).catch(showError);
 }, 10000);
 
 wireEndpoints({ open: selectEndpoint, refresh: refreshAll });

@@ -1,5 +1,6 @@
 /** An endpoint's deliveries: filters, pages, each attempt's code, duration, error and excerpt; resend and recover. */
 import { api } from './api.js';
+import { CHART_MAX_AGE_MS } from './endpoints.js';
 import { act, notice } from './messages.js';
 import { state } from './state.js';
 import { $, badge, h, isoOfLocal, localOf, relative, when } from './views.js';
@@ -15,7 +16,7 @@ export async function selectEndpoint(e) {
   $('deliveries-panel').hidden = false;
   $('recover-since').value ||= localOf(new Date(Date.now() - 24 * 3600_000));
   $('delivery-detail').replaceChildren();
-  await Promise.all([loadDeliveries(), hooks.renderEndpoints()]);
+  await Promise.all([loadDeliveries(), hooks.renderEndpoints(CHART_MAX_AGE_MS)]);
 }
 
 export async function loadDeliveries() {
@@ -113,7 +114,7 @@ export function wireDeliveries({ renderEndpoints, refresh }) {
     state.selected = undefined;
     state.open = undefined;
     $('deliveries-panel').hidden = true;
-    void act(null, hooks.renderEndpoints);
+    void act(null, () => hooks.renderEndpoints(CHART_MAX_AGE_MS));
   });
 
   $('recover-form').addEventListener('submit', (ev) => {

@@ -8,22 +8,35 @@ import { $, badge, h, relative, when } from './views.js';
 /** Set by the app: opening an endpoint's deliveries, and reloading everything after an action. */
 const hooks = { open: async () => {}, refresh: async () => {} };
 
-export async function loadEndpoints() {
+/**
+ * Charts by endpoint id with when they were read. The quiet refresh reuses one for a minute: the
+ * stats route counts in Postgres, and a chart of 24 hours moves little in 10 seconds.
+ */
+const charts = new Map();
+export const CHART_MAX_AGE_MS = 60_000;
+
+/** `statsMaxAgeMs` 0 (after an action): every chart is read again. */
+export async function loadEndpoints(statsMaxAgeMs = 0) {
   const page = await api.listWebhooks({ limit: 20 });
   state.endpoints = page.data;
   state.endpointsAfter = page.paging.next;
-  await renderEndpoints();
+  await renderEndpoints(statsMaxAgeMs);
 }
 
-export async function renderEndpoints() {
-  const stats = await Promise.all(
-    state.endpoints.map((e) =>
-      api.getWebhookStats(e.id).then(
-        (r) => r.data,
-        (err) => err,
-      ),
-    ),
+function chartOf(id, maxAgeMs) {
+  const known = charts.get(id);
+  if (known && Date.now() - known.at < maxAgeMs) return known.data;
+  return api.getWebhookStats(id).then(
+    (r) => {
+      charts.set(id, { at: Date.now(), data: r.data });
+      return r.data;
+    },
+    (err) => err,
   );
+}
+
+export async function renderEndpoints(statsMaxAgeMs = 0) {
+  const stats = await Promise.all(state.endpoints.map((e) => chartOf(e.id, statsMaxAgeMs)));
   const list = $('endpoints');
   list.replaceChildren(...state.endpoints.map((e, i) => endpointCard(e, stats[i])));
   if (state.endpoints.length === 0) list.append(h('p', { class: 'muted' }, 'No endpoint yet: create one.'));
