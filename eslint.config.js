@@ -37,5 +37,16 @@ export default tseslint.config(
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     extends: [tseslint.configs.disableTypeChecked],
   },
+  {
+    // The console runs in a browser, as plain ES modules without a build step.
+    files: ['console/**/*.js'],
+    languageOptions: {
+      globals: Object.fromEntries(
+        ['window', 'document', 'location', 'sessionStorage', 'fetch', 'URL', 'Node', 'setTimeout', 'clearTimeout', 'setInterval'].map(
+          (g) => [g, 'readonly'],
+        ),
+      ),
+    },
+  },
   prettier,
 );

@@ -7,6 +7,7 @@ import { httpRequestDuration } from '../runtime/metrics.js';
 import { authenticate, rateLimit } from './auth.js';
 import type { ApiDeps } from './deps.js';
 import { DomainError } from '../core/domain-error.js';
+import { consoleRoutes } from './console.js';
 import { docsRoutes } from './docs.js';
 import { errorEnvelope } from './errors.js';
 import { buildOpenApiDocument } from './openapi.js';
@@ -57,7 +58,7 @@ export function createApp(deps: ApiDeps): Koa {
   open.get('/api/v1/openapi.json', (ctx) => {
     ctx.body = doc;
   });
-  for (const r of [open, docsRoutes(), operationsRoutes(deps), providerRoutes(deps), setupCompletionRoutes(deps)])
+  for (const r of [open, docsRoutes(), consoleRoutes(), operationsRoutes(deps), providerRoutes(deps), setupCompletionRoutes(deps)])
     app.use(r.routes()).use(r.allowedMethods({ throw: true, methodNotAllowed: methodNotAllowed, notImplemented }));
 
   const api = new Router();

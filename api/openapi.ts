@@ -7,6 +7,7 @@ import {
   DeliveryDetail,
   DeliveryListQuery,
   Endpoint,
+  EndpointStats,
   EndpointWithSecret,
   ErrorEnvelope,
   EventType,
@@ -413,6 +414,16 @@ export function buildOpenApiDocument() {
     security,
     request: { params: idParam },
     responses: { 200: json(z.object({ data: Broadcast })), ...errors(404, 409, 503) },
+  });
+
+  // Console
+  registry.registerPath({
+    method: 'get',
+    path: '/api/v1/webhooks/{id}/stats',
+    summary: "An endpoint's attempts per hour over the last 24 hours (successes and failures)",
+    security,
+    request: { params: idParam },
+    responses: { 200: json(z.object({ data: EndpointStats })), ...errors(404) },
   });
 
   // Delivery controls: bulk recovery of an endpoint's deliveries.

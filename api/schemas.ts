@@ -190,6 +190,17 @@ export const Paging = z
   })
   .openapi('Paging');
 
+export const EndpointStats = z
+  .object({
+    since: Timestamp.openapi({ description: 'Start of the first hour.' }),
+    hours: z
+      .array(z.object({ hour: Timestamp, successes: z.number().int(), failures: z.number().int() }))
+      .openapi({ description: 'One entry per hour, oldest first, the current hour last; attempts of deliveries and tests.' }),
+  })
+  .openapi('EndpointStats', {
+    example: { since: '2026-11-21T11:00:00.000Z', hours: [{ hour: '2026-11-21T11:00:00.000Z', successes: 12, failures: 1 }] },
+  });
+
 export const TestResult = z
   .object({ success: z.boolean(), response_code: z.number().int(), health_status: z.string(), active: z.boolean() })
   .openapi('TestResult', { example: { success: true, response_code: 200, health_status: 'healthy', active: true } });

@@ -394,6 +394,39 @@ export async function resendDelivery(db: Queryable, accountId: string, id: strin
   throw new DomainError(409, 'not_resendable', 'only limited, exhausted or failed deliveries of events can be resent');
 }
 
+export interface HourlyOutcomeRow {
+  hour: Date;
+  successes: number;
+  failures: number;
+}
+
+/**
+ * Attempts of one endpoint per hour over the last `hours` hours, the current hour last, every
+ * hour present (zeros included). A success is an attempt without an error. Only deliveries
+ * whose last attempt falls in the window can hold one of its attempts, which keeps the scan to
+ * the endpoint's recent deliveries.
+ */
+export async function endpointHourlyOutcomes(
+  db: Queryable,
+  accountId: string,
+  endpointId: string,
+  hours: number,
+): Promise<HourlyOutcomeRow[]> {
+  const { rows } = await db.query<{ hour: Date; successes: string; failures: string }>(
+    `WITH win AS (SELECT date_trunc('hour', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - ($3::int - 1) * interval '1 hour' AS since),
+     hours AS (SELECT generate_series(win.since, win.since + ($3::int - 1) * interval '1 hour', interval '1 hour') AS hour FROM win),
+     recent AS (
+       SELECT a.started_at, a.error FROM deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id, win
+       WHERE d.endpoint_id = $2 AND d.account_id = $1 AND d.last_attempt_at >= win.since AND a.started_at >= win.since
+     )
+     SELECT h.hour, count(r.started_at) FILTER (WHERE r.error IS NULL) AS successes, count(r.started_at) FILTER (WHERE r.error IS NOT NULL) AS failures
+     FROM hours h LEFT JOIN recent r ON r.started_at >= h.hour AND r.started_at < h.hour + interval '1 hour'
+     GROUP BY h.hour ORDER BY h.hour`,
+    [accountId, endpointId, hours],
+  );
+  return rows.map((r) => ({ hour: r.hour, successes: Number(r.successes), failures: Number(r.failures) }));
+}
+
 /** What a bulk recovery may put back to `pending` (DECISIONS, manual resend, in bulk). */
 export const RECOVERABLE_STATUSES = ['failed', 'exhausted', 'limited'] as const;
 export type RecoverableStatus = (typeof RECOVERABLE_STATUSES)[number];

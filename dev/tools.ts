@@ -1,8 +1,9 @@
 /**
- * Finds or installs the two Temporal binaries this machine cannot download directly:
- * the CLI (dev server + Web UI), built from the Go module proxy, and the Java
- * time-skipping test server, fetched from Maven Central. Both land in `.tools/`
- * (ignored by git) so the slow step happens once per machine.
+ * Finds or installs the binaries this machine cannot download directly: the Temporal CLI
+ * (dev server + Web UI), built from the Go module proxy, and the Java time-skipping test
+ * server, fetched from Maven Central, both in `.tools/` (ignored by git) so the slow step
+ * happens once per machine; and Debian's Chromium for the console's browser test, installed
+ * with apt (never a browser build downloaded from elsewhere).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -75,8 +76,25 @@ export async function ensureTestServerClasspath(): Promise<string> {
   return `${lib}/*`;
 }
 
+export const CHROMIUM_PATH = '/usr/bin/chromium';
+
+/** Debian's Chromium at /usr/bin/chromium: installed with apt when missing and we are root. */
+export async function ensureChromium(): Promise<string | undefined> {
+  if (fs.existsSync(CHROMIUM_PATH)) return CHROMIUM_PATH;
+  if (process.getuid?.() !== 0 || !onPath('apt-get')) {
+    process.stderr.write(`${CHROMIUM_PATH} is missing and apt-get cannot run as root here; the console's browser test cannot run.\n`);
+    return undefined;
+  }
+  process.stderr.write(`Installing Debian's chromium: apt-get update && apt-get install -y chromium\n`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  await run('apt-get', ['update'], { env });
+  await run('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], { env });
+  return CHROMIUM_PATH;
+}
+
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
   const cli = await ensureTemporalCli();
   const cp = await ensureTestServerClasspath();
-  console.log(JSON.stringify({ temporal: cli, testServerClasspath: cp }));
+  const chromium = await ensureChromium();
+  console.log(JSON.stringify({ temporal: cli, testServerClasspath: cp, chromium: chromium ?? null }));
 }

@@ -5,7 +5,7 @@ import { normalizeCategories } from '../../core/categories.js';
 import { afterTest, planPatch } from '../../core/health.js';
 import { decodePageKey, pageOf, parseLimit } from '../../core/paging.js';
 import { getCustomerOfAccount } from '../../db/directory.js';
-import { recordTestDelivery } from '../../db/deliveries.js';
+import { endpointHourlyOutcomes, recordTestDelivery } from '../../db/deliveries.js';
 import {
   getEndpoint,
   insertEndpoint,
@@ -28,6 +28,8 @@ import { DomainError, notFound } from '../../core/domain-error.js';
 import { presentEndpoint } from '../presenters.js';
 import { CreateEndpointBody, UpdateEndpointBody, Uuid } from '../schemas.js';
 import { parseBody } from '../validation.js';
+
+const STATS_HOURS = 24;
 
 export const TEST_MESSAGE = 'This is a test event sent to verify your webhook endpoint.';
 
@@ -104,6 +106,16 @@ export function webhookRoutes(deps: ApiDeps): Router {
     const row = await getEndpoint(db, principalOf(ctx).accountId, endpointId(ctx.params.id!));
     if (!row) throw notFound('webhook endpoint');
     ctx.body = { data: presentEndpoint(row) };
+  });
+
+  // The console's chart: a fixed 24-hour window, counted in Postgres so no page of deliveries is fetched for it.
+  router.get('/api/v1/webhooks/:id/stats', requireScope('webhooks:read'), async (ctx) => {
+    const { accountId } = principalOf(ctx);
+    const id = endpointId(ctx.params.id!);
+    if (!(await getEndpoint(db, accountId, id))) throw notFound('webhook endpoint');
+    const rows = await endpointHourlyOutcomes(db, accountId, id, STATS_HOURS);
+    const hours = rows.map((r) => ({ hour: r.hour.toISOString(), successes: r.successes, failures: r.failures }));
+    ctx.body = { data: { since: hours[0]!.hour, hours } };
   });
 
   router.patch('/api/v1/webhooks/:id', requireScope('webhooks:write'), async (ctx) => {

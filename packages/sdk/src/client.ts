@@ -154,6 +154,8 @@ export class WebhookPlatform {
     },
     /** A non-2xx answer of the receiver is a WebhookPlatformError with status 502, code test_delivery_failed. */
     test: (id: string, o?: { signal?: AbortSignal }) => this.#data<'testWebhook'>('testWebhook', { params: { id }, ...o }),
+    /** Attempts per hour over the last 24 hours, the current hour last. */
+    stats: (id: string, o?: { signal?: AbortSignal }) => this.#data<'getWebhookStats'>('getWebhookStats', { params: { id }, ...o }),
     /**
      * Puts the endpoint's failed, exhausted and limited deliveries created in [since, until] back to
      * pending; `recovered` says how many. Repeating it recovers 0 more.

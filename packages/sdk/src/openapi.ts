@@ -2851,6 +2851,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/{id}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An endpoint's attempts per hour over the last 24 hours (successes and failures) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["EndpointStats"];
+                        };
+                    };
+                };
+                /** @description Error envelope */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks/{id}/test": {
         parameters: {
             query?: never;
@@ -3530,6 +3615,36 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             verified_at: string | null;
+        };
+        /**
+         * @example {
+         *       "since": "2026-11-21T11:00:00.000Z",
+         *       "hours": [
+         *         {
+         *           "hour": "2026-11-21T11:00:00.000Z",
+         *           "successes": 12,
+         *           "failures": 1
+         *         }
+         *       ]
+         *     }
+         */
+        EndpointStats: {
+            /** @description One entry per hour, oldest first, the current hour last; attempts of deliveries and tests. */
+            hours: {
+                failures: number;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T10:00:00.000Z
+                 */
+                hour: string;
+                successes: number;
+            }[];
+            /**
+             * Format: date-time
+             * @description Start of the first hour.
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            since: string;
         };
         /**
          * @example {

@@ -55,6 +55,8 @@ export const ROUTES = {
   addBroadcastRecipients: { method: 'post', path: '/broadcasts/{id}/recipients', shape: 'item' },
   listBroadcastRecipients: { method: 'get', path: '/broadcasts/{id}/recipients', shape: 'page' },
   sendBroadcast: { method: 'post', path: '/broadcasts/{id}/send', shape: 'item' },
+  // Console
+  getWebhookStats: { method: 'get', path: '/webhooks/{id}/stats', shape: 'item' },
   // Delivery controls.
   recoverWebhook: { method: 'post', path: '/webhooks/{id}/recover', shape: 'item' },
 } as const satisfies Record<string, Route>;

@@ -1,0 +1,195 @@
+/**
+ * The tenant console in a real browser (Debian's Chromium through playwright-core) against the
+ * production entry points: API, worker, Temporal dev server, Postgres and an HTTPS receiver.
+ * A person's path: sign in, create an endpoint, verify it, watch a delivery arrive, watch one
+ * fail, recover it, pause and reactivate; the key never leaves sessionStorage and the header.
+ */
+import crypto from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { CONSOLE_CSP } from '../../api/console.js';
+import { startApi, type RunningApi } from '../../api/server.js';
+import { CHROMIUM_PATH, ensureChromium, projectRoot } from '../../dev/tools.js';
+import { loadConfig } from '../../runtime/config.js';
+import { runWorker } from '../../worker/main.js';
+import { demandRow, samples } from '../support/catalog-samples.js';
+import { createTenant, type Tenant } from '../support/harness.js';
+import { startReceiver, type Receiver } from '../support/https-receiver.js';
+
+let api: RunningApi;
+let receiver: Receiver;
+let tenant: Tenant;
+let browser: Browser;
+let page: Page;
+const stopWorker = new AbortController();
+let worker: Promise<void>;
+/** Every URL the page asked for, to prove the key is in none of them. */
+const requested: string[] = [];
+/** Console messages and uncaught errors of the page: a CSP refusal or a script error shows here. */
+const consoleMessages: string[] = [];
+const pageErrors: string[] = [];
+
+beforeAll(async () => {
+  // As the Temporal tools: found, or installed once (Debian's package, as root), else a clear failure.
+  const executablePath = await ensureChromium();
+  if (!executablePath) throw new Error(`${CHROMIUM_PATH} is missing and could not be installed: install Debian's chromium`);
+  const config = {
+    ...loadConfig({}),
+    port: 0,
+    databaseUrl: inject('databaseUrl'),
+    temporalAddress: inject('devServerAddress'),
+    taskQueue: `e2e-console-${crypto.randomUUID()}`,
+    encryptionKey: crypto.randomBytes(32).toString('base64'),
+    // Test files share one database: a sweep would wake other files' endpoints on this task queue.
+    dueSweepMs: 0,
+    allowPrivateCidrs: ['127.0.0.0/8', '::1/128'],
+  };
+  worker = runWorker(config, { signal: stopWorker.signal, workflowBundlePath: inject('workflowBundlePath') });
+  [api, receiver, tenant, browser] = await Promise.all([
+    startApi(config, { host: '127.0.0.1' }),
+    startReceiver(),
+    createTenant(),
+    chromium.launch({ executablePath, args: ['--no-sandbox'] }),
+  ]);
+  page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  page.on('request', (r) => requested.push(r.url()));
+  page.on('console', (m) => consoleMessages.push(m.text()));
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+}, 600_000);
+afterAll(async () => {
+  await browser?.close();
+  await api?.close();
+  stopWorker.abort();
+  await worker;
+  await receiver?.close();
+});
+
+async function publish(entityId: string) {
+  const data = {
+    ...samples['crm.demand.created']!.data,
+    entity_id: entityId,
+    after_data: { ...demandRow(1), id: entityId },
+  };
+  const res = await fetch(`${api.url}/api/v1/events`, {
+    method: 'POST',
+    headers: { 'x-api-key': tenant.key, 'content-type': 'application/json' },
+    body: JSON.stringify({ type: 'crm.demand.created', data }),
+  });
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { data: { id: string } }).data.id;
+}
+
+/** Polls as long as a delivery may take under load (expect.poll's default is one second). */
+const poll = <T>(fn: () => Promise<T> | T) => expect.poll(fn, { timeout: 20_000, interval: 100 });
+const card = () => page.locator('.endpoint').first();
+const row = (status: string) => page.locator(`tr.delivery[data-event-type="crm.demand.created"][data-status="${status}"]`);
+
+describe('the console in a browser', () => {
+  it('signs in, creates and verifies an endpoint, shows deliveries arriving, failing and recovered', async () => {
+    const response = await page.goto(`${api.url}/console`);
+    expect(response!.headers()['content-security-policy']).toBe(CONSOLE_CSP);
+
+    await page.fill('#api-key', tenant.key);
+    await page.click('#signin-form button[type=submit]');
+    await page.locator('#endpoints').getByText('No endpoint yet').waitFor();
+
+    // An API error is shown as the SPEC envelope's code and message, not swallowed.
+    await page.fill('#create-url', 'http://example.com/hooks');
+    await page.click('#create-form button[type=submit]');
+    await poll(() => page.textContent('#error')).toMatch(/^invalid_url: .+\(HTTP 422\)$/);
+
+    await page.fill('#create-url', `https://localhost:${receiver.port}/hooks`);
+    await page.check('#create-events input[value=crm]');
+    await page.click('#create-form button[type=submit]');
+    const secret = await page.locator('#secret-value').textContent();
+    expect(secret!.length).toBeGreaterThanOrEqual(16);
+    await poll(() => card().getAttribute('data-health')).toBe('unverified');
+    expect(await page.isHidden('#error')).toBe(true);
+
+    // Verify with the test button: the receiver gets a webhook.test signed with the secret shown once.
+    await card().locator('button.test').click();
+    await poll(() => card().getAttribute('data-health')).toBe('healthy');
+    expect(await page.textContent('#notice')).toContain('HTTP 200');
+    const test = receiver.received.at(-1)!;
+    expect(test.headers['x-webhook-signature']).toBe(crypto.createHmac('sha256', secret!).update(test.body).digest('hex'));
+
+    await card().locator('button.open').click();
+    await page.locator('tr.delivery[data-event-type="webhook.test"][data-status="success"]').waitFor();
+
+    // A published event's delivery shows up on its own (the panel refreshes).
+    await publish('dem_01');
+    await row('success').waitFor({ timeout: 30_000 });
+
+    // The receiver fails: the failed delivery shows its attempt's code, error and response excerpt.
+    receiver.reply({ status: 503, body: 'receiver down for maintenance' });
+    await publish('dem_02');
+    await row('failed').waitFor({ timeout: 30_000 });
+    await row('failed').click();
+    const attempt = page.locator('#attempts tr.attempt[data-number="1"]');
+    await poll(() => attempt.getAttribute('data-code')).toBe('503');
+    expect(await attempt.getAttribute('data-error')).toBe('non_2xx');
+    expect(await attempt.textContent()).toContain('receiver down for maintenance');
+
+    // The receiver is back: a test brings the endpoint's streak to 0 (else the retry curve spaces
+    // the next POST a minute after the failure), then recovering everything failed since
+    // yesterday sends the delivery again now, long before its own retry.
+    receiver.reply({ status: 200, body: 'ok' });
+    await card().locator('button.test').click();
+    await poll(() => page.textContent('#notice')).toContain('HTTP 200');
+    await page.click('#recover-form button[type=submit]');
+    await poll(() => page.textContent('#notice')).toMatch(/^Recovered 1 delivery/);
+    await page.locator('#attempts tr.attempt[data-number="2"][data-code="200"]').waitFor({ timeout: 20_000 });
+    await poll(() => row('failed').count()).toBe(0);
+    await poll(() => row('success').count()).toBe(2);
+
+    // The chart counts the attempts of the last 24 hours: two tests, two events' first attempts (one failed) and the recovered one.
+    await page.click('#refresh');
+    const chart = card().locator('svg.chart');
+    await expect
+      .poll(async () => [await chart.getAttribute('data-successes'), await chart.getAttribute('data-failures')])
+      .toEqual(['4', '1']);
+
+    // The live stream polls from the cursor it keeps in this tab.
+    await page.click('#stream-toggle');
+    await poll(() => page.locator('#stream li[data-type="crm.demand.created"]').count()).toBe(2);
+    expect(await page.evaluate(() => sessionStorage.getItem('webhookConsole.streamCursor'))).toMatch(/^\d+$/);
+
+    await page.locator('#attempts tr.attempt[data-number="1"]').scrollIntoViewIfNeeded();
+    // docs/console.png is refreshed only on request, so a test run leaves the work tree as it was.
+    const shot = process.env.CONSOLE_SCREENSHOT
+      ? path.join(projectRoot, 'docs', 'console.png')
+      : path.join(os.tmpdir(), `console-${process.pid}.png`);
+    await page.screenshot({ path: shot, fullPage: true });
+  });
+
+  it('pauses an endpoint and reactivates it through a test', async () => {
+    await card().locator('button.pause').click();
+    await poll(() => card().getAttribute('data-active')).toBe('false');
+    expect(await card().locator('.badge.inactive').textContent()).toBe('inactive');
+    expect(await page.textContent('#notice')).toContain('held until a 2xx test');
+    await card().locator('button.reactivate').click();
+    await poll(() => card().getAttribute('data-active')).toBe('true');
+    expect(await card().getAttribute('data-health')).toBe('healthy');
+  });
+
+  it('keeps the key in sessionStorage only: never in a URL, localStorage or a cookie; signing out forgets it', async () => {
+    const storage = await page.evaluate(() => ({
+      session: sessionStorage.getItem('webhookConsole.apiKey'),
+      local: localStorage.length,
+      cookie: document.cookie,
+    }));
+    expect(storage).toEqual({ session: tenant.key, local: 0, cookie: '' });
+    expect(requested.length).toBeGreaterThan(10);
+    expect(requested.filter((u) => u.includes(tenant.key) || u.includes(encodeURIComponent(tenant.key)))).toEqual([]);
+    expect(page.url()).toBe(`${api.url}/console`);
+    // The page ran whole under its CSP: nothing refused, no script error.
+    expect(consoleMessages.filter((m) => /Content.Security.Policy/i.test(m))).toEqual([]);
+    expect(pageErrors).toEqual([]);
+
+    await page.click('#sign-out');
+    expect(await page.evaluate(() => sessionStorage.getItem('webhookConsole.apiKey'))).toBeNull();
+    expect(await page.isVisible('#signin')).toBe(true);
+  });
+});
