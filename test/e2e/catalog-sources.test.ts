@@ -40,7 +40,12 @@ const failingPhone = `1555${crypto.randomInt(1_000_000, 9_999_999)}`;
 
 beforeAll(async () => {
   const port = await freePort();
-  provider = await startLocalProvider({ platformUrl: `http://127.0.0.1:${port}`, appSecret: APP_SECRET, accessToken: ACCESS_TOKEN, statusDelayMs: 100 });
+  provider = await startLocalProvider({
+    platformUrl: `http://127.0.0.1:${port}`,
+    appSecret: APP_SECRET,
+    accessToken: ACCESS_TOKEN,
+    statusDelayMs: 100,
+  });
   const config = {
     ...loadConfig({}),
     port,
@@ -175,14 +180,23 @@ describe('every catalog event comes from the action that makes it', () => {
 
   it('a send the provider cannot deliver: chatapp.message.failed', async () => {
     await control(`/recipients/${failingPhone}/fail`, {});
-    const sent = await call('POST', '/api/v1/messages', { channel_account_id: chatappAccountId, to: failingPhone, type: 'text', text: { body: 'Hi' } });
+    const sent = await call('POST', '/api/v1/messages', {
+      channel_account_id: chatappAccountId,
+      to: failingPhone,
+      type: 'text',
+      text: { body: 'Hi' },
+    });
     expect(sent.status).toBe(202);
     const failed = await arrives('chatapp.message.failed', (b) => b.message_id === sent.body.data.external_id);
     expect(failed.errors?.[0]?.code).toBeTypeOf('number');
   });
 
   it('staff in the business app: chatapp.message.echo, .edited and .revoked', async () => {
-    const echo = await control<{ id: string }>('/business_app/messages', { phone_number_id: phoneNumberId, to: contactPhone, text: 'On my way' });
+    const echo = await control<{ id: string }>('/business_app/messages', {
+      phone_number_id: phoneNumberId,
+      to: contactPhone,
+      text: 'On my way',
+    });
     await arrives('chatapp.message.echo', (b) => b.external_id === echo.id);
     await control('/business_app/edits', { phone_number_id: phoneNumberId, to: contactPhone, message_id: echo.id, text: 'On my way!' });
     await arrives('chatapp.message.edited', (b) => b.external_id === echo.id);
