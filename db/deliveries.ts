@@ -391,19 +391,33 @@ export async function expireHeldDeliveries(
   endpointId: string,
   now: Date,
   holdMs: number,
-): Promise<{ expired: number; nextExpiryAt: Date | null }> {
+): Promise<{ expired: number; nextExpiryAt: Date | null; held: number }> {
   const { rowCount } = await db.query(
     `UPDATE deliveries SET status = 'exhausted', terminal_reason = 'hold_expired', next_attempt_at = NULL, updated_at = now()
      WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NOT NULL
        AND greatest(held_since, created_at) + make_interval(secs => $3::double precision / 1000) <= $2`,
     [endpointId, now, holdMs],
   );
-  const { rows } = await db.query<{ at: Date | null }>(
-    `SELECT min(greatest(held_since, created_at)) + make_interval(secs => $2::double precision / 1000) AS at
+  const { rows } = await db.query<{ at: Date | null; held: number }>(
+    `SELECT min(greatest(held_since, created_at)) + make_interval(secs => $2::double precision / 1000) AS at, count(*)::int AS held
      FROM deliveries WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NOT NULL`,
     [endpointId, holdMs],
   );
-  return { expired: rowCount ?? 0, nextExpiryAt: rows[0]!.at };
+  return { expired: rowCount ?? 0, nextExpiryAt: rows[0]!.at, held: rows[0]!.held };
+}
+
+/** Counting stops here: the workflow's story says "10000+" rather than scan a huge backlog. */
+export const OWED_COUNT_CAP = 10_000;
+
+/** How many deliveries the endpoint owes and does not hold (up to OWED_COUNT_CAP). */
+export async function countOwed(db: Queryable, endpointId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM (
+       SELECT 1 FROM deliveries WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL LIMIT ${OWED_COUNT_CAP}
+     ) owed`,
+    [endpointId],
+  );
+  return rows[0]!.n;
 }
 
 /** Manual resend: a limited, exhausted or failed delivery is due again at once. Test sends cannot be resent. */

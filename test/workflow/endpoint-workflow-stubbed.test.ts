@@ -78,7 +78,7 @@ const activities: Activities = {
   },
   async expireHeld(endpointId, nowMs) {
     called('expireHeld', endpointId, nowMs);
-    return null;
+    return { nextExpiryAtMs: null, held: 0 };
   },
   async alertOwner(endpointId, streak, streakStartedAtMs) {
     called('alertOwner', endpointId, streak, streakStartedAtMs);
