@@ -50,6 +50,8 @@ async function main() {
     service.once('exit', (code) => reject(new Error(`npm start exited with ${code}`)));
   });
   const stop = () => service.kill('SIGTERM');
+  // The receiver would keep this process alive: it ends with the service.
+  service.once('exit', () => process.exit(0));
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
   try {
