@@ -38,7 +38,8 @@ async function main() {
     WEBHOOKS_DEV_CA_FILE: tls.caFile,
     LOG_LEVEL: 'warn',
   };
-  const service = spawn('npx', ['tsx', 'dev/start.ts'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  // One process (no npx or tsx wrapper in between), so a signal reaches it.
+  const service = spawn(process.execPath, ['--import', 'tsx', 'dev/start.ts'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   const key = await new Promise<string>((resolve, reject) => {
     let out = '';
     service.stdout.on('data', (chunk: Buffer) => {
