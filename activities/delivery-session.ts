@@ -18,7 +18,7 @@ import { compactOutcomes, sends, type AttemptOutcome } from '../core/health.js';
 import { paceWaitMs } from '../core/pacer.js';
 import { retryDelayMs } from '../core/retry-curve.js';
 import { webhookBody } from '../core/webhook-body.js';
-import { claimDueDeliveries, closeForDeletedEvent, nextDueAt, releaseLeases, type ClaimedDelivery } from '../db/deliveries.js';
+import { claimDueDeliveries, closeForDeletedEvent, countOwed, nextDueAt, releaseLeases, type ClaimedDelivery } from '../db/deliveries.js';
 import { getEndpointById, recordEndpointSuccess, type EndpointRow } from '../db/endpoints.js';
 import type { Db } from '../db/pool.js';
 import type { HttpClient } from '../delivery/http-client.js';
@@ -37,6 +37,8 @@ export interface DeliveryRound {
   nextDueAtMs: number | null;
   /** How many POSTs were made (absent from rounds recorded before sessions, whose outcomes were all of them). */
   posts?: number;
+  /** Deliveries still owed and not held when the session ended, for the workflow's story (absent from older rounds). */
+  owed?: number;
 }
 
 export interface SessionDeps {
@@ -236,7 +238,7 @@ export async function runDeliverySession(deps: SessionDeps, req: SessionRequest)
       success: outcome.acknowledged,
       nextAttemptAt: outcome.acknowledged ? null : new Date(startedAtMs + retryDelayMs(number)),
     });
-    return { ok: outcome.acknowledged, responseCode: outcome.recordedStatus, atMs: startedAtMs + outcome.durationMs };
+    return { ok: outcome.acknowledged, responseCode: outcome.recordedStatus, atMs: startedAtMs + outcome.durationMs, error: outcome.error };
   }
 
   /**
@@ -288,7 +290,8 @@ export async function runDeliverySession(deps: SessionDeps, req: SessionRequest)
     if (claimed > done) await releaseLeases(db, req.owner);
     if (failed) throw failed.reason;
     const more = stop === 'time' || stop === 'cancelled' || (stop === null && claimed >= req.limit);
-    return { outcomes, more, nextDueAtMs: (await nextDueAt(db, req.endpointId))?.getTime() ?? null, posts: done };
+    const [nextDue, owed] = await Promise.all([nextDueAt(db, req.endpointId), countOwed(db, req.endpointId)]);
+    return { outcomes, more, nextDueAtMs: nextDue?.getTime() ?? null, posts: done, owed };
   } finally {
     req.signal.removeEventListener('abort', onAbort);
     session.close();

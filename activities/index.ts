@@ -5,6 +5,7 @@
  * one that decides what is due.
  */
 import { Context } from '@temporalio/activity';
+import { endpointLabel } from '../core/endpoint-story.js';
 import { HOLD_MS } from '../core/health.js';
 import { exhaustOpenDeliveries, expireHeldDeliveries, holdOpenDeliveries, releaseHeldDeliveries, releaseLeases } from '../db/deliveries.js';
 import { getAccount } from '../db/directory.js';
@@ -19,10 +20,17 @@ import { createSessionRegistry, type SessionRegistry } from './session-registry.
 
 export type { DeliveryRound };
 
+export interface HoldsLeft {
+  nextExpiryAtMs: number | null;
+  held: number;
+}
+
 export interface EndpointSnapshot {
   health_status: HealthStatus;
   failure_streak: number;
   active: boolean;
+  /** Host and path only, for the workflow's story in the Web UI (absent from older histories). */
+  url_label?: string;
 }
 
 export interface ActivityDeps {
@@ -60,7 +68,12 @@ export function createActivities(deps: ActivityDeps) {
     async loadEndpointSnapshot(endpointId: string): Promise<EndpointSnapshot | null> {
       const row = await getEndpointById(db, endpointId);
       if (!row || row.deleted_at) return null;
-      return { health_status: row.health_status, failure_streak: row.failure_streak, active: row.active };
+      return {
+        health_status: row.health_status,
+        failure_streak: row.failure_streak,
+        active: row.active,
+        url_label: endpointLabel(row.url),
+      };
     },
 
     /** After deletion: what was never delivered ends `exhausted` / `endpoint_deleted`, and stays in the audit list. */
@@ -142,9 +155,13 @@ export function createActivities(deps: ActivityDeps) {
       return releaseHeldDeliveries(db, endpointId, new Date(nowMs));
     },
 
-    /** Ends holds older than 14 days; returns when the next hold expires. */
-    async expireHeld(endpointId: string, nowMs: number): Promise<number | null> {
-      return ms((await expireHeldDeliveries(db, endpointId, new Date(nowMs), HOLD_MS)).nextExpiryAt);
+    /**
+     * Ends holds older than 14 days; returns when the next hold expires and how many are held.
+     * (Recorded histories hold the older answer, the bare expiry time: the workflow reads both.)
+     */
+    async expireHeld(endpointId: string, nowMs: number): Promise<HoldsLeft> {
+      const r = await expireHeldDeliveries(db, endpointId, new Date(nowMs), HOLD_MS);
+      return { nextExpiryAtMs: ms(r.nextExpiryAt), held: r.held };
     },
 
     /** Queues an alert to the Account owner; the key makes it once per streak and threshold. */

@@ -42,6 +42,12 @@ export interface EndpointWorkflowState {
   delivered?: number;
   /** The `next_attempt_at` last written to the endpoint, so it is written only when it moves. */
   recordedNextAttemptAtMs?: number | null;
+  /** For the story in the Web UI (current details): host and path, backlog counts, the last failure's kind. */
+  urlLabel?: string | null;
+  owed?: number | null;
+  held?: number | null;
+  lastError?: string | null;
+  lastFailureCode?: number | null;
 }
 
 export function endpointWorkflowId(endpointId: string): string {

@@ -10,11 +10,13 @@ import {
   condition,
   continueAsNew,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { EndpointActivities } from '../activities/index.js';
+import type { EndpointActivities, HoldsLeft } from '../activities/index.js';
+import { activitySummaries as says, currentDetails, deliverSummary, waitSummary } from '../core/endpoint-story.js';
 import { afterRound, endpointHealthOf, sends } from '../core/health.js';
 import { expiryDue, failingNotBefore, idleWait, nextPostAt, roundLimit } from '../core/schedule.js';
 import {
@@ -66,8 +68,10 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: E
     // Idle at most an hour: a signal lost while Temporal was unreachable is made good by
     // re-reading the endpoint.
     const wait = idleWait(state, Date.now());
+    tell(input, state);
     if (wait.delayMs > 0) {
-      const signalled = await condition(() => pending.length > 0 || woken, wait.delayMs);
+      // The timer's summary says what it waits for (the Web UI shows it in the history).
+      const signalled = await condition(() => pending.length > 0 || woken, wait.delayMs, { summary: waitSummary(state, wait, Date.now()) });
       if (!signalled && wait.reconcile) reload = true;
     }
     const wasWoken = woken;
@@ -83,11 +87,15 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: E
       changesThisRun += changes.length;
       // A deletion wins over anything queued before or after it, and an endpoint gone from
       // Postgres is closed the same way.
-      const snapshot = changes.includes('deleted') ? null : await loadEndpointSnapshot(input.endpointId);
+      const snapshot = changes.includes('deleted')
+        ? null
+        : await loadEndpointSnapshot.executeWithOptions({ summary: says.load(changes) }, [input.endpointId]);
       if (!snapshot) {
-        await closeEndpoint(input.endpointId);
+        tell(input, state, 'closing: the endpoint was deleted');
+        await closeEndpoint.executeWithOptions({ summary: says.close }, [input.endpointId]);
         return;
       }
+      if (snapshot.url_label) state.urlLabel = snapshot.url_label;
       if (state.failureStreak > 0 && snapshot.failure_streak === 0) state.streakStartedAtMs = null;
       state.health = snapshot.health_status;
       state.failureStreak = snapshot.failure_streak;
@@ -101,8 +109,10 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: E
     // Holds are looked at when they may have changed: just held, new work arrived, or one is due to expire.
     if (!state.sending && (wasWoken || wasSending || expiryDue(state, Date.now()))) {
       // Deliveries accepted while not sending start their hold now.
-      if (wasWoken) await holdDeliveries(input.endpointId, Date.now());
-      state.nextExpiryAtMs = await expireHeld(input.endpointId, Date.now());
+      if (wasWoken) await holdDeliveries.executeWithOptions({ summary: says.holdNew }, [input.endpointId, Date.now()]);
+      const left = holdsLeft(await expireHeld.executeWithOptions({ summary: says.expire }, [input.endpointId, Date.now()]));
+      state.nextExpiryAtMs = left.nextExpiryAtMs;
+      if (left.held !== null) state.held = left.held;
     }
     await showNextAttempt(input, state);
     // Not waiting for a quiet moment: a busy endpoint is woken every few milliseconds and would never
@@ -115,6 +125,16 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: E
       await continueAsNew<typeof endpointWorkflow>(input, state);
     }
   }
+}
+
+/** The current details the Web UI shows (Markdown): what the workflow knows now, and what it is doing. */
+function tell(input: EndpointWorkflowInput, state: EndpointWorkflowState, doing?: string): void {
+  setCurrentDetails(currentDetails(input, state, Date.now(), doing));
+}
+
+/** Recorded histories answer `expireHeld` with the bare expiry time; later ones add the count held. */
+function holdsLeft(answer: HoldsLeft | number | null): { nextExpiryAtMs: number | null; held: number | null } {
+  return answer !== null && typeof answer === 'object' ? answer : { nextExpiryAtMs: answer, held: null };
 }
 
 function publishSearchAttributes(input: EndpointWorkflowInput, state: EndpointWorkflowState): void {
@@ -130,8 +150,15 @@ async function followAdmission(input: EndpointWorkflowInput, state: EndpointWork
   const sending = sends(state.active, state.health);
   if (sending === (state.sending ?? false)) return;
   state.sending = sending;
-  if (sending) await releaseDeliveries(input.endpointId, Date.now());
-  else await holdDeliveries(input.endpointId, Date.now());
+  if (sending) {
+    await releaseDeliveries.executeWithOptions({ summary: says.release }, [input.endpointId, Date.now()]);
+    // Released: nothing is held, and what is owed is counted by the next session.
+    state.held = 0;
+    state.owed = null;
+  } else {
+    await holdDeliveries.executeWithOptions({ summary: says.hold(state) }, [input.endpointId, Date.now()]);
+    state.owed = 0;
+  }
 }
 
 /**
@@ -144,18 +171,34 @@ async function deliver(input: EndpointWorkflowInput, state: EndpointWorkflowStat
     const now = Date.now();
     const notBefore = failingNotBefore(state);
     if (notBefore !== null && now < notBefore) return;
-    const round = await deliverDue(input.endpointId, now, roundLimit(state));
+    const summary = deliverSummary(state);
+    tell(input, state, summary);
+    const round = await deliverDue.executeWithOptions({ summary }, [input.endpointId, now, roundLimit(state)]);
     state.nextDueAtMs = round.nextDueAtMs;
+    if (round.owed !== undefined) state.owed = round.owed;
     if (round.outcomes.length === 0) {
       if (round.more) continue;
       return;
     }
     const { health, alerts } = afterRound(endpointHealthOf(state), round.outcomes);
     Object.assign(state, health);
+    const lastFailure = round.outcomes
+      .filter((o) => !o.ok)
+      .sort((a, b) => a.atMs - b.atMs)
+      .at(-1);
+    if (lastFailure) {
+      state.lastError = lastFailure.error ?? null;
+      state.lastFailureCode = lastFailure.responseCode;
+    }
     state.delivered = (state.delivered ?? 0) + (round.posts ?? round.outcomes.length);
-    for (const alert of alerts) await alertOwner(input.endpointId, alert.streak, alert.streakStartedAtMs);
+    for (const alert of alerts) {
+      await alertOwner.executeWithOptions({ summary: says.alert(alert.streak) }, [input.endpointId, alert.streak, alert.streakStartedAtMs]);
+    }
     const nextAttemptAtMs = nextPostAt(state);
-    await recordHealth(input.endpointId, { ...health, nextAttemptAtMs, observedAtMs: now });
+    await recordHealth.executeWithOptions({ summary: says.health(state, nextAttemptAtMs) }, [
+      input.endpointId,
+      { ...health, nextAttemptAtMs, observedAtMs: now },
+    ]);
     state.recordedNextAttemptAtMs = nextAttemptAtMs;
     publishSearchAttributes(input, state);
     if (state.health === 'paused') {
@@ -171,6 +214,6 @@ async function deliver(input: EndpointWorkflowInput, state: EndpointWorkflowStat
 async function showNextAttempt(input: EndpointWorkflowInput, state: EndpointWorkflowState): Promise<void> {
   const next = nextPostAt(state);
   if (next === (state.recordedNextAttemptAtMs ?? null)) return;
-  await recordNextAttempt(input.endpointId, next);
+  await recordNextAttempt.executeWithOptions({ summary: says.nextAttempt(next) }, [input.endpointId, next]);
   state.recordedNextAttemptAtMs = next;
 }

@@ -87,7 +87,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
         limit: deps.config.endpointLimit,
       }),
     );
-    await notifyAfterCommit(deps.workflows, row.id, accountId, 'created');
+    await notifyAfterCommit(deps.workflows, row.id, accountId, 'created', row.url);
     ctx.status = 201;
     ctx.body = { data: { ...presentEndpoint(row), secret } };
   });
@@ -173,7 +173,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
       });
       return { row: updated!, changed: true };
     });
-    if (changed) await notifyAfterCommit(deps.workflows, id, accountId, 'updated');
+    if (changed) await notifyAfterCommit(deps.workflows, id, accountId, 'updated', row.url);
     ctx.body = { data: presentEndpoint(row) };
   });
 
@@ -233,7 +233,7 @@ export function webhookRoutes(deps: ApiDeps): Router {
     // Verifies only the configuration read before the POST: a url or Authorization PATCHed meanwhile stays unverified.
     const result = await recordVerification(db, id, endpoint.config_version, outcome.recordedStatus!, afterTest(true)!);
     if (!result) throw notFound('webhook endpoint');
-    if (result.verified) await notifyAfterCommit(deps.workflows, id, accountId, 'verified');
+    if (result.verified) await notifyAfterCommit(deps.workflows, id, accountId, 'verified', result.row.url);
     const { row } = result;
     ctx.body = {
       data: { success: true, response_code: outcome.recordedStatus!, health_status: row.health_status, active: row.active },

@@ -7,6 +7,7 @@ import crypto from 'node:crypto';
 import { temporal } from '@temporalio/proto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
+import { workflowMetadataQuery } from '@temporalio/workflow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import type { AttemptOutcome } from '../../core/health.js';
@@ -78,7 +79,7 @@ const activities: Activities = {
   },
   async expireHeld(endpointId, nowMs) {
     called('expireHeld', endpointId, nowMs);
-    return null;
+    return { nextExpiryAtMs: null, held: 0 };
   },
   async alertOwner(endpointId, streak, streakStartedAtMs) {
     called('alertOwner', endpointId, streak, streakStartedAtMs);
@@ -286,7 +287,12 @@ describe('endpoint workflow with stub activities (dev server)', () => {
     const { endpointId, accountId, s } = newEndpoint();
     const workflowId = endpointWorkflowId(endpointId);
     const input: EndpointWorkflowInput = { endpointId, accountId, continueAsNewAfterChanges: 25 };
-    const first = await dev.client.workflow.start('endpointWorkflow', { workflowId, taskQueue: devQueue, args: [input] });
+    const first = await dev.client.workflow.start('endpointWorkflow', {
+      workflowId,
+      taskQueue: devQueue,
+      args: [input],
+      staticSummary: 'the first run',
+    });
     await eventually(async () => callsTo(s, 'deliverDue').length === 1);
 
     // The API's own sender: signalWithStart with a 3 s deadline, retried when a signal racing a
@@ -359,5 +365,14 @@ describe('endpoint workflow with stub activities (dev server)', () => {
     expect(latest.status.name).toBe('RUNNING');
     expect(latest.runId).toBe(runs.at(-1));
     expect(callsTo(s, 'closeEndpoint')).toEqual([]);
+    // Continue-as-new carries no user metadata (its command has no field for it): a later run has
+    // no summary (README says so; if Temporal starts carrying it, that note goes), but its current
+    // details, set by every run, still name the endpoint and its Account.
+    expect(await (await dev.client.workflow.getHandle(workflowId, first.firstExecutionRunId).describe()).staticSummary()).toBe(
+      'the first run',
+    );
+    expect(await latest.staticSummary()).toBeUndefined();
+    const details = (await dev.client.workflow.getHandle(workflowId).query(workflowMetadataQuery)).currentDetails;
+    expect(details).toContain(`**endpoint ${endpointId}** · account \`${accountId}\``);
   }, 180_000);
 });
