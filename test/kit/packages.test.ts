@@ -69,7 +69,8 @@ describe('the packed client packages', () => {
     const manifest = (name: string) =>
       JSON.parse(fs.readFileSync(path.join(scratch, 'node_modules/@webhook-platform', name, 'package.json'), 'utf8'));
     expect(manifest('sdk').exports['.']).toMatchObject({ types: './dist/index.d.ts', default: './dist/index.js' });
-    expect(manifest('cli').bin).toEqual({ webhooks: './dist/main.js' });
+    expect(manifest('cli').bin).toEqual({ webhooks: './bin/webhooks.js' });
+    expect(manifest('mcp').bin).toEqual({ 'webhooks-mcp': './bin/webhooks-mcp.js' });
     expect(manifest('cli').dependencies).not.toHaveProperty('tsx');
     expect(fs.existsSync(path.join(scratch, 'node_modules/tsx'))).toBe(false);
   });

@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 /**
  * `webhooks`: the webhook platform from a terminal, on top of @webhook-platform/sdk.
  * Exit codes: 0 ok, 1 API error (the service answered with an error, or outside the
