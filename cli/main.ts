@@ -33,7 +33,8 @@ const USAGE = `usage:
   channel-account create --account ID [--customer ID] --channel chatapp|photoapp --display D
                          [--phone-number-id P] [--waba-id W] [--provider-account-id A] [--environment live|sandbox]
   channel-account delete --id ID   (removes it with its contacts, messages and events)
-  account delete --id ID           (removes the Account and everything it owns)`;
+  account delete --id ID           (removes the Account and everything it owns)
+  database url                     (prints the url of DATABASE_URL or of the running embedded Postgres, for a receiver)`;
 
 function parse<S extends z.ZodType>(schema: S, values: unknown): z.infer<S> {
   const result = schema.safeParse(values);
@@ -178,6 +179,16 @@ async function run(db: Db, command: string, args: string[]): Promise<unknown> {
   }
 }
 
+/** Plain text, for `$(...)`: a url only while a server runs (one started for this command would stop with it). */
+function printDatabaseUrl(url: string | undefined): number {
+  if (!url) {
+    process.stderr.write('error: no Postgres: set DATABASE_URL, or run `npm start` (with the same DATA_DIR) first\n');
+    return 1;
+  }
+  process.stdout.write(`${url}\n`);
+  return 0;
+}
+
 async function main(): Promise<number> {
   const [noun, verb, ...rest] = process.argv.slice(2);
   if (!noun || !verb) {
@@ -185,6 +196,8 @@ async function main(): Promise<number> {
     return 2;
   }
   const config = loadConfig();
+  if (`${noun} ${verb}` === 'database url')
+    return printDatabaseUrl(config.databaseUrl ?? (await runningEmbeddedPostgresUrl(config.dataDir)));
   let stopPostgres = async () => {};
   let url = config.databaseUrl ?? (await runningEmbeddedPostgresUrl(config.dataDir));
   if (!url) {
