@@ -2,7 +2,9 @@
  * Ctrl-C reaches every process of the terminal's foreground group at once: Postgres and the
  * Temporal dev server would stop under the running API and worker. So `npm start` runs the
  * service in a process group of its own, children included, and this parent only forwards the
- * signals it gets, so the service stops its parts in order.
+ * signals it gets, so the service stops its parts in order. `npm start` runs
+ * `exec node --import tsx` rather than the tsx CLI: the CLI gives its child 30 ms to acknowledge
+ * a signal, then SIGKILLs it and exits 130, which a loaded machine missed.
  */
 import { spawn } from 'node:child_process';
 import os from 'node:os';
