@@ -19,6 +19,7 @@ let session: string;
 let receiverRun: string[];
 
 let env: NodeJS.ProcessEnv;
+let home: string;
 let port: number;
 let service: Shell;
 let listen: Shell | undefined;
@@ -50,7 +51,7 @@ function userEnv(home: string, ports: Record<string, number>): NodeJS.ProcessEnv
 }
 
 beforeAll(async () => {
-  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'readme-'));
+  home = fs.mkdtempSync(path.join(os.tmpdir(), 'readme-'));
   // Embedded Postgres runs as the `postgres` user on root-only machines: it must reach DATA_DIR.
   fs.chmodSync(home, 0o755);
   port = await freePort();
@@ -78,6 +79,8 @@ afterAll(async () => {
     await Promise.race([shell?.exited, new Promise((r) => setTimeout(r, 20_000))]);
     shell?.signal('SIGKILL');
   }
+  // The embedded Postgres data (about 70 MB) is of no use after the run.
+  if (home) fs.rmSync(home, { recursive: true, force: true });
 }, 60_000);
 
 describe('README.md, run as written', () => {
