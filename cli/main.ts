@@ -33,6 +33,7 @@ const COMMANDS = new Set([
   'channel-account create',
   'channel-account delete',
   'account delete',
+  'database url',
 ]);
 
 const USAGE = `usage: webhooks-admin [--json] <command> [options]
@@ -43,6 +44,7 @@ const USAGE = `usage: webhooks-admin [--json] <command> [options]
                          [--phone-number-id P] [--waba-id W] [--provider-account-id A] [--environment live|sandbox]
   channel-account delete --id ID   (removes it with its contacts, messages and events)
   account delete --id ID           (removes the Account and everything it owns)
+  database url                     (prints the url of DATABASE_URL or of the running embedded Postgres, for a receiver)
 
 --json prints JSON for scripts instead of a record. Exit codes: 0 ok, 1 error from the database,
 2 usage error, 3 cannot reach the database.`;
@@ -202,6 +204,18 @@ async function openDatabase(): Promise<{ url: string; stop: () => Promise<void> 
   }
 }
 
+/** Plain text, for `$(...)`: a url only while a server runs (one started for this command would stop with it). */
+async function printDatabaseUrl(): Promise<number> {
+  const config = loadConfig();
+  const url = config.databaseUrl ?? (await runningEmbeddedPostgresUrl(config.dataDir));
+  if (!url) {
+    process.stderr.write('error: no Postgres: set DATABASE_URL, or run `npm start` (with the same DATA_DIR) first\n');
+    return EXIT.error;
+  }
+  process.stdout.write(`${url}\n`);
+  return EXIT.ok;
+}
+
 async function main(argv: string[]): Promise<number> {
   // --json and --help are global flags, accepted anywhere (`npm run cli` puts --json first).
   const json = argv.includes('--json');
@@ -214,6 +228,7 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(noun && verb ? `unknown command "${noun} ${verb}"\n${USAGE}\n` : `${USAGE}\n`);
     return EXIT.usage;
   }
+  if (`${noun} ${verb}` === 'database url') return printDatabaseUrl();
   let db: Db | undefined;
   let stop = async () => {};
   try {
