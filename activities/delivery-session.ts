@@ -17,6 +17,7 @@ import { getEventDefinition } from '../core/catalog/index.js';
 import { compactOutcomes, sends, type AttemptOutcome } from '../core/health.js';
 import { paceWaitMs } from '../core/pacer.js';
 import { retryDelayMs } from '../core/retry-curve.js';
+import { LEASE_MS } from '../core/runtime-limits.js';
 import { webhookBody } from '../core/webhook-body.js';
 import { claimDueDeliveries, closeForDeletedEvent, countOwed, nextDueAt, releaseLeases, type ClaimedDelivery } from '../db/deliveries.js';
 import { getEndpointById, recordEndpointSuccess, type EndpointRow } from '../db/endpoints.js';
@@ -68,11 +69,6 @@ export interface SessionRequest {
   signal: AbortSignal;
 }
 
-/**
- * How long a claimed delivery is kept from other sessions. A lost session's retry releases its
- * leases at once (by owner), so this only bounds one that is never retried.
- */
-const LEASE_MS = 4 * 60_000;
 /**
  * A lingering session looks for due work at least this often even without a poke: work made due
  * by a path that sends no notification (a wake signal to the workflow alone) waits at most this.

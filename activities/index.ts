@@ -7,6 +7,7 @@
 import { Context } from '@temporalio/activity';
 import { endpointLabel } from '../core/endpoint-story.js';
 import { HOLD_MS } from '../core/health.js';
+import { HEARTBEAT_EVERY_MS, SESSION_MS } from '../core/runtime-limits.js';
 import { exhaustOpenDeliveries, expireHeldDeliveries, holdOpenDeliveries, releaseHeldDeliveries, releaseLeases } from '../db/deliveries.js';
 import { getAccount } from '../db/directory.js';
 import { getEndpointById, recordEndpointHealth, recordNextAttempt, type HealthStatus } from '../db/endpoints.js';
@@ -43,11 +44,10 @@ export interface ActivityDeps {
   concurrency?: number;
   /** How long a session waits for more work once nothing is due before it ends (0: it ends at once). */
   lingerMs?: number;
-  /** How long a session runs at most, so its workflow looks at its endpoint now and then. */
+  /** How long a session runs at most, so its workflow looks at its endpoint now and then (SESSION_MS; tests shorten it). */
   maxSessionMs?: number;
 }
 
-const HEARTBEAT_EVERY_MS = 2_000;
 const ms = (d: Date | null) => (d ? d.getTime() : null);
 
 export function createActivities(deps: ActivityDeps) {
@@ -60,9 +60,11 @@ export function createActivities(deps: ActivityDeps) {
     recorder: createAttemptRecorder(db),
     concurrency: deps.concurrency ?? 16,
     lingerMs: deps.lingerMs ?? 0,
-    maxSessionMs: deps.maxSessionMs ?? 60_000,
+    maxSessionMs: deps.maxSessionMs ?? SESSION_MS,
     pacing: new Map<string, number>(),
   };
+  // The workflow's start-to-close for deliverDue leaves room for SESSION_MS of dispatching only.
+  if (sessionDeps.maxSessionMs > SESSION_MS) throw new Error(`maxSessionMs must be at most ${SESSION_MS} ms (core/runtime-limits.ts)`);
 
   return {
     async loadEndpointSnapshot(endpointId: string): Promise<EndpointSnapshot | null> {

@@ -18,6 +18,7 @@ import {
 import type { EndpointActivities, HoldsLeft } from '../activities/index.js';
 import { activitySummaries as says, currentDetails, deliverSummary, waitSummary } from '../core/endpoint-story.js';
 import { afterRound, endpointHealthOf, sends } from '../core/health.js';
+import { DELIVER_DUE_TIMEOUT_MS, HEARTBEAT_TIMEOUT_MS } from '../core/runtime-limits.js';
 import { expiryDue, failingNotBefore, idleWait, nextPostAt, roundLimit } from '../core/schedule.js';
 import {
   endpointChangedSignal,
@@ -38,10 +39,10 @@ const { recordHealth, recordNextAttempt, holdDeliveries, releaseDeliveries, expi
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 const { deliverDue } = proxyActivities<EndpointActivities>({
-  // A session dispatches for at most a minute (maxSessionMs), then finishes the POSTs in flight (10 s each).
-  startToCloseTimeout: '3 minutes',
-  // It heartbeats every 2 s: a session lost with its worker is retried within seconds, not minutes.
-  heartbeatTimeout: '10 seconds',
+  // A session dispatches for SESSION_MS, then finishes the POSTs in flight (core/runtime-limits.ts).
+  startToCloseTimeout: DELIVER_DUE_TIMEOUT_MS,
+  // It heartbeats every HEARTBEAT_EVERY_MS: a session lost with its worker is retried within seconds.
+  heartbeatTimeout: HEARTBEAT_TIMEOUT_MS,
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 
