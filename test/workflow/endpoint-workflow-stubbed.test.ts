@@ -11,7 +11,6 @@ import { workflowMetadataQuery } from '@temporalio/workflow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import type { AttemptOutcome } from '../../core/health.js';
-import { BATCH } from '../../core/schedule.js';
 import type { createActivities, DeliveryRound, EndpointSnapshot } from '../../activities/index.js';
 import { endpointWorkflows } from '../../temporal/client.js';
 import {
@@ -60,7 +59,7 @@ const activities: Activities = {
     return 0;
   },
   async deliverDue(endpointId, nowMs, limit) {
-    return called('deliverDue', endpointId, nowMs, limit).round(nowMs, limit);
+    return withinLimit(called('deliverDue', endpointId, nowMs, limit).round(nowMs, limit), limit);
   },
   async recordHealth(endpointId, h) {
     const s = called('recordHealth', endpointId, h);
@@ -85,6 +84,16 @@ const activities: Activities = {
     called('alertOwner', endpointId, streak, streakStartedAtMs);
   },
 };
+
+/** The POSTs a session may make while the endpoint is healthy (the contract's batch); one while it fails. */
+const BATCH = 100_000;
+
+/** As a real session: at most `limit` POSTs; one that reached its limit without failing leaves more to send. */
+function withinLimit(round: DeliveryRound, limit: number): DeliveryRound {
+  if (round.outcomes.length <= limit) return round;
+  const outcomes = round.outcomes.slice(0, limit);
+  return { ...round, outcomes, more: outcomes.every((o) => o.ok) };
+}
 
 const healthySnapshot = (): EndpointSnapshot => ({ health_status: 'healthy', failure_streak: 0, active: true });
 const outcomes = (nowMs: number, n: number, ok: boolean): AttemptOutcome[] =>
@@ -193,9 +202,9 @@ describe('endpoint workflow with stub activities (time skipping)', () => {
   });
 
   it('a failing receiver: one POST at a time on the curve, alerts at 5, 10 and 15, paused and held at 15; a verification resumes it', async () => {
-    // Two deliveries stay due, and every POST fails.
-    const { endpointId, accountId, s } = newEndpoint((nowMs, limit) => ({
-      outcomes: outcomes(nowMs, Math.min(limit, 2), false),
+    // Two deliveries stay due, and every POST fails (the session sends at most its limit of them).
+    const { endpointId, accountId, s } = newEndpoint((nowMs) => ({
+      outcomes: outcomes(nowMs, 2, false),
       more: false,
       nextDueAtMs: nowMs,
     }));
