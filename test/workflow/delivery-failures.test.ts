@@ -69,7 +69,9 @@ describe('delivery engine: a failing receiver (time skipping)', () => {
     // An hour before the first hold turns 14 days old, all three are still held.
     await bed.env.sleep(expiresAt - HOUR - (await bed.env.currentTimeMs()));
     const before = await bed.deliveries(endpointId);
-    expect(before.map((d) => [d.status === 'exhausted', d.terminal_reason, d.held_since !== null])).toEqual(Array(3).fill([false, null, true]));
+    expect(before.map((d) => [d.status === 'exhausted', d.terminal_reason, d.held_since !== null])).toEqual(
+      Array(3).fill([false, null, true]),
+    );
     // An hour after the last hold turns 14 days old, all three ended as hold_expired.
     await bed.env.sleep(Math.max(...heldAt) + DAYS_14 + HOUR - (await bed.env.currentTimeMs()));
     await bed.settled(endpointId, 3, (d) => d.status === 'exhausted' && d.terminal_reason === 'hold_expired');
