@@ -4,6 +4,7 @@
  * time-skipping test server, a bundle of the workflow code, and a private CA for local HTTPS
  * receivers.
  */
+import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -59,8 +60,31 @@ async function freshDatabase(serverUrl: string): Promise<string> {
   return url.toString();
 }
 
+/** Newest modification time under a folder (0 when it does not exist). */
+function newestMtime(dir: string): number {
+  if (!fs.existsSync(dir)) return 0;
+  let newest = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) newest = Math.max(newest, fs.statSync(path.join(entry.parentPath, entry.name)).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * Tests that run `npx webhooks` (as the READMEs do) run the packages' built JavaScript: a source
+ * edited since the last `npm install` would otherwise be tested as its old build.
+ */
+function buildStalePackages(): void {
+  const stale = ['sdk', 'cli', 'mcp'].some((name) => {
+    const dir = path.join(projectRoot, 'packages', name);
+    return newestMtime(path.join(dir, 'src')) > newestMtime(path.join(dir, 'dist'));
+  });
+  if (stale) execFileSync('npm', ['run', '--silent', 'build:packages'], { cwd: projectRoot, stdio: 'ignore' });
+}
+
 export default async function setup(project: TestProject) {
   fs.mkdirSync(workDir, { recursive: true });
+  buildStalePackages();
   const log = path.join(workDir, 'servers.log');
   const started = Date.now();
   const [postgres, devServer, , tls, bundle] = await Promise.all([
