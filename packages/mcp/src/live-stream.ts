@@ -3,7 +3,7 @@
  * `webhooks://events/live`. The API pages forward from a cursor only, so the head is found by
  * probing: doubling, then bisecting, about 2·log2(N) one-item reads instead of N/100 pages.
  */
-import type { WebhookPlatform } from '@webhook-platform/sdk';
+import { EventStream, type WebhookPlatform } from '@webhook-platform/sdk';
 
 export interface StreamItem {
   id: string;
@@ -89,14 +89,16 @@ export class LiveStream {
     this.timer.unref();
   }
 
+  /** Reads every page after the cursor with the SDK's stream reader, which ends at the head. */
   private async poll(): Promise<void> {
+    // The SDK types every field of an item; the live resource relies only on id, cursor and type.
+    const stream = new EventStream((q) => this.read(q.after, q.limit) as ReturnType<WebhookPlatform['events']['list']>, {
+      after: this.cursor!.toString(),
+      limit: 100,
+    });
     const fresh: StreamItem[] = [];
-    for (;;) {
-      const page = await this.read(this.cursor!.toString(), 100);
-      fresh.push(...page.data);
-      this.cursor = BigInt(page.paging.cursor);
-      if (!page.paging.has_more) break;
-    }
+    for await (const item of stream) fresh.push(item as StreamItem);
+    this.cursor = BigInt(stream.cursor);
     if (fresh.length === 0) return;
     this.items = [...this.items, ...fresh].slice(-KEEP);
     this.opts.onItems(fresh);
