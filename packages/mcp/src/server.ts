@@ -13,7 +13,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { WebhookPlatform, WebhookPlatformError, type EventType } from '@webhook-platform/sdk';
 import { z } from 'zod';
-import { LiveStream, streamReader } from './live-stream.js';
+import { LiveStream, streamReader, type StreamReader } from './live-stream.js';
 
 export { WebhookPlatform, WebhookPlatformError } from '@webhook-platform/sdk';
 export { headCursor, streamReader, type StreamReader } from './live-stream.js';
@@ -65,10 +65,22 @@ export interface ServerOptions {
 export function createWebhooksMcpServer(opts: ServerOptions): { server: McpServer; close(): void } {
   const { api } = opts;
   const timeoutMs = opts.timeoutMs ?? 30_000;
-  const signal = () => AbortSignal.timeout(timeoutMs);
-  const read = streamReader(api, timeoutMs);
+  const call: Calls = { api, signal: () => AbortSignal.timeout(timeoutMs), read: streamReader(api, timeoutMs) };
   const server = new McpServer({ name: 'webhook-platform', version: VERSION });
+  registerTools(server, call);
+  registerCatalog(server, call);
+  const live = registerLiveStream(server, call, opts);
+  return { server, close: () => live.stop() };
+}
 
+/** What the tools and resources call the API with: the client, a fresh time limit per call, the stream reader. */
+interface Calls {
+  api: WebhookPlatform;
+  signal: () => AbortSignal;
+  read: StreamReader;
+}
+
+function registerTools(server: McpServer, { api, signal, read }: Calls): void {
   server.registerTool(
     'list_endpoints',
     {
@@ -129,7 +141,9 @@ export function createWebhooksMcpServer(opts: ServerOptions): { server: McpServe
     },
     (args) => answer(() => read(args.after ?? '0', args.limit ?? 20)),
   );
+}
 
+function registerCatalog(server: McpServer, { api, signal }: Calls): void {
   const eventTypes = (): Promise<EventType[]> => api.eventTypes.list({ signal: signal() });
 
   server.registerResource(
@@ -166,7 +180,10 @@ export function createWebhooksMcpServer(opts: ServerOptions): { server: McpServe
       return { contents: [{ uri: uri.href, mimeType: 'application/json', text: json(found) }] };
     },
   );
+}
 
+/** `webhooks://events/live`: subscribers are told when new stream items arrive. */
+function registerLiveStream(server: McpServer, { read }: Calls, opts: ServerOptions): LiveStream {
   const live = new LiveStream(read, {
     pollIntervalMs: opts.pollIntervalMs ?? 2_000,
     onItems: () => void server.server.sendResourceUpdated({ uri: LIVE_URI }).catch(opts.onError ?? (() => {})),
@@ -197,7 +214,7 @@ export function createWebhooksMcpServer(opts: ServerOptions): { server: McpServe
     return {};
   });
 
-  return { server, close: () => live.stop() };
+  return live;
 }
 
 /** The server configured from the environment: WEBHOOKS_BASE_URL, WEBHOOKS_API_KEY, WEBHOOKS_MCP_POLL_MS. */
