@@ -92,6 +92,28 @@ export default tseslint.config(
     },
   },
   {
+    // Functions stay under ~80 lines (blank lines and comments aside). Tests and benchmarks are
+    // exempt; so are the listed files: flat tables of routes or commands, or files another change
+    // is reshaping (delivery-session.ts, workflows/, dev/start.ts, listen.ts).
+    files: ['**/*.ts'],
+    ignores: [
+      'test/**',
+      'bench/**',
+      'workflows/**',
+      'activities/delivery-session.ts',
+      'dev/start.ts',
+      'packages/cli/src/listen.ts',
+      // To split next (issue 17): the activity factory and the operator CLI's dispatcher.
+      'activities/index.ts',
+      'cli/main.ts',
+      // Flat tables: the local provider's routes and the CLI's commander commands.
+      'dev/local-provider/accounts.ts',
+      'dev/local-provider/inbound.ts',
+      'packages/cli/src/platform-commands.ts',
+    ],
+    rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }] },
+  },
+  {
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     extends: [tseslint.configs.disableTypeChecked],
   },
