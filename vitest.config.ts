@@ -1,6 +1,10 @@
 import { defineConfig } from 'vitest/config';
 
+/** The workspace packages' exports condition for their TypeScript source: tests run what is in the tree, never a stale dist. */
+const SOURCE = '@webhook-platform/source';
+
 export default defineConfig({
+  ssr: { resolve: { conditions: [SOURCE, 'module', 'node', 'development|production'] } },
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],

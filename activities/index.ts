@@ -5,7 +5,9 @@
  * one that decides what is due.
  */
 import { Context } from '@temporalio/activity';
+import { endpointLabel } from '../core/endpoint-story.js';
 import { HOLD_MS } from '../core/health.js';
+import { HEARTBEAT_EVERY_MS, SESSION_MS } from '../core/runtime-limits.js';
 import { exhaustOpenDeliveries, expireHeldDeliveries, holdOpenDeliveries, releaseHeldDeliveries, releaseLeases } from '../db/deliveries.js';
 import { getAccount } from '../db/directory.js';
 import { getEndpointById, recordEndpointHealth, recordNextAttempt, type HealthStatus } from '../db/endpoints.js';
@@ -13,16 +15,23 @@ import { enqueueNotification } from '../db/plan-usage.js';
 import type { Db } from '../db/pool.js';
 import type { HttpClient } from '../delivery/http-client.js';
 import type { SecretBox } from '../security/secret-box.js';
-import { runDeliverySession, type DeliveryRound } from './delivery-session.js';
+import { runDeliverySession, type DeliveryRound, type SessionDeps } from './delivery-session.js';
 import { createAttemptRecorder } from './attempt-recorder.js';
 import { createSessionRegistry, type SessionRegistry } from './session-registry.js';
 
 export type { DeliveryRound };
 
+export interface HoldsLeft {
+  nextExpiryAtMs: number | null;
+  held: number;
+}
+
 export interface EndpointSnapshot {
   health_status: HealthStatus;
   failure_streak: number;
   active: boolean;
+  /** Host and path only, for the workflow's story in the Web UI (absent from older histories). */
+  url_label?: string;
 }
 
 export interface ActivityDeps {
@@ -35,32 +44,76 @@ export interface ActivityDeps {
   concurrency?: number;
   /** How long a session waits for more work once nothing is due before it ends (0: it ends at once). */
   lingerMs?: number;
-  /** How long a session runs at most, so its workflow looks at its endpoint now and then. */
+  /** How long a session runs at most, so its workflow looks at its endpoint now and then (SESSION_MS; tests shorten it). */
   maxSessionMs?: number;
 }
 
-const HEARTBEAT_EVERY_MS = 2_000;
 const ms = (d: Date | null) => (d ? d.getTime() : null);
 
-export function createActivities(deps: ActivityDeps) {
-  const { db } = deps;
-  const sessionDeps = {
-    db,
+/** What the worker's sessions share: its registry, its recorder, the pace of each throttled endpoint. */
+function sessionDepsOf(deps: ActivityDeps): SessionDeps {
+  const maxSessionMs = deps.maxSessionMs ?? SESSION_MS;
+  // The workflow's start-to-close for deliverDue leaves room for SESSION_MS of dispatching only.
+  if (maxSessionMs > SESSION_MS) throw new Error(`maxSessionMs must be at most ${SESSION_MS} ms (core/runtime-limits.ts)`);
+  return {
+    db: deps.db,
     secretBox: deps.secretBox,
     httpClient: deps.httpClient,
     sessions: deps.sessions ?? createSessionRegistry(),
-    recorder: createAttemptRecorder(db),
+    recorder: createAttemptRecorder(deps.db),
     concurrency: deps.concurrency ?? 16,
     lingerMs: deps.lingerMs ?? 0,
-    maxSessionMs: deps.maxSessionMs ?? 60_000,
+    maxSessionMs,
     pacing: new Map<string, number>(),
   };
+}
+
+/**
+ * Runs a delivery session (`runDeliverySession`): up to `limit` POSTs of due deliveries, earliest
+ * first, `concurrency` at a time, until the first failure, the endpoint stops sending, or nothing
+ * more is due. Each attempt is recorded; what came of them is reported compacted.
+ *
+ * It heartbeats, so a session lost with its worker is retried within the heartbeat timeout;
+ * the retry first releases the leases of the lost attempt (same activity, same owner), whose
+ * POSTs in flight or not yet recorded are the only ones sent twice.
+ */
+async function deliverDue(sessionDeps: SessionDeps, endpointId: string, nowMs: number, limit: number): Promise<DeliveryRound> {
+  const { info, cancellationSignal } = Context.current();
+  const owner = `${info.workflowExecution?.runId}/${info.activityId}`;
+  // A retry runs later than the workflow asked; the server's clock says how much later.
+  const startMs = nowMs + Math.max(0, info.currentAttemptScheduledTimestampMs - info.scheduledTimestampMs);
+  const startedRealMs = Date.now();
+  const heartbeat = setInterval(() => Context.current().heartbeat(), HEARTBEAT_EVERY_MS);
+  try {
+    if (info.attempt > 1) await releaseLeases(sessionDeps.db, owner);
+    return await runDeliverySession(sessionDeps, {
+      endpointId,
+      owner,
+      // Never behind the real clock: the workflow's time is that of its last task, and rows stored since
+      // (due at their insertion) would otherwise wait out the activity's dispatch delay.
+      clock: () => Math.max(startMs + (Date.now() - startedRealMs), Date.now()),
+      limit,
+      signal: cancellationSignal,
+    });
+  } finally {
+    clearInterval(heartbeat);
+  }
+}
+
+export function createActivities(deps: ActivityDeps) {
+  const { db } = deps;
+  const sessionDeps = sessionDepsOf(deps);
 
   return {
     async loadEndpointSnapshot(endpointId: string): Promise<EndpointSnapshot | null> {
       const row = await getEndpointById(db, endpointId);
       if (!row || row.deleted_at) return null;
-      return { health_status: row.health_status, failure_streak: row.failure_streak, active: row.active };
+      return {
+        health_status: row.health_status,
+        failure_streak: row.failure_streak,
+        active: row.active,
+        url_label: endpointLabel(row.url),
+      };
     },
 
     /** After deletion: what was never delivered ends `exhausted` / `endpoint_deleted`, and stays in the audit list. */
@@ -68,37 +121,9 @@ export function createActivities(deps: ActivityDeps) {
       return exhaustOpenDeliveries(db, endpointId, 'endpoint_deleted');
     },
 
-    /**
-     * Runs a delivery session (`runDeliverySession`): up to `limit` POSTs of due deliveries, earliest
-     * first, `concurrency` at a time, until the first failure, the endpoint stops sending, or nothing
-     * more is due. Each attempt is recorded; what came of them is reported compacted.
-     *
-     * It heartbeats, so a session lost with its worker is retried within the heartbeat timeout;
-     * the retry first releases the leases of the lost attempt (same activity, same owner), whose
-     * POSTs in flight or not yet recorded are the only ones sent twice.
-     */
-    async deliverDue(endpointId: string, nowMs: number, limit: number): Promise<DeliveryRound> {
-      const { info, cancellationSignal } = Context.current();
-      const owner = `${info.workflowExecution?.runId}/${info.activityId}`;
-      // A retry runs later than the workflow asked; the server's clock says how much later.
-      const startMs = nowMs + Math.max(0, info.currentAttemptScheduledTimestampMs - info.scheduledTimestampMs);
-      const startedRealMs = Date.now();
-      const heartbeat = setInterval(() => Context.current().heartbeat(), HEARTBEAT_EVERY_MS);
-      try {
-        if (info.attempt > 1) await releaseLeases(db, owner);
-        return await runDeliverySession(sessionDeps, {
-          endpointId,
-          owner,
-          // Never behind the real clock: the workflow's time is that of its last task, and rows stored since
-          // (due at their insertion) would otherwise wait out the activity's dispatch delay.
-          clock: () => Math.max(startMs + (Date.now() - startedRealMs), Date.now()),
-          limit,
-          signal: cancellationSignal,
-        });
-      } finally {
-        clearInterval(heartbeat);
-      }
-    },
+    /** A delivery session, heartbeating (`deliverDue` above). */
+    deliverDue: (endpointId: string, nowMs: number, limit: number): Promise<DeliveryRound> =>
+      deliverDue(sessionDeps, endpointId, nowMs, limit),
 
     async recordHealth(
       endpointId: string,
@@ -142,9 +167,13 @@ export function createActivities(deps: ActivityDeps) {
       return releaseHeldDeliveries(db, endpointId, new Date(nowMs));
     },
 
-    /** Ends holds older than 14 days; returns when the next hold expires. */
-    async expireHeld(endpointId: string, nowMs: number): Promise<number | null> {
-      return ms((await expireHeldDeliveries(db, endpointId, new Date(nowMs), HOLD_MS)).nextExpiryAt);
+    /**
+     * Ends holds older than 14 days; returns when the next hold expires and how many are held.
+     * (Recorded histories hold the older answer, the bare expiry time: the workflow reads both.)
+     */
+    async expireHeld(endpointId: string, nowMs: number): Promise<HoldsLeft> {
+      const r = await expireHeldDeliveries(db, endpointId, new Date(nowMs), HOLD_MS);
+      return { nextExpiryAtMs: ms(r.nextExpiryAt), held: r.held };
     },
 
     /** Queues an alert to the Account owner; the key makes it once per streak and threshold. */

@@ -48,10 +48,13 @@ export function createApp(deps: ApiDeps): Koa {
       const seconds = (performance.now() - started) / 1000;
       const route = (ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
       httpRequestDuration.observe({ method: ctx.method, route: String(route), status: String(ctx.status) }, seconds);
-      ctx.state.log.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(seconds * 1000) }, 'request');
+      // Probes and scrapes come every few seconds: at info they would bury the requests a person makes.
+      const level = QUIET_PATHS.has(ctx.path) ? 'debug' : 'info';
+      ctx.state.log[level]({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(seconds * 1000) }, 'request');
     }
   });
   app.use(errorEnvelope);
+  app.use(refuseEmptyPathSegment);
 
   const open = new Router();
   const doc = buildOpenApiDocument();
@@ -85,6 +88,18 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(api.routes()).use(api.allowedMethods({ throw: true, methodNotAllowed, notImplemented }));
   return app;
 }
+
+const QUIET_PATHS = new Set(['/healthz', '/metrics']);
+
+/**
+ * `/webhook_deliveries/` (an id variable left empty in a shell) would otherwise match the list
+ * route through the router's trailing-slash tolerance and answer every delivery: refuse it clearly.
+ */
+const refuseEmptyPathSegment: Koa.Middleware = async (ctx, next) => {
+  if (ctx.path.startsWith('/api/v1/') && /\/\/|\/$/.test(ctx.path))
+    throw new DomainError(404, 'not_found', `no such route: ${ctx.path} has an empty path segment (an id left empty?)`);
+  await next();
+};
 
 const methodNotAllowed = () => new DomainError(405, 'method_not_allowed', 'method not allowed on this path');
 const notImplemented = () => new DomainError(501, 'not_implemented', 'method not implemented');

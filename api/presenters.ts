@@ -1,6 +1,7 @@
 /** Database rows to API objects. Ciphertexts never leave through here. */
 import type { z } from 'zod';
-import type { DeliveryRow, AttemptRow } from '../db/deliveries.js';
+import { nextAttemptOf } from '../core/delivery-timing.js';
+import type { DeliveryRow, AttemptRow, EndpointPacingRow } from '../db/deliveries.js';
 import type { EndpointRow } from '../db/endpoints.js';
 import type { EventRow } from '../db/events.js';
 import type { Attempt, Delivery, Endpoint } from './schemas.js';
@@ -39,7 +40,22 @@ export function presentEndpoint(row: EndpointRow): z.infer<typeof Endpoint> {
   };
 }
 
-export function presentDelivery(row: DeliveryRow): z.infer<typeof Delivery> {
+/**
+ * `next_attempt_at` is when the delivery will really be attempted: its own retry time held back
+ * by its endpoint's pacing, or null with `next_attempt_reason` while the endpoint does not send.
+ */
+export function presentDelivery(row: DeliveryRow, endpoint: EndpointPacingRow | undefined): z.infer<typeof Delivery> {
+  const next = nextAttemptOf(
+    { id: row.id, status: row.status, hasEvent: row.event_id !== null, nextAttemptAtMs: row.next_attempt_at?.getTime() ?? null },
+    endpoint && {
+      active: endpoint.active,
+      health: endpoint.health_status,
+      failureStreak: endpoint.failure_streak,
+      lastFailureAtMs: endpoint.last_failure_at?.getTime() ?? null,
+      deleted: endpoint.deleted_at !== null,
+      firstInLineId: endpoint.first_in_line,
+    },
+  );
   return {
     id: row.id,
     endpoint_id: row.endpoint_id,
@@ -51,7 +67,8 @@ export function presentDelivery(row: DeliveryRow): z.infer<typeof Delivery> {
     attempts: row.attempts,
     response_code: row.response_code,
     last_attempt_at: iso(row.last_attempt_at),
-    next_attempt_at: iso(row.next_attempt_at),
+    next_attempt_at: next.nextAttemptAtMs === null ? null : new Date(next.nextAttemptAtMs).toISOString(),
+    next_attempt_reason: next.reason,
     terminal_reason: row.terminal_reason,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),

@@ -5,6 +5,7 @@
 import { extendZodWithOpenApi } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import { CATEGORIES } from '../core/categories.js';
+import { NEXT_ATTEMPT_REASONS } from '../core/delivery-timing.js';
 import { HEALTH_STATUSES } from '../core/health.js';
 import { DELIVERY_STATUSES, RECOVERABLE_STATUSES } from '../db/deliveries.js';
 
@@ -51,6 +52,7 @@ const deliveryExample = {
   response_code: 503,
   last_attempt_at: '2026-11-22T10:05:00.000Z',
   next_attempt_at: '2026-11-22T10:06:00.000Z',
+  next_attempt_reason: null,
   terminal_reason: null,
   created_at: '2026-11-22T10:05:00.000Z',
   updated_at: '2026-11-22T10:05:00.120Z',
@@ -219,7 +221,14 @@ export const Delivery = z
     attempts: z.number().int(),
     response_code: z.number().int().nullable(),
     last_attempt_at: Timestamp.nullable(),
-    next_attempt_at: Timestamp.nullable(),
+    next_attempt_at: Timestamp.nullable().openapi({
+      description:
+        "When the delivery will be attempted: its own retry time, held back by its endpoint's pacing while the endpoint fails (one POST at a time on the curve); null when there is none (terminal, or the endpoint does not send: see next_attempt_reason).",
+    }),
+    next_attempt_reason: z.enum(NEXT_ATTEMPT_REASONS).nullable().openapi({
+      description:
+        "Why next_attempt_at is not simply the delivery's own retry time. endpoint_paused, endpoint_inactive, endpoint_unverified: the endpoint does not send, next_attempt_at is null. endpoint_pacing: first in line on a failing endpoint, next_attempt_at is its next POST (exact). endpoint_queue: behind others on a failing endpoint, next_attempt_at is the earliest it can go. Null: its own retry time stands.",
+    }),
     terminal_reason: z.string().nullable(),
     created_at: Timestamp,
     updated_at: Timestamp,

@@ -1,7 +1,8 @@
 /**
- * Operator CLI. JSON on stdout, errors on stderr with a non-zero exit. Works against
- * DATABASE_URL, or the embedded Postgres of a running `npm start` with the same DATA_DIR
- * (started for the duration of the command when none is running).
+ * `webhooks-admin`, the operator CLI (`npm run admin`; `npm run cli` is the same with --json).
+ * A record on stdout (JSON with --json), errors on stderr, exit codes as in ./output.ts. Works
+ * against DATABASE_URL, or the embedded Postgres of a running `npm start` with the same
+ * DATA_DIR (started for the duration of the command when none is running).
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
@@ -23,17 +24,30 @@ import { createPool, type Db } from '../db/pool.js';
 import { runningEmbeddedPostgresUrl, startEmbeddedPostgres } from '../dev/embedded-postgres.js';
 import { loadConfig } from '../runtime/config.js';
 import { SCOPES } from '../security/api-key.js';
+import { EXIT, NotFoundError, UnreachableError, UsageError, errorMessage, exitCodeFor, render } from './output.js';
 
-class UsageError extends Error {}
+const COMMANDS = new Set([
+  'account create',
+  'key create',
+  'customer create',
+  'channel-account create',
+  'channel-account delete',
+  'account delete',
+  'database url',
+]);
 
-const USAGE = `usage:
+const USAGE = `usage: webhooks-admin [--json] <command> [options]
   account create --name N --owner-email E [--plan free|trial|paid] [--created-at ISO]
   key create --account ID --env live|sandbox --scopes s1,s2,...   (scopes: ${SCOPES.join(', ')})
   customer create --account ID --name N
   channel-account create --account ID [--customer ID] --channel chatapp|photoapp --display D
                          [--phone-number-id P] [--waba-id W] [--provider-account-id A] [--environment live|sandbox]
   channel-account delete --id ID   (removes it with its contacts, messages and events)
-  account delete --id ID           (removes the Account and everything it owns)`;
+  account delete --id ID           (removes the Account and everything it owns)
+  database url                     (prints the url of DATABASE_URL or of the running embedded Postgres, for a receiver)
+
+--json prints JSON for scripts instead of a record. Exit codes: 0 ok, 1 error from the database,
+2 usage error, 3 cannot reach the database.`;
 
 function parse<S extends z.ZodType>(schema: S, values: unknown): z.infer<S> {
   const result = schema.safeParse(values);
@@ -47,7 +61,7 @@ function parse<S extends z.ZodType>(schema: S, values: unknown): z.infer<S> {
 const uuid = z.uuid({ message: 'must be a UUID' });
 
 async function requireAccount(db: Db, id: string) {
-  if (!(await getAccount(db, id))) throw new UsageError(`account ${id} does not exist`);
+  if (!(await getAccount(db, id))) throw new NotFoundError(`account ${id} does not exist`);
 }
 
 const OPTIONS = {
@@ -69,7 +83,7 @@ const OPTIONS = {
 } as const;
 type Values = Record<string, string | undefined>;
 
-async function createAccountCommand(db: Db, values: Values): Promise<unknown> {
+async function createAccountCommand(db: Db, values: Values): Promise<Record<string, unknown>> {
   const v = parse(
     z.object({
       name: z.string().min(1),
@@ -88,7 +102,7 @@ async function createAccountCommand(db: Db, values: Values): Promise<unknown> {
   return { ...account, created_at: account.created_at.toISOString() };
 }
 
-async function createKeyCommand(db: Db, values: Values): Promise<unknown> {
+async function createKeyCommand(db: Db, values: Values): Promise<Record<string, unknown>> {
   const v = parse(z.object({ account: uuid, env: z.enum(['live', 'sandbox']), scopes: z.array(z.enum(SCOPES)).min(1) }), {
     account: values.account,
     env: values.env,
@@ -109,14 +123,14 @@ async function createKeyCommand(db: Db, values: Values): Promise<unknown> {
   };
 }
 
-async function createCustomerCommand(db: Db, values: Values): Promise<unknown> {
+async function createCustomerCommand(db: Db, values: Values): Promise<Record<string, unknown>> {
   const v = parse(z.object({ account: uuid, name: z.string().min(1) }), { account: values.account, name: values.name });
   await requireAccount(db, v.account);
   const customer = await createCustomer(db, { accountId: v.account, name: v.name });
   return { ...customer, created_at: customer.created_at.toISOString() };
 }
 
-async function createChannelAccountCommand(db: Db, values: Values): Promise<unknown> {
+async function createChannelAccountCommand(db: Db, values: Values): Promise<Record<string, unknown>> {
   const v = parse(
     z.object({
       account: uuid,
@@ -142,7 +156,7 @@ async function createChannelAccountCommand(db: Db, values: Values): Promise<unkn
   await requireAccount(db, v.account);
   if (v.customer) {
     if (!(await getCustomerOfAccount(db, v.account, v.customer)))
-      throw new UsageError(`customer ${v.customer} is not a customer of account ${v.account}`);
+      throw new NotFoundError(`customer ${v.customer} is not a customer of account ${v.account}`);
   }
   const ca = await createChannelAccount(db, {
     accountId: v.account,
@@ -157,11 +171,11 @@ async function createChannelAccountCommand(db: Db, values: Values): Promise<unkn
   return { ...ca, created_at: ca.created_at.toISOString() };
 }
 
-async function deleteChannelAccountCommand(db: Db, values: Values): Promise<unknown> {
+async function deleteChannelAccountCommand(db: Db, values: Values): Promise<Record<string, unknown>> {
   const v = parse(z.object({ id: uuid }), { id: values.id });
   return inTransaction(db, async (tx) => {
     const locked = await lockChannelAccount(tx, v.id);
-    if (!locked) throw new UsageError(`channel account ${v.id} does not exist`);
+    if (!locked) throw new NotFoundError(`channel account ${v.id} does not exist`);
     // Events first, so their undelivered deliveries end as event_deleted instead of vanishing.
     const events = await deleteEventsWhere(tx, { accountId: locked.account_id, channelAccountId: v.id });
     await deleteChannelAccount(tx, v.id);
@@ -169,14 +183,14 @@ async function deleteChannelAccountCommand(db: Db, values: Values): Promise<unkn
   });
 }
 
-async function deleteAccountCommand(db: Db, values: Values): Promise<unknown> {
+async function deleteAccountCommand(db: Db, values: Values): Promise<Record<string, unknown>> {
   const v = parse(z.object({ id: uuid }), { id: values.id });
-  if (!(await deleteAccount(db, v.id))) throw new UsageError(`account ${v.id} does not exist`);
+  if (!(await deleteAccount(db, v.id))) throw new NotFoundError(`account ${v.id} does not exist`);
   return { deleted: v.id };
 }
 
-/** The operator commands by `noun verb`. */
-const COMMANDS: Record<string, (db: Db, values: Values) => Promise<unknown>> = {
+/** What each command of COMMANDS does. */
+const HANDLERS: Record<string, (db: Db, values: Values) => Promise<Record<string, unknown>>> = {
   'account create': createAccountCommand,
   'key create': createKeyCommand,
   'customer create': createCustomerCommand,
@@ -185,45 +199,67 @@ const COMMANDS: Record<string, (db: Db, values: Values) => Promise<unknown>> = {
   'account delete': deleteAccountCommand,
 };
 
-async function run(db: Db, command: string, args: string[]): Promise<unknown> {
+async function run(db: Db, command: string, args: string[]): Promise<Record<string, unknown>> {
   const { values } = parseArgs({ args, strict: true, options: OPTIONS });
-  const handler = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
+  const handler = Object.hasOwn(HANDLERS, command) ? HANDLERS[command] : undefined;
   if (!handler) throw new UsageError(`unknown command "${command}"\n${USAGE}`);
   return handler(db, values);
 }
 
-async function main(): Promise<number> {
-  const [noun, verb, ...rest] = process.argv.slice(2);
-  if (!noun || !verb) {
-    process.stderr.write(`${USAGE}\n`);
-    return 2;
-  }
+/** The database of this run: DATABASE_URL, a running `npm start`'s, or one started for the command. */
+async function openDatabase(): Promise<{ url: string; stop: () => Promise<void> }> {
   const config = loadConfig();
-  let stopPostgres = async () => {};
-  let url = config.databaseUrl ?? (await runningEmbeddedPostgresUrl(config.dataDir));
-  if (!url) {
-    const pg = await startEmbeddedPostgres(config.dataDir);
-    url = pg.url;
-    stopPostgres = pg.stop;
-  }
-  const db = createPool(url, 2);
+  const url = config.databaseUrl ?? (await runningEmbeddedPostgresUrl(config.dataDir));
+  if (url) return { url, stop: async () => {} };
   try {
-    await migrate(url);
-    const result = await run(db, `${noun} ${verb}`, rest);
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-    return 0;
+    return await startEmbeddedPostgres(config.dataDir);
   } catch (err) {
-    const message =
-      err instanceof UsageError || (err as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
-        ? (err as Error).message
-        : `error: ${(err as Error).message}`;
-    process.stderr.write(`${message}\n`);
-    return err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? 2 : 1;
+    throw new UnreachableError(`could not start the embedded Postgres in ${config.dataDir}: ${(err as Error).message}`);
+  }
+}
+
+/** Plain text, for `$(...)`: a url only while a server runs (one started for this command would stop with it). */
+async function printDatabaseUrl(): Promise<number> {
+  const config = loadConfig();
+  const url = config.databaseUrl ?? (await runningEmbeddedPostgresUrl(config.dataDir));
+  if (!url) {
+    process.stderr.write('error: no Postgres: set DATABASE_URL, or run `npm start` (with the same DATA_DIR) first\n');
+    return EXIT.error;
+  }
+  process.stdout.write(`${url}\n`);
+  return EXIT.ok;
+}
+
+async function main(argv: string[]): Promise<number> {
+  // --json and --help are global flags, accepted anywhere (`npm run cli` puts --json first).
+  const json = argv.includes('--json');
+  const [noun, verb, ...rest] = argv.filter((a) => a !== '--json');
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return EXIT.ok;
+  }
+  if (!noun || !verb || !COMMANDS.has(`${noun} ${verb}`)) {
+    process.stderr.write(noun && verb ? `unknown command "${noun} ${verb}"\n${USAGE}\n` : `${USAGE}\n`);
+    return EXIT.usage;
+  }
+  if (`${noun} ${verb}` === 'database url') return printDatabaseUrl();
+  let db: Db | undefined;
+  let stop = async () => {};
+  try {
+    const database = await openDatabase();
+    stop = database.stop;
+    db = createPool(database.url, 2);
+    await migrate(database.url);
+    process.stdout.write(`${render(await run(db, `${noun} ${verb}`, rest), json)}\n`);
+    return EXIT.ok;
+  } catch (err) {
+    process.stderr.write(`${errorMessage(err)}\n`);
+    return exitCodeFor(err);
   } finally {
-    await db.end();
-    await stopPostgres();
+    await db?.end();
+    await stop();
   }
 }
 
 // Exit explicitly: embedded-postgres installs exit hooks that would otherwise end the process with 0.
-process.exit(await main());
+process.exit(await main(process.argv.slice(2)));

@@ -109,6 +109,8 @@ export interface AttemptOutcome {
   ok: boolean;
   responseCode: number | null;
   atMs: number;
+  /** A failure's kind (`timeout`, `non_2xx`, ...), for the workflow's story; absent from older rounds. */
+  error?: string | null;
 }
 
 /** The endpoint's health with the observations the endpoint record shows. */

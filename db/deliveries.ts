@@ -2,6 +2,7 @@ import { DomainError, notFound } from '../core/domain-error.js';
 import type { PageKey } from '../core/paging.js';
 import type { AttemptError } from '../delivery/http-client.js';
 import type { EventRow } from './events.js';
+import type { HealthStatus } from './endpoints.js';
 import type { Queryable } from './pool.js';
 
 export const DELIVERY_STATUSES = ['pending', 'success', 'failed', 'exhausted', 'limited'] as const;
@@ -129,6 +130,32 @@ export async function getDelivery(
     [id],
   );
   return { ...delivery, attempts_log: attempts };
+}
+
+export interface EndpointPacingRow {
+  id: string;
+  active: boolean;
+  health_status: HealthStatus;
+  failure_streak: number;
+  last_failure_at: Date | null;
+  deleted_at: Date | null;
+  /** The owed delivery the endpoint's next POST takes, in the claim's order (`claimDueDeliveries`). */
+  first_in_line: string | null;
+}
+
+/** What a delivery's truthful next attempt depends on, for the endpoints of a page of deliveries (one statement). */
+export async function endpointPacing(db: Queryable, endpointIds: string[]): Promise<Map<string, EndpointPacingRow>> {
+  if (endpointIds.length === 0) return new Map();
+  const { rows } = await db.query<EndpointPacingRow>(
+    `SELECT e.id, e.active, e.health_status, e.failure_streak, e.last_failure_at, e.deleted_at,
+            (SELECT d.id FROM deliveries d
+              WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.event_id IS NOT NULL -- OWED
+                AND d.held_since IS NULL AND d.next_attempt_at IS NOT NULL
+              ORDER BY d.next_attempt_at, d.created_at LIMIT 1) AS first_in_line
+     FROM endpoints e WHERE e.id = ANY($1::uuid[])`,
+    [[...new Set(endpointIds)]],
+  );
+  return new Map(rows.map((r) => [r.id, r]));
 }
 
 /** Ends every not-yet-delivered delivery of an endpoint with an auditable reason. Returns how many. */
@@ -365,19 +392,33 @@ export async function expireHeldDeliveries(
   endpointId: string,
   now: Date,
   holdMs: number,
-): Promise<{ expired: number; nextExpiryAt: Date | null }> {
+): Promise<{ expired: number; nextExpiryAt: Date | null; held: number }> {
   const { rowCount } = await db.query(
     `UPDATE deliveries SET status = 'exhausted', terminal_reason = 'hold_expired', next_attempt_at = NULL, updated_at = now()
      WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NOT NULL
        AND greatest(held_since, created_at) + make_interval(secs => $3::double precision / 1000) <= $2`,
     [endpointId, now, holdMs],
   );
-  const { rows } = await db.query<{ at: Date | null }>(
-    `SELECT min(greatest(held_since, created_at)) + make_interval(secs => $2::double precision / 1000) AS at
+  const { rows } = await db.query<{ at: Date | null; held: number }>(
+    `SELECT min(greatest(held_since, created_at)) + make_interval(secs => $2::double precision / 1000) AS at, count(*)::int AS held
      FROM deliveries WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NOT NULL`,
     [endpointId, holdMs],
   );
-  return { expired: rowCount ?? 0, nextExpiryAt: rows[0]!.at };
+  return { expired: rowCount ?? 0, nextExpiryAt: rows[0]!.at, held: rows[0]!.held };
+}
+
+/** Counting stops here: the workflow's story says "10000+" rather than scan a huge backlog. */
+export const OWED_COUNT_CAP = 10_000;
+
+/** How many deliveries the endpoint owes and does not hold (up to OWED_COUNT_CAP). */
+export async function countOwed(db: Queryable, endpointId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM (
+       SELECT 1 FROM deliveries WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL LIMIT ${OWED_COUNT_CAP}
+     ) owed`,
+    [endpointId],
+  );
+  return rows[0]!.n;
 }
 
 /** Manual resend: a limited, exhausted or failed delivery is due again at once. Test sends cannot be resent. */

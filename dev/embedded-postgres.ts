@@ -21,6 +21,15 @@ const exitHook = createRequire(createRequire(import.meta.url).resolve('embedded-
 exitHook.unhookEvent('beforeExit');
 exitHook.unhookEvent('exit');
 
+/**
+ * For a process that stops its servers itself on SIGINT, SIGTERM and SIGHUP (`npm start`): the
+ * package's own signal hooks would stop Postgres at the same moment, under the running API and
+ * worker, and then end the process before the ordered stop is done.
+ */
+export function leaveSignalsToCaller(): void {
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK']) exitHook.unhookEvent(signal);
+}
+
 interface ConnectionFile {
   port: number;
   password: string;

@@ -16,7 +16,8 @@ import { SCOPES } from '../security/api-key.js';
 import { runWorker } from '../worker/main.js';
 import { startLocalProvider } from './local-provider/server.js';
 import { addWaba, newNumericId } from './local-provider/state.js';
-import { startEmbeddedPostgres } from './embedded-postgres.js';
+import { leaveSignalsToCaller, startEmbeddedPostgres } from './embedded-postgres.js';
+import { onParentGone, runInOwnProcessGroup } from './own-process-group.js';
 import { isPortOpen } from './ports.js';
 import { startTemporalDevServer } from './temporal-servers.js';
 
@@ -34,18 +35,24 @@ async function preferredPort(wanted: number): Promise<number | undefined> {
   return (await isPortOpen(wanted)) ? undefined : wanted;
 }
 
-/** On first run, a local Account with a live and a sandbox key, printed once. */
-async function bootstrapLocalAccount(databaseUrl: string): Promise<void> {
+/** The operator CLI command that issues a live key with all scopes, as it runs from this folder. */
+function keyCreateCommand(accountId: string): string {
+  const dataDir = config.dataDir === path.resolve('.data') ? '' : `DATA_DIR=${config.dataDir} `;
+  return `${dataDir}npm run --silent cli -- key create --account ${accountId} --env live --scopes ${SCOPES.join(',')}`;
+}
+
+/**
+ * On first run, a local Account with a live and a sandbox key, printed once. Returns the live
+ * key then, or the command that makes one on a later start (keys are stored as hashes only).
+ */
+async function bootstrapLocalAccount(databaseUrl: string): Promise<{ liveKey?: string; keyCommand: string }> {
   const db = createPool(databaseUrl, 1);
   try {
     const existing = await firstAccountId(db);
     if (existing) {
-      // Keys are shown once and stored as hashes, so a restart can only say how to make a new one.
-      const dataDir = config.dataDir === path.resolve('.data') ? '' : `DATA_DIR=${config.dataDir} `;
-      say(
-        `API keys are shown only on the first run. A new key for Account ${existing}: ${dataDir}npm run --silent cli -- key create --account ${existing} --env live --scopes ${SCOPES.join(',')}`,
-      );
-      return;
+      const keyCommand = keyCreateCommand(existing);
+      say(`API keys are shown only on the first run. A new key for Account ${existing}: ${keyCommand}`);
+      return { keyCommand };
     }
     const account = await createAccount(db, { name: 'Local account', ownerEmail: 'owner@localhost', plan: 'paid' });
     const live = await issueApiKey(db, { accountId: account.id, environment: 'live', scopes: [...SCOPES] });
@@ -54,7 +61,9 @@ async function bootstrapLocalAccount(databaseUrl: string): Promise<void> {
     say(`First run: created Account ${account.id} ("Local account").`);
     say(`  live API key:    ${live.key}`);
     say(`  sandbox API key: ${sandbox.key}`);
-    say('These keys are shown only now; only their hashes are stored. Make more with `npm run --silent cli -- key create`.');
+    const keyCommand = keyCreateCommand(account.id);
+    say(`These keys are shown only now; only their hashes are stored. Make more with: ${keyCommand}`);
+    return { liveKey: live.key, keyCommand };
   } finally {
     await db.end();
   }
@@ -106,7 +115,22 @@ async function ensureLocalNumber(db: Db): Promise<void> {
   say(`Created a chatapp number on the local provider: channel account ${account.id} (+1 555 0100), Customer ${customer.id}.`);
 }
 
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/** Until the service runs, a stop signal only stops the servers started so far. */
+function stopWhileStarting(): () => void {
+  const stopStarted = () => {
+    void (async () => {
+      for (const stop of stops) await stop().catch(() => {});
+      process.exit(0);
+    })();
+  };
+  for (const signal of STOP_SIGNALS) process.on(signal, stopStarted);
+  return () => STOP_SIGNALS.forEach((signal) => process.off(signal, stopStarted));
+}
+
 async function main() {
+  const started = stopWhileStarting();
   if (config.devMode) {
     // Loud on purpose: dev mode lowers the SSRF guard, which must never happen in production.
     say(
@@ -140,7 +164,7 @@ async function main() {
     uiUrl = temporal.uiUrl;
   }
   await migrate(databaseUrl);
-  await bootstrapLocalAccount(databaseUrl);
+  const keys = await bootstrapLocalAccount(databaseUrl);
   const provider = await startDevProvider(databaseUrl);
 
   const workerStop = new AbortController();
@@ -151,6 +175,11 @@ async function main() {
   say(`Temporal Web UI: ${uiUrl ?? `(external Temporal at ${temporalAddress})`}`);
   say(`Temporal:        ${temporalAddress}`);
   say('Ctrl-C stops everything.');
+  say('');
+  say('Next, in another terminal (README.md, "Five-minute quickstart"):');
+  if (!keys.liveKey) say(`  KEY=$(${keys.keyCommand} | node -pe 'JSON.parse(require("fs").readFileSync(0)).key')`);
+  say(`  npx webhooks login --key ${keys.liveKey ?? '$KEY'} --base-url http://localhost:${config.port}/api/v1`);
+  say('  npx webhooks listen --port 4000 --secret whsec_quickstart_0123456789');
 
   let stopping = false;
   const shutdown = async () => {
@@ -163,16 +192,20 @@ async function main() {
     for (const stop of stops) await stop().catch(() => {});
     process.exit(0);
   };
-  process.on('SIGINT', shutdown);
-  process.on('SIGTERM', shutdown);
+  started();
+  for (const signal of STOP_SIGNALS) process.on(signal, shutdown);
+  onParentGone(() => void shutdown());
   worker.catch((err) => {
     console.error('worker stopped:', err);
     void shutdown();
   });
 }
 
-main().catch(async (err) => {
-  console.error(err instanceof Error ? err.message : err);
-  for (const stop of stops) await stop().catch(() => {});
-  process.exit(1);
-});
+// This process and its parent handle the stop signals themselves (in both, it imports embedded-postgres).
+leaveSignalsToCaller();
+if (!runInOwnProcessGroup())
+  main().catch(async (err) => {
+    console.error(err instanceof Error ? err.message : err);
+    for (const stop of stops) await stop().catch(() => {});
+    process.exit(1);
+  });

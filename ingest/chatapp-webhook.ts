@@ -28,7 +28,7 @@ import { advanceMessageStatus, findMessage, recordFepExpiry, recordIncomingMessa
 import { logger } from '../runtime/logger.js';
 import { applyTemplateStatusUpdates } from './chatapp-template-status.js';
 import { RejectedNotification, wakeFor, type IngestDeps } from './deps.js';
-import { recordRejectedItems, splitChatappNotification, type NotificationItem, type RejectedItem } from './notification-items.js';
+import { planEachItem, recordRejectedItems, splitChatappNotification, type NotificationItem } from './notification-items.js';
 import { rereadNumbers } from './number-health.js';
 import { promoteOnBroadcastReply } from '../crm/broadcast-reply.js';
 import { awaitRegisteredMessage } from './pending-registration.js';
@@ -96,30 +96,6 @@ async function planItem(deps: IngestDeps, item: NotificationItem): Promise<Plann
     planned.push({ fact, def, channelAccount, data: parsed.data });
   }
   return planned;
-}
-
-/**
- * Plans each item of the notification on its own: the valid ones' events, and the invalid items
- * with their reasons. Throws RejectedNotification only when the envelope itself is unusable.
- */
-async function plan(deps: IngestDeps, body: unknown): Promise<{ planned: PlannedEvent[]; rejected: RejectedItem[] }> {
-  let items: NotificationItem[];
-  try {
-    items = splitChatappNotification(body);
-  } catch (err) {
-    throw new RejectedNotification((err as Error).message);
-  }
-  const planned: PlannedEvent[] = [];
-  const rejected: RejectedItem[] = [];
-  for (const item of items) {
-    try {
-      planned.push(...(await planItem(deps, item)));
-    } catch (err) {
-      if (!(err instanceof RejectedNotification)) throw err;
-      rejected.push({ item, reason: err.message });
-    }
-  }
-  return { planned, rejected };
 }
 
 /** The wamid a contact's message replies to (`context.id`), when it is a reply. */
@@ -234,7 +210,7 @@ async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
 
 /** Ingests a verified notification body. Returns how many events it stored, new or repeated. */
 export async function ingestChatappNotification(deps: IngestDeps, body: unknown): Promise<number> {
-  const { planned, rejected } = await plan(deps, body);
+  const { planned, rejected } = await planEachItem(body, splitChatappNotification, (item) => planItem(deps, item));
   // Template status changes update the template and emit nothing (SPEC 6.4).
   await applyTemplateStatusUpdates(deps.db, body);
   let stored = 0;

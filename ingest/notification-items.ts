@@ -9,6 +9,7 @@ import { toStorableText } from '../core/storable-text.js';
 import { recordProviderRejection } from '../db/messaging.js';
 import type { Queryable } from '../db/pool.js';
 import { logger } from '../runtime/logger.js';
+import { RejectedNotification } from './deps.js';
 import { providerEnvelopeSchema } from './chatapp-provider.js';
 import { photoappEnvelopeSchema } from './photoapp-provider.js';
 
@@ -94,6 +95,34 @@ export function splitPhotoappNotification(raw: unknown): NotificationItem[] {
     });
   });
   return items;
+}
+
+/**
+ * Splits a notification and plans each item on its own: what the valid items make, and each
+ * invalid item with its reason. Only an unusable envelope refuses the whole notification.
+ */
+export async function planEachItem<P>(
+  body: unknown,
+  split: (raw: unknown) => NotificationItem[],
+  planItem: (item: NotificationItem) => Promise<P[]>,
+): Promise<{ planned: P[]; rejected: RejectedItem[] }> {
+  let items: NotificationItem[];
+  try {
+    items = split(body);
+  } catch (err) {
+    throw new RejectedNotification((err as Error).message);
+  }
+  const planned: P[] = [];
+  const rejected: RejectedItem[] = [];
+  for (const item of items) {
+    try {
+      planned.push(...(await planItem(item)));
+    } catch (err) {
+      if (!(err instanceof RejectedNotification)) throw err;
+      rejected.push({ item, reason: err.message });
+    }
+  }
+  return { planned, rejected };
 }
 
 /** Keeps each refused item for the operator: the reason names it, the body is the item's own notification. */

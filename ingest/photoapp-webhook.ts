@@ -9,7 +9,7 @@ import { findChannelAccountByProviderId, type ChannelAccount } from '../db/direc
 import { recordIncomingMessage } from '../db/messaging.js';
 import { logger } from '../runtime/logger.js';
 import { RejectedNotification, wakeFor, type IngestDeps } from './deps.js';
-import { recordRejectedItems, splitPhotoappNotification, type NotificationItem, type RejectedItem } from './notification-items.js';
+import { planEachItem, recordRejectedItems, splitPhotoappNotification, type NotificationItem } from './notification-items.js';
 import { storeEvent } from './store-event.js';
 
 const def = getEventDefinition('photoapp.message.received')!;
@@ -40,22 +40,7 @@ async function planItem(deps: IngestDeps, item: NotificationItem): Promise<Plann
 
 /** Ingests a verified notification body. Returns how many events it stored, new or repeated: every planned one. */
 export async function ingestPhotoappNotification(deps: IngestDeps, body: unknown): Promise<number> {
-  let items: NotificationItem[];
-  try {
-    items = splitPhotoappNotification(body);
-  } catch (err) {
-    throw new RejectedNotification((err as Error).message);
-  }
-  const planned: Planned[] = [];
-  const rejected: RejectedItem[] = [];
-  for (const item of items) {
-    try {
-      planned.push(...(await planItem(deps, item)));
-    } catch (err) {
-      if (!(err instanceof RejectedNotification)) throw err;
-      rejected.push({ item, reason: err.message });
-    }
-  }
+  const { planned, rejected } = await planEachItem(body, splitPhotoappNotification, (item) => planItem(deps, item));
 
   for (const { fact, ca, data } of planned) {
     // The provider's scoped sender id is the contact's identity on this channel.

@@ -6,6 +6,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
+import { deliveryTimeoutProblem } from '../core/runtime-limits.js';
 
 /** What dev mode lets through: the loopback ranges, where a local receiver listens. */
 export const DEV_MODE_CIDRS = ['127.0.0.0/8', '::1/128'];
@@ -43,7 +44,11 @@ const Env = z.object({
   TEMPORAL_UI_PORT: port(8233),
   SECRETS_ENCRYPTION_KEY: optional,
   ENDPOINT_LIMIT: count(50),
-  DELIVERY_TIMEOUT_MS: count(10_000),
+  // Bounded by the delivery activity's timeouts (core/runtime-limits.ts): a longer POST would overrun it.
+  DELIVERY_TIMEOUT_MS: count(10_000).superRefine((v, ctx) => {
+    const problem = deliveryTimeoutProblem(v);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }),
   DELIVERY_LINGER_MS: count(5_000),
   DUE_SWEEP_MS: count(30_000),
   RATE_LIMIT_BURST: count(100),

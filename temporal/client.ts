@@ -2,6 +2,7 @@
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { endpointChangedSignal, endpointWorkflowId, wakeSignal, type EndpointChange } from '../workflows/endpoint-contract.js';
 import { customSearchAttributes } from '../workflows/search-attributes.js';
+import { workflowStaticDetails, workflowSummary } from '../core/endpoint-story.js';
 import { logger } from '../runtime/logger.js';
 
 const GRPC_ALREADY_EXISTS = 6;
@@ -36,10 +37,11 @@ export interface EndpointWorkflows {
   /**
    * Starts the endpoint's workflow if needed and tells it what changed. Rejects when Temporal
    * cannot be reached; callers whose change is already committed use `notifyAfterCommit`.
+   * The url, when the caller has it, goes into the summary a started workflow shows in the Web UI.
    */
-  notify(endpointId: string, accountId: string, change: EndpointChange): Promise<void>;
+  notify(endpointId: string, accountId: string, change: EndpointChange, url?: string): Promise<void>;
   /** Coalesced wake-up: there are deliveries waiting in Postgres. */
-  wake(endpointId: string, accountId: string): Promise<void>;
+  wake(endpointId: string, accountId: string, url?: string): Promise<void>;
 }
 
 /** How long an API request waits on Temporal for one signal before giving up on it. */
@@ -59,8 +61,15 @@ export function endpointWorkflows(client: Client, taskQueue: string): EndpointWo
       }
     }
   }
+  // What the Web UI's list shows of a workflow this call starts (ignored when it already runs).
+  // Continue-as-new drops it (its command carries no user metadata); the current details, which
+  // every run sets, repeat it.
+  const metadata = (ref: { endpointId: string; accountId: string; url?: string }) => ({
+    staticSummary: workflowSummary(ref),
+    staticDetails: workflowStaticDetails(ref),
+  });
   return {
-    notify: (endpointId, accountId, change) =>
+    notify: (endpointId, accountId, change, url) =>
       signalWithStart(endpointId, accountId, ({ workflowId }) =>
         client.workflow.signalWithStart('endpointWorkflow', {
           workflowId,
@@ -68,9 +77,10 @@ export function endpointWorkflows(client: Client, taskQueue: string): EndpointWo
           args: [{ endpointId, accountId }],
           signal: endpointChangedSignal,
           signalArgs: [{ change }],
+          ...metadata({ endpointId, accountId, url }),
         }),
       ),
-    wake: (endpointId, accountId) =>
+    wake: (endpointId, accountId, url) =>
       signalWithStart(endpointId, accountId, ({ workflowId }) =>
         client.workflow.signalWithStart('endpointWorkflow', {
           workflowId,
@@ -78,6 +88,7 @@ export function endpointWorkflows(client: Client, taskQueue: string): EndpointWo
           args: [{ endpointId, accountId }],
           signal: wakeSignal,
           signalArgs: [],
+          ...metadata({ endpointId, accountId, url }),
         }),
       ),
   };
@@ -94,9 +105,10 @@ export async function notifyAfterCommit(
   endpointId: string,
   accountId: string,
   change: EndpointChange,
+  url?: string,
 ): Promise<void> {
   try {
-    await workflows.notify(endpointId, accountId, change);
+    await workflows.notify(endpointId, accountId, change, url);
   } catch (err) {
     logger.error({ err, endpointId, change }, 'endpoint workflow not told of a committed change');
   }

@@ -3,7 +3,7 @@
  * workflow and by the code that signals it, so names cannot drift apart.
  */
 import { defineQuery, defineSignal } from '@temporalio/workflow';
-import type { Health } from '../core/health.js';
+import type { EndpointHealth } from '../core/health.js';
 
 export type EndpointChange = 'created' | 'updated' | 'verified' | 'deleted';
 
@@ -23,25 +23,81 @@ export const endpointChangedSignal = defineSignal<[{ change: EndpointChange }]>(
 export const wakeSignal = defineSignal<[]>('wake');
 export const endpointStateQuery = defineQuery<EndpointWorkflowState>('state');
 
-/** Carried across continue-as-new; times are absolute (ms since epoch) because timers are not. */
-export interface EndpointWorkflowState {
-  health: Health;
-  failureStreak: number;
+/**
+ * The workflow's state, carried across continue-as-new; times are absolute (ms since epoch)
+ * because timers are not. Every field has its default in `initialState()`.
+ */
+export interface EndpointWorkflowState extends EndpointHealth {
   active: boolean;
   changesSeen: number;
   wakeups: number;
   /** Whether the endpoint was sending when last looked at (held deliveries follow this). */
-  sending?: boolean;
-  lastSuccessAtMs?: number | null;
-  lastFailureAtMs?: number | null;
-  lastResponseCode?: number | null;
-  streakStartedAtMs?: number | null;
-  pausedAtMs?: number | null;
-  nextDueAtMs?: number | null;
-  nextExpiryAtMs?: number | null;
-  delivered?: number;
+  sending: boolean;
+  nextDueAtMs: number | null;
+  nextExpiryAtMs: number | null;
+  /** POSTs made by this run and its predecessors. */
+  delivered: number;
   /** The `next_attempt_at` last written to the endpoint, so it is written only when it moves. */
-  recordedNextAttemptAtMs?: number | null;
+  recordedNextAttemptAtMs: number | null;
+  /** For the story in the Web UI (current details): host and path, backlog counts (null: unknown), the last failure's kind. */
+  urlLabel: string | null;
+  owed: number | null;
+  held: number | null;
+  /** Undefined only when carried from a run that failed before the kind was recorded: the story says "reason not recorded". */
+  lastError: string | null | undefined;
+  lastFailureCode: number | null;
+}
+
+/**
+ * What a run starts with: the state continued from an earlier run, possibly of an older version of
+ * the workflow (recorded histories carry only the first five fields and some of the others).
+ */
+export type CarriedState = Pick<EndpointWorkflowState, 'health' | 'failureStreak' | 'active' | 'changesSeen' | 'wakeups'> &
+  Partial<EndpointWorkflowState>;
+
+/** A new endpoint's workflow: unverified, active, nothing known yet. */
+export function initialState(): EndpointWorkflowState {
+  return {
+    health: 'unverified',
+    failureStreak: 0,
+    active: true,
+    changesSeen: 0,
+    wakeups: 0,
+    sending: false,
+    lastSuccessAtMs: null,
+    lastFailureAtMs: null,
+    lastResponseCode: null,
+    streakStartedAtMs: null,
+    pausedAtMs: null,
+    nextDueAtMs: null,
+    nextExpiryAtMs: null,
+    delivered: 0,
+    recordedNextAttemptAtMs: null,
+    urlLabel: null,
+    owed: null,
+    held: null,
+    lastError: null,
+    lastFailureCode: null,
+  };
+}
+
+/** The state a run works with: what it was carried, and the defaults for whatever that lacks. */
+export function withDefaults(carried?: CarriedState): EndpointWorkflowState {
+  if (!carried) return initialState();
+  const known = Object.fromEntries(Object.entries(carried).filter(([, v]) => v !== undefined));
+  // A carried state without `lastError` comes from a run that did not record it.
+  return { ...initialState(), lastError: undefined, ...known };
+}
+
+/** Takes in what a round did to the endpoint's health (`afterRound`). */
+export function applyHealth(state: EndpointWorkflowState, h: EndpointHealth): void {
+  state.health = h.health;
+  state.failureStreak = h.failureStreak;
+  state.lastSuccessAtMs = h.lastSuccessAtMs;
+  state.lastFailureAtMs = h.lastFailureAtMs;
+  state.lastResponseCode = h.lastResponseCode;
+  state.streakStartedAtMs = h.streakStartedAtMs;
+  state.pausedAtMs = h.pausedAtMs;
 }
 
 export function endpointWorkflowId(endpointId: string): string {

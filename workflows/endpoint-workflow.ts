@@ -10,17 +10,23 @@ import {
   condition,
   continueAsNew,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { EndpointActivities } from '../activities/index.js';
+import type { EndpointActivities, HoldsLeft } from '../activities/index.js';
+import { activitySummaries as says, currentDetails, deliverSummary, waitSummary } from '../core/endpoint-story.js';
 import { afterRound, endpointHealthOf, sends } from '../core/health.js';
+import { DELIVER_DUE_TIMEOUT_MS, HEARTBEAT_TIMEOUT_MS } from '../core/runtime-limits.js';
 import { expiryDue, failingNotBefore, idleWait, nextPostAt, roundLimit } from '../core/schedule.js';
 import {
+  applyHealth,
   endpointChangedSignal,
   endpointStateQuery,
   wakeSignal,
+  withDefaults,
+  type CarriedState,
   type EndpointChange,
   type EndpointWorkflowInput,
   type EndpointWorkflowState,
@@ -36,85 +42,127 @@ const { recordHealth, recordNextAttempt, holdDeliveries, releaseDeliveries, expi
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 const { deliverDue } = proxyActivities<EndpointActivities>({
-  // A session dispatches for at most a minute (maxSessionMs), then finishes the POSTs in flight (10 s each).
-  startToCloseTimeout: '3 minutes',
-  // It heartbeats every 2 s: a session lost with its worker is retried within seconds, not minutes.
-  heartbeatTimeout: '10 seconds',
+  // A session dispatches for SESSION_MS, then finishes the POSTs in flight (core/runtime-limits.ts).
+  startToCloseTimeout: DELIVER_DUE_TIMEOUT_MS,
+  // It heartbeats every HEARTBEAT_EVERY_MS: a session lost with its worker is retried within seconds.
+  heartbeatTimeout: HEARTBEAT_TIMEOUT_MS,
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 });
 
-export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: EndpointWorkflowState): Promise<void> {
-  const state: EndpointWorkflowState = carried ?? { health: 'unverified', failureStreak: 0, active: true, changesSeen: 0, wakeups: 0 };
-  const pending: EndpointChange[] = [];
-  // Every run starts with a pass, as if woken.
-  let woken = true;
-  let changesThisRun = 0;
+/** What one run keeps besides the carried state: the signals it has not yet acted on. */
+interface RunSignals {
+  /** Changes signalled and not yet taken in. */
+  pending: EndpointChange[];
+  /** Work may be due, or holds may have changed ("look"). */
+  woken: boolean;
+  /** The endpoint must be re-read even without a change signal. */
+  reload: boolean;
+  changesThisRun: number;
+}
+
+export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: CarriedState): Promise<void> {
+  const state = withDefaults(carried);
+  // Every run starts with a pass, as if woken, and reads the endpoint before anything else: a first
+  // run knows nothing of it yet (it may have been started by a wake-up alone), and a continued run
+  // may carry changes it was told of.
+  const run: RunSignals = { pending: [], woken: true, reload: true, changesThisRun: 0 };
 
   setHandler(endpointChangedSignal, ({ change }) => {
-    pending.push(change);
+    run.pending.push(change);
   });
   setHandler(wakeSignal, () => {
-    woken = true;
+    run.woken = true;
   });
   setHandler(endpointStateQuery, () => state);
 
-  // Every run reads the endpoint before anything else: a first run knows nothing of it yet (it may
-  // have been started by a wake-up alone), and a continued run may carry changes it was told of.
-  let reload = true;
-
   for (;;) {
-    // Idle at most an hour: a signal lost while Temporal was unreachable is made good by
-    // re-reading the endpoint.
-    const wait = idleWait(state, Date.now());
-    if (wait.delayMs > 0) {
-      const signalled = await condition(() => pending.length > 0 || woken, wait.delayMs);
-      if (!signalled && wait.reconcile) reload = true;
-    }
-    const wasWoken = woken;
-    if (woken) {
-      woken = false;
+    await idle(input, state, run);
+    const wasWoken = run.woken;
+    if (run.woken) {
+      run.woken = false;
       state.wakeups++;
     }
-    if (pending.length > 0 || reload) {
-      reload = false;
-      // Changes are coalesced: the snapshot read after them reflects them all.
-      const changes = pending.splice(0);
-      state.changesSeen += changes.length;
-      changesThisRun += changes.length;
-      // A deletion wins over anything queued before or after it, and an endpoint gone from
-      // Postgres is closed the same way.
-      const snapshot = changes.includes('deleted') ? null : await loadEndpointSnapshot(input.endpointId);
-      if (!snapshot) {
-        await closeEndpoint(input.endpointId);
-        return;
-      }
-      if (state.failureStreak > 0 && snapshot.failure_streak === 0) state.streakStartedAtMs = null;
-      state.health = snapshot.health_status;
-      state.failureStreak = snapshot.failure_streak;
-      state.active = snapshot.active;
-      if (snapshot.health_status !== 'paused') state.pausedAtMs = null;
-      publishSearchAttributes(input, state);
+    if (run.pending.length > 0 || run.reload) {
+      const open = await takeInChanges(input, state, run);
+      if (!open) return;
     }
-    const wasSending = state.sending ?? false;
+    const wasSending = state.sending;
     await followAdmission(input, state);
     await deliver(input, state);
     // Holds are looked at when they may have changed: just held, new work arrived, or one is due to expire.
-    if (!state.sending && (wasWoken || wasSending || expiryDue(state, Date.now()))) {
-      // Deliveries accepted while not sending start their hold now.
-      if (wasWoken) await holdDeliveries(input.endpointId, Date.now());
-      state.nextExpiryAtMs = await expireHeld(input.endpointId, Date.now());
-    }
+    if (!state.sending && (wasWoken || wasSending || expiryDue(state, Date.now()))) await lookAtHolds(input, state, wasWoken);
     await showNextAttempt(input, state);
     // Not waiting for a quiet moment: a busy endpoint is woken every few milliseconds and would never
     // have one, and its history would grow without end. Nothing is lost by going now, since the next
     // run starts by re-reading the endpoint and looking for due work (the signals only say "look").
-    const forced = input.continueAsNewAfterChanges != null && changesThisRun >= input.continueAsNewAfterChanges;
+    const forced = input.continueAsNewAfterChanges != null && run.changesThisRun >= input.continueAsNewAfterChanges;
     if (workflowInfo().continueAsNewSuggested || forced) {
       await condition(allHandlersFinished);
-      state.changesSeen += pending.length;
+      state.changesSeen += run.pending.length;
       await continueAsNew<typeof endpointWorkflow>(input, state);
     }
   }
+}
+
+/**
+ * Waits until signalled or the schedule's next moment. Idle at most an hour: a signal lost while
+ * Temporal was unreachable is made good by re-reading the endpoint.
+ */
+async function idle(input: EndpointWorkflowInput, state: EndpointWorkflowState, run: RunSignals): Promise<void> {
+  const wait = idleWait(state, Date.now());
+  tell(input, state);
+  if (wait.delayMs <= 0) return;
+  // The timer's summary says what it waits for (the Web UI shows it in the history).
+  const signalled = await condition(() => run.pending.length > 0 || run.woken, wait.delayMs, {
+    summary: waitSummary(state, wait, Date.now()),
+  });
+  if (!signalled && wait.reconcile) run.reload = true;
+}
+
+/**
+ * Re-reads the endpoint after the changes signalled (coalesced: the snapshot read after them
+ * reflects them all). False when the endpoint is gone and the workflow has closed it.
+ */
+async function takeInChanges(input: EndpointWorkflowInput, state: EndpointWorkflowState, run: RunSignals): Promise<boolean> {
+  run.reload = false;
+  const changes = run.pending.splice(0);
+  state.changesSeen += changes.length;
+  run.changesThisRun += changes.length;
+  // A deletion wins over anything queued before or after it, and an endpoint gone from Postgres is closed the same way.
+  const snapshot = changes.includes('deleted')
+    ? null
+    : await loadEndpointSnapshot.executeWithOptions({ summary: says.load(changes) }, [input.endpointId]);
+  if (!snapshot) {
+    tell(input, state, 'closing: the endpoint was deleted');
+    await closeEndpoint.executeWithOptions({ summary: says.close }, [input.endpointId]);
+    return false;
+  }
+  if (snapshot.url_label) state.urlLabel = snapshot.url_label;
+  if (state.failureStreak > 0 && snapshot.failure_streak === 0) state.streakStartedAtMs = null;
+  state.health = snapshot.health_status;
+  state.failureStreak = snapshot.failure_streak;
+  state.active = snapshot.active;
+  if (snapshot.health_status !== 'paused') state.pausedAtMs = null;
+  publishSearchAttributes(input, state);
+  return true;
+}
+
+/** Holds deliveries accepted while not sending (they start their hold now), and expires holds past 14 days. */
+async function lookAtHolds(input: EndpointWorkflowInput, state: EndpointWorkflowState, wasWoken: boolean): Promise<void> {
+  if (wasWoken) await holdDeliveries.executeWithOptions({ summary: says.holdNew }, [input.endpointId, Date.now()]);
+  const left = holdsLeft(await expireHeld.executeWithOptions({ summary: says.expire }, [input.endpointId, Date.now()]));
+  state.nextExpiryAtMs = left.nextExpiryAtMs;
+  if (left.held !== null) state.held = left.held;
+}
+
+/** The current details the Web UI shows (Markdown): what the workflow knows now, and what it is doing. */
+function tell(input: EndpointWorkflowInput, state: EndpointWorkflowState, doing?: string): void {
+  setCurrentDetails(currentDetails(input, state, Date.now(), doing));
+}
+
+/** Recorded histories answer `expireHeld` with the bare expiry time; later ones add the count held. */
+function holdsLeft(answer: HoldsLeft | number | null): { nextExpiryAtMs: number | null; held: number | null } {
+  return answer !== null && typeof answer === 'object' ? answer : { nextExpiryAtMs: answer, held: null };
 }
 
 function publishSearchAttributes(input: EndpointWorkflowInput, state: EndpointWorkflowState): void {
@@ -128,10 +176,17 @@ function publishSearchAttributes(input: EndpointWorkflowInput, state: EndpointWo
 /** Held deliveries follow the endpoint: held while it does not send (SPEC 3.1), resumed when it does again. */
 async function followAdmission(input: EndpointWorkflowInput, state: EndpointWorkflowState): Promise<void> {
   const sending = sends(state.active, state.health);
-  if (sending === (state.sending ?? false)) return;
+  if (sending === state.sending) return;
   state.sending = sending;
-  if (sending) await releaseDeliveries(input.endpointId, Date.now());
-  else await holdDeliveries(input.endpointId, Date.now());
+  if (sending) {
+    await releaseDeliveries.executeWithOptions({ summary: says.release }, [input.endpointId, Date.now()]);
+    // Released: nothing is held, and what is owed is counted by the next session.
+    state.held = 0;
+    state.owed = null;
+  } else {
+    await holdDeliveries.executeWithOptions({ summary: says.hold(state) }, [input.endpointId, Date.now()]);
+    state.owed = 0;
+  }
 }
 
 /**
@@ -144,18 +199,34 @@ async function deliver(input: EndpointWorkflowInput, state: EndpointWorkflowStat
     const now = Date.now();
     const notBefore = failingNotBefore(state);
     if (notBefore !== null && now < notBefore) return;
-    const round = await deliverDue(input.endpointId, now, roundLimit(state));
+    const summary = deliverSummary(state);
+    tell(input, state, summary);
+    const round = await deliverDue.executeWithOptions({ summary }, [input.endpointId, now, roundLimit(state)]);
     state.nextDueAtMs = round.nextDueAtMs;
+    if (round.owed !== undefined) state.owed = round.owed;
     if (round.outcomes.length === 0) {
       if (round.more) continue;
       return;
     }
     const { health, alerts } = afterRound(endpointHealthOf(state), round.outcomes);
-    Object.assign(state, health);
-    state.delivered = (state.delivered ?? 0) + (round.posts ?? round.outcomes.length);
-    for (const alert of alerts) await alertOwner(input.endpointId, alert.streak, alert.streakStartedAtMs);
+    applyHealth(state, health);
+    const lastFailure = round.outcomes
+      .filter((o) => !o.ok)
+      .sort((a, b) => a.atMs - b.atMs)
+      .at(-1);
+    if (lastFailure) {
+      state.lastError = lastFailure.error ?? null;
+      state.lastFailureCode = lastFailure.responseCode;
+    }
+    state.delivered += round.posts ?? round.outcomes.length;
+    for (const alert of alerts) {
+      await alertOwner.executeWithOptions({ summary: says.alert(alert.streak) }, [input.endpointId, alert.streak, alert.streakStartedAtMs]);
+    }
     const nextAttemptAtMs = nextPostAt(state);
-    await recordHealth(input.endpointId, { ...health, nextAttemptAtMs, observedAtMs: now });
+    await recordHealth.executeWithOptions({ summary: says.health(state, nextAttemptAtMs) }, [
+      input.endpointId,
+      { ...health, nextAttemptAtMs, observedAtMs: now },
+    ]);
     state.recordedNextAttemptAtMs = nextAttemptAtMs;
     publishSearchAttributes(input, state);
     if (state.health === 'paused') {
@@ -170,7 +241,7 @@ async function deliver(input: EndpointWorkflowInput, state: EndpointWorkflowStat
 /** Keeps the endpoint's `next_attempt_at` true when the schedule moves outside a round (a hold, a release, a verification). */
 async function showNextAttempt(input: EndpointWorkflowInput, state: EndpointWorkflowState): Promise<void> {
   const next = nextPostAt(state);
-  if (next === (state.recordedNextAttemptAtMs ?? null)) return;
-  await recordNextAttempt(input.endpointId, next);
+  if (next === state.recordedNextAttemptAtMs) return;
+  await recordNextAttempt.executeWithOptions({ summary: says.nextAttempt(next) }, [input.endpointId, next]);
   state.recordedNextAttemptAtMs = next;
 }

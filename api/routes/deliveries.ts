@@ -1,7 +1,14 @@
 /** The delivery audit list: SPEC 4.7 with the fields of DECISIONS. */
 import Router from '@koa/router';
 import { pageOf, parseLimit } from '../../core/paging.js';
-import { DELIVERY_STATUSES, getDelivery, listDeliveries, resendDelivery, type DeliveryStatus } from '../../db/deliveries.js';
+import {
+  DELIVERY_STATUSES,
+  endpointPacing,
+  getDelivery,
+  listDeliveries,
+  resendDelivery,
+  type DeliveryStatus,
+} from '../../db/deliveries.js';
 import { principalOf, requireScope } from '../auth.js';
 import type { ApiDeps } from '../deps.js';
 import { DomainError, notFound } from '../../core/domain-error.js';
@@ -33,14 +40,19 @@ export function deliveryRoutes(deps: ApiDeps): Router {
       { limit, after, before },
     );
     const { items, paging } = pageOf(rows, limit, before ? 'before' : 'after', Boolean(after || before));
-    ctx.body = { data: items.map(presentDelivery), paging };
+    const pacing = await endpointPacing(
+      deps.db,
+      items.map((d) => d.endpoint_id),
+    );
+    ctx.body = { data: items.map((d) => presentDelivery(d, pacing.get(d.endpoint_id))), paging };
   });
 
   router.get('/api/v1/webhook_deliveries/:id', requireScope('webhooks:read'), async (ctx) => {
     const id = ctx.params.id!;
     const row = Uuid.safeParse(id).success ? await getDelivery(deps.db, principalOf(ctx).accountId, id) : undefined;
     if (!row) throw notFound('delivery');
-    ctx.body = { data: { ...presentDelivery(row), attempts_log: row.attempts_log.map(presentAttempt) } };
+    const pacing = await endpointPacing(deps.db, [row.endpoint_id]);
+    ctx.body = { data: { ...presentDelivery(row, pacing.get(row.endpoint_id)), attempts_log: row.attempts_log.map(presentAttempt) } };
   });
 
   router.post('/api/v1/webhook_deliveries/:id/resend', requireScope('webhooks:write'), async (ctx) => {
@@ -50,7 +62,8 @@ export function deliveryRoutes(deps: ApiDeps): Router {
     const result = await resendDelivery(deps.db, accountId, id);
     // The endpoint's workflow sends it, or holds it if the endpoint is not sending.
     deps.wakes.add(result.endpoint_id, accountId);
-    ctx.body = { data: presentDelivery(result) };
+    const pacing = await endpointPacing(deps.db, [result.endpoint_id]);
+    ctx.body = { data: presentDelivery(result, pacing.get(result.endpoint_id)) };
   });
 
   return router;

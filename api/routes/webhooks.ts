@@ -93,7 +93,7 @@ function createAndReadRoutes(router: Router, deps: ApiDeps): void {
         limit: deps.config.endpointLimit,
       }),
     );
-    await notifyAfterCommit(deps.workflows, row.id, accountId, 'created');
+    await notifyAfterCommit(deps.workflows, row.id, accountId, 'created', row.url);
     ctx.status = 201;
     ctx.body = { data: { ...presentEndpoint(row), secret } };
   });
@@ -182,7 +182,7 @@ function patchAndDeleteRoutes(router: Router, deps: ApiDeps): void {
       });
       return { row: updated!, changed: true };
     });
-    if (changed) await notifyAfterCommit(deps.workflows, id, accountId, 'updated');
+    if (changed) await notifyAfterCommit(deps.workflows, id, accountId, 'updated', row.url);
     ctx.body = { data: presentEndpoint(row) };
   });
 
@@ -245,7 +245,7 @@ function testRoute(router: Router, deps: ApiDeps): void {
     // Verifies only the configuration read before the POST: a url or Authorization PATCHed meanwhile stays unverified.
     const result = await recordVerification(db, id, endpoint.config_version, outcome.recordedStatus!, afterTest(true)!);
     if (!result) throw notFound('webhook endpoint');
-    if (result.verified) await notifyAfterCommit(deps.workflows, id, accountId, 'verified');
+    if (result.verified) await notifyAfterCommit(deps.workflows, id, accountId, 'verified', result.row.url);
     const { row } = result;
     ctx.body = {
       data: { success: true, response_code: outcome.recordedStatus!, health_status: row.health_status, active: row.active },

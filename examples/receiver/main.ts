@@ -14,6 +14,17 @@ const fail = (message: string): never => {
   process.exit(2);
 };
 
+/** The url without its password, for messages. */
+function redact(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'not a url';
+  }
+}
+
 const databaseUrl =
   env.RECEIVER_DATABASE_URL ||
   env.DATABASE_URL ||
@@ -29,9 +40,16 @@ const tls =
     : undefined;
 
 const db = new pg.Pool({ connectionString: databaseUrl, max: 10 });
-await ensureSchema(db);
+await ensureSchema(db).catch((err: Error & { code?: string }) =>
+  // One line a person can act on, not a driver stack: the url is the usual culprit.
+  fail(
+    `cannot use RECEIVER_DATABASE_URL (${redact(databaseUrl)}): ${err.code ? `${err.code} ` : ''}${err.message || 'connection failed'}. ` +
+      'Is that Postgres running? With `npm start` running, `npm run --silent cli -- database url` prints its url.',
+  ),
+);
 const server = await listen(createReceiverApp({ db, secrets, log }), {
-  port: Number(env.RECEIVER_PORT || 4100),
+  // Not 4100: `npm start`'s local provider listens there.
+  port: Number(env.RECEIVER_PORT || 4200),
   host: env.RECEIVER_HOST || '127.0.0.1',
   tls,
 });

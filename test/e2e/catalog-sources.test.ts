@@ -7,30 +7,21 @@
  */
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
-import { startApi, type RunningApi } from '../../api/server.js';
 import { EVENT_TYPES } from '../../core/catalog/index.js';
 import { createChannelAccount } from '../../db/directory.js';
-import { freePort } from '../../dev/ports.js';
-import { startLocalProvider, type LocalProvider } from '../../dev/local-provider/server.js';
+import type { LocalProvider } from '../../dev/local-provider/server.js';
 import { addWaba, newNumericId } from '../../dev/local-provider/state.js';
-import { loadConfig } from '../../runtime/config.js';
-import { runWorker } from '../../worker/main.js';
 import { samples } from '../support/catalog-samples.js';
-import { createTenant, eventually, testDb, type Tenant } from '../support/harness.js';
+import { eventually, testDb, type Tenant } from '../support/harness.js';
 import { startReceiver, type Receiver } from '../support/https-receiver.js';
+import { startService, type RunningService } from '../support/running-service.js';
 
-const APP_SECRET = 'catalog-sources-app-secret';
-const ACCESS_TOKEN = 'catalog-sources-access-token';
-
-let api: RunningApi;
+let service: RunningService;
 let provider: LocalProvider;
 let receiver: Receiver;
 let tenant: Tenant;
 let secret: string;
 let chatappAccountId: string;
-const stopWorker = new AbortController();
-let worker: Promise<void>;
 
 const waba = newNumericId();
 const phoneNumberId = newNumericId();
@@ -39,24 +30,9 @@ const contactPhone = `1555${crypto.randomInt(1_000_000, 9_999_999)}`;
 const failingPhone = `1555${crypto.randomInt(1_000_000, 9_999_999)}`;
 
 beforeAll(async () => {
-  const port = await freePort();
-  provider = await startLocalProvider({ platformUrl: `http://127.0.0.1:${port}`, appSecret: APP_SECRET, accessToken: ACCESS_TOKEN, statusDelayMs: 100 });
-  const config = {
-    ...loadConfig({}),
-    port,
-    databaseUrl: inject('databaseUrl'),
-    temporalAddress: inject('devServerAddress'),
-    taskQueue: `e2e-catalog-${crypto.randomUUID()}`,
-    encryptionKey: crypto.randomBytes(32).toString('base64'),
-    // Test files share one database: a sweep would wake other files' endpoints on this task queue.
-    dueSweepMs: 0,
-    allowPrivateCidrs: ['127.0.0.0/8', '::1/128'],
-    providerApiUrl: provider.url,
-    providerAccessToken: ACCESS_TOKEN,
-    providerAppSecret: APP_SECRET,
-  };
-  worker = runWorker(config, { signal: stopWorker.signal, workflowBundlePath: inject('workflowBundlePath') });
-  [api, receiver, tenant] = await Promise.all([startApi(config, { host: '127.0.0.1' }), startReceiver(), createTenant()]);
+  [service, receiver] = await Promise.all([startService({ name: 'catalog', provider: { statusDelayMs: 100 } }), startReceiver()]);
+  ({ tenant } = service);
+  provider = service.provider!;
 
   // A connected number and a photoapp account, known to the provider and to the directory.
   addWaba(provider.state, { id: waba, phone_numbers: [{ id: phoneNumberId, display_phone_number: '+1 555 0100' }] });
@@ -89,22 +65,11 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await provider?.close();
-  await api?.close();
-  stopWorker.abort();
-  await worker;
+  await service?.close();
   await receiver?.close();
 });
 
-async function call(method: string, path: string, body?: unknown) {
-  const res = await fetch(api.url + path, {
-    method,
-    headers: { 'x-api-key': tenant.key, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-}
+const call = (method: string, path: string, body?: unknown) => service.call(method, path, body);
 
 async function control<T = any>(path: string, body: unknown): Promise<T> {
   const res = await fetch(`${provider.rootUrl}/_local${path}`, {
@@ -175,14 +140,23 @@ describe('every catalog event comes from the action that makes it', () => {
 
   it('a send the provider cannot deliver: chatapp.message.failed', async () => {
     await control(`/recipients/${failingPhone}/fail`, {});
-    const sent = await call('POST', '/api/v1/messages', { channel_account_id: chatappAccountId, to: failingPhone, type: 'text', text: { body: 'Hi' } });
+    const sent = await call('POST', '/api/v1/messages', {
+      channel_account_id: chatappAccountId,
+      to: failingPhone,
+      type: 'text',
+      text: { body: 'Hi' },
+    });
     expect(sent.status).toBe(202);
     const failed = await arrives('chatapp.message.failed', (b) => b.message_id === sent.body.data.external_id);
     expect(failed.errors?.[0]?.code).toBeTypeOf('number');
   });
 
   it('staff in the business app: chatapp.message.echo, .edited and .revoked', async () => {
-    const echo = await control<{ id: string }>('/business_app/messages', { phone_number_id: phoneNumberId, to: contactPhone, text: 'On my way' });
+    const echo = await control<{ id: string }>('/business_app/messages', {
+      phone_number_id: phoneNumberId,
+      to: contactPhone,
+      text: 'On my way',
+    });
     await arrives('chatapp.message.echo', (b) => b.external_id === echo.id);
     await control('/business_app/edits', { phone_number_id: phoneNumberId, to: contactPhone, message_id: echo.id, text: 'On my way!' });
     await arrives('chatapp.message.edited', (b) => b.external_id === echo.id);

@@ -16,6 +16,7 @@ import { runWorker } from '../../worker/main.js';
 import { createTenant, eventually, testDb, type Tenant } from '../support/harness.js';
 import { startReceiver, type Receiver, type ReceivedRequest } from '../support/https-receiver.js';
 import { demandEvent } from '../support/kit.js';
+import { WEBHOOKS_CLI } from '../support/webhooks-cli.js';
 
 let api: RunningApi;
 let receiver: Receiver;
@@ -221,7 +222,6 @@ describe('per-endpoint throttle with the real worker', () => {
 });
 
 describe('the CLI', () => {
-  const BIN = path.resolve('packages/cli/bin/webhooks.js');
   /** `webhooks` as a child process against this API; resolves with its exit code and parsed JSON. */
   const cli = (args: string[]) =>
     new Promise<{ code: number; json: any; stderr: string }>((resolve) => {
@@ -231,7 +231,7 @@ describe('the CLI', () => {
         WEBHOOKS_API_KEY: tenant.key,
         WEBHOOKS_BASE_URL: `${api.url}/api/v1`,
       };
-      execFile(process.execPath, [BIN, ...args, '--json'], { env, timeout: 30_000 }, (error, stdout, stderr) => {
+      execFile(process.execPath, [...WEBHOOKS_CLI, ...args, '--json'], { env, timeout: 30_000 }, (error, stdout, stderr) => {
         let json: unknown;
         try {
           json = JSON.parse(stdout);

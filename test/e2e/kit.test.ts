@@ -22,8 +22,8 @@ import { loadConfig } from '../../runtime/config.js';
 import { runWorker } from '../../worker/main.js';
 import { createTenant, eventually, type Tenant } from '../support/harness.js';
 import { demandEvent, isolatedPool } from '../support/kit.js';
+import { WEBHOOKS_CLI } from '../support/webhooks-cli.js';
 
-const BIN = path.resolve('packages/cli/bin/webhooks.js');
 const LISTEN_SECRET = 'whsec_listen_secret_for_the_e2e_test';
 const configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'webhooks-cli-'));
 const cliEnv = { ...process.env, WEBHOOKS_CONFIG: path.join(configDir, 'config.json'), WEBHOOKS_API_KEY: '', WEBHOOKS_BASE_URL: '' };
@@ -45,7 +45,7 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: 
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [BIN, ...args],
+      [...WEBHOOKS_CLI, ...args],
       { env: { ...cliEnv, WEBHOOKS_API_KEY: tenant.key, WEBHOOKS_BASE_URL: `${api.url}/api/v1`, ...env }, timeout: 30_000 },
       (error, stdout, stderr) => {
         const code = error ? ((error as { code?: number }).code ?? 1) : 0;
@@ -65,7 +65,7 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: 
 async function startListen(): Promise<void> {
   listener = spawn(
     process.execPath,
-    [BIN, 'listen', '--port', '0', '--secret', 'whsec_some_retired_secret_value', '--secret', LISTEN_SECRET, '--json'],
+    [...WEBHOOKS_CLI, 'listen', '--port', '0', '--secret', 'whsec_some_retired_secret_value', '--secret', LISTEN_SECRET, '--json'],
     { env: cliEnv, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   let buffered = '';

@@ -5,49 +5,24 @@
  * stream, in order. Production entry points (startApi, runWorker), Temporal dev server, Postgres.
  */
 import crypto from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startApi, type RunningApi } from '../../api/server.js';
-import { startLocalProvider, type LocalProvider } from '../../dev/local-provider/server.js';
-import { freePort } from '../../dev/ports.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalProvider } from '../../dev/local-provider/server.js';
 import { createChannelAccount } from '../../db/directory.js';
-import { loadConfig } from '../../runtime/config.js';
-import { runWorker } from '../../worker/main.js';
-import { createTenant, eventually, testDb, type Tenant } from '../support/harness.js';
+import { eventually, testDb, type Tenant } from '../support/harness.js';
 import { startReceiver, type Receiver } from '../support/https-receiver.js';
+import { startService, type RunningService } from '../support/running-service.js';
 
-const APP_SECRET = 'e2e-provider-app-secret';
-const ACCESS_TOKEN = 'e2e-provider-access-token';
-
-let api: RunningApi;
+let service: RunningService;
 let provider: LocalProvider;
 let receiver: Receiver;
 let tenant: Tenant;
 let channelAccountId: string;
-const stopWorker = new AbortController();
-let worker: Promise<void>;
 
 beforeAll(async () => {
-  // Each side must know the other's address: the API's port is chosen first.
-  const apiPort = await freePort();
-  provider = await startLocalProvider({
-    platformUrl: `http://127.0.0.1:${apiPort}`,
-    appSecret: APP_SECRET,
-    accessToken: ACCESS_TOKEN,
-    // Apart enough that the engine delivers them one after the other even on a loaded machine.
-    statusDelayMs: 250,
-  });
-  const config = {
-    ...loadConfig({ PROVIDER_API_URL: provider.url, PROVIDER_ACCESS_TOKEN: ACCESS_TOKEN, PROVIDER_APP_SECRET: APP_SECRET }),
-    port: apiPort,
-    databaseUrl: inject('databaseUrl'),
-    temporalAddress: inject('devServerAddress'),
-    taskQueue: `e2e-messaging-${crypto.randomUUID()}`,
-    encryptionKey: crypto.randomBytes(32).toString('base64'),
-    dueSweepMs: 0,
-    allowPrivateCidrs: ['127.0.0.0/8', '::1/128'],
-  };
-  worker = runWorker(config, { signal: stopWorker.signal, workflowBundlePath: inject('workflowBundlePath') });
-  [api, receiver, tenant] = await Promise.all([startApi(config, { host: '127.0.0.1' }), startReceiver(), createTenant()]);
+  // Statuses apart enough that the engine delivers them one after the other even on a loaded machine.
+  [service, receiver] = await Promise.all([startService({ name: 'messaging', provider: { statusDelayMs: 250 } }), startReceiver()]);
+  ({ tenant } = service);
+  provider = service.provider!;
   const waba = (await (
     await fetch(`${provider.rootUrl}/_local/wabas`, {
       method: 'POST',
@@ -66,22 +41,11 @@ beforeAll(async () => {
   channelAccountId = ca.id;
 });
 afterAll(async () => {
-  await provider.close();
-  await api.close();
-  stopWorker.abort();
-  await worker;
-  await receiver.close();
+  await service?.close();
+  await receiver?.close();
 });
 
-async function call(method: string, path: string, body?: unknown) {
-  const res = await fetch(api.url + path, {
-    method,
-    headers: { 'x-api-key': tenant.key, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-}
+const call = (method: string, path: string, body?: unknown) => service.call(method, path, body);
 
 async function send(to: string) {
   const res = await call('POST', '/api/v1/messages', { channel_account_id: channelAccountId, to, type: 'text', text: { body: 'Hello' } });

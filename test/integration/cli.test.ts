@@ -1,4 +1,4 @@
-/** The operator CLI as an operator runs it: a child process against DATABASE_URL. */
+/** The operator CLI as scripts run it (`npm run cli`, which adds --json): a child process against DATABASE_URL. */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -13,7 +13,7 @@ const tsx = path.join(projectRoot, 'node_modules', '.bin', 'tsx');
 
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await exec(tsx, [path.join(projectRoot, 'cli', 'main.ts'), ...args], {
+    const { stdout, stderr } = await exec(tsx, [path.join(projectRoot, 'cli', 'main.ts'), '--json', ...args], {
       env: { ...process.env, DATABASE_URL: inject('databaseUrl') },
     });
     return { code: 0, stdout, stderr };

@@ -1,21 +1,30 @@
 /** Publishing, the stream, routing to endpoints, the Free-plan cap and deletion, on real Postgres. */
+import crypto from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { canonicalJson, getEventDefinition, sha256Hex } from '../../core/catalog/index.js';
 import { webhookBody } from '../../core/webhook-body.js';
-import { webhookHeaders } from '../../delivery/send-webhook.js';
+import { createAttemptRecorder } from '../../activities/attempt-recorder.js';
+import { runDeliverySession } from '../../activities/delivery-session.js';
+import { createSessionRegistry } from '../../activities/session-registry.js';
 import { createChannelAccount, createCustomer } from '../../db/directory.js';
 import type { EventRow } from '../../db/events.js';
 import { registerOutboundMessage, upsertContact } from '../../db/messaging.js';
 import { samples, WAMID } from '../support/catalog-samples.js';
 import { createTenant, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
+import { startReceiver, type ReceivedRequest, type Receiver } from '../support/https-receiver.js';
 
 let api: TestApi;
+let receiver: Receiver;
 /** The clock ingest judges the Free plan by; unset means the system clock. */
 let clock: Date | undefined;
 beforeAll(async () => {
-  api = await startTestApi({ now: () => clock ?? new Date() });
+  // Loopback allowed: a few tests deliver for real to a local HTTPS receiver.
+  [api, receiver] = await Promise.all([startTestApi({ now: () => clock ?? new Date(), allowLoopback: true }), startReceiver()]);
 });
-afterAll(() => api.close());
+afterAll(async () => {
+  await api.close();
+  await receiver.close();
+});
 
 interface Origin {
   tenant: Tenant;
@@ -78,6 +87,51 @@ async function verifiedEndpoint(
   return res.body.data.id as string;
 }
 
+const RECEIVER_SECRET = 'whsec_events_api_receiver_secret_01';
+
+/** A verified endpoint of the origin's customer, on the local HTTPS receiver, for one category. */
+async function receivingEndpoint(o: Origin, category: string): Promise<string> {
+  const res = await api.request('POST', '/api/v1/webhooks', {
+    key: o.tenant.key,
+    body: {
+      url: receiver.url(`/events-api/${o.tenant.accountId}`),
+      events: [category],
+      customer_id: o.tenant.customerId,
+      secret: RECEIVER_SECRET,
+    },
+  });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  await testDb().query(`UPDATE endpoints SET health_status = 'healthy', verified_at = now() WHERE id = $1`, [res.body.data.id]);
+  return res.body.data.id as string;
+}
+
+/** Runs one delivery session for the endpoint, as the worker would, and returns the POST the receiver got. */
+async function deliverToReceiver(endpointId: string, type: string): Promise<{ post: ReceivedRequest; deliveryId: string }> {
+  const { rows } = await testDb().query<{ id: string }>(`SELECT id FROM deliveries WHERE endpoint_id = $1 AND event_type = $2`, [
+    endpointId,
+    type,
+  ]);
+  expect(rows).toHaveLength(1);
+  const deliveryId = rows[0]!.id;
+  const round = await runDeliverySession(
+    {
+      db: testDb(),
+      secretBox: api.deps.secretBox,
+      httpClient: api.deps.httpClient,
+      sessions: createSessionRegistry(),
+      recorder: createAttemptRecorder(testDb()),
+      concurrency: 1,
+      lingerMs: 0,
+      maxSessionMs: 10_000,
+    },
+    { endpointId, owner: `events-api/${deliveryId}`, clock: Date.now, limit: 1, signal: new AbortController().signal },
+  );
+  expect(round.outcomes).toMatchObject([{ ok: true, responseCode: 200 }]);
+  const post = receiver.received.find((r) => r.headers['webhook-id'] === deliveryId);
+  expect(post).toBeDefined();
+  return { post: post!, deliveryId };
+}
+
 async function deliveriesOf(eventId: string) {
   const { rows } = await testDb().query(
     `SELECT endpoint_id, status, held_since, next_attempt_at, terminal_reason, idempotency_key FROM deliveries WHERE event_id = $1 ORDER BY endpoint_id`,
@@ -121,6 +175,7 @@ describe('POST /api/v1/events', () => {
     // Statuses are published only for messages the platform sent.
     if (def.needsRegisteredMessage)
       await registerOutboundMessage(testDb(), { accountId: o.tenant.accountId, channelAccountId: o.chatapp, externalId: WAMID });
+    const endpointId = await receivingEndpoint(o, def.category!);
     const res = await publish(o, type);
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     const row = await eventRow(res.body.data.id);
@@ -131,25 +186,30 @@ describe('POST /api/v1/events', () => {
     const externalId = MESSAGE_EVENTS.test(type)
       ? ((data.message as { id?: string } | undefined)?.id ?? (data.message_id as string))
       : undefined;
-    expect(webhookBody(def, row)).toEqual({
+    const expectedBody = {
       ...data,
       event: type,
       customer_id: o.tenant.customerId,
       environment: 'live',
       ...(UNSTAMPED.includes(type) ? {} : { channel: channelAccount.channel, channel_account: channelAccount }),
       ...(externalId ? { external_id: externalId } : {}),
+    };
+    expect(webhookBody(def, row)).toEqual(expectedBody);
+
+    // The POST a receiver gets, from a real delivery session over HTTPS: body, headers and both signatures.
+    const { post, deliveryId } = await deliverToReceiver(endpointId, type);
+    expect(JSON.parse(post.body.toString('utf8'))).toEqual(expectedBody);
+    expect(post.headers).toMatchObject({
+      'content-type': 'application/json',
+      'x-webhook-event': type,
+      'x-idempotency-key': row.idempotency_key,
+      'x-webhook-signature': crypto.createHmac('sha256', RECEIVER_SECRET).update(post.body).digest('hex'),
+      'webhook-id': deliveryId,
     });
-    const headers = webhookHeaders({
-      url: 'https://x',
-      secret: 's',
-      authorization: null,
-      eventType: row.type,
-      idempotencyKey: row.idempotency_key,
-      webhookId: crypto.randomUUID(),
-      body: Buffer.from('{}'),
-    });
-    expect(headers['x-webhook-event']).toBe(type);
-    expect(headers['x-idempotency-key']).toBe(row.idempotency_key);
+    const timestamp = Number(post.headers['webhook-timestamp']);
+    expect(Math.abs(timestamp - Date.now() / 1000)).toBeLessThan(60);
+    const signed = crypto.createHmac('sha256', RECEIVER_SECRET).update(`${deliveryId}.${timestamp}.`).update(post.body).digest('base64');
+    expect(post.headers['webhook-signature']).toBe(`v1,${signed}`);
     const item = res.body.data;
     expect(item).toMatchObject({
       type,

@@ -2,6 +2,7 @@
  * The MCP server (packages/mcp) as a client runs it: a child process on stdio, driven by the
  * MCP SDK's Client, against the real API with a local HTTPS receiver.
  */
+import crypto from 'node:crypto';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -11,6 +12,7 @@ import { projectRoot } from '../../dev/tools.js';
 import { samples } from '../support/catalog-samples.js';
 import { createTenant, startTestApi, type Tenant, type TestApi } from '../support/harness.js';
 import { startReceiver, type Receiver } from '../support/https-receiver.js';
+import { SOURCE_CONDITION } from '../support/webhooks-cli.js';
 
 let api: TestApi;
 let receiver: Receiver;
@@ -31,17 +33,20 @@ const demand = samples['crm.demand.created']!.data as { after_data: Record<strin
 /** The sample at another version: a new event (the version is part of its idempotency key). */
 const demandAt = (version: number) => ({ type: 'crm.demand.created', data: { ...demand, after_data: { ...demand.after_data, version } } });
 
+const SECRET = 'whsec_mcp_server_test_secret_0001';
+
 beforeAll(async () => {
   [api, receiver, tenant] = await Promise.all([startTestApi({ allowLoopback: true }), startReceiver(), createTenant()]);
   const created = await api.request('POST', '/api/v1/webhooks', {
     key: tenant.key,
-    body: { url: `https://receiver.test:${receiver.port}/hooks`, events: ['crm'] },
+    body: { url: `https://receiver.test:${receiver.port}/hooks`, events: ['crm'], secret: SECRET },
   });
   endpointId = created.body.data.id;
   const key = await tenant.keyFor(['webhooks:read', 'webhooks:write', 'events:read']);
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: ['--import', 'tsx', path.join(projectRoot, 'packages/mcp/src/main.ts')],
+    // From source, the SDK too (as the CLI's tests run it): never a stale or half-rebuilt dist/.
+    args: [`--conditions=${SOURCE_CONDITION}`, '--import', 'tsx', path.join(projectRoot, 'packages/mcp/src/main.ts')],
     cwd: projectRoot,
     env: { ...getDefaultEnvironment(), WEBHOOKS_BASE_URL: api.url, WEBHOOKS_API_KEY: key, WEBHOOKS_MCP_POLL_MS: '100' },
     stderr: 'inherit',
@@ -76,7 +81,16 @@ describe('the MCP server', () => {
 
     const tested = await toolJson('send_test', { endpoint_id: endpointId });
     expect(tested.data).toEqual({ success: true, response_code: 200, health_status: 'healthy', active: true });
-    expect(receiver.received.at(-1)!.headers['x-webhook-event']).toBe('webhook.test');
+    const post = receiver.received.at(-1)!;
+    expect(post.headers['x-webhook-event']).toBe('webhook.test');
+    // Signed with the endpoint's secret (SPEC 5): the receiver's own check of the body it got.
+    expect(post.headers['x-webhook-signature']).toBe(crypto.createHmac('sha256', SECRET).update(post.body).digest('hex'));
+    const signed = crypto
+      .createHmac('sha256', SECRET)
+      .update(`${String(post.headers['webhook-id'])}.${String(post.headers['webhook-timestamp'])}.`)
+      .update(post.body)
+      .digest('base64');
+    expect(post.headers['webhook-signature']).toBe(`v1,${signed}`);
 
     const deliveries = await toolJson('list_deliveries', { endpoint_id: endpointId, event_type: 'webhook.test', status: 'success' });
     expect(deliveries.data).toHaveLength(1);

@@ -2,7 +2,6 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { flushLogs, logger } from '../../runtime/logger.js';
-import { TEST_MESSAGE } from '../../api/routes/webhooks.js';
 import {
   createTenant,
   eventually,
@@ -71,7 +70,7 @@ describe('test delivery', () => {
       event: 'webhook.test',
       customer_id: null,
       environment: null,
-      message: TEST_MESSAGE,
+      message: 'This is a test event sent to verify your webhook endpoint.',
       sent_at: expect.any(String),
     });
     expect(Date.parse(body.sent_at)).not.toBeNaN();

@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChannelAccount } from '../../db/directory.js';
 import { createTenant, eventually, testDb, type Tenant } from '../support/harness.js';
 import { startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
+import { WEBHOOKS_CLI } from '../support/webhooks-cli.js';
 
-const BIN = path.resolve('packages/cli/bin/webhooks.js');
 const configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'webhooks-cli-platform-'));
 
 let bed: ApiWithProvider;
@@ -45,7 +45,7 @@ function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr:
     WEBHOOKS_BASE_URL: `${bed.api.url}/api/v1`,
   };
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env, timeout: 30_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [...WEBHOOKS_CLI, ...args], { env, timeout: 30_000 }, (error, stdout, stderr) => {
       const code = error ? ((error as { code?: number }).code ?? 1) : 0;
       let json: unknown;
       try {

@@ -50,9 +50,17 @@ describe('SDK error model', () => {
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((r) => closed.close(() => r()));
-    const err = await failure(new WebhookPlatform({ baseUrl: `http://127.0.0.1:${port}/api/v1` }).webhooks.list());
+    const err = await failure(new WebhookPlatform({ baseUrl: `http://127.0.0.1:${port}/api/v1`, anonymous: true }).webhooks.list());
     expect(err).toMatchObject({ status: 0, code: 'network_error' });
     expect(err.message).toContain('ECONNREFUSED');
+  });
+
+  it('refuses a missing API key at construction, unless anonymous for public routes', () => {
+    expect(() => new WebhookPlatform({ baseUrl: base, apiKey: process.env.NO_SUCH_VARIABLE_SET })).toThrow(
+      /apiKey is undefined: pass an API key .*anonymous: true/,
+    );
+    expect(() => new WebhookPlatform({ baseUrl: base, apiKey: ' ' })).toThrow(/apiKey is empty/);
+    expect(() => new WebhookPlatform({ baseUrl: base, anonymous: true })).not.toThrow();
   });
 
   it('sends the key to {baseUrl}/path and returns the data', async () => {

@@ -91,7 +91,12 @@ export async function startTestWorker(
  */
 export async function waitIdle(handle: WorkflowHandle): Promise<void> {
   const { EventType } = temporal.api.enums.v1;
-  const waiting = new Set([EventType.EVENT_TYPE_TIMER_STARTED, EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES]);
+  // A wake-up that moves the wait cancels the old timer and starts a new one: still idle.
+  const waiting = new Set([
+    EventType.EVENT_TYPE_TIMER_STARTED,
+    EventType.EVENT_TYPE_TIMER_CANCELED,
+    EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+  ]);
   await eventually(async () => {
     const events = (await handle.fetchHistory()).events ?? [];
     const lastTask = events.map((e) => e.eventType).lastIndexOf(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);

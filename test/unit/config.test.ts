@@ -1,7 +1,7 @@
 /** Configuration is parsed once, from the environment it is given. */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEV_MODE_CIDRS, loadConfig } from '../../runtime/config.js';
+import { loadConfig } from '../../runtime/config.js';
 
 describe('loadConfig', () => {
   it('has the documented defaults for an empty environment', () => {
@@ -59,7 +59,7 @@ describe('loadConfig', () => {
     expect(loadConfig({ WEBHOOKS_DEV_MODE: '1', WEBHOOK_ALLOW_PRIVATE_CIDRS: '10.0.0.0/8', WEBHOOKS_DEV_CA_FILE: 'ca.pem' })).toMatchObject(
       {
         devMode: true,
-        allowPrivateCidrs: ['10.0.0.0/8', ...DEV_MODE_CIDRS],
+        allowPrivateCidrs: ['10.0.0.0/8', '127.0.0.0/8', '::1/128'],
         devCaFile: path.resolve('ca.pem'),
       },
     );

@@ -10,6 +10,8 @@ import { createTenant, testDb } from '../support/harness.js';
 import { deliveryTestBed } from '../support/delivery-test-bed.js';
 
 const bed = deliveryTestBed();
+const HOUR = 60 * 60 * 1000;
+const DAYS_14 = 14 * 24 * HOUR;
 
 describe('delivery engine: a failing receiver (time skipping)', () => {
   it('retries on the curve, alerts at 5, 10 and 15, pauses at 15, holds, and expires the hold after 14 days', async () => {
@@ -59,8 +61,17 @@ describe('delivery engine: a failing receiver (time skipping)', () => {
     await bed.env.sleep('3 hours');
     expect(bed.posts('/fail/')).toHaveLength(16);
 
-    // Fourteen days after the hold began, what is still held ends as hold_expired.
-    await bed.env.sleep('14 days');
+    // The contract's hold is 14 days from when each delivery was held: at the pause (the first two)
+    // and at the wake that found the endpoint paused (the third).
+    const held = await bed.settled(endpointId, 3, (d) => d.held_since !== null && d.status !== 'exhausted');
+    const heldAt = held.map((d) => d.held_since!.getTime());
+    const expiresAt = Math.min(...heldAt) + DAYS_14;
+    // An hour before the first hold turns 14 days old, all three are still held.
+    await bed.env.sleep(expiresAt - HOUR - (await bed.env.currentTimeMs()));
+    const before = await bed.deliveries(endpointId);
+    expect(before.map((d) => [d.status === 'exhausted', d.terminal_reason, d.held_since !== null])).toEqual(Array(3).fill([false, null, true]));
+    // An hour after the last hold turns 14 days old, all three ended as hold_expired.
+    await bed.env.sleep(Math.max(...heldAt) + DAYS_14 + HOUR - (await bed.env.currentTimeMs()));
     await bed.settled(endpointId, 3, (d) => d.status === 'exhausted' && d.terminal_reason === 'hold_expired');
     await bed.recordHistory(endpointId, 'endpoint-fails-pauses-expires');
     // Real HTTP and Postgres work happens between the skipped hours; a loaded machine needs the room.

@@ -1,6 +1,4 @@
 #!/usr/bin/env node
-// The CLI is TypeScript source, like the SDK it uses; tsx compiles it on the fly.
-import { register } from 'tsx/esm/api';
-
-register();
-await import('../src/main.ts');
+// A committed file rather than dist/main.js itself: npm links a bin only when its file exists, and
+// in a checkout dist/ is built after linking (by the root's prepare script).
+import '../dist/main.js';

@@ -60,6 +60,12 @@ export async function ensureCertificate(dir: string): Promise<ListenerTls> {
   return { caFile, cert: fs.readFileSync(certFile, 'utf8'), key: fs.readFileSync(keyFile, 'utf8') };
 }
 
+/** The url to give an endpoint: `localhost` for a loopback listener, as its certificate and the README name it. */
+export function listenUrl(host: string, port: number): string {
+  const name = host === '127.0.0.1' || host === '::1' || host === 'localhost' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+  return `https://${name}:${port}/hooks`;
+}
+
 export interface ReceivedWebhook {
   event: string | undefined;
   idempotencyKey: string | undefined;
@@ -135,7 +141,7 @@ export async function startListener(opts: {
   const port = (server.address() as AddressInfo).port;
   return {
     port,
-    url: `https://localhost:${port}/`,
+    url: listenUrl(opts.host, port),
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();

@@ -15,7 +15,7 @@ import {
   type StreamItem,
 } from '@webhook-platform/sdk';
 import { configDir, configPath, resolveSettings, writeConfig } from './config.js';
-import { ensureCertificate, startListener } from './listen.js';
+import { ensureCertificate, listenUrl, startListener } from './listen.js';
 import { err, out, record, table, type Column } from './output.js';
 import { registerPlatformCommands } from './platform-commands.js';
 
@@ -51,7 +51,7 @@ const globals = (cmd: Command) => cmd.optsWithGlobals<Globals>();
 
 function client(cmd: Command): WebhookPlatform {
   const { apiKey, baseUrl } = resolveSettings(globals(cmd));
-  if (!apiKey) throw new UsageError('no API key: run `webhooks login --key <key>` or set WEBHOOKS_API_KEY');
+  if (!apiKey) throw new UsageError('no API key: run `npx webhooks login --key <key>` or set WEBHOOKS_API_KEY');
   return new WebhookPlatform({ apiKey, baseUrl });
 }
 
@@ -146,7 +146,7 @@ endpoints
       show(
         cmd,
         created,
-        () => `${record(created)}\n\nThe secret is shown only now. Verify the endpoint with: webhooks endpoints test ${created.id}`,
+        () => `${record(created)}\n\nThe secret is shown only now. Verify the endpoint with: npx webhooks endpoints test ${created.id}`,
       );
     },
   );
@@ -234,8 +234,27 @@ deliveries
       limit: opts.limit,
       after: opts.after,
     });
-    show(cmd, page, () => table(page.data, deliveryColumns) + nextPage(page.paging.next));
+    if (globals(cmd).json) return show(cmd, page, () => '');
+    const errors = await lastErrors(cmd, page.data);
+    const columns: Column<Delivery>[] = deliveryColumns.map(([name, get]) =>
+      name === 'code' ? [name, (d) => d.response_code ?? errors.get(d.id) ?? null] : [name, get],
+    );
+    show(cmd, page, () => table(page.data, columns) + nextPage(page.paging.next));
   });
+
+/** A delivery without a response code failed before any answer: its last attempt says why (timeout, connection_error...). */
+async function lastErrors(cmd: Command, page: Delivery[]): Promise<Map<string, string>> {
+  const unanswered = page.filter((d) => d.response_code === null && d.attempts > 0);
+  const errors = new Map<string, string>();
+  await Promise.all(
+    unanswered.map(async (d) => {
+      const log = (await client(cmd).deliveries.get(d.id)).attempts_log;
+      const error = log[log.length - 1]?.error;
+      if (error) errors.set(d.id, error);
+    }),
+  );
+  return errors;
+}
 deliveries.command('get <id>').action(async (id: string, _opts: unknown, cmd: Command) => {
   const delivery = await client(cmd).deliveries.get(id);
   show(cmd, delivery, () => {
@@ -317,7 +336,7 @@ program
       },
       onRefused: (status, why) => err(`${new Date().toISOString()}  refused ${status}: ${why}`),
     });
-    const url = `https://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${listener.port}/`;
+    const url = listenUrl(opts.host, listener.port);
     const env = { WEBHOOKS_DEV_MODE: '1', WEBHOOKS_DEV_CA_FILE: tls.caFile };
     if (json) out(JSON.stringify({ listening: url, ca_file: tls.caFile, env }));
     else {
@@ -328,7 +347,8 @@ program
           .map(([k, v]) => `${k}=${v}`)
           .join(' ')} npm start`,
       );
-      err(`Then: webhooks endpoints create --url ${url} --events crm --secret <the same secret> && webhooks endpoints test <id>`);
+      // The secret it was given, so the hint can be pasted as it stands.
+      err(`Then: npx webhooks endpoints create --url ${url} --events crm --secret ${secrets[0]} && npx webhooks endpoints test <id>`);
     }
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);

@@ -61,8 +61,10 @@ export type DeliveryFilter = QueryOf<'listDeliveries'>;
 export interface ClientOptions {
   /** Ends in /api/v1. Default http://localhost:3000/api/v1. */
   baseUrl?: string;
-  /** Sent as X-API-Key. */
+  /** Sent as X-API-Key. Required unless `anonymous` is set. */
   apiKey?: string;
+  /** Call only the public routes (no X-API-Key). Without it, a missing apiKey is refused at construction. */
+  anonymous?: boolean;
   /** Default: the global fetch (Node 20.19+). */
   fetch?: typeof fetch;
   /** Retries of a 429 answer, each after its Retry-After. Default 2. */
@@ -133,7 +135,12 @@ export class WebhookPlatform {
 
   constructor(options: ClientOptions = {}) {
     this.baseUrl = (options.baseUrl ?? DEFAULT_BASE_URL).replace(/\/+$/, '');
-    this.#apiKey = options.apiKey;
+    // An unset variable (`apiKey: process.env.KEY`) would otherwise surface only later, as a 401.
+    if (!options.anonymous && (typeof options.apiKey !== 'string' || options.apiKey.trim() === ''))
+      throw new TypeError(
+        `@webhook-platform/sdk: apiKey is ${options.apiKey === undefined ? 'undefined' : 'empty'}: pass an API key (wh_live_… or wh_sandbox_…; is the environment variable set?), or anonymous: true for the public routes only`,
+      );
+    this.#apiKey = options.anonymous ? undefined : options.apiKey;
     const f = options.fetch ?? globalThis.fetch;
     if (typeof f !== 'function') throw new Error('@webhook-platform/sdk needs a global fetch (Node 20.19 or later) or the fetch option');
     this.#fetch = f;

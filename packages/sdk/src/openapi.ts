@@ -3468,6 +3468,7 @@ export interface components {
          *       "response_code": 503,
          *       "last_attempt_at": "2026-11-22T10:05:00.000Z",
          *       "next_attempt_at": "2026-11-22T10:06:00.000Z",
+         *       "next_attempt_reason": null,
          *       "terminal_reason": null,
          *       "created_at": "2026-11-22T10:05:00.000Z",
          *       "updated_at": "2026-11-22T10:05:00.120Z"
@@ -3497,9 +3498,15 @@ export interface components {
             last_attempt_at: string | null;
             /**
              * Format: date-time
+             * @description When the delivery will be attempted: its own retry time, held back by its endpoint's pacing while the endpoint fails (one POST at a time on the curve); null when there is none (terminal, or the endpoint does not send: see next_attempt_reason).
              * @example 2026-11-22T10:00:00.000Z
              */
             next_attempt_at: string | null;
+            /**
+             * @description Why next_attempt_at is not simply the delivery's own retry time. endpoint_paused, endpoint_inactive, endpoint_unverified: the endpoint does not send, next_attempt_at is null. endpoint_pacing: first in line on a failing endpoint, next_attempt_at is its next POST (exact). endpoint_queue: behind others on a failing endpoint, next_attempt_at is the earliest it can go. Null: its own retry time stands.
+             * @enum {string|null}
+             */
+            next_attempt_reason: "endpoint_paused" | "endpoint_inactive" | "endpoint_unverified" | "endpoint_pacing" | "endpoint_queue" | null;
             response_code: number | null;
             /** @enum {string} */
             status: "pending" | "success" | "failed" | "exhausted" | "limited";
@@ -3523,6 +3530,7 @@ export interface components {
          *       "response_code": 503,
          *       "last_attempt_at": "2026-11-22T10:05:00.000Z",
          *       "next_attempt_at": "2026-11-22T10:06:00.000Z",
+         *       "next_attempt_reason": null,
          *       "terminal_reason": null,
          *       "created_at": "2026-11-22T10:05:00.000Z",
          *       "updated_at": "2026-11-22T10:05:00.120Z",

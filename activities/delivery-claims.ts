@@ -1,0 +1,125 @@
+/**
+ * The claiming side of a delivery session: it leases the next due deliveries from Postgres in
+ * batches and hands them to the lanes one by one. While none is due it waits for news of work (a
+ * poke from the worker's listener), for the next retry time, or for the end of the linger; then,
+ * before the session ends idle, it refuses pokes (news goes to the workflow again) and looks
+ * once more, so that nothing arriving meanwhile is missed.
+ */
+import { LEASE_MS } from '../core/runtime-limits.js';
+import { claimDueDeliveries, nextDueAt, type ClaimedDelivery } from '../db/deliveries.js';
+import type { Db } from '../db/pool.js';
+import type { Session } from './session-registry.js';
+import type { SessionStopping } from './session-stopping.js';
+
+/**
+ * A lingering session looks for due work at least this often even without a poke: work made due
+ * by a path that sends no notification (a wake signal to the workflow alone) waits at most this.
+ */
+const RECHECK_MS = 1_000;
+
+export interface ClaimLimits {
+  db: Db;
+  endpointId: string;
+  /** Whose leases these are: a retry of the same activity releases them. */
+  owner: string;
+  /** The scheduler's clock (the workflow's time, running on). */
+  clock: () => number;
+  /** Deliveries claimed at most in the whole session. */
+  limit: number;
+  /** Lanes: a claim asks for twice as many, so that no lane waits for the next one. */
+  concurrency: number;
+  lingerMs: number;
+  maxSessionMs: number;
+}
+
+export class DeliveryClaims {
+  private readonly queue: ClaimedDelivery[] = [];
+  private claimedCount = 0;
+  /** The last claim got fewer than it asked for: it took all that was due. */
+  private drained = false;
+  /** The claim under way, which every lane short of work waits on. */
+  private filling: Promise<void> | null = null;
+  /** When the earliest delivery not yet due comes due; undefined until looked up. */
+  private nextDueMs: number | null | undefined;
+  private readonly startedAt = Date.now();
+  private lastWorkAt = this.startedAt;
+
+  constructor(
+    private readonly limits: ClaimLimits,
+    private readonly news: Session,
+    private readonly stopping: SessionStopping,
+  ) {}
+
+  /** How many deliveries the session has leased. */
+  get claimed(): number {
+    return this.claimedCount;
+  }
+
+  /** The next claimed delivery; null once the session stops or has claimed its limit. */
+  async next(): Promise<ClaimedDelivery | null> {
+    for (;;) {
+      if (this.stopping.stopped) return null;
+      const next = this.queue.shift();
+      if (next) return next;
+      if (this.claimedCount >= this.limits.limit) return null;
+      this.filling ??= this.fill().finally(() => {
+        this.filling = null;
+      });
+      try {
+        await this.filling;
+      } catch (err) {
+        this.stopping.halt('error');
+        throw err;
+      }
+    }
+  }
+
+  /** Claims the next due deliveries; while none is due, waits for work until the linger ends (then stops the session idle). */
+  private async fill(): Promise<void> {
+    let lastLook = false;
+    // Until a poke (new work) or a retry time comes, asking again after a draining claim would only find nothing.
+    let skipClaim = this.drained;
+    while (!this.stopping.stopped) {
+      if (Date.now() - this.startedAt >= this.limits.maxSessionMs) return this.stopping.halt('time');
+      const want = Math.min(this.limits.concurrency * 2, this.limits.limit - this.claimedCount);
+      if (want <= 0) return;
+      if (!skipClaim) {
+        if (await this.claim(want)) {
+          if (lastLook) this.news.resume();
+          return;
+        }
+        if (lastLook) return this.stopping.halt('idle');
+      }
+      skipClaim = false;
+      const lingerLeft = this.limits.lingerMs - (Date.now() - this.lastWorkAt);
+      if (lingerLeft <= 0) {
+        // From now on news of due work goes to the workflow; one more look catches what came before.
+        this.news.ending();
+        lastLook = true;
+        continue;
+      }
+      await this.waitForWork(lingerLeft);
+    }
+  }
+
+  /** Leases up to `want` due deliveries into the queue; false when none was due. */
+  private async claim(want: number): Promise<boolean> {
+    const { db, endpointId, clock, owner } = this.limits;
+    const rows = await claimDueDeliveries(db, endpointId, new Date(clock()), want, LEASE_MS, owner);
+    this.drained = rows.length < want;
+    if (rows.length === 0) return false;
+    this.claimedCount += rows.length;
+    this.queue.push(...rows);
+    this.lastWorkAt = Date.now();
+    return true;
+  }
+
+  /** Rows due later (earlier failures) come due on their own; new work comes with a poke. */
+  private async waitForWork(lingerLeft: number): Promise<void> {
+    const { db, endpointId, clock } = this.limits;
+    if (this.nextDueMs === undefined || (this.nextDueMs !== null && this.nextDueMs <= clock()))
+      this.nextDueMs = (await nextDueAt(db, endpointId))?.getTime() ?? null;
+    const untilDue = this.nextDueMs === null ? Infinity : this.nextDueMs - clock();
+    await this.news.wait(Math.max(1, Math.min(lingerLeft, untilDue, RECHECK_MS)));
+  }
+}
