@@ -103,21 +103,8 @@ export function createApiKeyCache(
   // Without a connection string there is nothing to listen with: every key is looked up.
   const listener =
     databaseUrl && ttlMs > 0
-      ? keepListening({
-          databaseUrl,
-          channel: API_KEY_CHANGES,
-          what: 'API key changes',
-          onNotification: (hashHex) => forget(hashHex ?? '*'),
-          // Changes made while nobody listened were not heard: start from nothing.
-          onUp: () => {
-            forget('*');
-            listening = true;
-          },
-          // Until listening again, every key is looked up.
-          onDown: () => {
-            listening = false;
-            forget('*');
-          },
+      ? listenForChanges(databaseUrl, forget, (up) => {
+          listening = up;
         })
       : null;
 
@@ -138,4 +125,24 @@ export function createApiKeyCache(
       await listener?.close();
     },
   };
+}
+
+/** Hears API key changes; while not hearing them (at start, after a lost connection) every key is looked up. */
+function listenForChanges(databaseUrl: string, forget: (hashHex: string) => void, setListening: (up: boolean) => void) {
+  return keepListening({
+    databaseUrl,
+    channel: API_KEY_CHANGES,
+    what: 'API key changes',
+    onNotification: (hashHex) => forget(hashHex ?? '*'),
+    // Changes made while nobody listened were not heard: start from nothing.
+    onUp: () => {
+      forget('*');
+      setListening(true);
+    },
+    // Until listening again, every key is looked up.
+    onDown: () => {
+      setListening(false);
+      forget('*');
+    },
+  });
 }

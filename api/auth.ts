@@ -34,12 +34,14 @@ export function authenticate(db: Db, keys?: ApiKeyCache) {
   };
 }
 
+/** The middleware carries its scope, so test/integration/route-contract.test.ts can compare the router's scopes with the document's. */
 export function requireScope(scope: Scope) {
-  return async (ctx: Context, next: Next) => {
+  const check = async (ctx: Context, next: Next) => {
     const principal = ctx.state.principal as Principal;
     if (!principal.scopes.includes(scope)) throw new DomainError(403, 'insufficient_scope', `this API key lacks the ${scope} scope`);
     await next();
   };
+  return Object.assign(check, { scope });
 }
 
 export function principalOf(ctx: Context): Principal {

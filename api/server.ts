@@ -1,14 +1,10 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { migrate } from '../db/migrate.js';
+import { startServices, type ServiceConfig } from '../bootstrap/services.js';
 import { dueChannel } from '../db/due-notifications.js';
-import { createPool } from '../db/pool.js';
 import { createDueWakes } from '../ingest/due-wakes.js';
-import { createHttpClient } from '../delivery/http-client.js';
-import type { Config } from '../runtime/config.js';
-import { connectTemporal, endpointWorkflows } from '../temporal/client.js';
-import { createDestinationPolicy, type Resolver } from '../security/destination-policy.js';
-import { createSecretBox, loadOrCreateEncryptionKey } from '../security/secret-box.js';
+import { endpointWorkflows } from '../temporal/client.js';
+import type { Resolver } from '../security/destination-policy.js';
 import { createProviderHttp } from '../provider/http.js';
 import { createApiKeyCache } from './api-key-cache.js';
 import { createApp } from './app.js';
@@ -19,24 +15,18 @@ export interface RunningApi {
 }
 
 /** Builds the API's dependencies from configuration and listens. */
-export async function startApi(
-  config: Config & { databaseUrl: string; temporalAddress: string },
-  opts: { resolver?: Resolver; host?: string } = {},
-): Promise<RunningApi> {
-  await migrate(config.databaseUrl);
-  const db = createPool(config.databaseUrl, 20);
-  const { connection, client } = await connectTemporal(config.temporalAddress, config.temporalNamespace);
-  const policy = createDestinationPolicy({ allowCidrs: config.allowPrivateCidrs, resolver: opts.resolver });
-  const httpClient = createHttpClient({ policy, timeoutMs: config.deliveryTimeoutMs, devCaFile: config.devCaFile });
-  const workflows = endpointWorkflows(client, config.taskQueue);
+export async function startApi(config: ServiceConfig, opts: { resolver?: Resolver; host?: string } = {}): Promise<RunningApi> {
+  const services = await startServices(config, opts);
+  const { db, temporal } = services;
+  const workflows = endpointWorkflows(temporal.client, config.taskQueue);
   const wakes = createDueWakes(db, dueChannel(config.taskQueue));
   const apiKeys = createApiKeyCache(db, { databaseUrl: config.databaseUrl });
   const app = createApp({
     config,
     db,
-    secretBox: createSecretBox(loadOrCreateEncryptionKey(config.encryptionKey, config.dataDir)),
-    policy,
-    httpClient,
+    secretBox: services.secretBox,
+    policy: services.policy,
+    httpClient: services.httpClient,
     workflows,
     wakes,
     apiKeys,
@@ -45,7 +35,7 @@ export async function startApi(
       ? createProviderHttp({ baseUrl: config.providerApiUrl, accessToken: config.providerAccessToken ?? '' })
       : undefined,
     temporalHealthy: async () => {
-      await connection.withDeadline(Date.now() + 2_000, () => connection.workflowService.getSystemInfo({}));
+      await temporal.connection.withDeadline(Date.now() + 2_000, () => temporal.connection.workflowService.getSystemInfo({}));
       return true;
     },
   });
@@ -60,9 +50,7 @@ export async function startApi(
       server.closeAllConnections();
       await wakes.flush();
       await apiKeys.close();
-      await httpClient.close();
-      await connection.close();
-      await db.end();
+      await services.close();
     },
   };
 }

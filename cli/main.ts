@@ -64,132 +64,146 @@ async function requireAccount(db: Db, id: string) {
   if (!(await getAccount(db, id))) throw new NotFoundError(`account ${id} does not exist`);
 }
 
-async function run(db: Db, command: string, args: string[]): Promise<Record<string, unknown>> {
-  const { values } = parseArgs({
-    args,
-    strict: true,
-    options: {
-      name: { type: 'string' },
-      'owner-email': { type: 'string' },
-      plan: { type: 'string' },
-      'created-at': { type: 'string' },
-      account: { type: 'string' },
-      env: { type: 'string' },
-      scopes: { type: 'string' },
-      customer: { type: 'string' },
-      channel: { type: 'string' },
-      display: { type: 'string' },
-      'phone-number-id': { type: 'string' },
-      'waba-id': { type: 'string' },
-      'provider-account-id': { type: 'string' },
-      environment: { type: 'string' },
-      id: { type: 'string' },
-    },
+const OPTIONS = {
+  name: { type: 'string' },
+  'owner-email': { type: 'string' },
+  plan: { type: 'string' },
+  'created-at': { type: 'string' },
+  account: { type: 'string' },
+  env: { type: 'string' },
+  scopes: { type: 'string' },
+  customer: { type: 'string' },
+  channel: { type: 'string' },
+  display: { type: 'string' },
+  'phone-number-id': { type: 'string' },
+  'waba-id': { type: 'string' },
+  'provider-account-id': { type: 'string' },
+  environment: { type: 'string' },
+  id: { type: 'string' },
+} as const;
+type Values = Record<string, string | undefined>;
+
+async function createAccountCommand(db: Db, values: Values): Promise<Record<string, unknown>> {
+  const v = parse(
+    z.object({
+      name: z.string().min(1),
+      owner_email: z.email(),
+      plan: z.enum(['free', 'trial', 'paid']).default('free'),
+      created_at: z.iso.datetime({ offset: true }).optional(),
+    }),
+    { name: values.name, owner_email: values['owner-email'], plan: values.plan, created_at: values['created-at'] },
+  );
+  const account = await createAccount(db, {
+    name: v.name,
+    ownerEmail: v.owner_email,
+    plan: v.plan,
+    createdAt: v.created_at ? new Date(v.created_at) : undefined,
   });
-  switch (command) {
-    case 'account create': {
-      const v = parse(
-        z.object({
-          name: z.string().min(1),
-          owner_email: z.email(),
-          plan: z.enum(['free', 'trial', 'paid']).default('free'),
-          created_at: z.iso.datetime({ offset: true }).optional(),
-        }),
-        { name: values.name, owner_email: values['owner-email'], plan: values.plan, created_at: values['created-at'] },
-      );
-      const account = await createAccount(db, {
-        name: v.name,
-        ownerEmail: v.owner_email,
-        plan: v.plan,
-        createdAt: v.created_at ? new Date(v.created_at) : undefined,
-      });
-      return { ...account, created_at: account.created_at.toISOString() };
-    }
-    case 'key create': {
-      const v = parse(z.object({ account: uuid, env: z.enum(['live', 'sandbox']), scopes: z.array(z.enum(SCOPES)).min(1) }), {
-        account: values.account,
-        env: values.env,
-        scopes: values.scopes
-          ?.split(',')
-          .map((s) => s.trim())
-          .filter(Boolean),
-      });
-      await requireAccount(db, v.account);
-      const key = await issueApiKey(db, { accountId: v.account, environment: v.env, scopes: v.scopes });
-      return {
-        id: key.id,
-        account_id: key.account_id,
-        environment: key.environment,
-        scopes: key.scopes,
-        key: key.key,
-        created_at: key.created_at.toISOString(),
-      };
-    }
-    case 'customer create': {
-      const v = parse(z.object({ account: uuid, name: z.string().min(1) }), { account: values.account, name: values.name });
-      await requireAccount(db, v.account);
-      const customer = await createCustomer(db, { accountId: v.account, name: v.name });
-      return { ...customer, created_at: customer.created_at.toISOString() };
-    }
-    case 'channel-account create': {
-      const v = parse(
-        z.object({
-          account: uuid,
-          customer: uuid.optional(),
-          channel: z.enum(['chatapp', 'photoapp']),
-          display: z.string().min(1),
-          phone_number_id: z.string().min(1).optional(),
-          waba_id: z.string().min(1).optional(),
-          provider_account_id: z.string().min(1).optional(),
-          environment: z.enum(['live', 'sandbox']).default('live'),
-        }),
-        {
-          account: values.account,
-          customer: values.customer,
-          channel: values.channel,
-          display: values.display,
-          phone_number_id: values['phone-number-id'],
-          waba_id: values['waba-id'],
-          provider_account_id: values['provider-account-id'],
-          environment: values.environment,
-        },
-      );
-      await requireAccount(db, v.account);
-      if (v.customer) {
-        if (!(await getCustomerOfAccount(db, v.account, v.customer)))
-          throw new NotFoundError(`customer ${v.customer} is not a customer of account ${v.account}`);
-      }
-      const ca = await createChannelAccount(db, {
-        accountId: v.account,
-        customerId: v.customer ?? null,
-        channel: v.channel,
-        display: v.display,
-        phoneNumberId: v.phone_number_id ?? null,
-        wabaId: v.waba_id ?? null,
-        providerAccountId: v.provider_account_id ?? null,
-        environment: v.environment,
-      });
-      return { ...ca, created_at: ca.created_at.toISOString() };
-    }
-    case 'channel-account delete': {
-      const v = parse(z.object({ id: uuid }), { id: values.id });
-      return inTransaction(db, async (tx) => {
-        const locked = await lockChannelAccount(tx, v.id);
-        if (!locked) throw new NotFoundError(`channel account ${v.id} does not exist`);
-        // Events first, so their undelivered deliveries end as event_deleted instead of vanishing.
-        const events = await deleteEventsWhere(tx, { accountId: locked.account_id, channelAccountId: v.id });
-        await deleteChannelAccount(tx, v.id);
-        return { deleted: v.id, events_removed: events };
-      });
-    }
-    case 'account delete': {
-      const v = parse(z.object({ id: uuid }), { id: values.id });
-      if (!(await deleteAccount(db, v.id))) throw new NotFoundError(`account ${v.id} does not exist`);
-      return { deleted: v.id };
-    }
-    default:
-      throw new UsageError(`unknown command "${command}"\n${USAGE}`);
+  return { ...account, created_at: account.created_at.toISOString() };
+}
+
+async function createKeyCommand(db: Db, values: Values): Promise<Record<string, unknown>> {
+  const v = parse(z.object({ account: uuid, env: z.enum(['live', 'sandbox']), scopes: z.array(z.enum(SCOPES)).min(1) }), {
+    account: values.account,
+    env: values.env,
+    scopes: values.scopes
+      ?.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  });
+  await requireAccount(db, v.account);
+  const key = await issueApiKey(db, { accountId: v.account, environment: v.env, scopes: v.scopes });
+  return {
+    id: key.id,
+    account_id: key.account_id,
+    environment: key.environment,
+    scopes: key.scopes,
+    key: key.key,
+    created_at: key.created_at.toISOString(),
+  };
+}
+
+async function createCustomerCommand(db: Db, values: Values): Promise<Record<string, unknown>> {
+  const v = parse(z.object({ account: uuid, name: z.string().min(1) }), { account: values.account, name: values.name });
+  await requireAccount(db, v.account);
+  const customer = await createCustomer(db, { accountId: v.account, name: v.name });
+  return { ...customer, created_at: customer.created_at.toISOString() };
+}
+
+async function createChannelAccountCommand(db: Db, values: Values): Promise<Record<string, unknown>> {
+  const v = parse(
+    z.object({
+      account: uuid,
+      customer: uuid.optional(),
+      channel: z.enum(['chatapp', 'photoapp']),
+      display: z.string().min(1),
+      phone_number_id: z.string().min(1).optional(),
+      waba_id: z.string().min(1).optional(),
+      provider_account_id: z.string().min(1).optional(),
+      environment: z.enum(['live', 'sandbox']).default('live'),
+    }),
+    {
+      account: values.account,
+      customer: values.customer,
+      channel: values.channel,
+      display: values.display,
+      phone_number_id: values['phone-number-id'],
+      waba_id: values['waba-id'],
+      provider_account_id: values['provider-account-id'],
+      environment: values.environment,
+    },
+  );
+  await requireAccount(db, v.account);
+  if (v.customer) {
+    if (!(await getCustomerOfAccount(db, v.account, v.customer)))
+      throw new NotFoundError(`customer ${v.customer} is not a customer of account ${v.account}`);
   }
+  const ca = await createChannelAccount(db, {
+    accountId: v.account,
+    customerId: v.customer ?? null,
+    channel: v.channel,
+    display: v.display,
+    phoneNumberId: v.phone_number_id ?? null,
+    wabaId: v.waba_id ?? null,
+    providerAccountId: v.provider_account_id ?? null,
+    environment: v.environment,
+  });
+  return { ...ca, created_at: ca.created_at.toISOString() };
+}
+
+async function deleteChannelAccountCommand(db: Db, values: Values): Promise<Record<string, unknown>> {
+  const v = parse(z.object({ id: uuid }), { id: values.id });
+  return inTransaction(db, async (tx) => {
+    const locked = await lockChannelAccount(tx, v.id);
+    if (!locked) throw new NotFoundError(`channel account ${v.id} does not exist`);
+    // Events first, so their undelivered deliveries end as event_deleted instead of vanishing.
+    const events = await deleteEventsWhere(tx, { accountId: locked.account_id, channelAccountId: v.id });
+    await deleteChannelAccount(tx, v.id);
+    return { deleted: v.id, events_removed: events };
+  });
+}
+
+async function deleteAccountCommand(db: Db, values: Values): Promise<Record<string, unknown>> {
+  const v = parse(z.object({ id: uuid }), { id: values.id });
+  if (!(await deleteAccount(db, v.id))) throw new NotFoundError(`account ${v.id} does not exist`);
+  return { deleted: v.id };
+}
+
+/** What each command of COMMANDS does. */
+const HANDLERS: Record<string, (db: Db, values: Values) => Promise<Record<string, unknown>>> = {
+  'account create': createAccountCommand,
+  'key create': createKeyCommand,
+  'customer create': createCustomerCommand,
+  'channel-account create': createChannelAccountCommand,
+  'channel-account delete': deleteChannelAccountCommand,
+  'account delete': deleteAccountCommand,
+};
+
+async function run(db: Db, command: string, args: string[]): Promise<Record<string, unknown>> {
+  const { values } = parseArgs({ args, strict: true, options: OPTIONS });
+  const handler = Object.hasOwn(HANDLERS, command) ? HANDLERS[command] : undefined;
+  if (!handler) throw new UsageError(`unknown command "${command}"\n${USAGE}`);
+  return handler(db, values);
 }
 
 /** The database of this run: DATABASE_URL, a running `npm start`'s, or one started for the command. */

@@ -3,6 +3,8 @@
  * "Broadcasts"). Pure: the caller stores the accepted recipients and counts those the broadcast
  * already had as duplicates too.
  */
+import { isRecord } from './is-record.js';
+
 export const MAX_RECIPIENTS_PER_CALL = 1000;
 
 export type RecipientRefusal = 'not_an_object' | 'missing_to_recipient' | 'invalid_to_recipient' | 'invalid_components' | 'unknown_field';
@@ -47,11 +49,9 @@ export function normalizePhoneNumber(raw: string): string | undefined {
   return digits;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** One item's verdict: an accepted recipient or why it was refused. */
 function judgeItem(item: unknown, index: number): Omit<AcceptedRecipient, 'index'> | RecipientError {
-  if (!isObject(item)) return { index, reason: 'not_an_object', message: 'a recipient is an object { to_recipient, components? }' };
+  if (!isRecord(item)) return { index, reason: 'not_an_object', message: 'a recipient is an object { to_recipient, components? }' };
   const given = item.to_recipient;
   const to = typeof given === 'string' ? { to_recipient: given } : {};
   const unknown = Object.keys(item).filter((k) => k !== 'to_recipient' && k !== 'components');
@@ -72,7 +72,7 @@ function judgeItem(item: unknown, index: number): Omit<AcceptedRecipient, 'index
   const components = item.components;
   if (components !== undefined && components !== null) {
     if (!Array.isArray(components)) return { index, ...to, reason: 'invalid_components', message: 'components must be an array' };
-    const bad = components.findIndex((c) => !isObject(c) || typeof c.type !== 'string' || c.type.length === 0);
+    const bad = components.findIndex((c) => !isRecord(c) || typeof c.type !== 'string' || c.type.length === 0);
     if (bad >= 0) {
       return { index, ...to, reason: 'invalid_components', message: `components[${bad}] must be an object with a type` };
     }

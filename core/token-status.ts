@@ -2,7 +2,7 @@
  * A photoapp channel account's token status (SPEC 3.4, DECISIONS "Token status"), judged from
  * the provider's token read (debug-token-like `{ is_valid, expires_at, error }`).
  */
-import { TOKEN_SUBCODE } from '../provider/graph-codes.js';
+import { TOKEN_SUBCODE } from './graph-codes.js';
 
 export const TOKEN_STATUSES = ['ok', 'expiring', 'expired', 'invalid', 'revoked', 'unknown'] as const;
 export type TokenStatus = (typeof TOKEN_STATUSES)[number];

@@ -5,6 +5,7 @@
  * the connection is lost.
  */
 import pg from 'pg';
+import { doublingBackoffMs } from '../core/backoff.js';
 import { logger } from '../runtime/logger.js';
 
 export interface NotificationListener {
@@ -66,11 +67,12 @@ export function keepListening(o: {
   let closed = false;
   let connection: { close(): Promise<void> } | null = null;
   let retryTimer: NodeJS.Timeout | undefined;
-  let backoffMs = RECONNECT_MIN_MS;
+  let failures = 0;
+  const backoffMs = () => doublingBackoffMs(RECONNECT_MIN_MS, failures, RECONNECT_MAX_MS);
 
   function retry() {
-    retryTimer = setTimeout(() => void listen(), backoffMs).unref();
-    backoffMs = Math.min(backoffMs * 2, RECONNECT_MAX_MS);
+    retryTimer = setTimeout(() => void listen(), backoffMs()).unref();
+    failures++;
   }
 
   async function listen(): Promise<void> {
@@ -85,11 +87,11 @@ export function keepListening(o: {
       });
       if (closed) return await c.close();
       connection = c;
-      backoffMs = RECONNECT_MIN_MS;
+      failures = 0;
       await o.onUp();
     } catch (err) {
       if (closed) return;
-      logger.warn({ err: { message: (err as Error).message }, retryInMs: backoffMs }, `cannot listen for ${o.what}; retrying`);
+      logger.warn({ err: { message: (err as Error).message }, retryInMs: backoffMs() }, `cannot listen for ${o.what}; retrying`);
       retry();
     }
   }

@@ -231,125 +231,145 @@ export function mapChatappWebhook(body: unknown): { facts: ProviderFact[]; ignor
   const envelope = parseProviderPart(providerEnvelopeSchema, body, '');
   const facts: ProviderFact[] = [];
   let ignored = 0;
-
   envelope.entry.forEach((entry, ei) => {
     entry.changes.forEach((change, ci) => {
-      const at = `entry[${ei}].changes[${ci}].value`;
-      const before = facts.length;
-      let items = 0;
-      switch (change.field) {
-        case 'messages': {
-          const value = parseProviderPart(messagesValueSchema, change.value, at);
-          const base = { wabaId: entry.id, phoneNumberId: value.metadata.phone_number_id };
-          const contacts = value.contacts ?? [];
-          (value.messages ?? []).forEach((raw, i) => {
-            items++;
-            const path = `${at}.messages[${i}]`;
-            const m = parseProviderPart(messageInSchema, raw, path);
-            const sender = contactFor(contacts, present(m.from), present(m.from_user_id));
-            const fact = messageLikeFact(
-              'message',
-              'contact',
-              raw as Record<string, unknown>,
-              path,
-              base,
-              present(value.metadata.display_phone_number),
-              m,
-              sender,
-            );
-            if (fact) facts.push(fact);
-          });
-          (value.statuses ?? []).forEach((raw, i) => {
-            items++;
-            const s = parseProviderPart(statusInSchema, raw, `${at}.statuses[${i}]`);
-            if (!DELIVERABLE_STATUSES.has(s.status)) return; // deleted, warning: no event (SPEC 6.3)
-            facts.push({
-              kind: 'status',
-              ...base,
-              status: s.status as MessageStatus,
-              messageId: s.id,
-              recipientId: present(s.recipient_id) ?? present(s.recipient_user_id),
-              pricing: s.pricing ?? null,
-              conversation: s.conversation ?? null,
-              errors: s.errors ?? null,
-              occurredAt: unixSecondsToIso(s.timestamp),
-            });
-          });
-          break;
-        }
-        case 'smb_message_echoes': {
-          const value = parseProviderPart(echoesValueSchema, change.value, at);
-          const base = { wabaId: entry.id, phoneNumberId: value.metadata.phone_number_id };
-          const contacts = value.contacts ?? [];
-          (value.message_echoes ?? []).forEach((raw, i) => {
-            items++;
-            const path = `${at}.message_echoes[${i}]`;
-            const m = parseProviderPart(echoInSchema, raw, path);
-            const customer = contactFor(contacts, present(m.to), present(m.to_user_id));
-            const fact = messageLikeFact(
-              'echo',
-              'business',
-              raw as Record<string, unknown>,
-              path,
-              base,
-              present(value.metadata.display_phone_number),
-              m,
-              customer,
-            );
-            if (fact) facts.push(fact);
-          });
-          break;
-        }
-        case 'account_update': {
-          items++;
-          const value = parseProviderPart(accountUpdateValueSchema, change.value, at);
-          // Partner events name the customer's WABA in waba_info; entry.id is then the partner's.
-          const wabaId = present(value.waba_info?.waba_id) ?? entry.id;
-          const restrictionList = value.restriction_info ?? value.restrictions;
-          const data: AccountUpdateData = {
-            waba_id: wabaId,
-            account_event: value.event,
-            ban_state: present(value.ban_info?.waba_ban_state),
-            restrictions: restrictionList
-              ? restrictionList.map((r) => ({ restriction_type: r.restriction_type, expiration: unixSecondsToIso(r.expiration) }))
-              : null,
-            occurred_at: unixSecondsToIso(entry.time),
-          };
-          const violation = present(value.violation_info?.violation_type);
-          if (violation !== null) data.violation_type = violation;
-          facts.push({ kind: 'account_update', wabaId, data });
-          break;
-        }
-        case 'phone_number_quality_update': {
-          items++;
-          const value = parseProviderPart(qualityValueSchema, change.value, at);
-          const tier = [value.messaging_limit_tier, value.max_daily_conversations_per_business, value.current_limit].find(isUsableTier);
-          const phoneNumberId = present(value.phone_number_id);
-          const display = present(value.display_phone_number);
-          if (tier === undefined || (phoneNumberId === null && display === null)) break; // SPEC 6.3: no event
-          facts.push({
-            kind: 'quality_update',
-            wabaId: entry.id,
-            data: {
-              waba_id: entry.id,
-              phone_number_id: phoneNumberId,
-              display_phone_number: display,
-              messaging_limit_tier: tier,
-              occurred_at: unixSecondsToIso(entry.time),
-            },
-          });
-          break;
-        }
-        default:
-          ignored++;
-          return;
+      const handler = Object.hasOwn(FIELD_HANDLERS, change.field) ? FIELD_HANDLERS[change.field] : undefined;
+      if (!handler) {
+        ignored++;
+        return;
       }
-      const produced = facts.length - before;
-      ignored += items === 0 ? (produced === 0 ? 1 : 0) : items - produced;
+      const out = handler(entry, change.value, `entry[${ei}].changes[${ci}].value`);
+      facts.push(...out.facts);
+      // A field without items (account_update...) that yields nothing counts once; else each item that yields nothing.
+      ignored += out.items === 0 ? (out.facts.length === 0 ? 1 : 0) : out.items - out.facts.length;
     });
   });
-
   return { facts, ignored };
+}
+
+type Entry = ProviderEnvelope['entry'][number];
+/** What one change yields: its facts, and how many items it carried (0 for a field that is one item). */
+type FieldHandler = (entry: Entry, value: unknown, at: string) => { facts: ProviderFact[]; items: number };
+
+/** The handled fields of a change; any other field is acknowledged and ignored. */
+const FIELD_HANDLERS: Readonly<Record<string, FieldHandler>> = {
+  messages: (entry, raw, at) => {
+    const value = parseProviderPart(messagesValueSchema, raw, at);
+    const messages = messageListFacts(CONTACT_MESSAGES, entry, value, value.messages ?? [], at);
+    const statuses = statusFacts(entry, value, value.statuses ?? [], at);
+    return { facts: [...messages, ...statuses], items: (value.messages ?? []).length + (value.statuses ?? []).length };
+  },
+  smb_message_echoes: (entry, raw, at) => {
+    const value = parseProviderPart(echoesValueSchema, raw, at);
+    const list = value.message_echoes ?? [];
+    return { facts: messageListFacts(BUSINESS_ECHOES, entry, value, list, at), items: list.length };
+  },
+  account_update: (entry, raw, at) => ({
+    facts: [accountUpdateFact(entry, parseProviderPart(accountUpdateValueSchema, raw, at))],
+    items: 0,
+  }),
+  phone_number_quality_update: (entry, raw, at) => {
+    const fact = qualityFact(entry, parseProviderPart(qualityValueSchema, raw, at));
+    return { facts: fact ? [fact] : [], items: 0 };
+  },
+};
+
+/** How the items of a message list are read: messages come from the contact, echoes go to them. */
+interface MessageListKind {
+  kind: 'message' | 'echo';
+  actor: EditActor;
+  list: string;
+  schema: typeof messageInSchema;
+  /** The contact the item is about: [wa_id, user_id] of the sender of a message, the recipient of an echo. */
+  person: (m: z.infer<typeof echoInSchema>) => [string | null, string | null];
+}
+
+const CONTACT_MESSAGES: MessageListKind = {
+  kind: 'message',
+  actor: 'contact',
+  list: 'messages',
+  schema: messageInSchema,
+  person: (m) => [present(m.from), present(m.from_user_id)],
+};
+const BUSINESS_ECHOES: MessageListKind = {
+  kind: 'echo',
+  actor: 'business',
+  list: 'message_echoes',
+  schema: echoInSchema,
+  person: (m) => [present(m.to), present(m.to_user_id)],
+};
+
+type MessagesValue = { metadata: z.infer<typeof metadataSchema>; contacts?: ContactIn[] };
+
+function messageListFacts(spec: MessageListKind, entry: Entry, value: MessagesValue, list: unknown[], at: string): ProviderFact[] {
+  const base = { wabaId: entry.id, phoneNumberId: value.metadata.phone_number_id };
+  const display = present(value.metadata.display_phone_number);
+  const facts: ProviderFact[] = [];
+  list.forEach((raw, i) => {
+    const path = `${at}.${spec.list}[${i}]`;
+    const m = parseProviderPart(spec.schema, raw, path) as z.infer<typeof echoInSchema>;
+    const person = contactFor(value.contacts ?? [], ...spec.person(m));
+    const fact = messageLikeFact(spec.kind, spec.actor, raw as Record<string, unknown>, path, base, display, m, person);
+    if (fact) facts.push(fact);
+  });
+  return facts;
+}
+
+function statusFacts(entry: Entry, value: MessagesValue, list: unknown[], at: string): ProviderFact[] {
+  const base = { wabaId: entry.id, phoneNumberId: value.metadata.phone_number_id };
+  const facts: ProviderFact[] = [];
+  list.forEach((raw, i) => {
+    const s = parseProviderPart(statusInSchema, raw, `${at}.statuses[${i}]`);
+    if (!DELIVERABLE_STATUSES.has(s.status)) return; // deleted, warning: no event (SPEC 6.3)
+    facts.push({
+      kind: 'status',
+      ...base,
+      status: s.status as MessageStatus,
+      messageId: s.id,
+      recipientId: present(s.recipient_id) ?? present(s.recipient_user_id),
+      pricing: s.pricing ?? null,
+      conversation: s.conversation ?? null,
+      errors: s.errors ?? null,
+      occurredAt: unixSecondsToIso(s.timestamp),
+    });
+  });
+  return facts;
+}
+
+function accountUpdateFact(entry: Entry, value: z.infer<typeof accountUpdateValueSchema>): ProviderFact {
+  // Partner events name the customer's WABA in waba_info; entry.id is then the partner's.
+  const wabaId = present(value.waba_info?.waba_id) ?? entry.id;
+  const restrictionList = value.restriction_info ?? value.restrictions;
+  const data: AccountUpdateData = {
+    waba_id: wabaId,
+    account_event: value.event,
+    ban_state: present(value.ban_info?.waba_ban_state),
+    restrictions: restrictionList
+      ? restrictionList.map((r) => ({ restriction_type: r.restriction_type, expiration: unixSecondsToIso(r.expiration) }))
+      : null,
+    occurred_at: unixSecondsToIso(entry.time),
+  };
+  const violation = present(value.violation_info?.violation_type);
+  if (violation !== null) data.violation_type = violation;
+  return { kind: 'account_update', wabaId, data };
+}
+
+function qualityFact(entry: Entry, value: z.infer<typeof qualityValueSchema>): ProviderFact | null {
+  const tier = [value.messaging_limit_tier, value.max_daily_conversations_per_business, value.current_limit].find(isUsableTier);
+  const phoneNumberId = present(value.phone_number_id);
+  const display = present(value.display_phone_number);
+  if (tier === undefined || (phoneNumberId === null && display === null)) return null; // SPEC 6.3: no event
+  return {
+    kind: 'quality_update',
+    wabaId: entry.id,
+    data: {
+      waba_id: entry.id,
+      phone_number_id: phoneNumberId,
+      display_phone_number: display,
+      messaging_limit_tier: tier,
+      occurred_at: unixSecondsToIso(entry.time),
+    },
+  };
 }
 
 /**

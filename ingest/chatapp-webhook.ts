@@ -104,6 +104,32 @@ function repliedToId(message: Record<string, unknown>): string | undefined {
   return typeof context?.id === 'string' && context.id !== '' ? context.id : undefined;
 }
 
+/** The event of a status of a message the platform sent and registered; null when it emits nothing. */
+async function statusEvent(
+  deps: IngestDeps,
+  p: PlannedEvent,
+  base: Omit<IngestEvent, 'externalId' | 'messageResourceId' | 'contactRef' | 'streamContext' | 'occurredAt'>,
+): Promise<IngestEvent | null> {
+  const { channelAccount: ca } = p;
+  const fact = p.fact as Extract<PlannedEvent['fact'], { kind: 'status' }>;
+  // Statuses of messages the platform did not send produce no event.
+  const message = await awaitRegisteredMessage(deps.db, ca.id, fact.messageId, fact.occurredAt);
+  if (!message) return null;
+  // Statuses move forward only (DECISIONS): a late one emits nothing; a repeated one goes on
+  // to find its stored event (the idempotency key), so it emits nothing new either.
+  if (message.status !== fact.status && !movesForward(message.status, fact.status)) return null;
+  const fepEnd = freeEntryPointEnd(fact);
+  if (fepEnd) await recordFepExpiry(deps.db, message, fact.recipientId, fepEnd);
+  return {
+    ...base,
+    externalId: fact.messageId,
+    messageResourceId: message.id,
+    contactRef: message.contact_id,
+    streamContext: { messageResourceId: message.id, contactId: message.contact_id, conversationId: message.conversation_id },
+    occurredAt: timeOf(fact.occurredAt),
+  };
+}
+
 /** Stores one planned event, creating the directory rows an incoming message implies; false when it produces no event. */
 async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
   const { fact, def, channelAccount: ca } = p;
@@ -139,22 +165,9 @@ async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
       break;
     }
     case 'status': {
-      // Statuses of messages the platform did not send produce no event.
-      const message = await awaitRegisteredMessage(deps.db, ca.id, fact.messageId, fact.occurredAt);
-      if (!message) return false;
-      // Statuses move forward only (DECISIONS): a late one emits nothing; a repeated one goes on
-      // to find its stored event (the idempotency key), so it emits nothing new either.
-      if (message.status !== fact.status && !movesForward(message.status, fact.status)) return false;
-      const fepEnd = freeEntryPointEnd(fact);
-      if (fepEnd) await recordFepExpiry(deps.db, message, fact.recipientId, fepEnd);
-      event = {
-        ...base,
-        externalId: fact.messageId,
-        messageResourceId: message.id,
-        contactRef: message.contact_id,
-        streamContext: { messageResourceId: message.id, contactId: message.contact_id, conversationId: message.conversation_id },
-        occurredAt: timeOf(fact.occurredAt),
-      };
+      const stamped = await statusEvent(deps, p, base);
+      if (!stamped) return false;
+      event = stamped;
       break;
     }
     case 'edited':

@@ -4,6 +4,7 @@
  * provider_rejections with a reason naming it. Only a malformed envelope refuses the whole.
  */
 import { parseProviderPart } from '../core/catalog/issues.js';
+import { isRecord } from '../core/is-record.js';
 import { toStorableText } from '../core/storable-text.js';
 import { recordProviderRejection } from '../db/messaging.js';
 import type { Queryable } from '../db/pool.js';
@@ -27,7 +28,6 @@ export interface RejectedItem {
 }
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** The item lists of the chatapp fields that carry several items in one change. */
 const CHATAPP_ITEM_LISTS: Record<string, readonly string[]> = {
@@ -56,7 +56,7 @@ export function splitChatappNotification(raw: unknown): NotificationItem[] {
       const at = `entry[${ei}].changes[${ci}]`;
       const one = (value: unknown): Json => ({ ...body, entry: [{ ...entry, changes: [{ ...change, value }] }] });
       const value = change.value;
-      const lists = (CHATAPP_ITEM_LISTS[String(change.field)] ?? []).filter((k) => isObject(value) && Array.isArray(value[k]));
+      const lists = (CHATAPP_ITEM_LISTS[String(change.field)] ?? []).filter((k) => isRecord(value) && Array.isArray(value[k]));
       const count = lists.reduce((n, k) => n + ((value as Json)[k] as unknown[]).length, 0);
       if (count === 0) {
         items.push(item(at, one(value), [['entry[0].changes[0]', at]]));

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { formatIssue, getEventDefinition, type EventDefinition } from '../core/catalog/index.js';
 import { invalidEvent } from '../core/domain-error.js';
+import { isRecord } from '../core/is-record.js';
 import { findCustomerOfWaba, getChannelAccountOfAccount, getCustomerOfAccount, type ChannelAccount } from '../db/directory.js';
 import type { Environment } from '../db/events.js';
 import { findMessage, findRegisteredMessage } from '../db/messaging.js';
@@ -22,8 +23,7 @@ export const PublishBody = z
 type PublishBody = z.infer<typeof PublishBody>;
 
 const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
-const obj = (v: unknown): Record<string, unknown> | null =>
-  v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+const obj = (v: unknown): Record<string, unknown> | null => (isRecord(v) ? v : null);
 
 export async function publishEvent(
   deps: IngestDeps,

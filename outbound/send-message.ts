@@ -20,7 +20,7 @@ import { registerOutboundMessage, upsertContact, upsertConversation, type Messag
 import { inTransaction, type Db } from '../db/pool.js';
 import { completeIdempotencyKey, releaseIdempotencyKey, reserveIdempotencyKey } from '../db/send-idempotency.js';
 import { canonicalJson, sha256Hex } from '../core/catalog/canonical-json.js';
-import { GRAPH_CODE, MEDIA_PROCESSING_SUBCODE } from '../provider/graph-codes.js';
+import { GRAPH_CODE, MEDIA_PROCESSING_SUBCODE } from '../core/graph-codes.js';
 import { ProviderError, type ProviderHttp } from '../provider/http.js';
 import { logger } from '../runtime/logger.js';
 import { refreshTokenStatus } from './token-status.js';

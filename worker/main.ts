@@ -1,13 +1,9 @@
 /** Production worker: runs endpoint workflows and their activities against TEMPORAL_ADDRESS and DATABASE_URL. */
 import { NativeConnection } from '@temporalio/worker';
-import { migrate } from '../db/migrate.js';
-import { createPool } from '../db/pool.js';
-import { createHttpClient } from '../delivery/http-client.js';
-import { loadConfig, type Config } from '../runtime/config.js';
+import { loadServiceConfig, startServices, type ServiceConfig } from '../bootstrap/services.js';
 import { logger } from '../runtime/logger.js';
-import { connectTemporal, endpointWorkflows, ensureSearchAttributes } from '../temporal/client.js';
-import { createDestinationPolicy, type Resolver } from '../security/destination-policy.js';
-import { createSecretBox, loadOrCreateEncryptionKey } from '../security/secret-box.js';
+import { endpointWorkflows, ensureSearchAttributes } from '../temporal/client.js';
+import type { Resolver } from '../security/destination-policy.js';
 import { createSessionRegistry } from '../activities/session-registry.js';
 import { dueChannel } from '../db/due-notifications.js';
 import { createDueWakes } from '../ingest/due-wakes.js';
@@ -18,19 +14,13 @@ import { runOutboxSender } from './outbox-sender.js';
 import { installTemporalLogging } from './temporal-logging.js';
 
 export async function runWorker(
-  config: Config & { databaseUrl: string; temporalAddress: string },
+  config: ServiceConfig,
   opts: { signal?: AbortSignal; resolver?: Resolver; workflowBundlePath?: string } = {},
 ): Promise<void> {
   installTemporalLogging();
-  await migrate(config.databaseUrl);
-  const db = createPool(config.databaseUrl, 20);
-  const { connection: clientConnection, client } = await connectTemporal(config.temporalAddress, config.temporalNamespace);
-  await ensureSearchAttributes(clientConnection, config.temporalNamespace);
-  const httpClient = createHttpClient({
-    policy: createDestinationPolicy({ allowCidrs: config.allowPrivateCidrs, resolver: opts.resolver }),
-    timeoutMs: config.deliveryTimeoutMs,
-    devCaFile: config.devCaFile,
-  });
+  const services = await startServices(config, opts);
+  const { db, httpClient, temporal } = services;
+  await ensureSearchAttributes(temporal.connection, config.temporalNamespace);
   const sessions = createSessionRegistry();
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const worker = await createWorker({
@@ -40,7 +30,7 @@ export async function runWorker(
     deps: {
       db,
       httpClient,
-      secretBox: createSecretBox(loadOrCreateEncryptionKey(config.encryptionKey, config.dataDir)),
+      secretBox: services.secretBox,
       sessions,
       lingerMs: config.deliveryLingerMs,
     },
@@ -56,7 +46,7 @@ export async function runWorker(
     db,
     channel: dueChannel(config.taskQueue),
     sessions,
-    workflows: endpointWorkflows(client, config.taskQueue),
+    workflows: endpointWorkflows(temporal.client, config.taskQueue),
     sweepEveryMs: config.dueSweepMs,
   });
   const outboxStop = new AbortController();
@@ -71,23 +61,9 @@ export async function runWorker(
     await crmSweep;
     await crmWakes.flush();
     await router.close();
-    await clientConnection.close();
     await connection.close();
-    await httpClient.close();
-    await db.end();
+    await services.close();
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const config = loadConfig();
-  if (!config.databaseUrl || !config.temporalAddress) {
-    console.error('npm run worker needs DATABASE_URL and TEMPORAL_ADDRESS (npm start runs everything locally).');
-    process.exit(2);
-  }
-  if (config.devMode)
-    logger.warn(
-      { allowPrivateCidrs: config.allowPrivateCidrs, devCaFile: config.devCaFile },
-      'WEBHOOKS_DEV_MODE is on: loopback receivers allowed; never in production',
-    );
-  await runWorker({ ...config, databaseUrl: config.databaseUrl, temporalAddress: config.temporalAddress });
-}
+if (import.meta.url === `file://${process.argv[1]}`) await runWorker(loadServiceConfig('npm run worker'));

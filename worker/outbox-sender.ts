@@ -5,6 +5,7 @@
  * (a crash between the send and the commit can repeat that one message).
  */
 import nodemailer, { type Transporter } from 'nodemailer';
+import { doublingBackoffMs } from '../core/backoff.js';
 import { notificationText } from '../core/notification-text.js';
 import { claimUnsentNotifications, markNotificationSent, type OutboxRow } from '../db/plan-usage.js';
 import { inTransaction, type Db } from '../db/pool.js';
@@ -59,7 +60,7 @@ export function runOutboxSender(
   return new Promise((resolve) => {
     let timer: NodeJS.Timeout | undefined;
     let failures = 0;
-    const delay = () => Math.min(interval * 2 ** failures, maxInterval);
+    const delay = () => doublingBackoffMs(interval, failures, maxInterval);
     const tick = async () => {
       try {
         while ((await sendPendingNotifications(db, deliver)) > 0);

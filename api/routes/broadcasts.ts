@@ -36,16 +36,21 @@ function enumFilter<T extends string>(raw: unknown, values: readonly T[]): T | u
   return raw as T;
 }
 
+/** The broadcast of the key's Account and environment; anything else is 404. */
+async function broadcastOf(db: Queryable, p: Principal, raw: string, opts: { forUpdate?: boolean } = {}): Promise<BroadcastRow> {
+  const row = Uuid.safeParse(raw).success ? await getBroadcast(db, p, raw, opts) : undefined;
+  if (!row) throw notFound('broadcast');
+  return row;
+}
+
 export function broadcastRoutes(deps: ApiDeps): Router {
   const router = new Router();
+  broadcastItselfRoutes(router, deps);
+  recipientAndSendRoutes(router, deps);
+  return router;
+}
 
-  /** The broadcast of the key's Account and environment; anything else is 404. */
-  async function broadcastOf(p: Principal, raw: string, opts: { forUpdate?: boolean; db?: Queryable } = {}): Promise<BroadcastRow> {
-    const row = Uuid.safeParse(raw).success ? await getBroadcast(opts.db ?? deps.db, p, raw, opts) : undefined;
-    if (!row) throw notFound('broadcast');
-    return row;
-  }
-
+function broadcastItselfRoutes(router: Router, deps: ApiDeps): void {
   router.post('/api/v1/broadcasts', requireScope('messages:write'), async (ctx) => {
     const principal = principalOf(ctx);
     const body = parseBody(CreateBroadcastBody, await readJson(ctx));
@@ -92,9 +97,11 @@ export function broadcastRoutes(deps: ApiDeps): Router {
   });
 
   router.get('/api/v1/broadcasts/:id', requireScope('messages:read'), async (ctx) => {
-    ctx.body = { data: presentBroadcast(await broadcastOf(principalOf(ctx), ctx.params.id!)) };
+    ctx.body = { data: presentBroadcast(await broadcastOf(deps.db, principalOf(ctx), ctx.params.id!)) };
   });
+}
 
+function recipientAndSendRoutes(router: Router, deps: ApiDeps): void {
   router.post('/api/v1/broadcasts/:id/recipients', requireScope('messages:write'), async (ctx) => {
     const principal = principalOf(ctx);
     const body = await readJson(ctx);
@@ -114,7 +121,7 @@ export function broadcastRoutes(deps: ApiDeps): Router {
     const triage = triageRecipients(items);
     const added = await inTransaction(deps.db, async (tx) => {
       // Locked so a send cannot start between the check and the insert.
-      const b = await broadcastOf(principal, ctx.params.id!, { forUpdate: true, db: tx });
+      const b = await broadcastOf(tx, principal, ctx.params.id!, { forUpdate: true });
       if (b.status !== 'draft')
         throw new DomainError(409, 'broadcast_not_draft', `recipients can be added only to a draft broadcast; this one is ${b.status}`);
       return addRecipients(tx, b.id, triage.accepted);
@@ -130,7 +137,7 @@ export function broadcastRoutes(deps: ApiDeps): Router {
   });
 
   router.get('/api/v1/broadcasts/:id/recipients', requireScope('messages:read'), async (ctx) => {
-    const b = await broadcastOf(principalOf(ctx), ctx.params.id!);
+    const b = await broadcastOf(deps.db, principalOf(ctx), ctx.params.id!);
     const status = enumFilter<RecipientStatus>(ctx.query.status, RECIPIENT_STATUSES);
     const limit = parseLimit(ctx.query.limit);
     const after = pageCursor(ctx.query.after);
@@ -143,7 +150,7 @@ export function broadcastRoutes(deps: ApiDeps): Router {
   router.post('/api/v1/broadcasts/:id/send', requireScope('messages:write'), async (ctx) => {
     const principal = principalOf(ctx);
     requireProvider(deps.providerApi);
-    const b = await broadcastOf(principal, ctx.params.id!);
+    const b = await broadcastOf(deps.db, principal, ctx.params.id!);
     if (b.status === 'sent') throw new DomainError(409, 'broadcast_already_sent', 'this broadcast was sent already');
     if (b.counts.total === 0)
       throw new DomainError(422, 'no_recipients', 'add recipients before sending (POST /api/v1/broadcasts/{id}/recipients)');
@@ -165,6 +172,4 @@ export function broadcastRoutes(deps: ApiDeps): Router {
     await sendBroadcast({ db: deps.db, providerApi: deps.providerApi, now: deps.now }, principal, b);
     ctx.body = { data: presentBroadcast((await getBroadcast(deps.db, principal, b.id))!) };
   });
-
-  return router;
 }

@@ -40,40 +40,46 @@ export function pageCursor(raw: unknown): ReturnType<typeof decodePageKey> | und
   return key;
 }
 
+async function checkUrl(policy: ApiDeps['policy'], url: string) {
+  const why = await urlRefusal(policy, url);
+  if (why) throw new DomainError(422, 'invalid_url', why);
+}
+
+function checkEvents(events: readonly unknown[]) {
+  const categories = normalizeCategories(events);
+  if (categories.length === 0)
+    throw new DomainError(422, 'invalid_events', 'events has no valid category (messages, statuses, crm, account, app_messages)');
+  return categories;
+}
+
+async function checkCustomer(db: ApiDeps['db'], accountId: string, customerId: string | null | undefined) {
+  if (!customerId) return;
+  if (!(await getCustomerOfAccount(db, accountId, customerId))) {
+    throw new DomainError(422, 'invalid_customer_id', 'customer_id is not a Customer of this Account');
+  }
+}
+
+function endpointId(raw: string): string {
+  if (!Uuid.safeParse(raw).success) throw notFound('webhook endpoint');
+  return raw;
+}
+
 export function webhookRoutes(deps: ApiDeps): Router {
-  const { db, secretBox, policy } = deps;
   const router = new Router();
+  createAndReadRoutes(router, deps);
+  patchAndDeleteRoutes(router, deps);
+  testRoute(router, deps);
+  return router;
+}
 
-  async function checkUrl(url: string) {
-    const why = await urlRefusal(policy, url);
-    if (why) throw new DomainError(422, 'invalid_url', why);
-  }
-
-  function checkEvents(events: readonly unknown[]) {
-    const categories = normalizeCategories(events);
-    if (categories.length === 0)
-      throw new DomainError(422, 'invalid_events', 'events has no valid category (messages, statuses, crm, account, app_messages)');
-    return categories;
-  }
-
-  async function checkCustomer(accountId: string, customerId: string | null | undefined) {
-    if (!customerId) return;
-    if (!(await getCustomerOfAccount(db, accountId, customerId))) {
-      throw new DomainError(422, 'invalid_customer_id', 'customer_id is not a Customer of this Account');
-    }
-  }
-
-  function endpointId(raw: string): string {
-    if (!Uuid.safeParse(raw).success) throw notFound('webhook endpoint');
-    return raw;
-  }
-
+function createAndReadRoutes(router: Router, deps: ApiDeps): void {
+  const { db, secretBox, policy } = deps;
   router.post('/api/v1/webhooks', requireScope('webhooks:write'), async (ctx) => {
     const { accountId } = principalOf(ctx);
     const body = parseBody(CreateEndpointBody, await readJson(ctx));
     const events = checkEvents(body.events);
-    await checkUrl(body.url);
-    await checkCustomer(accountId, body.customer_id);
+    await checkUrl(policy, body.url);
+    await checkCustomer(db, accountId, body.customer_id);
     const secret = body.secret ?? generateSigningSecret();
     const row = await inTransaction(db, (tx) =>
       insertEndpoint(tx, {
@@ -117,15 +123,18 @@ export function webhookRoutes(deps: ApiDeps): Router {
     const hours = rows.map((r) => ({ hour: r.hour.toISOString(), successes: r.successes, failures: r.failures }));
     ctx.body = { data: { since: hours[0]!.hour, hours } };
   });
+}
 
+function patchAndDeleteRoutes(router: Router, deps: ApiDeps): void {
+  const { db, secretBox, policy } = deps;
   router.patch('/api/v1/webhooks/:id', requireScope('webhooks:write'), async (ctx) => {
     const { accountId } = principalOf(ctx);
     const id = endpointId(ctx.params.id!);
     const body = parseBody(UpdateEndpointBody, await readJson(ctx));
     // Checks that need the network run before the transaction so no row lock waits on DNS.
-    if (body.url !== undefined) await checkUrl(body.url);
+    if (body.url !== undefined) await checkUrl(policy, body.url);
     const events = body.events !== undefined ? checkEvents(body.events) : undefined;
-    await checkCustomer(accountId, body.customer_id);
+    await checkCustomer(db, accountId, body.customer_id);
 
     const { row, changed } = await inTransaction(db, async (tx) => {
       const current = await getEndpoint(tx, accountId, id, { forUpdate: true });
@@ -184,7 +193,10 @@ export function webhookRoutes(deps: ApiDeps): Router {
     await notifyAfterCommit(deps.workflows, id, accountId, 'deleted');
     ctx.status = 204;
   });
+}
 
+function testRoute(router: Router, deps: ApiDeps): void {
+  const { db, secretBox } = deps;
   router.post('/api/v1/webhooks/:id/test', requireScope('webhooks:write'), async (ctx) => {
     const { accountId } = principalOf(ctx);
     const id = endpointId(ctx.params.id!);
@@ -239,6 +251,4 @@ export function webhookRoutes(deps: ApiDeps): Router {
       data: { success: true, response_code: outcome.recordedStatus!, health_status: row.health_status, active: row.active },
     };
   });
-
-  return router;
 }

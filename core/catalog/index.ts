@@ -5,6 +5,7 @@ import { chatappMessageEvents } from './chatapp-messages.js';
 import { crmEvents } from './crm.js';
 import { photoappEvents } from './photoapp.js';
 import { testEvents } from './test-event.js';
+import { isRecord } from '../is-record.js';
 import { unixSecondsToIso } from './time.js';
 import type { EventDefinition } from './types.js';
 
@@ -52,8 +53,6 @@ export interface StreamContext {
   contactId?: string | null;
   conversationId?: string | null;
 }
-
-const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** The stream item's `data` for a stored event (SPEC 2.4, 6.3). */
 export function streamData(def: EventDefinition, data: Record<string, unknown>, ctx: StreamContext): Record<string, unknown> {

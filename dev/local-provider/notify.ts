@@ -4,6 +4,7 @@
  * channel's ingress. A refused or failed POST is retried a few times, like the provider does.
  */
 import crypto from 'node:crypto';
+import { doublingBackoffMs } from '../../core/backoff.js';
 
 export type ProviderChannel = 'chatapp' | 'photoapp';
 
@@ -41,7 +42,7 @@ export function createNotifier(opts: { platformUrl: string; appSecret: string; a
         } catch {
           status = 0;
         }
-        await new Promise((r) => setTimeout(r, 100 * 2 ** i));
+        await new Promise((r) => setTimeout(r, doublingBackoffMs(100, i)));
       }
       return status;
     },

@@ -12,6 +12,7 @@ import { projectRoot } from '../../dev/tools.js';
 import { samples } from '../support/catalog-samples.js';
 import { createTenant, startTestApi, type Tenant, type TestApi } from '../support/harness.js';
 import { startReceiver, type Receiver } from '../support/https-receiver.js';
+import { SOURCE_CONDITION } from '../support/webhooks-cli.js';
 
 let api: TestApi;
 let receiver: Receiver;
@@ -44,7 +45,8 @@ beforeAll(async () => {
   const key = await tenant.keyFor(['webhooks:read', 'webhooks:write', 'events:read']);
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: ['--import', 'tsx', path.join(projectRoot, 'packages/mcp/src/main.ts')],
+    // From source, the SDK too (as the CLI's tests run it): never a stale or half-rebuilt dist/.
+    args: [`--conditions=${SOURCE_CONDITION}`, '--import', 'tsx', path.join(projectRoot, 'packages/mcp/src/main.ts')],
     cwd: projectRoot,
     env: { ...getDefaultEnvironment(), WEBHOOKS_BASE_URL: api.url, WEBHOOKS_API_KEY: key, WEBHOOKS_MCP_POLL_MS: '100' },
     stderr: 'inherit',

@@ -1,26 +1,22 @@
 import { describe, expect, it } from 'vitest';
-import type { ApiClient } from '../../packages/mcp/src/api-client.js';
-import { headCursor } from '../../packages/mcp/src/live-stream.js';
+import { headCursor, type StreamReader } from '../../packages/mcp/src/live-stream.js';
 
 /** A stream with the given cursors (gaps where events were deleted), paged like GET /api/v1/events. */
-function streamOf(cursors: number[]): ApiClient & { reads: number } {
-  const fake = {
-    reads: 0,
-    async get<T>(_path: string, query: Record<string, string | number | undefined> = {}) {
+function streamOf(cursors: number[]): StreamReader & { reads: number } {
+  const fake = Object.assign(
+    async (afterCursor: string, limit: number) => {
       fake.reads++;
-      const after = Number(query.after);
+      const after = Number(afterCursor);
       const rest = cursors.filter((c) => c > after);
-      const data = rest.slice(0, Number(query.limit)).map((c) => ({ id: `e${c}`, cursor: String(c), type: 't' }));
+      const data = rest.slice(0, limit).map((c) => ({ id: `e${c}`, cursor: String(c), type: 't' }));
       const hasMore = rest.length > data.length;
       return {
         data,
         paging: { cursor: data.at(-1)?.cursor ?? String(after), next: hasMore ? data.at(-1)!.cursor : null, has_more: hasMore },
-      } as T;
+      };
     },
-    async post<T>(): Promise<T> {
-      throw new Error('not used');
-    },
-  };
+    { reads: 0 },
+  );
   return fake;
 }
 

@@ -11,12 +11,12 @@ import {
   UnsubscribeRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
+import { WebhookPlatform, WebhookPlatformError, type EventType } from '@webhook-platform/sdk';
 import { z } from 'zod';
-import { createApiClient, WebhooksApiError, type ApiClient } from './api-client.js';
-import { LiveStream, readStream } from './live-stream.js';
+import { LiveStream, streamReader, type StreamReader } from './live-stream.js';
 
-export { createApiClient, WebhooksApiError, type ApiClient } from './api-client.js';
-export { headCursor } from './live-stream.js';
+export { WebhookPlatform, WebhookPlatformError } from '@webhook-platform/sdk';
+export { headCursor, streamReader, type StreamReader } from './live-stream.js';
 
 export const VERSION = '0.11.0';
 export const CATALOG_URI = 'webhooks://event-types';
@@ -26,28 +26,36 @@ const DELIVERY_STATUSES = ['pending', 'success', 'failed', 'exhausted', 'limited
 const limit = z.number().int().min(1).max(100).optional().describe('Page size, default 20, at most 100.');
 const after = z.string().optional().describe('paging.next of the previous page.');
 
-interface EventType {
-  name: string;
-  category: string | null;
-  description: string;
-  in_stream: boolean;
-  schema: unknown;
+const json = (value: unknown) => JSON.stringify(value, null, 2);
+
+/** The service root or its /api/v1 (both accepted, as WEBHOOKS_BASE_URL always did) as the SDK's base URL, which ends in /api/v1. */
+export function apiV1Url(baseUrl: string): string {
+  return `${baseUrl.replace(/\/+$/, '').replace(/\/api\/v1$/, '')}/api/v1`;
 }
 
-const json = (value: unknown) => JSON.stringify(value, null, 2);
+/** The SDK's error, or a request that ran out of time as its network_error (status 0). */
+function platformError(err: unknown): WebhookPlatformError | undefined {
+  if (err instanceof WebhookPlatformError) return err;
+  if (err instanceof Error && err.name === 'TimeoutError') return WebhookPlatformError.network(`no answer in time: ${err.message}`, err);
+  return undefined;
+}
 
 /** A tool's answer: the API's JSON, or the API's error as a tool error the model can read. */
 async function answer(work: () => Promise<unknown>): Promise<CallToolResult> {
   try {
     return { content: [{ type: 'text', text: json(await work()) }] };
-  } catch (err) {
-    if (!(err instanceof WebhooksApiError)) throw err;
+  } catch (thrown) {
+    const err = platformError(thrown);
+    if (!err) throw thrown;
     return { isError: true, content: [{ type: 'text', text: `${err.code} (HTTP ${err.status}): ${err.message}` }] };
   }
 }
 
 export interface ServerOptions {
-  api: ApiClient;
+  /** The SDK's client, its baseUrl ending in /api/v1 (apiV1Url). */
+  api: WebhookPlatform;
+  /** How long one API call may take. Default 30 s. */
+  timeoutMs?: number;
   /** How often a subscribed live stream asks for new items. */
   pollIntervalMs?: number;
   /** Where problems of the background poll go; never stdout, which is the protocol channel. */
@@ -56,8 +64,23 @@ export interface ServerOptions {
 
 export function createWebhooksMcpServer(opts: ServerOptions): { server: McpServer; close(): void } {
   const { api } = opts;
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+  const call: Calls = { api, signal: () => AbortSignal.timeout(timeoutMs), read: streamReader(api, timeoutMs) };
   const server = new McpServer({ name: 'webhook-platform', version: VERSION });
+  registerTools(server, call);
+  registerCatalog(server, call);
+  const live = registerLiveStream(server, call, opts);
+  return { server, close: () => live.stop() };
+}
 
+/** What the tools and resources call the API with: the client, a fresh time limit per call, the stream reader. */
+interface Calls {
+  api: WebhookPlatform;
+  signal: () => AbortSignal;
+  read: StreamReader;
+}
+
+function registerTools(server: McpServer, { api, signal, read }: Calls): void {
   server.registerTool(
     'list_endpoints',
     {
@@ -65,7 +88,7 @@ export function createWebhooksMcpServer(opts: ServerOptions): { server: McpServe
       description: 'Webhook endpoints of the Account, oldest first, with their health (no secrets).',
       inputSchema: { limit, after },
     },
-    (args) => answer(() => api.get('/webhooks', { limit: args.limit, after: args.after })),
+    (args) => answer(() => api.call('listWebhooks', { query: { limit: args.limit, after: args.after }, signal: signal() })),
   );
 
   server.registerTool(
@@ -76,7 +99,7 @@ export function createWebhooksMcpServer(opts: ServerOptions): { server: McpServe
         'POSTs a signed webhook.test to the endpoint. A 2xx answer verifies it (health healthy, active); anything else is test_delivery_failed and changes no health.',
       inputSchema: { endpoint_id: z.uuid().describe('id of the webhook endpoint') },
     },
-    (args) => answer(() => api.post(`/webhooks/${encodeURIComponent(args.endpoint_id)}/test`)),
+    (args) => answer(() => api.call('testWebhook', { params: { id: args.endpoint_id }, signal: signal() })),
   );
 
   server.registerTool(
@@ -94,12 +117,9 @@ export function createWebhooksMcpServer(opts: ServerOptions): { server: McpServe
     },
     (args) =>
       answer(() =>
-        api.get('/webhook_deliveries', {
-          endpoint_id: args.endpoint_id,
-          status: args.status,
-          event_type: args.event_type,
-          limit: args.limit,
-          after: args.after,
+        api.call('listDeliveries', {
+          query: { endpoint_id: args.endpoint_id, status: args.status, event_type: args.event_type, limit: args.limit, after: args.after },
+          signal: signal(),
         }),
       ),
   );
@@ -119,10 +139,12 @@ export function createWebhooksMcpServer(opts: ServerOptions): { server: McpServe
         limit,
       },
     },
-    (args) => answer(() => readStream(api, args.after ?? '0', args.limit ?? 20)),
+    (args) => answer(() => read(args.after ?? '0', args.limit ?? 20)),
   );
+}
 
-  const eventTypes = async () => (await api.get<{ data: EventType[] }>('/event_types')).data;
+function registerCatalog(server: McpServer, { api, signal }: Calls): void {
+  const eventTypes = (): Promise<EventType[]> => api.eventTypes.list({ signal: signal() });
 
   server.registerResource(
     'event-catalog',
@@ -158,8 +180,11 @@ export function createWebhooksMcpServer(opts: ServerOptions): { server: McpServe
       return { contents: [{ uri: uri.href, mimeType: 'application/json', text: json(found) }] };
     },
   );
+}
 
-  const live = new LiveStream(api, {
+/** `webhooks://events/live`: subscribers are told when new stream items arrive. */
+function registerLiveStream(server: McpServer, { read }: Calls, opts: ServerOptions): LiveStream {
+  const live = new LiveStream(read, {
     pollIntervalMs: opts.pollIntervalMs ?? 2_000,
     onItems: () => void server.server.sendResourceUpdated({ uri: LIVE_URI }).catch(opts.onError ?? (() => {})),
     onError: opts.onError ?? (() => {}),
@@ -189,7 +214,7 @@ export function createWebhooksMcpServer(opts: ServerOptions): { server: McpServe
     return {};
   });
 
-  return { server, close: () => live.stop() };
+  return live;
 }
 
 /** The server configured from the environment: WEBHOOKS_BASE_URL, WEBHOOKS_API_KEY, WEBHOOKS_MCP_POLL_MS. */
@@ -200,6 +225,6 @@ export function serverFromEnv(env: NodeJS.ProcessEnv = process.env, onError?: (e
   const pollIntervalMs = env.WEBHOOKS_MCP_POLL_MS ? Number(env.WEBHOOKS_MCP_POLL_MS) : undefined;
   if (pollIntervalMs !== undefined && !(pollIntervalMs > 0))
     throw new Error('WEBHOOKS_MCP_POLL_MS must be a positive number of milliseconds');
-  const api = createApiClient({ baseUrl: env.WEBHOOKS_BASE_URL || 'http://localhost:3000', apiKey });
+  const api = new WebhookPlatform({ baseUrl: apiV1Url(env.WEBHOOKS_BASE_URL || 'http://localhost:3000'), apiKey });
   return createWebhooksMcpServer({ api, pollIntervalMs, onError });
 }
