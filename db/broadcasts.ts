@@ -114,13 +114,14 @@ export async function listBroadcasts(
     params.push(f.status);
     where.push(`b.status = $${params.length}`);
   }
-  const { clause, order } = keyset(page, params, 'b.');
+  const ks = keyset(page, params, 'b.');
+  const { clause, order } = ks;
   if (clause) where.push(clause);
   const { rows } = await db.query<BroadcastRow>(
     `${BROADCAST} WHERE ${where.join(' AND ')} ORDER BY b.created_at ${order}, b.id ${order} LIMIT $3`,
     params,
   );
-  return inPageOrder(rows, order);
+  return inPageOrder(rows, ks);
 }
 
 /**
@@ -214,13 +215,14 @@ export async function listRecipients(
     params.push(f.status);
     where.push(`status = $${params.length}`);
   }
-  const { clause, order } = keyset(page, params);
+  const ks = keyset(page, params);
+  const { clause, order } = ks;
   if (clause) where.push(clause);
   const { rows } = await db.query<RecipientRow>(
     `SELECT ${RECIPIENT_COLUMNS} FROM broadcast_recipients WHERE ${where.join(' AND ')} ORDER BY created_at ${order}, id ${order} LIMIT $2`,
     params,
   );
-  return inPageOrder(rows, order);
+  return inPageOrder(rows, ks);
 }
 
 /**

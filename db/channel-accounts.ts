@@ -5,6 +5,7 @@
 import type { PageKey } from '../core/paging.js';
 import type { TokenStatus } from '../core/token-status.js';
 import type { ChannelAccount } from './directory.js';
+import { inPageOrder, keyset } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export interface ChannelAccountRow extends ChannelAccount {
@@ -39,23 +40,15 @@ export async function listChannelAccounts(
   page: { limit: number; after?: PageKey; before?: PageKey; channel?: string; customerId?: string },
 ): Promise<ChannelAccountRow[]> {
   const params: unknown[] = [principal.accountId, principal.environment, page.limit + 1, page.channel ?? null, page.customerId ?? null];
-  let where = '';
-  let order = 'ASC';
-  if (page.after) {
-    params.push(page.after.ts, page.after.id);
-    where = `AND (created_at, id) > ($6::timestamptz, $7::uuid)`;
-  } else if (page.before) {
-    params.push(page.before.ts, page.before.id);
-    where = `AND (created_at, id) < ($6::timestamptz, $7::uuid)`;
-    order = 'DESC';
-  }
+  const ks = keyset(page, params);
   const { rows } = await db.query<ChannelAccountRow>(
     `SELECT ${COLUMNS} FROM channel_accounts
-     WHERE account_id = $1 AND environment = $2 AND ($4::text IS NULL OR channel = $4) AND ($5::uuid IS NULL OR customer_id = $5) ${where}
-     ORDER BY created_at ${order}, id ${order} LIMIT $3`,
+     WHERE account_id = $1 AND environment = $2 AND ($4::text IS NULL OR channel = $4) AND ($5::uuid IS NULL OR customer_id = $5)
+       ${ks.clause ? `AND ${ks.clause}` : ''}
+     ORDER BY created_at ${ks.order}, id ${ks.order} LIMIT $3`,
     params,
   );
-  return order === 'DESC' ? rows.reverse() : rows;
+  return inPageOrder(rows, ks);
 }
 
 export async function recordTokenStatus(db: Queryable, id: string, status: TokenStatus, expiresAt: Date | null): Promise<void> {

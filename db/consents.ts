@@ -1,5 +1,6 @@
 /** Consent records of contacts: an append-only history (crm/consents.ts decides what emits). */
 import type { PageKey } from '../core/paging.js';
+import { inPageOrder, keyset } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export type ConsentPurpose = 'utility' | 'marketing';
@@ -57,19 +58,10 @@ export async function listConsents(
   page: { limit: number; after?: PageKey; before?: PageKey },
 ): Promise<ConsentRow[]> {
   const params: unknown[] = [contactId, page.limit + 1];
-  let where = '';
-  let order = 'DESC';
-  if (page.after) {
-    params.push(page.after.ts, page.after.id);
-    where = `AND (created_at, id) < ($3::timestamptz, $4::uuid)`;
-  } else if (page.before) {
-    params.push(page.before.ts, page.before.id);
-    where = `AND (created_at, id) > ($3::timestamptz, $4::uuid)`;
-    order = 'ASC';
-  }
+  const ks = keyset(page, params, '', 'newest-first');
   const { rows } = await db.query<ConsentRow>(
-    `SELECT ${COLUMNS} FROM consent_records WHERE contact_id = $1 ${where} ORDER BY created_at ${order}, id ${order} LIMIT $2`,
+    `SELECT ${COLUMNS} FROM consent_records WHERE contact_id = $1 ${ks.clause ? `AND ${ks.clause}` : ''} ORDER BY created_at ${ks.order}, id ${ks.order} LIMIT $2`,
     params,
   );
-  return order === 'ASC' ? rows.reverse() : rows;
+  return inPageOrder(rows, ks);
 }

@@ -4,6 +4,7 @@
  * environment as well as its Account.
  */
 import type { PageKey } from '../core/paging.js';
+import { inPageOrder, keyset } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export interface Scope {
@@ -82,20 +83,13 @@ export async function listContacts(
   if (filter.channelAccountId) add('c.channel_account_id = ?', filter.channelAccountId);
   if (filter.stageKey) add('s.key = ?', filter.stageKey);
   if (filter.waId) add('c.wa_id = ?', filter.waId);
-  let order = 'DESC';
-  if (page.after) {
-    params.push(page.after.ts, page.after.id);
-    where.push(`(c.created_at, c.id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
-  } else if (page.before) {
-    params.push(page.before.ts, page.before.id);
-    where.push(`(c.created_at, c.id) > ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
-    order = 'ASC';
-  }
+  const ks = keyset(page, params, 'c.', 'newest-first');
+  if (ks.clause) where.push(ks.clause);
   const { rows } = await db.query<ContactRow>(
-    `${SELECT} WHERE ${where.join(' AND ')} ORDER BY c.created_at ${order}, c.id ${order} LIMIT $3`,
+    `${SELECT} WHERE ${where.join(' AND ')} ORDER BY c.created_at ${ks.order}, c.id ${ks.order} LIMIT $3`,
     params,
   );
-  return order === 'ASC' ? rows.reverse() : rows;
+  return inPageOrder(rows, ks);
 }
 
 export interface ContactChanges {

@@ -3,6 +3,7 @@ import type { PageKey } from '../core/paging.js';
 import type { AttemptError } from '../delivery/http-client.js';
 import type { EventRow } from './events.js';
 import type { HealthStatus } from './endpoints.js';
+import { inPageOrder, keyset } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export const DELIVERY_STATUSES = ['pending', 'success', 'failed', 'exhausted', 'limited'] as const;
@@ -101,20 +102,13 @@ export async function listDeliveries(
   if (filter.endpointId) add('endpoint_id = ?', filter.endpointId);
   if (filter.status) add('status = ?', filter.status);
   if (filter.eventType) add('event_type = ?', filter.eventType);
-  let order = 'DESC';
-  if (page.after) {
-    params.push(page.after.ts, page.after.id);
-    where.push(`(created_at, id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
-  } else if (page.before) {
-    params.push(page.before.ts, page.before.id);
-    where.push(`(created_at, id) > ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
-    order = 'ASC';
-  }
+  const ks = keyset(page, params, '', 'newest-first');
+  if (ks.clause) where.push(ks.clause);
   const { rows } = await db.query<DeliveryRow>(
-    `SELECT ${COLUMNS} FROM deliveries WHERE ${where.join(' AND ')} ORDER BY created_at ${order}, id ${order} LIMIT $2`,
+    `SELECT ${COLUMNS} FROM deliveries WHERE ${where.join(' AND ')} ORDER BY created_at ${ks.order}, id ${ks.order} LIMIT $2`,
     params,
   );
-  return order === 'ASC' ? rows.reverse() : rows;
+  return inPageOrder(rows, ks);
 }
 
 export async function getDelivery(

@@ -2,6 +2,7 @@ import { DomainError } from '../core/domain-error.js';
 import { newEndpoint, type afterTest, type Health } from '../core/health.js';
 import type { RoutableEndpoint } from '../core/admission.js';
 import type { PageKey } from '../core/paging.js';
+import { inPageOrder, keyset } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export type HealthStatus = Health;
@@ -102,22 +103,13 @@ export async function listEndpoints(
   page: { limit: number; after?: PageKey; before?: PageKey },
 ): Promise<EndpointRow[]> {
   const params: unknown[] = [accountId, page.limit + 1];
-  let where = '';
-  let order = 'ASC';
-  if (page.after) {
-    params.push(page.after.ts, page.after.id);
-    where = `AND (created_at, id) > ($3::timestamptz, $4::uuid)`;
-  } else if (page.before) {
-    params.push(page.before.ts, page.before.id);
-    where = `AND (created_at, id) < ($3::timestamptz, $4::uuid)`;
-    order = 'DESC';
-  }
+  const ks = keyset(page, params);
   const { rows } = await db.query<EndpointRow>(
-    `SELECT ${COLUMNS} FROM endpoints WHERE account_id = $1 AND deleted_at IS NULL ${where}
-     ORDER BY created_at ${order}, id ${order} LIMIT $2`,
+    `SELECT ${COLUMNS} FROM endpoints WHERE account_id = $1 AND deleted_at IS NULL ${ks.clause ? `AND ${ks.clause}` : ''}
+     ORDER BY created_at ${ks.order}, id ${ks.order} LIMIT $2`,
     params,
   );
-  return order === 'DESC' ? rows.reverse() : rows;
+  return inPageOrder(rows, ks);
 }
 
 export interface EndpointChanges {

@@ -4,6 +4,7 @@
  */
 import type { PageKey } from '../core/paging.js';
 import type { Scope } from './contacts.js';
+import { inPageOrder, keyset } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export interface ConversationListRow {
@@ -47,20 +48,13 @@ async function pageOf<T>(
     params.push(value);
     where.push(`${alias}.${column} = $${params.length}`);
   }
-  let order = 'DESC';
-  const edge = page.after ?? page.before;
-  if (edge) {
-    params.push(edge.ts, edge.id);
-    where.push(
-      `(${alias}.created_at, ${alias}.id) ${page.after ? '<' : '>'} ($${params.length - 1}::timestamptz, $${params.length}::uuid)`,
-    );
-    if (!page.after) order = 'ASC';
-  }
+  const ks = keyset(page, params, `${alias}.`, 'newest-first');
+  if (ks.clause) where.push(ks.clause);
   const { rows } = await db.query(
-    `${select} WHERE ${where.join(' AND ')} ORDER BY ${alias}.created_at ${order}, ${alias}.id ${order} LIMIT $3`,
+    `${select} WHERE ${where.join(' AND ')} ORDER BY ${alias}.created_at ${ks.order}, ${alias}.id ${ks.order} LIMIT $3`,
     params,
   );
-  return (order === 'ASC' ? rows.reverse() : rows) as T[];
+  return inPageOrder(rows as T[], ks);
 }
 
 export function listConversations(

@@ -47,13 +47,14 @@ export async function listSetupLinks(
   page: Page,
 ): Promise<SetupLinkRow[]> {
   const params: unknown[] = [f.accountId, f.customerId, f.environment, page.limit + 1];
-  const { clause, order } = keyset(page, params);
+  const ks = keyset(page, params);
+  const { clause, order } = ks;
   const { rows } = await db.query<SetupLinkRow>(
     `SELECT ${COLUMNS} FROM setup_links WHERE account_id = $1 AND customer_id = $2 AND environment = $3 ${clause ? `AND ${clause}` : ''}
      ORDER BY created_at ${order}, id ${order} LIMIT $4`,
     params,
   );
-  return inPageOrder(rows, order);
+  return inPageOrder(rows, ks);
 }
 
 /** The link a token opens, whoever's it is: the token is the credential of the public signup route. */

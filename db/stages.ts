@@ -1,6 +1,7 @@
 /** Funnel stages of an Account (configuration: creating, listing or deleting them emits nothing by itself). */
 import { DomainError } from '../core/domain-error.js';
 import type { PageKey } from '../core/paging.js';
+import { inPageOrder, keyset } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export interface StageRow {
@@ -45,21 +46,12 @@ export async function listStages(
   page: { limit: number; after?: PageKey; before?: PageKey },
 ): Promise<StageRow[]> {
   const params: unknown[] = [accountId, page.limit + 1];
-  let where = '';
-  let order = 'ASC';
-  if (page.after) {
-    params.push(page.after.ts, page.after.id);
-    where = `AND (created_at, id) > ($3::timestamptz, $4::uuid)`;
-  } else if (page.before) {
-    params.push(page.before.ts, page.before.id);
-    where = `AND (created_at, id) < ($3::timestamptz, $4::uuid)`;
-    order = 'DESC';
-  }
+  const ks = keyset(page, params);
   const { rows } = await db.query<StageRow>(
-    `SELECT ${COLUMNS} FROM stages WHERE account_id = $1 ${where} ORDER BY created_at ${order}, id ${order} LIMIT $2`,
+    `SELECT ${COLUMNS} FROM stages WHERE account_id = $1 ${ks.clause ? `AND ${ks.clause}` : ''} ORDER BY created_at ${ks.order}, id ${ks.order} LIMIT $2`,
     params,
   );
-  return order === 'DESC' ? rows.reverse() : rows;
+  return inPageOrder(rows, ks);
 }
 
 /**

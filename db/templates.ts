@@ -97,13 +97,14 @@ export async function listTemplates(db: Queryable, f: TemplateFilter, page: Page
   if (f.wabaId !== undefined) add('waba_id', f.wabaId);
   if (f.status !== undefined) add('status', f.status);
   if (f.name !== undefined) add('name', f.name);
-  const { clause, order } = keyset(page, params);
+  const ks = keyset(page, params);
+  const { clause, order } = ks;
   if (clause) where.push(clause);
   const { rows } = await db.query<TemplateRow>(
     `SELECT ${COLUMNS} FROM templates WHERE ${where.join(' AND ')} ORDER BY created_at ${order}, id ${order} LIMIT $3`,
     params,
   );
-  return inPageOrder(rows, order);
+  return inPageOrder(rows, ks);
 }
 
 /** The template a broadcast names, on the waba of its channel account. */
