@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChannelAccount } from '../../db/directory.js';
 import { createProviderHttp } from '../../provider/http.js';
 import { createTenant, eventually, testDb, type Tenant } from '../support/harness.js';
-import { PROVIDER_ACCESS_TOKEN, startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
+import { connectChatappNumber, PROVIDER_ACCESS_TOKEN, startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
 
 let bed: ApiWithProvider;
 beforeAll(async () => {
@@ -25,24 +25,19 @@ interface Setup {
 
 async function setup(): Promise<Setup> {
   const tenant = await createTenant();
-  const waba = await bed.control('/wabas', { phone_numbers: [{}] });
-  const ca = await createChannelAccount(testDb(), {
-    accountId: tenant.accountId,
-    customerId: tenant.customerId,
-    channel: 'chatapp',
-    display: waba.phone_numbers[0].display_phone_number,
-    phoneNumberId: waba.phone_numbers[0].id,
-    wabaId: waba.id,
-  });
-  const added = await bed.control(`/wabas/${waba.id}/templates`, {
+  const number = await connectChatappNumber(bed, tenant);
+  const added = await bed.control(`/wabas/${number.wabaId}/templates`, {
     templates: [
       { name: 'order_update', language: 'en_US', status: 'APPROVED' },
       { name: 'promo', language: 'en_US', status: 'PENDING' },
     ],
   });
-  const synced = await bed.api.request('POST', '/api/v1/templates/sync', { key: tenant.key, body: { channel_account_id: ca.id } });
+  const synced = await bed.api.request('POST', '/api/v1/templates/sync', {
+    key: tenant.key,
+    body: { channel_account_id: number.channelAccountId },
+  });
   expect(synced.status).toBe(200);
-  return { tenant, channelAccountId: ca.id, phoneNumberId: waba.phone_numbers[0].id, templates: added.data };
+  return { tenant, channelAccountId: number.channelAccountId, phoneNumberId: number.phoneNumberId, templates: added.data };
 }
 
 const create = (key: string, body: unknown) => bed.api.request('POST', '/api/v1/broadcasts', { key, body });

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChannelAccount } from '../../db/directory.js';
 import { createTenant, testDb, type Tenant } from '../support/harness.js';
-import { startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
+import { connectChatappNumber, startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
 
 let bed: ApiWithProvider;
 beforeAll(async () => {
@@ -25,17 +25,9 @@ async function setup(
   ],
 ): Promise<Setup> {
   const tenant = await createTenant();
-  const waba = await bed.control('/wabas', { phone_numbers: [{}] });
-  const ca = await createChannelAccount(testDb(), {
-    accountId: tenant.accountId,
-    customerId: tenant.customerId,
-    channel: 'chatapp',
-    display: waba.phone_numbers[0].display_phone_number,
-    phoneNumberId: waba.phone_numbers[0].id,
-    wabaId: waba.id,
-  });
-  const added = await bed.control(`/wabas/${waba.id}/templates`, { templates });
-  return { tenant, wabaId: waba.id, channelAccountId: ca.id, templates: added.data };
+  const number = await connectChatappNumber(bed, tenant);
+  const added = await bed.control(`/wabas/${number.wabaId}/templates`, { templates });
+  return { tenant, wabaId: number.wabaId, channelAccountId: number.channelAccountId, templates: added.data };
 }
 
 const sync = (key: string, channelAccountId: string) =>

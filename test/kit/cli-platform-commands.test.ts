@@ -8,9 +8,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createChannelAccount } from '../../db/directory.js';
-import { createTenant, eventually, testDb, type Tenant } from '../support/harness.js';
-import { startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
+import { createTenant, eventually, type Tenant } from '../support/harness.js';
+import { connectChatappNumber, startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
 import { WEBHOOKS_CLI } from '../support/webhooks-cli.js';
 
 const configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'webhooks-cli-platform-'));
@@ -22,18 +21,9 @@ let channelAccountId: string;
 beforeAll(async () => {
   bed = await startApiWithProvider({ statusDelayMs: 20 });
   tenant = await createTenant();
-  const waba = await bed.control('/wabas', { phone_numbers: [{}] });
-  await bed.control(`/wabas/${waba.id}/templates`, { templates: [{ name: 'welcome', language: 'en_US', status: 'APPROVED' }] });
-  channelAccountId = (
-    await createChannelAccount(testDb(), {
-      accountId: tenant.accountId,
-      customerId: tenant.customerId,
-      channel: 'chatapp',
-      display: waba.phone_numbers[0].display_phone_number,
-      phoneNumberId: waba.phone_numbers[0].id,
-      wabaId: waba.id,
-    })
-  ).id;
+  ({ channelAccountId } = await connectChatappNumber(bed, tenant, {
+    templates: [{ name: 'welcome', language: 'en_US', status: 'APPROVED' }],
+  }));
 });
 afterAll(() => bed.close());
 

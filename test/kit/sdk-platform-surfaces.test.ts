@@ -6,9 +6,8 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebhookPlatform, WebhookPlatformError } from '@webhook-platform/sdk';
-import { createChannelAccount } from '../../db/directory.js';
-import { createTenant, eventually, testDb, type Tenant } from '../support/harness.js';
-import { startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
+import { createTenant, eventually, type Tenant } from '../support/harness.js';
+import { connectChatappNumber, startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
 
 let bed: ApiWithProvider;
 let tenant: Tenant;
@@ -20,18 +19,10 @@ beforeAll(async () => {
   bed = await startApiWithProvider({ statusDelayMs: 20 });
   tenant = await createTenant();
   sdk = new WebhookPlatform({ apiKey: tenant.key, baseUrl: `${bed.api.url}/api/v1` });
-  const waba = await bed.control('/wabas', { phone_numbers: [{}] });
-  wabaId = waba.id;
-  await bed.control(`/wabas/${waba.id}/templates`, { templates: [{ name: 'order_update', language: 'en_US', status: 'APPROVED' }] });
-  const ca = await createChannelAccount(testDb(), {
-    accountId: tenant.accountId,
-    customerId: tenant.customerId,
-    channel: 'chatapp',
-    display: waba.phone_numbers[0].display_phone_number,
-    phoneNumberId: waba.phone_numbers[0].id,
-    wabaId: waba.id,
+  const number = await connectChatappNumber(bed, tenant, {
+    templates: [{ name: 'order_update', language: 'en_US', status: 'APPROVED' }],
   });
-  channelAccountId = ca.id;
+  ({ wabaId, channelAccountId } = number);
 });
 afterAll(() => bed.close());
 

@@ -1,7 +1,8 @@
 /** The test API wired to a local provider (dev/local-provider), both on loopback ports. */
 import { startLocalProvider, type LocalProvider } from '../../dev/local-provider/server.js';
 import { createProviderHttp } from '../../provider/http.js';
-import { PROVIDER_APP_SECRET, startTestApi, type TestApi } from './harness.js';
+import { createChannelAccount } from '../../db/directory.js';
+import { PROVIDER_APP_SECRET, startTestApi, testDb, type Tenant, type TestApi } from './harness.js';
 
 export const PROVIDER_ACCESS_TOKEN = 'local-provider-access-token-for-tests';
 
@@ -43,4 +44,32 @@ export async function startApiWithProvider(
       await api.close();
     },
   };
+}
+
+export interface ConnectedNumber {
+  channelAccountId: string;
+  phoneNumberId: string;
+  wabaId: string;
+  display: string;
+}
+
+/** A business account with one number on the local provider, connected to the tenant as a chatapp channel account. */
+export async function connectChatappNumber(
+  bed: Pick<ApiWithProvider, 'control'>,
+  tenant: Tenant,
+  opts: { templates?: Array<Record<string, unknown>>; environment?: 'live' | 'sandbox' } = {},
+): Promise<ConnectedNumber> {
+  const waba = await bed.control('/wabas', { phone_numbers: [{}] });
+  const number = waba.phone_numbers[0] as { id: string; display_phone_number: string };
+  const ca = await createChannelAccount(testDb(), {
+    accountId: tenant.accountId,
+    customerId: tenant.customerId,
+    channel: 'chatapp',
+    display: number.display_phone_number,
+    phoneNumberId: number.id,
+    wabaId: waba.id,
+    environment: opts.environment,
+  });
+  if (opts.templates) await bed.control(`/wabas/${waba.id}/templates`, { templates: opts.templates });
+  return { channelAccountId: ca.id, phoneNumberId: number.id, wabaId: waba.id, display: number.display_phone_number };
 }
