@@ -9,52 +9,28 @@ import os from 'node:os';
 import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
-import { startApi, type RunningApi } from '../../api/server.js';
-import { loadConfig } from '../../runtime/config.js';
-import { runWorker } from '../../worker/main.js';
-import { createTenant, eventually, testDb, type Tenant } from '../support/harness.js';
+import type { RunningApi } from '../../api/server.js';
+import { eventually, testDb, type Tenant } from '../support/harness.js';
 import { startReceiver, type Receiver, type ReceivedRequest } from '../support/https-receiver.js';
+import { startService, type RunningService } from '../support/running-service.js';
 import { demandEvent } from '../support/kit.js';
 import { WEBHOOKS_CLI } from '../support/webhooks-cli.js';
 
+let service: RunningService;
 let api: RunningApi;
 let receiver: Receiver;
 let tenant: Tenant;
-const stopWorker = new AbortController();
-let worker: Promise<void>;
 
 beforeAll(async () => {
-  const config = {
-    ...loadConfig({}),
-    port: 0,
-    databaseUrl: inject('databaseUrl'),
-    temporalAddress: inject('devServerAddress'),
-    taskQueue: `e2e-controls-${crypto.randomUUID()}`,
-    encryptionKey: crypto.randomBytes(32).toString('base64'),
-    // Test files share one database: a sweep would wake other files' endpoints on this task queue.
-    dueSweepMs: 0,
-    allowPrivateCidrs: ['127.0.0.0/8', '::1/128'],
-  };
-  worker = runWorker(config, { signal: stopWorker.signal, workflowBundlePath: inject('workflowBundlePath') });
-  [api, receiver, tenant] = await Promise.all([startApi(config, { host: '127.0.0.1' }), startReceiver(), createTenant()]);
+  [service, receiver] = await Promise.all([startService({ name: 'controls' }), startReceiver()]);
+  ({ api, tenant } = service);
 });
 afterAll(async () => {
-  await api.close();
-  stopWorker.abort();
-  await worker;
-  await receiver.close();
+  await service?.close();
+  await receiver?.close();
 });
 
-async function call(method: string, path: string, body?: unknown) {
-  const res = await fetch(api.url + path, {
-    method,
-    headers: { 'x-api-key': tenant.key, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-}
+const call = (method: string, path: string, body?: unknown) => service.call(method, path, body);
 
 /** A verified endpoint on its own receiver path; the receiver answers 200 from here on. */
 async function verifiedEndpoint(path: string, extra: Record<string, unknown> = {}): Promise<{ id: string; secret: string }> {

@@ -6,51 +6,28 @@ import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
-import { startApi, type RunningApi } from '../../api/server.js';
-import { loadConfig } from '../../runtime/config.js';
-import { runWorker } from '../../worker/main.js';
+import type { RunningApi } from '../../api/server.js';
 import { endpointStateQuery, endpointWorkflowId } from '../../workflows/endpoint-contract.js';
 import { samples } from '../support/catalog-samples.js';
-import { createTenant, eventually, testDb, type Tenant } from '../support/harness.js';
+import { eventually, testDb, type Tenant } from '../support/harness.js';
 import { startReceiver, type Receiver } from '../support/https-receiver.js';
+import { startService, type RunningService } from '../support/running-service.js';
 
+let service: RunningService;
 let api: RunningApi;
 let receiver: Receiver;
 let tenant: Tenant;
-const stopWorker = new AbortController();
-let worker: Promise<void>;
 
 beforeAll(async () => {
-  const config = {
-    ...loadConfig({}),
-    port: 0,
-    databaseUrl: inject('databaseUrl'),
-    temporalAddress: inject('devServerAddress'),
-    taskQueue: `e2e-${crypto.randomUUID()}`,
-    encryptionKey: crypto.randomBytes(32).toString('base64'),
-    // Test files share one database: a sweep would wake other files' endpoints on this task queue.
-    dueSweepMs: 0,
-    allowPrivateCidrs: ['127.0.0.0/8', '::1/128'],
-  };
-  worker = runWorker(config, { signal: stopWorker.signal, workflowBundlePath: inject('workflowBundlePath') });
-  [api, receiver, tenant] = await Promise.all([startApi(config, { host: '127.0.0.1' }), startReceiver(), createTenant()]);
+  [service, receiver] = await Promise.all([startService({ name: 'service' }), startReceiver()]);
+  ({ api, tenant } = service);
 });
 afterAll(async () => {
-  await api.close();
-  stopWorker.abort();
-  await worker;
-  await receiver.close();
+  await service?.close();
+  await receiver?.close();
 });
 
-async function call(method: string, path: string, body?: unknown) {
-  const res = await fetch(api.url + path, {
-    method,
-    headers: { 'x-api-key': tenant.key, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
-}
+const call = (method: string, path: string, body?: unknown) => service.call(method, path, body);
 
 describe('the service end to end', () => {
   it('is healthy and exposes metrics', async () => {
