@@ -5,7 +5,7 @@
  * process, whose own CA the service trusts through WEBHOOKS_DEV_CA_FILE. Everything is done
  * through the SDK, or through the CLI as a child process.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
@@ -22,7 +22,7 @@ import { loadConfig } from '../../runtime/config.js';
 import { runWorker } from '../../worker/main.js';
 import { createTenant, eventually, type Tenant } from '../support/harness.js';
 import { demandEvent, isolatedPool } from '../support/kit.js';
-import { WEBHOOKS_CLI } from '../support/webhooks-cli.js';
+import { runWebhooksCli, WEBHOOKS_CLI, type CliRun } from '../support/webhooks-cli.js';
 
 const LISTEN_SECRET = 'whsec_listen_secret_for_the_e2e_test';
 const configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'webhooks-cli-'));
@@ -40,25 +40,8 @@ const stopWorker = new AbortController();
 let worker: Promise<void>;
 let client: WebhookPlatform;
 
-/** Runs the CLI; resolves with its exit code and output (never rejects on a non-zero exit). */
-function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string; json: any }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [...WEBHOOKS_CLI, ...args],
-      { env: { ...cliEnv, WEBHOOKS_API_KEY: tenant.key, WEBHOOKS_BASE_URL: `${api.url}/api/v1`, ...env }, timeout: 30_000 },
-      (error, stdout, stderr) => {
-        const code = error ? ((error as { code?: number }).code ?? 1) : 0;
-        let json: unknown;
-        try {
-          json = JSON.parse(stdout);
-        } catch {
-          json = undefined;
-        }
-        resolve({ code: typeof code === 'number' ? code : 1, stdout, stderr, json });
-      },
-    );
-  });
+function cli(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+  return runWebhooksCli(args, { ...cliEnv, WEBHOOKS_API_KEY: tenant.key, WEBHOOKS_BASE_URL: `${api.url}/api/v1`, ...env });
 }
 
 /** Starts `webhooks listen` and waits for its first JSON line (URL and CA file). */

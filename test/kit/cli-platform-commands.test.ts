@@ -2,7 +2,6 @@
  * The `webhooks` CLI's commands for the platform's own surfaces, run as a user runs them (the
  * bin, as a child process) against the real API on real Postgres and the local provider.
  */
-import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -10,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTenant, eventually, type Tenant } from '../support/harness.js';
 import { connectChatappNumber, startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
-import { WEBHOOKS_CLI } from '../support/webhooks-cli.js';
+import { runWebhooksCli, type CliRun } from '../support/webhooks-cli.js';
 
 const configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'webhooks-cli-platform-'));
 
@@ -27,24 +26,12 @@ beforeAll(async () => {
 });
 afterAll(() => bed.close());
 
-function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string; json: any }> {
-  const env = {
+function cli(...args: string[]): Promise<CliRun> {
+  return runWebhooksCli(args, {
     ...process.env,
     WEBHOOKS_CONFIG: path.join(configDir, 'config.json'),
     WEBHOOKS_API_KEY: tenant.key,
     WEBHOOKS_BASE_URL: `${bed.api.url}/api/v1`,
-  };
-  return new Promise((resolve) => {
-    execFile(process.execPath, [...WEBHOOKS_CLI, ...args], { env, timeout: 30_000 }, (error, stdout, stderr) => {
-      const code = error ? ((error as { code?: number }).code ?? 1) : 0;
-      let json: unknown;
-      try {
-        json = JSON.parse(stdout);
-      } catch {
-        json = undefined;
-      }
-      resolve({ code: typeof code === 'number' ? code : 1, stdout, stderr, json });
-    });
   });
 }
 
