@@ -22,17 +22,23 @@ const inboundMessage = z.object({
   referral: z.looseObject({ source_id: z.string(), source_url: z.string(), source_type: z.string() }).optional(),
 });
 
-const businessAppMessage = z.object({
+const businessAppAction = z.object({
   phone_number_id: z.string().min(1),
   to: z.string().min(1),
-  text: z.string().default('Sent from the business app'),
-});
-const businessAppChange = z.object({
-  phone_number_id: z.string().min(1),
-  to: z.string().min(1),
-  message_id: z.string().min(1),
   text: z.string().optional(),
+  /** The staff message an edit or a deletion is about. */
+  message_id: z.string().min(1).optional(),
 });
+type BusinessAppAction = z.infer<typeof businessAppAction>;
+
+/** What each business-app route echoes: the message staff sent, its edit, or its deletion. */
+const BUSINESS_APP_ECHOES: Record<string, (m: BusinessAppAction & { message_id: string }) => Record<string, unknown>> = {
+  edits: (m) => ({
+    type: 'edit',
+    edit: { original_message_id: m.message_id, message: { type: 'text', text: { body: m.text ?? 'edited' } } },
+  }),
+  revokes: (m) => ({ type: 'revoke', revoke: { original_message_id: m.message_id } }),
+};
 
 const accountUpdate = z.object({
   waba_id: z.string().min(1),
@@ -85,90 +91,74 @@ function echo(to: string, payload: Record<string, unknown>) {
   return { from: '', to, id: newMessageId(), timestamp: String(unix()), ...payload };
 }
 
+type Koa = Parameters<typeof jsonBody>[0];
+
+/** A contact writes to a number; with a click-to-chat ad referral it opens a free-entry-point window. */
+async function contactWrites(ctx: LocalProviderContext, koa: Koa): Promise<void> {
+  const m = await input(koa, inboundMessage);
+  if (!m) return;
+  const id = newMessageId();
+  if (m.referral) ctx.state.freeEntryPoints.set(m.from, unix() + FEP_SECONDS);
+  const message = {
+    from: m.from,
+    id,
+    timestamp: String(unix()),
+    type: 'text',
+    text: { body: m.text },
+    ...(m.context_id ? { context: { from: m.phone_number_id, id: m.context_id } } : {}),
+    ...(m.referral ? { referral: { ctwa_clid: `clid-${id.slice(-8)}`, ...m.referral } } : {}),
+  };
+  await notifyNumber(
+    ctx,
+    koa,
+    m.phone_number_id,
+    'messages',
+    () => ({ contacts: [{ profile: { name: m.profile_name }, wa_id: m.from }], messages: [message] }),
+    { id, free_entry_point_until: ctx.state.freeEntryPoints.get(m.from) ?? null },
+  );
+}
+
+/** Staff send, edit or delete in the business app (coexistence): the provider echoes it. */
+async function staffActs(ctx: LocalProviderContext, koa: Koa, action: string): Promise<void> {
+  const m = await input(koa, businessAppAction);
+  if (!m) return;
+  const change = BUSINESS_APP_ECHOES[action];
+  if (change && !m.message_id) return graphError(koa, 400, 100, 'message_id: required', undefined, 'GraphMethodException');
+  const payload = change
+    ? change({ ...m, message_id: m.message_id! })
+    : { type: 'text', text: { body: m.text ?? 'Sent from the business app' } };
+  const item = echo(m.to, payload);
+  const value = (display: string) => ({ message_echoes: [{ ...item, from: display }] });
+  await notifyNumber(ctx, koa, m.phone_number_id, 'smb_message_echoes', value, { id: item.id });
+}
+
+async function accountChanges(ctx: LocalProviderContext, koa: Koa): Promise<void> {
+  const u = await input(koa, accountUpdate);
+  if (!u) return;
+  const value = {
+    event: u.event,
+    ...(u.ban_state ? { ban_info: { waba_ban_state: u.ban_state } } : {}),
+    ...(u.violation_type ? { violation_info: { violation_type: u.violation_type } } : {}),
+    ...(u.restrictions ? { restriction_info: u.restrictions } : {}),
+  };
+  const status = await ctx.notifier.postNotification('chatapp', chatappEnvelope(u.waba_id, 'account_update', value, unix()));
+  koa.body = { notification_status: status };
+}
+
+async function photoappContactWrites(ctx: LocalProviderContext, koa: Koa): Promise<void> {
+  const m = await input(koa, photoappMessage);
+  if (!m) return;
+  const mid = `aWdfZAG1${newNumericId()}`;
+  const now = Date.now();
+  const item = { sender: { id: m.from }, recipient: { id: m.account_id }, timestamp: now, message: { mid, text: m.text } };
+  const envelope = { object: 'instagram', entry: [{ id: m.account_id, time: now, messaging: [item] }] };
+  const channel: ProviderChannel = 'photoapp';
+  koa.body = { id: mid, notification_status: await ctx.notifier.postNotification(channel, envelope) };
+}
+
 export const inboundModule: LocalRouteModule = ({ local }, ctx) => {
-  local.post('/inbound/messages', async (koa) => {
-    const m = await input(koa, inboundMessage);
-    if (!m) return;
-    const id = newMessageId();
-    if (m.referral) ctx.state.freeEntryPoints.set(m.from, unix() + FEP_SECONDS);
-    const message = {
-      from: m.from,
-      id,
-      timestamp: String(unix()),
-      type: 'text',
-      text: { body: m.text },
-      ...(m.context_id ? { context: { from: m.phone_number_id, id: m.context_id } } : {}),
-      ...(m.referral ? { referral: { ctwa_clid: `clid-${id.slice(-8)}`, ...m.referral } } : {}),
-    };
-    await notifyNumber(
-      ctx,
-      koa,
-      m.phone_number_id,
-      'messages',
-      () => ({ contacts: [{ profile: { name: m.profile_name }, wa_id: m.from }], messages: [message] }),
-      { id, free_entry_point_until: ctx.state.freeEntryPoints.get(m.from) ?? null },
-    );
-  });
-
-  local.post('/business_app/messages', async (koa) => {
-    const m = await input(koa, businessAppMessage);
-    if (!m) return;
-    const item = echo(m.to, { type: 'text', text: { body: m.text } });
-    await notifyNumber(ctx, koa, m.phone_number_id, 'smb_message_echoes', (display) => ({ message_echoes: [{ ...item, from: display }] }), {
-      id: item.id,
-    });
-  });
-
-  local.post('/business_app/edits', async (koa) => {
-    const m = await input(koa, businessAppChange);
-    if (!m) return;
-    const item = echo(m.to, {
-      type: 'edit',
-      edit: { original_message_id: m.message_id, message: { type: 'text', text: { body: m.text ?? 'edited' } } },
-    });
-    await notifyNumber(ctx, koa, m.phone_number_id, 'smb_message_echoes', (display) => ({ message_echoes: [{ ...item, from: display }] }), {
-      id: item.id,
-    });
-  });
-
-  local.post('/business_app/revokes', async (koa) => {
-    const m = await input(koa, businessAppChange);
-    if (!m) return;
-    const item = echo(m.to, { type: 'revoke', revoke: { original_message_id: m.message_id } });
-    await notifyNumber(ctx, koa, m.phone_number_id, 'smb_message_echoes', (display) => ({ message_echoes: [{ ...item, from: display }] }), {
-      id: item.id,
-    });
-  });
-
-  local.post('/account_updates', async (koa) => {
-    const u = await input(koa, accountUpdate);
-    if (!u) return;
-    const value = {
-      event: u.event,
-      ...(u.ban_state ? { ban_info: { waba_ban_state: u.ban_state } } : {}),
-      ...(u.violation_type ? { violation_info: { violation_type: u.violation_type } } : {}),
-      ...(u.restrictions ? { restriction_info: u.restrictions } : {}),
-    };
-    const status = await ctx.notifier.postNotification('chatapp', chatappEnvelope(u.waba_id, 'account_update', value, unix()));
-    koa.body = { notification_status: status };
-  });
-
-  local.post('/photoapp/inbound/messages', async (koa) => {
-    const m = await input(koa, photoappMessage);
-    if (!m) return;
-    const mid = `aWdfZAG1${newNumericId()}`;
-    const now = Date.now();
-    const envelope = {
-      object: 'instagram',
-      entry: [
-        {
-          id: m.account_id,
-          time: now,
-          messaging: [{ sender: { id: m.from }, recipient: { id: m.account_id }, timestamp: now, message: { mid, text: m.text } }],
-        },
-      ],
-    };
-    const channel: ProviderChannel = 'photoapp';
-    koa.body = { id: mid, notification_status: await ctx.notifier.postNotification(channel, envelope) };
-  });
+  local.post('/inbound/messages', (koa) => contactWrites(ctx, koa));
+  for (const action of ['messages', 'edits', 'revokes']) local.post(`/business_app/${action}`, (koa) => staffActs(ctx, koa, action));
+  local.post('/account_updates', (koa) => accountChanges(ctx, koa));
+  local.post('/photoapp/inbound/messages', (koa) => photoappContactWrites(ctx, koa));
 };

@@ -26,10 +26,22 @@ const messageColumns: Column<Message>[] = [
 ];
 
 export function registerPlatformCommands(program: Command, kit: CommandKit): void {
-  const { client, show } = kit;
-  const paging = (c: Command) =>
-    c.option('--limit <n>', 'page size (at most 100)', kit.positiveInt).option('--after <cursor>', 'paging.next of the previous page');
+  registerMessageCommands(program, kit);
+  registerContactCommands(program, kit);
+  registerStageCommands(program, kit);
+  registerChannelAccountCommands(program, kit);
+  registerTemplateCommands(program, kit);
+  registerSetupLinkCommands(program, kit);
+  registerBroadcastCommands(program, kit);
+}
 
+/** `--limit` and `--after`, as every list takes them. */
+function paging(c: Command, kit: CommandKit): Command {
+  return c.option('--limit <n>', 'page size (at most 100)', kit.positiveInt).option('--after <cursor>', 'paging.next of the previous page');
+}
+
+function registerMessageCommands(program: Command, kit: CommandKit): void {
+  const { client, show } = kit;
   const messages = program.command('messages').description('send messages through a channel account; read them');
   messages
     .command('send')
@@ -57,7 +69,7 @@ export function registerPlatformCommands(program: Command, kit: CommandKit): voi
         show(cmd, sent, () => `${record(sent)}\n\nIts statuses (sent, delivered, read) arrive at endpoints subscribed to statuses.`);
       },
     );
-  paging(messages.command('list'))
+  paging(messages.command('list'), kit)
     .option('--contact <id>', 'only this contact')
     .option('--conversation <id>', 'only this conversation')
     .option('--channel-account <id>', 'only this channel account')
@@ -73,9 +85,12 @@ export function registerPlatformCommands(program: Command, kit: CommandKit): voi
         show(cmd, page, () => table(page.data, messageColumns) + kit.nextPage(page.paging.next));
       },
     );
+}
 
+function registerContactCommands(program: Command, kit: CommandKit): void {
+  const { client, show } = kit;
   const contacts = program.command('contacts').description('contacts, their funnel stage and consents');
-  paging(contacts.command('list'))
+  paging(contacts.command('list'), kit)
     .option('--stage <key>', 'only contacts on this stage')
     .option('--wa-id <id>', 'only this wa_id')
     .action(async (opts: { stage?: string; waId?: string; limit?: number; after?: string }, cmd: Command) => {
@@ -120,7 +135,10 @@ export function registerPlatformCommands(program: Command, kit: CommandKit): voi
       });
       show(cmd, consent, () => record(consent));
     });
+}
 
+function registerStageCommands(program: Command, kit: CommandKit): void {
+  const { client, show } = kit;
   const stages = program.command('stages').description('funnel stages');
   stages.command('list').action(async (_opts: unknown, cmd: Command) => {
     const page = await client(cmd).stages.list({ limit: 100 });
@@ -141,9 +159,12 @@ export function registerPlatformCommands(program: Command, kit: CommandKit): voi
       const stage = await client(cmd).stages.create(opts);
       show(cmd, stage, () => record(stage));
     });
+}
 
+function registerChannelAccountCommands(program: Command, kit: CommandKit): void {
+  const { client, show } = kit;
   const accounts = program.command('channel-accounts').description('the connected numbers and photoapp accounts');
-  paging(accounts.command('list')).action(async (opts: { limit?: number; after?: string }, cmd: Command) => {
+  paging(accounts.command('list'), kit).action(async (opts: { limit?: number; after?: string }, cmd: Command) => {
     const page = await client(cmd).channelAccounts.list(opts);
     show(
       cmd,
@@ -162,7 +183,10 @@ export function registerPlatformCommands(program: Command, kit: CommandKit): voi
     const account = await client(cmd).channelAccounts.get(id);
     show(cmd, account, () => record(account));
   });
+}
 
+function registerTemplateCommands(program: Command, kit: CommandKit): void {
+  const { client, show } = kit;
   const templates = program.command('templates').description('message templates of a channel account');
   templates
     .command('sync')
@@ -171,7 +195,7 @@ export function registerPlatformCommands(program: Command, kit: CommandKit): voi
       const result = await client(cmd).templates.sync({ channel_account_id: opts.channelAccount });
       show(cmd, result, () => record(result));
     });
-  paging(templates.command('list'))
+  paging(templates.command('list'), kit)
     .option('--channel-account <id>', 'only this channel account')
     .action(async (opts: { channelAccount?: string; limit?: number; after?: string }, cmd: Command) => {
       const page = await client(cmd).templates.list({ channel_account_id: opts.channelAccount, limit: opts.limit, after: opts.after });
@@ -187,7 +211,10 @@ export function registerPlatformCommands(program: Command, kit: CommandKit): voi
           ]) + kit.nextPage(page.paging.next),
       );
     });
+}
 
+function registerSetupLinkCommands(program: Command, kit: CommandKit): void {
+  const { client, show } = kit;
   const links = program.command('setup-links').description("links a Customer follows to connect a number (the provider's embedded signup)");
   links
     .command('create')
@@ -199,7 +226,7 @@ export function registerPlatformCommands(program: Command, kit: CommandKit): voi
       });
       show(cmd, link, () => `${record(link)}\n\nThe url is shown only now.`);
     });
-  paging(links.command('list'))
+  paging(links.command('list'), kit)
     .requiredOption('--customer <id>', 'the Customer')
     .action(async (opts: { customer: string; limit?: number; after?: string }, cmd: Command) => {
       const page = await client(cmd).setupLinks.list(opts.customer, { limit: opts.limit, after: opts.after });
@@ -211,7 +238,10 @@ export function registerPlatformCommands(program: Command, kit: CommandKit): voi
         ]),
       );
     });
+}
 
+function registerBroadcastCommands(program: Command, kit: CommandKit): void {
+  const { client, show } = kit;
   const broadcasts = program.command('broadcasts').description('a template sent to many recipients');
   broadcasts
     .command('create')
