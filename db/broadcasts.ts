@@ -115,10 +115,9 @@ export async function listBroadcasts(
     where.push(`b.status = $${params.length}`);
   }
   const ks = keyset(page, params, 'b.');
-  const { clause, order } = ks;
-  if (clause) where.push(clause);
+  if (ks.clause) where.push(ks.clause);
   const { rows } = await db.query<BroadcastRow>(
-    `${BROADCAST} WHERE ${where.join(' AND ')} ORDER BY b.created_at ${order}, b.id ${order} LIMIT $3`,
+    `${BROADCAST} WHERE ${where.join(' AND ')} ORDER BY b.created_at ${ks.order}, b.id ${ks.order} LIMIT $3`,
     params,
   );
   return inPageOrder(rows, ks);
@@ -216,10 +215,9 @@ export async function listRecipients(
     where.push(`status = $${params.length}`);
   }
   const ks = keyset(page, params);
-  const { clause, order } = ks;
-  if (clause) where.push(clause);
+  if (ks.clause) where.push(ks.clause);
   const { rows } = await db.query<RecipientRow>(
-    `SELECT ${RECIPIENT_COLUMNS} FROM broadcast_recipients WHERE ${where.join(' AND ')} ORDER BY created_at ${order}, id ${order} LIMIT $2`,
+    `SELECT ${RECIPIENT_COLUMNS} FROM broadcast_recipients WHERE ${where.join(' AND ')} ORDER BY created_at ${ks.order}, id ${ks.order} LIMIT $2`,
     params,
   );
   return inPageOrder(rows, ks);

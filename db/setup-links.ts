@@ -48,10 +48,9 @@ export async function listSetupLinks(
 ): Promise<SetupLinkRow[]> {
   const params: unknown[] = [f.accountId, f.customerId, f.environment, page.limit + 1];
   const ks = keyset(page, params);
-  const { clause, order } = ks;
   const { rows } = await db.query<SetupLinkRow>(
-    `SELECT ${COLUMNS} FROM setup_links WHERE account_id = $1 AND customer_id = $2 AND environment = $3 ${clause ? `AND ${clause}` : ''}
-     ORDER BY created_at ${order}, id ${order} LIMIT $4`,
+    `SELECT ${COLUMNS} FROM setup_links WHERE account_id = $1 AND customer_id = $2 AND environment = $3 ${ks.clause ? `AND ${ks.clause}` : ''}
+     ORDER BY created_at ${ks.order}, id ${ks.order} LIMIT $4`,
     params,
   );
   return inPageOrder(rows, ks);

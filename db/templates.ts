@@ -98,10 +98,9 @@ export async function listTemplates(db: Queryable, f: TemplateFilter, page: Page
   if (f.status !== undefined) add('status', f.status);
   if (f.name !== undefined) add('name', f.name);
   const ks = keyset(page, params);
-  const { clause, order } = ks;
-  if (clause) where.push(clause);
+  if (ks.clause) where.push(ks.clause);
   const { rows } = await db.query<TemplateRow>(
-    `SELECT ${COLUMNS} FROM templates WHERE ${where.join(' AND ')} ORDER BY created_at ${order}, id ${order} LIMIT $3`,
+    `SELECT ${COLUMNS} FROM templates WHERE ${where.join(' AND ')} ORDER BY created_at ${ks.order}, id ${ks.order} LIMIT $3`,
     params,
   );
   return inPageOrder(rows, ks);

@@ -23,6 +23,7 @@ import { canonicalJson, sha256Hex } from '../core/catalog/canonical-json.js';
 import { GRAPH_CODE, MEDIA_PROCESSING_SUBCODE } from '../core/graph-codes.js';
 import { ProviderError, type ProviderHttp } from '../provider/http.js';
 import { logger } from '../runtime/logger.js';
+import { requireProvider } from './provider-errors.js';
 import { refreshTokenStatus } from './token-status.js';
 
 /** Seconds a client waits before retrying a send whose media is still processing, or when the provider was unreachable. */
@@ -167,8 +168,7 @@ export async function sendMessage(
   opts: { idempotencyKey?: string } = {},
 ): Promise<SentMessage> {
   const r = parseSendRequest(request);
-  const providerApi = deps.providerApi;
-  if (!providerApi) throw new DomainError(503, 'provider_not_configured', 'PROVIDER_API_URL is not set: sending is disabled');
+  const providerApi = requireProvider(deps.providerApi);
   if (opts.idempotencyKey === undefined) return send({ ...deps, providerApi }, principal, r);
 
   const scope: IdempotencyScope = { accountId: principal.accountId, environment: principal.environment, key: opts.idempotencyKey };
