@@ -6,6 +6,7 @@ import { logger } from '../runtime/logger.js';
 import { httpRequestDuration } from '../runtime/metrics.js';
 import { authenticate, rateLimit } from './auth.js';
 import type { ApiDeps } from './deps.js';
+import { createRateLimiter } from './rate-limiter.js';
 import { DomainError } from '../core/domain-error.js';
 import { consoleRoutes } from './console.js';
 import { docsRoutes } from './docs.js';
@@ -65,7 +66,12 @@ export function createApp(deps: ApiDeps): Koa {
     app.use(r.routes()).use(r.allowedMethods({ throw: true, methodNotAllowed: methodNotAllowed, notImplemented }));
 
   const api = new Router();
-  api.use('/api/v1', authenticate(deps.db, deps.apiKeys), rateLimit(deps.config.rateLimit), refuseUnstorableInput);
+  api.use(
+    '/api/v1',
+    authenticate(deps.db, deps.apiKeys),
+    rateLimit(deps.rateLimiter ?? createRateLimiter(deps.db, deps.config.rateLimit)),
+    refuseUnstorableInput,
+  );
   for (const r of [
     webhookRoutes(deps),
     webhookRecoveryRoutes(deps),

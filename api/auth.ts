@@ -1,7 +1,7 @@
 import type { Context, Next } from 'koa';
-import { take, type Bucket } from '../core/token-bucket.js';
 import { findApiKeyByHash, type ApiKeyRecord } from '../db/api-keys.js';
 import type { ApiKeyCache } from './api-key-cache.js';
+import type { RateLimiter } from './rate-limiter.js';
 import type { Db } from '../db/pool.js';
 import { hashApiKey, type Scope } from '../security/api-key.js';
 import { DomainError } from '../core/domain-error.js';
@@ -48,16 +48,15 @@ export function principalOf(ctx: Context): Principal {
   return ctx.state.principal as Principal;
 }
 
-/** Per-key token bucket, in process memory: each API instance enforces its own share. */
-export function rateLimit(opts: { capacity: number; refillPerSecond: number; now?: () => number }) {
-  const buckets = new Map<string, Bucket>();
-  const now = opts.now ?? Date.now;
+/** The per-key rate limit, shared by every API process (api/rate-limiter.ts): 429 `rate_limited` with Retry-After. */
+export function rateLimit(limiter: RateLimiter) {
   return async (ctx: Context, next: Next) => {
-    const { keyId } = principalOf(ctx);
-    const result = take(buckets.get(keyId), now(), opts.capacity, opts.refillPerSecond);
-    buckets.set(keyId, result.bucket);
-    if (!result.allowed) {
-      throw new DomainError(429, 'rate_limited', 'too many requests for this API key', { 'Retry-After': String(result.retryAfterSeconds) });
+    let verdict = limiter.take(principalOf(ctx).keyId);
+    if (verdict instanceof Promise) verdict = await verdict;
+    if (!verdict.allowed) {
+      throw new DomainError(429, 'rate_limited', 'too many requests for this API key', {
+        'Retry-After': String(verdict.retryAfterSeconds),
+      });
     }
     await next();
   };

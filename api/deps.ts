@@ -7,6 +7,7 @@ import type { SecretBox } from '../security/secret-box.js';
 import type { DueWakes } from '../ingest/due-wakes.js';
 import type { ProviderHttp } from '../provider/http.js';
 import type { ApiKeyCache } from './api-key-cache.js';
+import type { RateLimiter } from './rate-limiter.js';
 
 /** What the API needs from the outside world; tests build it from real components. */
 export interface ApiDeps {
@@ -18,6 +19,8 @@ export interface ApiDeps {
   workflows: EndpointWorkflows;
   /** Recently used API keys; every request is looked up in Postgres when unset. */
   apiKeys?: ApiKeyCache;
+  /** The per-key rate limit shared with the other API processes; one of its own, on `db` and `config.rateLimit`, when unset. */
+  rateLimiter?: RateLimiter;
   /** Coalesced wake-ups for endpoints that got new deliveries. */
   wakes: DueWakes;
   /** Messaging provider webhook: signature secret and handshake token; unset disables the ingress. */

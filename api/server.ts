@@ -8,6 +8,7 @@ import type { Resolver } from '../security/destination-policy.js';
 import { createProviderHttp } from '../provider/http.js';
 import { createApiKeyCache } from './api-key-cache.js';
 import { createApp } from './app.js';
+import { createRateLimiter } from './rate-limiter.js';
 
 export interface RunningApi {
   url: string;
@@ -21,6 +22,7 @@ export async function startApi(config: ServiceConfig, opts: { resolver?: Resolve
   const workflows = endpointWorkflows(temporal.client, config.taskQueue);
   const wakes = createDueWakes(db, dueChannel(config.taskQueue));
   const apiKeys = createApiKeyCache(db, { databaseUrl: config.databaseUrl });
+  const rateLimiter = createRateLimiter(db, config.rateLimit);
   const app = createApp({
     config,
     db,
@@ -30,6 +32,7 @@ export async function startApi(config: ServiceConfig, opts: { resolver?: Resolve
     workflows,
     wakes,
     apiKeys,
+    rateLimiter,
     provider: { appSecret: config.providerAppSecret, verifyToken: config.providerVerifyToken },
     providerApi: config.providerApiUrl
       ? createProviderHttp({ baseUrl: config.providerApiUrl, accessToken: config.providerAccessToken ?? '' })
@@ -50,6 +53,8 @@ export async function startApi(config: ServiceConfig, opts: { resolver?: Resolve
       server.closeAllConnections();
       await wakes.flush();
       await apiKeys.close();
+      // Unspent leased tokens go back to the shared bucket for the other API processes.
+      await rateLimiter.close();
       await services.close();
     },
   };

@@ -1,0 +1,155 @@
+/**
+ * The per-key rate limit holds across API processes sharing one Postgres: several app instances,
+ * each with its own limiter (as separate processes would have), hammer one key at once.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bucketLevel, grantOf, LEASE_MS } from '../../core/rate-lease.js';
+import { createRateLimiter } from '../../api/rate-limiter.js';
+import { issueApiKey, revokeApiKey } from '../../db/api-keys.js';
+import { createPool } from '../../db/pool.js';
+import { leaseRateTokens } from '../../db/rate-buckets.js';
+import { SCOPES } from '../../security/api-key.js';
+import { createTenant, eventually, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
+
+const LIMIT = { capacity: 20, refillPerSecond: 10 };
+const PROCESSES = 3;
+let apis: TestApi[];
+let tenant: Tenant;
+
+beforeAll(async () => {
+  apis = await Promise.all(Array.from({ length: PROCESSES }, () => startTestApi({ rateLimit: LIMIT })));
+  tenant = await createTenant();
+});
+afterAll(() => Promise.all(apis.map((a) => a.close())));
+
+const newKey = () => issueApiKey(testDb(), { accountId: tenant.accountId, environment: 'live', scopes: [...SCOPES] });
+const get = (api: TestApi, key: string) => api.request('GET', '/api/v1/event_types', { key });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** `loops` concurrent request loops per app on one key for `ms`; counts by status. */
+async function hammer(key: string, ms: number, loops = 6) {
+  const statuses = new Map<number, number>();
+  const refusals: { code: string; retryAfter: string | null }[] = [];
+  const started = performance.now();
+  const until = started + ms;
+  await Promise.all(
+    apis.flatMap((api) =>
+      Array.from({ length: loops }, async () => {
+        while (performance.now() < until) {
+          const res = await get(api, key);
+          statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+          if (res.status === 429) refusals.push({ code: res.body.error.code, retryAfter: res.headers.get('retry-after') });
+        }
+      }),
+    ),
+  );
+  return { statuses, refusals, elapsedSeconds: (performance.now() - started) / 1000 };
+}
+
+describe('one rate limit across API processes', () => {
+  it('lets through no more than capacity + refill × elapsed in all, and about that much', async () => {
+    const { key } = await newKey();
+    const { statuses, refusals, elapsedSeconds } = await hammer(key, 2_500);
+    const allowed = statuses.get(200) ?? 0;
+    const bound = LIMIT.capacity + LIMIT.refillPerSecond * elapsedSeconds;
+    // Each process with a bucket of its own would let through PROCESSES times this.
+    expect(allowed).toBeLessThanOrEqual(bound);
+    // Tokens are not lost on the way: only what is leased and unspent at the end is missing.
+    expect(allowed).toBeGreaterThanOrEqual(0.6 * bound);
+    expect([...statuses.keys()].sort()).toEqual([200, 429]);
+    // The 429 is the same as it always was.
+    for (const r of refusals) {
+      expect(r.code).toBe('rate_limited');
+      expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1);
+    }
+  });
+
+  it('another key, of the same Account or another, has a bucket of its own; a revoked key is refused as unknown', async () => {
+    const hammered = await newKey();
+    const sibling = await newKey();
+    const other = await createTenant();
+    await hammer(hammered.key, 800);
+    expect((await get(apis[0]!, hammered.key)).status).toBe(429);
+    for (const api of apis) {
+      expect((await get(api, sibling.key)).status).toBe(200);
+      expect((await get(api, other.key)).status).toBe(200);
+    }
+    await revokeApiKey(testDb(), hammered.id);
+    // Each process hears of the revocation milliseconds after its commit (api/api-key-cache.ts).
+    for (const api of apis) await eventually(async () => (await get(api, hammered.key)).status === 401, 5_000);
+    // Its replacement starts with a full bucket.
+    const replacement = await newKey();
+    const burst = await Promise.all(Array.from({ length: LIMIT.capacity }, (_, i) => get(apis[i % PROCESSES]!, replacement.key)));
+    expect(burst.filter((r) => r.status === 200).length).toBeGreaterThanOrEqual(LIMIT.capacity / 2);
+  });
+
+  it('an idle process gives its unspent tokens back for the others', async () => {
+    // Almost no refill: every token counted is one of the burst.
+    const slow = { capacity: 16, refillPerSecond: 0.001 };
+    const [a, b, c, d] = await Promise.all([0, 1, 2, 3].map(() => startTestApi({ rateLimit: slow })));
+    try {
+      const { key } = await newKey();
+      // The second lease, asked for soon after the first, is of two tokens: a keeps one unspent.
+      expect((await get(a!, key)).status).toBe(200);
+      expect((await get(a!, key)).status).toBe(200);
+      let allowedB = 0;
+      while ((await get(b!, key)).status === 200) allowedB++;
+      expect(allowedB).toBe(slow.capacity - 3);
+      expect((await get(c!, key)).status).toBe(429);
+      // After the lease's life and a sweep, a's token is back in the bucket. (c, having found the
+      // bucket empty, would not ask again before its next token is due: with this refill, never.)
+      await sleep(LEASE_MS * 2);
+      expect((await get(d!, key)).status).toBe(200);
+      expect((await get(d!, key)).status).toBe(429);
+    } finally {
+      await Promise.all([a, b, c, d].map((x) => x!.close()));
+    }
+  });
+});
+
+describe('the lease statement', () => {
+  it('computes the refill and the grant as core/rate-lease.ts does', async () => {
+    const db = testDb();
+    const { id } = await newKey();
+    const first = await leaseRateTokens(db, { keyId: id, want: 5, capacity: 100, perSecond: 20 });
+    expect(first).toEqual({ granted: 5, level: 95 });
+    for (const [tokens, agoMs, want] of [
+      [0, 100, 12],
+      [3.5, 0, 12],
+      [0.2, 10, 3],
+      [90, 10_000, 12],
+    ] as const) {
+      await db.query(`UPDATE api_key_rate_buckets SET tokens = $2, updated_at = now() - make_interval(secs => $3) WHERE key_id = $1`, [
+        id,
+        tokens,
+        agoMs / 1000,
+      ]);
+      const { granted, level } = await leaseRateTokens(db, { keyId: id, want, capacity: 100, perSecond: 20 });
+      const expected = bucketLevel(tokens, agoMs, 100, 20);
+      // The statement runs a few ms after the UPDATE: that much more refill.
+      expect(granted).toBe(grantOf(expected, want));
+      expect(level + granted).toBeGreaterThanOrEqual(expected);
+      expect(level + granted).toBeLessThan(expected + 20 * 0.5);
+    }
+  });
+});
+
+describe('when Postgres cannot be reached', () => {
+  it('limits per process without waiting, so the request reaches its handler and fails as it would have', async () => {
+    const dead = createPool('postgres://nobody@127.0.0.1:1/none', 2);
+    try {
+      const limiter = createRateLimiter(dead, { capacity: 3, refillPerSecond: 1 });
+      const verdicts = [];
+      verdicts.push(await limiter.take('00000000-0000-0000-0000-000000000001'));
+      const started = performance.now();
+      for (let i = 0; i < 3; i++) verdicts.push(await limiter.take('00000000-0000-0000-0000-000000000001'));
+      // No request waits on Postgres once it is known unreachable.
+      expect(performance.now() - started).toBeLessThan(100);
+      expect(verdicts.map((v) => v.allowed)).toEqual([true, true, true, false]);
+      expect(verdicts[3]).toEqual({ allowed: false, retryAfterSeconds: 1 });
+      await limiter.close();
+    } finally {
+      await dead.end();
+    }
+  });
+});
