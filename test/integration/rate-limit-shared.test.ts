@@ -4,6 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bucketLevel, grantOf, LEASE_MS } from '../../core/rate-lease.js';
+import type { AddressInfo } from 'node:net';
+import { createApp } from '../../api/app.js';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../../api/errors.js';
 import { createRateLimiter } from '../../api/rate-limiter.js';
 import { issueApiKey, revokeApiKey } from '../../db/api-keys.js';
 import { createPool } from '../../db/pool.js';
@@ -135,6 +138,36 @@ describe('the lease statement', () => {
 });
 
 describe('when Postgres cannot be reached', () => {
+  it('a publish fails as it would have without the limiter: 503 with Retry-After', async () => {
+    const dead = createPool('postgres://nobody@127.0.0.1:1/none', 2);
+    const { key } = await newKey();
+    // The key is known from memory (its process's key cache); every lease and the publish itself meet the dead pool.
+    expect((await get(apis[0]!, key)).status).toBe(200);
+    const server = createApp({ ...apis[0]!.deps, db: dead }).listen(0, '127.0.0.1');
+    try {
+      await new Promise((r) => server.once('listening', r));
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1/events`;
+      const after_data = { id: 'dem_1', version: 1, status: 'open', contact_id: 'c', title: 'Demand' };
+      const data = { entity_type: 'demand', entity_id: 'dem_1', before_data: null, after_data, actor_user_id: null };
+      const publish = () =>
+        fetch(url, {
+          method: 'POST',
+          headers: { 'x-api-key': key, 'content-type': 'application/json' },
+          body: JSON.stringify({ type: 'crm.demand.created', data }),
+        });
+      for (let i = 0; i < 3; i++) {
+        const res = await publish();
+        expect(res.status).toBe(503);
+        expect(await res.json()).toEqual({ error: { code: 'service_unavailable', message: expect.any(String) } });
+        expect(res.headers.get('retry-after')).toBe(String(UNAVAILABLE_RETRY_AFTER_SECONDS));
+      }
+    } finally {
+      server.close();
+      server.closeAllConnections();
+      await dead.end();
+    }
+  });
+
   it('limits per process without waiting, so the request reaches its handler and fails as it would have', async () => {
     const dead = createPool('postgres://nobody@127.0.0.1:1/none', 2);
     try {
