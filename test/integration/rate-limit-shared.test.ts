@@ -2,7 +2,7 @@
  * The per-key rate limit holds across API processes sharing one Postgres: several app instances,
  * each with its own limiter (as separate processes would have), hammer one key at once.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { bucketLevel, grantOf, LEASE_MS } from '../../core/rate-lease.js';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../../api/app.js';
@@ -147,6 +147,29 @@ describe('the lease statement', () => {
       expect(granted).toBe(grantOf(expected, want));
       expect(level + granted).toBeGreaterThanOrEqual(expected);
       expect(level + granted).toBeLessThan(expected + 20 * 0.5);
+    }
+  });
+
+  it('concurrent leases from many connections never take more than capacity + refill × elapsed', async () => {
+    const pool = createPool(inject('databaseUrl'), 10);
+    try {
+      const { id } = await newKey();
+      const limit = { capacity: 30, perSecond: 50 };
+      const started = performance.now();
+      let granted = 0;
+      await Promise.all(
+        Array.from({ length: 10 }, async () => {
+          for (let i = 0; i < 30; i++) {
+            const lease = await leaseRateTokens(pool, { keyId: id, want: 3, ...limit });
+            granted += lease.granted;
+          }
+        }),
+      );
+      const elapsedSeconds = (performance.now() - started) / 1000;
+      expect(granted).toBeLessThanOrEqual(limit.capacity + limit.perSecond * elapsedSeconds);
+      expect(granted).toBeGreaterThanOrEqual(limit.capacity);
+    } finally {
+      await pool.end();
     }
   });
 });
