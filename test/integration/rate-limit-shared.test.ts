@@ -4,7 +4,10 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { bucketLevel, grantOf, LEASE_MS } from '../../core/rate-lease.js';
+import { fork } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createApp } from '../../api/app.js';
 import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../../api/errors.js';
 import { createRateLimiter, type RateLimiter } from '../../api/rate-limiter.js';
@@ -123,6 +126,50 @@ describe('one rate limit across API processes', () => {
     }
   });
 });
+
+describe('one rate limit across real processes', () => {
+  it('several processes, each with its own limiter, let through no more than one limit', async () => {
+    const { id } = await newKey();
+    const limit = { capacity: 30, perSecond: 20 };
+    const children = Array.from({ length: PROCESSES }, () =>
+      startChild({ KEY_ID: id, CAPACITY: limit.capacity, PER_SECOND: limit.perSecond, DURATION_MS: 2_000, CONCURRENCY: 4 }),
+    );
+    await Promise.all(children.map((c) => c.ready));
+    const startAt = Date.now() + 200;
+    for (const c of children) c.child.send(startAt);
+    const results = await Promise.all(children.map((c) => c.result));
+    const allowed = results.reduce((n, r) => n + r.allowed, 0);
+    const elapsedSeconds = (Math.max(...results.map((r) => r.endedAt)) - startAt) / 1000;
+    const bound = limit.capacity + limit.perSecond * elapsedSeconds;
+    expect(allowed).toBeLessThanOrEqual(bound);
+    expect(allowed).toBeGreaterThanOrEqual(0.6 * bound);
+    // Each was refused at some point: none got a limit of its own.
+    for (const r of results) expect(r.refused).toBeGreaterThan(0);
+  }, 60_000);
+});
+
+type ChildResult = { allowed: number; refused: number; endedAt: number };
+
+/** test/support/rate-limit-process-main.ts in a child process: `ready` once it can start, `result` at the end. */
+function startChild(vars: Record<string, string | number>) {
+  const entry = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'support', 'rate-limit-process-main.ts');
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: inject('databaseUrl'), LOG_LEVEL: 'warn' };
+  for (const [k, v] of Object.entries(vars)) env[k] = String(v);
+  const child = fork(entry, [], { env, execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+  const messages: unknown[] = [];
+  const waiters: (() => void)[] = [];
+  child.on('message', (m) => {
+    messages.push(m);
+    waiters.splice(0).forEach((w) => w());
+  });
+  const nth = (n: number) =>
+    new Promise<unknown>((resolve, reject) => {
+      const check = () => (messages.length > n ? resolve(messages[n]) : waiters.push(check));
+      child.once('exit', (code) => reject(new Error(`rate limit child exited (${code})`)));
+      check();
+    });
+  return { child, ready: nth(0), result: nth(1) as Promise<ChildResult> };
+}
 
 describe('the lease statement', () => {
   it('computes the refill and the grant as core/rate-lease.ts does', async () => {
