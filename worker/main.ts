@@ -1,4 +1,6 @@
 /** Production worker: runs endpoint workflows and their activities against TEMPORAL_ADDRESS and DATABASE_URL. */
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { NativeConnection } from '@temporalio/worker';
 import { loadServiceConfig, startServices, type ServiceConfig } from '../bootstrap/services.js';
 import { logger } from '../runtime/logger.js';
@@ -66,4 +68,13 @@ export async function runWorker(
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await runWorker(loadServiceConfig('npm run worker'));
+/** The bundle `npm run build` writes beside the compiled worker (dist/workflow-bundle.js); none when running the source. */
+function prebuiltWorkflowBundle(): string | undefined {
+  if (import.meta.url.endsWith('.ts')) return undefined;
+  const bundle = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url));
+  if (!fs.existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build\` (it bundles the workflow code).`);
+  return bundle;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`)
+  await runWorker(loadServiceConfig('npm run worker'), { workflowBundlePath: prebuiltWorkflowBundle() });
