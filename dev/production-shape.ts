@@ -103,7 +103,7 @@ export async function startProductionShape(opts: ProductionShapeOptions): Promis
     delete env.WEBHOOKS_START_OWN_GROUP;
     const log = (name: string): LogTarget => (opts.logs === 'inherit' ? 'inherit' : { file: path.join(logsDir, `${name}.log`) });
     const workers = Array.from({ length: opts.workerProcesses ?? 2 }, (_, i) =>
-      workerProcess({ name: `worker-${i + 1}`, env, log: log(`worker-${i + 1}`), temporalAddress: temporal.address, namespace, taskQueue }),
+      workerProcess({ name: `worker-${i + 1}`, env, log: log(`worker-${i + 1}`) }),
     );
     const apis = Array.from({ length: opts.apiProcesses ?? 2 }, (_, i) =>
       apiProcess({ name: `api-${i + 1}`, env, log: log(`api-${i + 1}`) }),

@@ -9,7 +9,6 @@ import cluster, { type Worker as ClusterWorker } from 'node:cluster';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { Connection } from '@temporalio/client';
 import { managedProcess, type ManagedProcess } from './children.js';
 import { projectRoot } from './tools.js';
 
@@ -71,43 +70,32 @@ export function apiProcess(opts: { name: string; env: NodeJS.ProcessEnv; log: Lo
   });
 }
 
-/** True once a poller of this process (the SDK's identity is `pid@host`) polls the task queue. */
-async function polling(connection: Connection, namespace: string, taskQueue: string, pid: number): Promise<boolean> {
-  const res = await connection.workflowService.describeTaskQueue({ namespace, taskQueue: { name: taskQueue }, taskQueueType: 1 });
-  return (res.pollers ?? []).some((p) => p.identity?.startsWith(`${pid}@`));
-}
-
-/** One worker process; ready once it polls the task queue. A restart overlaps like the API's. */
-export function workerProcess(opts: {
-  name: string;
-  env: NodeJS.ProcessEnv;
-  log: LogTarget;
-  temporalAddress: string;
-  namespace: string;
-  taskQueue: string;
-}): ManagedProcess {
+/** One worker process; ready once it says it polls (over IPC, worker/main.ts). A restart overlaps like the API's. */
+export function workerProcess(opts: { name: string; env: NodeJS.ProcessEnv; log: LogTarget }): ManagedProcess {
   const entry = compiledEntry('worker');
   return managedProcess({
     name: opts.name,
     overlap: true,
     graceMs: 30_000,
     launch: () => {
-      const child = spawn(process.execPath, [entry], { env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [entry], { env: opts.env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
       pipeOutput(child, opts.log);
       return child;
     },
-    ready: async (child) => {
-      const connection = await Connection.connect({ address: opts.temporalAddress });
-      try {
-        const deadline = Date.now() + 120_000;
-        while (!(await polling(connection, opts.namespace, opts.taskQueue, child.pid!))) {
-          if (child.exitCode !== null || child.signalCode !== null) throw exitedError(opts.name, child);
-          if (Date.now() > deadline) throw new Error(`${opts.name} did not poll ${opts.taskQueue} within 120 s`);
-          await new Promise((r) => setTimeout(r, 250));
-        }
-      } finally {
-        await connection.close();
-      }
-    },
+    ready: (child) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => done(new Error(`${opts.name} did not start polling within 120 s`)), 120_000);
+        const onExit = () => done(exitedError(opts.name, child));
+        const onMessage = (m: unknown) => (m as { type?: string } | null)?.type === 'worker-running' && done();
+        const done = (err?: Error) => {
+          clearTimeout(timer);
+          child.off('exit', onExit);
+          child.off('message', onMessage);
+          if (err) reject(err);
+          else resolve();
+        };
+        child.once('exit', onExit);
+        child.on('message', onMessage);
+      }),
   });
 }

@@ -17,7 +17,7 @@ import { installTemporalLogging } from './temporal-logging.js';
 
 export async function runWorker(
   config: ServiceConfig,
-  opts: { signal?: AbortSignal; resolver?: Resolver; workflowBundlePath?: string } = {},
+  opts: { signal?: AbortSignal; resolver?: Resolver; workflowBundlePath?: string; onRunning?: () => void } = {},
 ): Promise<void> {
   installTemporalLogging();
   const services = await startServices(config, opts);
@@ -56,7 +56,9 @@ export async function runWorker(
   const crmWakes = createDueWakes(db, dueChannel(config.taskQueue));
   const crmSweep = runCrmOutboxSweep({ db, wakes: crmWakes }, { signal: outboxStop.signal });
   try {
-    await worker.run();
+    const running = worker.run();
+    opts.onRunning?.();
+    await running;
   } finally {
     outboxStop.abort();
     await outbox;
@@ -77,4 +79,8 @@ function prebuiltWorkflowBundle(): string | undefined {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`)
-  await runWorker(loadServiceConfig('npm run worker'), { workflowBundlePath: prebuiltWorkflowBundle() });
+  await runWorker(loadServiceConfig('npm run worker'), {
+    workflowBundlePath: prebuiltWorkflowBundle(),
+    // A supervisor that gave this process an IPC channel (the production-shape launcher) learns it polls.
+    onRunning: () => process.send?.({ type: 'worker-running' }),
+  });

@@ -60,7 +60,7 @@ afterAll(async () => {
   await db?.end();
   await shape?.stop();
   await receiver?.close();
-  fs.rmSync(dataDir, { recursive: true, force: true });
+  if (!process.env.KEEP_SHAPE_DATA) fs.rmSync(dataDir, { recursive: true, force: true });
 }, 120_000);
 
 async function api(method: string, url: string, body?: unknown): Promise<{ status: number; body: any }> {
@@ -241,10 +241,14 @@ describe('the production shape', () => {
     const retriedBefore = retried.count;
     const load = publishers(4, 'rolling');
     await eventually(async () => load.published.length >= 50);
+    const took: string[] = [];
     for (const p of [...shape.apis, ...shape.workers]) {
+      const t = Date.now();
       await p.restart();
+      took.push(`${p.name} ${((Date.now() - t) / 1000).toFixed(1)} s`);
       await new Promise((r) => setTimeout(r, 500));
     }
+    console.log(`rolling restart: ${took.join(', ')}`);
     const before = load.published.length;
     await eventually(async () => load.published.length >= before + 100, 60_000);
     await load.stop();
