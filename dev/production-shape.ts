@@ -31,7 +31,7 @@ export interface ProductionShapeOptions {
   env?: Record<string, string | undefined>;
   /** 'inherit' prints the API and worker logs here; by default each process logs to dataDir/logs/<name>.log. */
   logs?: 'files' | 'inherit';
-  /** Progress lines. */
+  /** Progress lines, and each part as it stops. */
   say?: (line: string) => void;
 }
 
@@ -59,16 +59,19 @@ export async function startProductionShape(opts: ProductionShapeOptions): Promis
   const dataDir = path.resolve(opts.dataDir);
   const logsDir = path.join(dataDir, 'logs');
   fs.mkdirSync(logsDir, { recursive: true });
-  const stops: Array<() => Promise<void>> = [];
+  const stops: Array<{ name: string; stop: () => Promise<void> }> = [];
   const stopAll = async () => {
-    for (const stop of stops.splice(0)) await stop().catch(() => {});
+    for (const { name, stop } of stops.splice(0)) {
+      await stop().catch(() => {});
+      say(`Stopped ${name}.`);
+    }
   };
   try {
     let databaseUrl = opts.databaseUrl;
     if (!databaseUrl) {
       say('Starting embedded PostgreSQL...');
       const pg = await startEmbeddedPostgres(dataDir);
-      stops.unshift(pg.stop);
+      stops.unshift({ name: 'Postgres', stop: pg.stop });
       databaseUrl = pg.url;
     }
     const namespace = opts.namespace ?? 'default';
@@ -81,8 +84,8 @@ export async function startProductionShape(opts: ProductionShapeOptions): Promis
       frontendPort: opts.temporalPort,
       uiPort: opts.uiPort,
     });
-    stops.unshift(() => temporal.server.stop());
-    stops.unshift(() => temporal.ui.stop());
+    stops.unshift({ name: 'the Temporal server', stop: () => temporal.server.stop() });
+    stops.unshift({ name: 'the Web UI', stop: () => temporal.ui.stop() });
     await migrate(databaseUrl);
     // Created once here, so the processes share one key instead of racing to generate it.
     loadOrCreateEncryptionKey(opts.env?.SECRETS_ENCRYPTION_KEY ?? process.env.SECRETS_ENCRYPTION_KEY, dataDir);
@@ -108,8 +111,8 @@ export async function startProductionShape(opts: ProductionShapeOptions): Promis
     const apis = Array.from({ length: opts.apiProcesses ?? 2 }, (_, i) =>
       apiProcess({ name: `api-${i + 1}`, env, log: log(`api-${i + 1}`) }),
     );
-    stops.unshift(async () => void (await Promise.all(workers.map((w) => w.stop()))));
-    stops.unshift(async () => void (await Promise.all(apis.map((a) => a.stop()))));
+    stops.unshift({ name: 'the workers', stop: async () => void (await Promise.all(workers.map((w) => w.stop()))) });
+    stops.unshift({ name: 'the API processes', stop: async () => void (await Promise.all(apis.map((a) => a.stop()))) });
     say(`Starting ${workers.length} worker and ${apis.length} API processes...`);
     await Promise.all([...workers, ...apis].map((p) => p.start()));
     return {

@@ -4,7 +4,7 @@
  * compiled API processes on one port and two compiled workers, delivering to a local HTTPS
  * receiver. Publishers go through the REST API like a tenant's would.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { issueApiKey } from '../../db/api-keys.js';
 import { createAccount } from '../../db/directory.js';
 import { createPool, type Db } from '../../db/pool.js';
+import { freePort, freePortInRange, isPortOpen } from '../../dev/ports.js';
 import { startProductionShape, type ProductionShape } from '../../dev/production-shape.js';
 import { projectRoot } from '../../dev/tools.js';
 import { SCOPES } from '../../security/api-key.js';
@@ -280,5 +281,56 @@ describe('the production shape', () => {
     const received = new Set(posts(prefix).map(entityOf));
     expect([...published].filter((e) => !received.has(e))).toEqual([]);
     expect(received.size).toBe(rows.length);
+  }, 240_000);
+});
+
+describe('npm run production', () => {
+  it('prints the API and Web UI addresses and a first-start key, serves, and stops in order on Ctrl-C with exit 0', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'production-cli-'));
+    fs.chmodSync(dir, 0o755);
+    const [port, temporalPort, uiPort] = [await freePort(), await freePortInRange(20_000, 32_000), await freePort()];
+    // What `npm run production` runs after its build (the file's beforeAll built dist/).
+    const child = spawn(process.execPath, ['--import', 'tsx', 'dev/production.ts'], {
+      cwd: projectRoot,
+      env: {
+        ...process.env,
+        VITEST: '',
+        DATA_DIR: dir,
+        PORT: String(port),
+        TEMPORAL_PORT: String(temporalPort),
+        TEMPORAL_UI_PORT: String(uiPort),
+        API_PROCESSES: '1',
+        WORKER_PROCESSES: '1',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await eventually(
+        async () => out.includes('Ctrl-C stops everything') || (child.exitCode !== null && Promise.reject(new Error(out))),
+        180_000,
+      );
+      expect(out).toContain(`API:             http://127.0.0.1:${port}`);
+      expect(out).toContain(`Temporal Web UI: http://127.0.0.1:${uiPort}`);
+      const liveKey = /Live API key:\s+(\S+)/.exec(out)![1]!;
+      const listed = await fetch(`http://127.0.0.1:${port}/api/v1/webhooks`, { headers: { 'x-api-key': liveKey } });
+      expect(listed.status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${uiPort}/api/v1/namespaces/default`)).status).toBe(200);
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+      const order = ['the API processes', 'the workers', 'the Web UI', 'the Temporal server', 'Postgres'].map((p) =>
+        out.indexOf(`Stopped ${p}.`),
+      );
+      expect(order.every((at) => at > 0)).toBe(true);
+      expect([...order].sort((a, b) => a - b)).toEqual(order);
+      const postgresPort = (JSON.parse(fs.readFileSync(path.join(dir, 'production', 'postgres.json'), 'utf8')) as { port: number }).port;
+      for (const p of [port, temporalPort, uiPort, postgresPort]) expect(await isPortOpen(p)).toBe(false);
+    } finally {
+      child.kill('SIGKILL');
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   }, 240_000);
 });
