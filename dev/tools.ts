@@ -56,6 +56,7 @@ async function goInstall(module: string, target: string, what: string): Promise<
   if (!onPath('go')) throw new Error(`${what} is not in ${path.dirname(target)} and Go is not installed to build it.`);
   process.stderr.write(`Building ${what} (${module}) into ${path.dirname(target)}; this takes a few minutes once.\n`);
   const started = Date.now();
+  fs.mkdirSync(toolsDir, { recursive: true });
   const gobin = fs.mkdtempSync(path.join(toolsDir, 'gobin-'));
   try {
     await run('go', ['install', '-v', module], { env: goEnv(gobin) });
