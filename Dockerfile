@@ -1,9 +1,27 @@
-# One image for both production processes: `npm run api` and `npm run worker`.
+# One image for both production processes: `npm run api` (the default) and `npm run worker`.
+# Multi-stage: the build stage has the dev dependencies (TypeScript, the workflow bundler's
+# webpack is a run-time dependency anyway) and runs `npm run build`; the runtime stage gets the
+# compiled dist/ and production node_modules only, and runs as the unprivileged `node` user.
+
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY . .
+RUN npm ci --no-audit --no-fund && npm run build
+
+# Production dependencies only; the workspace packages' manifests must exist for `npm ci`.
+FROM node:20-bookworm-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY packages ./packages
+RUN npm ci --omit=dev --no-audit --no-fund
+
 FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund
-COPY . .
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json ./
+COPY dev/service.sh ./dev/service.sh
 USER node
+# `npm run api` / `npm run worker` run `node dist/<name>/main.js` when NODE_ENV=production.
 CMD ["npm", "run", "api"]

@@ -8,6 +8,7 @@ import type { Resolver } from '../security/destination-policy.js';
 import { createProviderHttp } from '../provider/http.js';
 import { createApiKeyCache } from './api-key-cache.js';
 import { createApp } from './app.js';
+import { gracefulCloser } from './graceful-close.js';
 import { createRateLimiter } from './rate-limiter.js';
 
 export interface RunningApi {
@@ -46,11 +47,11 @@ export async function startApi(config: ServiceConfig, opts: { resolver?: Resolve
     const s = app.listen(config.port, opts.host ?? '0.0.0.0', () => resolve(s));
   });
   const { port } = server.address() as AddressInfo;
+  const closeServer = gracefulCloser(server);
   return {
     url: `http://127.0.0.1:${port}`,
     async close() {
-      await new Promise((r) => server.close(r));
-      server.closeAllConnections();
+      await closeServer();
       await wakes.flush();
       await apiKeys.close();
       // Unspent leased tokens go back to the shared bucket for the other API processes.

@@ -33,3 +33,17 @@ export async function waitForPort(port: number, what: string, timeoutMs = 120_00
   }
   throw new Error(`${what} did not listen on port ${port} within ${timeoutMs / 1000} s`);
 }
+
+/** A free loopback port in [min, max): for a server that stores its ports as smallint (Temporal's membership table), below 32768. */
+export async function freePortInRange(min: number, max: number): Promise<number> {
+  for (let tries = 0; tries < 200; tries++) {
+    const port = min + Math.floor(Math.random() * (max - min));
+    const free = await new Promise<boolean>((resolve) => {
+      const server = net.createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+  throw new Error(`no free port in [${min}, ${max})`);
+}

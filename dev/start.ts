@@ -5,19 +5,18 @@
  */
 import path from 'node:path';
 import { startApi } from '../api/server.js';
-import { issueApiKey } from '../db/api-keys.js';
 import { listChatappNumbers } from '../db/channel-accounts.js';
-import { createAccount, createChannelAccount, createCustomer, firstAccountId } from '../db/directory.js';
+import { createChannelAccount, createCustomer, firstAccountId } from '../db/directory.js';
 import { migrate } from '../db/migrate.js';
 import { createPool, type Db } from '../db/pool.js';
 import { loadConfig, type Config } from '../runtime/config.js';
 import { flushLogs } from '../runtime/logger.js';
-import { SCOPES } from '../security/api-key.js';
 import { runWorker } from '../worker/main.js';
 import { startLocalProvider } from './local-provider/server.js';
 import { addWaba, newNumericId } from './local-provider/state.js';
 import { leaveSignalsToCaller, startEmbeddedPostgres } from './embedded-postgres.js';
 import { onParentGone, runInOwnProcessGroup } from './own-process-group.js';
+import { bootstrapLocalAccount } from './local-account.js';
 import { isPortOpen } from './ports.js';
 import { startTemporalDevServer } from './temporal-servers.js';
 
@@ -33,40 +32,6 @@ const stops: Array<() => Promise<void>> = [];
 /** The configured port when it is free; otherwise the dev server picks one. */
 async function preferredPort(wanted: number): Promise<number | undefined> {
   return (await isPortOpen(wanted)) ? undefined : wanted;
-}
-
-/** The operator CLI command that issues a live key with all scopes, as it runs from this folder. */
-function keyCreateCommand(accountId: string): string {
-  const dataDir = config.dataDir === path.resolve('.data') ? '' : `DATA_DIR=${config.dataDir} `;
-  return `${dataDir}npm run --silent cli -- key create --account ${accountId} --env live --scopes ${SCOPES.join(',')}`;
-}
-
-/**
- * On first run, a local Account with a live and a sandbox key, printed once. Returns the live
- * key then, or the command that makes one on a later start (keys are stored as hashes only).
- */
-async function bootstrapLocalAccount(databaseUrl: string): Promise<{ liveKey?: string; keyCommand: string }> {
-  const db = createPool(databaseUrl, 1);
-  try {
-    const existing = await firstAccountId(db);
-    if (existing) {
-      const keyCommand = keyCreateCommand(existing);
-      say(`API keys are shown only on the first run. A new key for Account ${existing}: ${keyCommand}`);
-      return { keyCommand };
-    }
-    const account = await createAccount(db, { name: 'Local account', ownerEmail: 'owner@localhost', plan: 'paid' });
-    const live = await issueApiKey(db, { accountId: account.id, environment: 'live', scopes: [...SCOPES] });
-    const sandbox = await issueApiKey(db, { accountId: account.id, environment: 'sandbox', scopes: [...SCOPES] });
-    say('');
-    say(`First run: created Account ${account.id} ("Local account").`);
-    say(`  live API key:    ${live.key}`);
-    say(`  sandbox API key: ${sandbox.key}`);
-    const keyCommand = keyCreateCommand(account.id);
-    say(`These keys are shown only now; only their hashes are stored. Make more with: ${keyCommand}`);
-    return { liveKey: live.key, keyCommand };
-  } finally {
-    await db.end();
-  }
 }
 
 /**
@@ -164,7 +129,7 @@ async function main() {
     uiUrl = temporal.uiUrl;
   }
   await migrate(databaseUrl);
-  const keys = await bootstrapLocalAccount(databaseUrl);
+  const keys = await bootstrapLocalAccount(databaseUrl, config.dataDir, say);
   const provider = await startDevProvider(databaseUrl);
 
   const workerStop = new AbortController();

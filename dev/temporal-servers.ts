@@ -2,10 +2,11 @@
  * Starts the two real Temporal servers used outside production: the CLI dev server (with
  * its Web UI, persisted to a SQLite file) and the Java time-skipping test server.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { customSearchAttributes } from '../workflows/search-attributes.js';
+import { alive, stopChild, tieToParent } from './children.js';
 import { freePort, isPortOpen, waitForPort } from './ports.js';
 import { ensureTemporalCli, ensureTestServerClasspath } from './tools.js';
 
@@ -18,30 +19,6 @@ export interface RunningServer {
 function cliAttributeType(type: string): string {
   // The CLI spells search attribute types in title case: KEYWORD -> Keyword.
   return type.charAt(0) + type.slice(1).toLowerCase().replace('_list', 'List');
-}
-
-function stopChild(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    const force = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    child.once('exit', () => {
-      clearTimeout(force);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
-}
-
-/** A server outlives no parent: if this process dies, so does the child. */
-function tieToParent(child: ChildProcess): ChildProcess {
-  const kill = () => child.kill('SIGKILL');
-  process.once('exit', kill);
-  child.once('exit', () => process.off('exit', kill));
-  return child;
-}
-
-function alive(child: ChildProcess): () => boolean {
-  return () => child.exitCode === null && child.signalCode === null;
 }
 
 /**

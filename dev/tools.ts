@@ -1,7 +1,8 @@
 /**
  * Finds or installs the binaries this machine cannot download directly: the Temporal CLI
- * (dev server + Web UI), built from the Go module proxy, and the Java time-skipping test
- * server, fetched from Maven Central, both in `.tools/` (ignored by git) so the slow step
+ * (dev server + Web UI) and, for the production shape (`npm run production`), the Temporal
+ * server, its SQL schema tool and the Web UI server, all built from the Go module proxy at the
+ * versions the CLI pins; and the Java time-skipping test server, fetched from Maven Central, both in `.tools/` (ignored by git) so the slow step
  * happens once per machine; and Debian's Chromium for the console's browser test, installed
  * with apt (never a browser build downloaded from elsewhere).
  */
@@ -14,6 +15,15 @@ export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.u
 export const toolsDir = path.resolve(process.env.TOOLS_DIR || path.join(projectRoot, '.tools'));
 
 const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
+// The versions github.com/temporalio/cli v1.5.1 pins in its go.mod: the shape runs what the dev server embeds.
+export const TEMPORAL_SERVER_VERSION = 'v1.29.1';
+const UI_SERVER_VERSION = 'v2.42.1';
+/** Binary name in .tools/bin -> Go package it is built from (its own name, `server` or `sql`, says too little). */
+const SERVER_TOOLS = {
+  'temporal-server': `go.temporal.io/server/cmd/server@${TEMPORAL_SERVER_VERSION}`,
+  'temporal-sql-tool': `go.temporal.io/server/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`,
+  'temporal-ui-server': `github.com/temporalio/ui-server/v2/cmd/server@${UI_SERVER_VERSION}`,
+} as const;
 const TEST_SERVER_ARTIFACT = { groupId: 'io.temporal', artifactId: 'temporal-test-server', version: '1.31.0' };
 
 function run(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv }): Promise<void> {
@@ -31,6 +41,34 @@ function onPath(binary: string): string | undefined {
   return found.status === 0 && out ? out : undefined;
 }
 
+function goEnv(gobin: string): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    GOBIN: gobin,
+    GOMODCACHE: path.join(toolsDir, 'go', 'mod'),
+    GOCACHE: path.join(toolsDir, 'go', 'cache'),
+    GOFLAGS: '-modcacherw',
+  };
+}
+
+/** `go install module@version` into `target` (a file path), through a private GOBIN since several packages build a binary called `server`. */
+async function goInstall(module: string, target: string, what: string): Promise<void> {
+  if (!onPath('go')) throw new Error(`${what} is not in ${path.dirname(target)} and Go is not installed to build it.`);
+  process.stderr.write(`Building ${what} (${module}) into ${path.dirname(target)}; this takes a few minutes once.\n`);
+  const started = Date.now();
+  fs.mkdirSync(toolsDir, { recursive: true });
+  const gobin = fs.mkdtempSync(path.join(toolsDir, 'gobin-'));
+  try {
+    await run('go', ['install', '-v', module], { env: goEnv(gobin) });
+    const [built] = fs.readdirSync(gobin);
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    fs.renameSync(path.join(gobin, built!), target);
+  } finally {
+    fs.rmSync(gobin, { recursive: true, force: true });
+  }
+  process.stderr.write(`${what} built in ${Math.round((Date.now() - started) / 1000)} s.\n`);
+}
+
 /** The `temporal` CLI: from PATH, else `.tools/bin`, else built there once with `go install`. */
 export async function ensureTemporalCli(): Promise<string> {
   const fromPath = onPath('temporal');
@@ -39,19 +77,30 @@ export async function ensureTemporalCli(): Promise<string> {
   if (fs.existsSync(local)) return local;
   if (!onPath('go'))
     throw new Error('The Temporal CLI is not on PATH and Go is not installed to build it; set TEMPORAL_ADDRESS or install Go.');
-  process.stderr.write(`Building the Temporal CLI (${TEMPORAL_CLI_MODULE}) into ${path.dirname(local)}; this takes a few minutes once.\n`);
-  const started = Date.now();
-  await run('go', ['install', '-v', TEMPORAL_CLI_MODULE], {
-    env: {
-      ...process.env,
-      GOBIN: path.dirname(local),
-      GOMODCACHE: path.join(toolsDir, 'go', 'mod'),
-      GOCACHE: path.join(toolsDir, 'go', 'cache'),
-      GOFLAGS: '-modcacherw',
-    },
-  });
-  process.stderr.write(`Temporal CLI built in ${Math.round((Date.now() - started) / 1000)} s.\n`);
+  await goInstall(TEMPORAL_CLI_MODULE, local, 'the Temporal CLI');
   return local;
+}
+
+export interface TemporalServerTools {
+  server: string;
+  sqlTool: string;
+  uiServer: string;
+  /** `schema/` of the server module: the versioned SQL the sql tool applies (postgresql/v12/{temporal,visibility}/versioned). */
+  schemaDir: string;
+}
+
+/** The Temporal server, its SQL tool and the Web UI server in `.tools/bin`, built once from the Go module proxy. */
+export async function ensureTemporalServerTools(): Promise<TemporalServerTools> {
+  const bin = (name: keyof typeof SERVER_TOOLS) => path.join(toolsDir, 'bin', name);
+  for (const [name, module] of Object.entries(SERVER_TOOLS) as Array<[keyof typeof SERVER_TOOLS, string]>) {
+    if (!fs.existsSync(bin(name))) await goInstall(module, bin(name), name);
+  }
+  const schemaDir = path.join(toolsDir, 'go', 'mod', `go.temporal.io/server@${TEMPORAL_SERVER_VERSION}`, 'schema');
+  if (!fs.existsSync(schemaDir)) {
+    // Binaries from an earlier machine state without the module source: fetch the module for its schema files.
+    await run('go', ['mod', 'download', `go.temporal.io/server@${TEMPORAL_SERVER_VERSION}`], { env: goEnv(path.join(toolsDir, 'bin')) });
+  }
+  return { server: bin('temporal-server'), sqlTool: bin('temporal-sql-tool'), uiServer: bin('temporal-ui-server'), schemaDir };
 }
 
 /** Classpath of the Java time-skipping test server, fetched once with Maven. */
@@ -94,7 +143,8 @@ export async function ensureChromium(): Promise<string | undefined> {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
   const cli = await ensureTemporalCli();
+  const server = await ensureTemporalServerTools();
   const cp = await ensureTestServerClasspath();
   const chromium = await ensureChromium();
-  console.log(JSON.stringify({ temporal: cli, testServerClasspath: cp, chromium: chromium ?? null }));
+  console.log(JSON.stringify({ temporal: cli, temporalServer: server, testServerClasspath: cp, chromium: chromium ?? null }));
 }

@@ -5,8 +5,11 @@ import { bundlerLogger, temporalLogger } from './temporal-logging.js';
 
 const require = createRequire(import.meta.url);
 
-/** The workflow code, bundled from source on start; tests pass a bundle built once. */
-export const workflowsPath = require.resolve('../workflows/index.ts');
+/**
+ * The workflow code, bundled from source on start; tests pass a bundle built once, and the
+ * compiled worker (dist/, which has .js files only) the one `npm run build` made.
+ */
+export const workflowsPath = require.resolve(import.meta.url.endsWith('.ts') ? '../workflows/index.ts' : '../workflows/index.js');
 
 export async function createWorker(opts: {
   connection: NativeConnection;

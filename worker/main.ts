@@ -1,4 +1,6 @@
 /** Production worker: runs endpoint workflows and their activities against TEMPORAL_ADDRESS and DATABASE_URL. */
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { NativeConnection } from '@temporalio/worker';
 import { loadServiceConfig, startServices, type ServiceConfig } from '../bootstrap/services.js';
 import { logger } from '../runtime/logger.js';
@@ -15,7 +17,7 @@ import { installTemporalLogging } from './temporal-logging.js';
 
 export async function runWorker(
   config: ServiceConfig,
-  opts: { signal?: AbortSignal; resolver?: Resolver; workflowBundlePath?: string } = {},
+  opts: { signal?: AbortSignal; resolver?: Resolver; workflowBundlePath?: string; onRunning?: () => void } = {},
 ): Promise<void> {
   installTemporalLogging();
   const services = await startServices(config, opts);
@@ -54,7 +56,9 @@ export async function runWorker(
   const crmWakes = createDueWakes(db, dueChannel(config.taskQueue));
   const crmSweep = runCrmOutboxSweep({ db, wakes: crmWakes }, { signal: outboxStop.signal });
   try {
-    await worker.run();
+    const running = worker.run();
+    opts.onRunning?.();
+    await running;
   } finally {
     outboxStop.abort();
     await outbox;
@@ -66,4 +70,17 @@ export async function runWorker(
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await runWorker(loadServiceConfig('npm run worker'));
+/** The bundle `npm run build` writes beside the compiled worker (dist/workflow-bundle.js); none when running the source. */
+function prebuiltWorkflowBundle(): string | undefined {
+  if (import.meta.url.endsWith('.ts')) return undefined;
+  const bundle = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url));
+  if (!fs.existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build\` (it bundles the workflow code).`);
+  return bundle;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`)
+  await runWorker(loadServiceConfig('npm run worker'), {
+    workflowBundlePath: prebuiltWorkflowBundle(),
+    // A supervisor that gave this process an IPC channel (the production-shape launcher) learns it polls.
+    onRunning: () => process.send?.({ type: 'worker-running' }),
+  });

@@ -1,0 +1,134 @@
+/**
+ * The production shape on one machine, without Docker, as a programmatic API (`npm run production`
+ * is its command line; tests and the benchmark drive it too): Postgres (embedded, or DATABASE_URL),
+ * a real Temporal server on that Postgres with its Web UI, N compiled API processes sharing one
+ * port and M compiled worker processes. Every process has a handle: kill -9, restart, stop.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { migrate } from '../db/migrate.js';
+import { loadOrCreateEncryptionKey } from '../security/secret-box.js';
+import type { ManagedProcess } from './children.js';
+import { startEmbeddedPostgres } from './embedded-postgres.js';
+import { freePort } from './ports.js';
+import { apiProcess, workerProcess, type LogTarget } from './service-processes.js';
+import { startTemporalCluster } from './temporal-cluster.js';
+
+export interface ProductionShapeOptions {
+  /** Everything of the shape lives here: Postgres data, Temporal's configuration, logs. */
+  dataDir: string;
+  /** An existing Postgres (its user may create databases); embedded Postgres in dataDir otherwise. */
+  databaseUrl?: string;
+  apiProcesses?: number;
+  workerProcesses?: number;
+  /** Free ports when unset. */
+  apiPort?: number;
+  temporalPort?: number;
+  uiPort?: number;
+  namespace?: string;
+  taskQueue?: string;
+  /** Added to the API and worker processes' environment (e.g. WEBHOOKS_DEV_MODE, NODE_EXTRA_CA_CERTS). */
+  env?: Record<string, string | undefined>;
+  /** 'inherit' prints the API and worker logs here; by default each process logs to dataDir/logs/<name>.log. */
+  logs?: 'files' | 'inherit';
+  /** Progress lines, and each part as it stops. */
+  say?: (line: string) => void;
+}
+
+export interface ProductionShape {
+  apiUrl: string;
+  uiUrl: string;
+  temporalAddress: string;
+  databaseUrl: string;
+  dataDir: string;
+  apis: ManagedProcess[];
+  workers: ManagedProcess[];
+  temporal: ManagedProcess;
+  ui: ManagedProcess;
+  /** Stops everything, in order: APIs, workers, Web UI, Temporal, Postgres. */
+  stop(): Promise<void>;
+}
+
+/** The shape's default folder inside a data folder: apart from `npm start`'s, whose Temporal state is the dev server's. */
+export function productionDataDir(dataDir: string): string {
+  return path.join(dataDir, 'production');
+}
+
+export async function startProductionShape(opts: ProductionShapeOptions): Promise<ProductionShape> {
+  const say = opts.say ?? (() => {});
+  const dataDir = path.resolve(opts.dataDir);
+  const logsDir = path.join(dataDir, 'logs');
+  fs.mkdirSync(logsDir, { recursive: true });
+  const stops: Array<{ name: string; stop: () => Promise<void> }> = [];
+  const stopAll = async () => {
+    for (const { name, stop } of stops.splice(0)) {
+      await stop().catch(() => {});
+      say(`Stopped ${name}.`);
+    }
+  };
+  try {
+    let databaseUrl = opts.databaseUrl;
+    if (!databaseUrl) {
+      say('Starting embedded PostgreSQL...');
+      const pg = await startEmbeddedPostgres(dataDir);
+      stops.unshift({ name: 'Postgres', stop: pg.stop });
+      databaseUrl = pg.url;
+    }
+    const namespace = opts.namespace ?? 'default';
+    const taskQueue = opts.taskQueue ?? 'webhooks';
+    say('Setting up the Temporal schema and starting the Temporal server on Postgres...');
+    const temporal = await startTemporalCluster({
+      dir: path.join(dataDir, 'temporal'),
+      databaseUrl,
+      namespace,
+      frontendPort: opts.temporalPort,
+      uiPort: opts.uiPort,
+    });
+    stops.unshift({ name: 'the Temporal server', stop: () => temporal.server.stop() });
+    stops.unshift({ name: 'the Web UI', stop: () => temporal.ui.stop() });
+    await migrate(databaseUrl);
+    // Created once here, so the processes share one key instead of racing to generate it.
+    loadOrCreateEncryptionKey(opts.env?.SECRETS_ENCRYPTION_KEY ?? process.env.SECRETS_ENCRYPTION_KEY, dataDir);
+
+    const apiPort = opts.apiPort ?? (await freePort());
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      ...opts.env,
+      NODE_ENV: 'production',
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: temporal.address,
+      TEMPORAL_NAMESPACE: namespace,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      DATA_DIR: dataDir,
+      PORT: String(apiPort),
+    };
+    // Not the launcher's own-process-group flag: these children are ordinary ones.
+    delete env.WEBHOOKS_START_OWN_GROUP;
+    const log = (name: string): LogTarget => (opts.logs === 'inherit' ? 'inherit' : { file: path.join(logsDir, `${name}.log`) });
+    const workers = Array.from({ length: opts.workerProcesses ?? 2 }, (_, i) =>
+      workerProcess({ name: `worker-${i + 1}`, env, log: log(`worker-${i + 1}`) }),
+    );
+    const apis = Array.from({ length: opts.apiProcesses ?? 2 }, (_, i) =>
+      apiProcess({ name: `api-${i + 1}`, env, log: log(`api-${i + 1}`) }),
+    );
+    stops.unshift({ name: 'the workers', stop: async () => void (await Promise.all(workers.map((w) => w.stop()))) });
+    stops.unshift({ name: 'the API processes', stop: async () => void (await Promise.all(apis.map((a) => a.stop()))) });
+    say(`Starting ${workers.length} worker and ${apis.length} API processes...`);
+    await Promise.all([...workers, ...apis].map((p) => p.start()));
+    return {
+      apiUrl: `http://127.0.0.1:${apiPort}`,
+      uiUrl: temporal.uiUrl,
+      temporalAddress: temporal.address,
+      databaseUrl,
+      dataDir,
+      apis,
+      workers,
+      temporal: temporal.server,
+      ui: temporal.ui,
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * The compiled API and worker processes of the production shape. The API processes are a
+ * node:cluster sharing one port (Node 20 has no reusePort): with SCHED_NONE the primary only
+ * hands each one the listening socket and every process accepts on it itself, so the primary
+ * (the launcher, or a test) stays out of the request path. Worker processes are plain children.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import cluster, { type Worker as ClusterWorker } from 'node:cluster';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { managedProcess, type ManagedProcess } from './children.js';
+import { projectRoot } from './tools.js';
+
+export const distDir = path.join(projectRoot, 'dist');
+
+/** The compiled entry of `name`, or an error that says to build first. */
+export function compiledEntry(name: 'api' | 'worker'): string {
+  const entry = path.join(distDir, name, 'main.js');
+  if (!fs.existsSync(entry) || !fs.existsSync(path.join(distDir, 'workflow-bundle.js')))
+    throw new Error(
+      `${path.relative(projectRoot, entry)} is missing: run \`npm run build\` first (the production shape runs the compiled code).`,
+    );
+  return entry;
+}
+
+/** Where a child's output goes: a log file of its own, or this process's stdout/stderr. */
+export type LogTarget = { file: string } | 'inherit';
+
+function pipeOutput(out: { stdout: Readable | null; stderr: Readable | null }, target: LogTarget): void {
+  const sink = target === 'inherit' ? undefined : fs.createWriteStream(target.file, { flags: 'a' });
+  out.stdout?.pipe(sink ?? process.stdout, { end: false });
+  out.stderr?.pipe(sink ?? process.stderr, { end: false });
+}
+
+function exitedError(what: string, child: ChildProcess): Error {
+  return new Error(`${what} exited (${child.exitCode ?? child.signalCode}) before it was ready; see its log`);
+}
+
+let clusterReady = false;
+const clusterWorkers = new WeakMap<ChildProcess, ClusterWorker>();
+
+/** One API process of the cluster; ready once it listens. A restart overlaps: the new one listens before the old one stops. */
+export function apiProcess(opts: { name: string; env: NodeJS.ProcessEnv; log: LogTarget }): ManagedProcess {
+  const entry = compiledEntry('api');
+  if (!clusterReady) {
+    cluster.schedulingPolicy = cluster.SCHED_NONE;
+    cluster.setupPrimary({ exec: entry, execArgv: [], args: [], silent: true });
+    clusterReady = true;
+  }
+  return managedProcess({
+    name: opts.name,
+    overlap: true,
+    graceMs: 30_000,
+    launch: () => {
+      const worker = cluster.fork(opts.env);
+      pipeOutput(worker.process, opts.log);
+      clusterWorkers.set(worker.process, worker);
+      return worker.process;
+    },
+    ready: (child) =>
+      new Promise<void>((resolve, reject) => {
+        const onExit = () => reject(exitedError(opts.name, child));
+        child.once('exit', onExit);
+        clusterWorkers.get(child)!.once('listening', () => {
+          child.off('exit', onExit);
+          resolve();
+        });
+      }),
+  });
+}
+
+/** One worker process; ready once it says it polls (over IPC, worker/main.ts). A restart overlaps like the API's. */
+export function workerProcess(opts: { name: string; env: NodeJS.ProcessEnv; log: LogTarget }): ManagedProcess {
+  const entry = compiledEntry('worker');
+  return managedProcess({
+    name: opts.name,
+    overlap: true,
+    graceMs: 30_000,
+    launch: () => {
+      const child = spawn(process.execPath, [entry], { env: opts.env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+      pipeOutput(child, opts.log);
+      return child;
+    },
+    ready: (child) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => done(new Error(`${opts.name} did not start polling within 120 s`)), 120_000);
+        const onExit = () => done(exitedError(opts.name, child));
+        const onMessage = (m: unknown) => (m as { type?: string } | null)?.type === 'worker-running' && done();
+        const done = (err?: Error) => {
+          clearTimeout(timer);
+          child.off('exit', onExit);
+          child.off('message', onMessage);
+          if (err) reject(err);
+          else resolve();
+        };
+        child.once('exit', onExit);
+        child.on('message', onMessage);
+      }),
+  });
+}

@@ -1,0 +1,336 @@
+/**
+ * Faults on the production shape (`npm run production`, dev/production-shape.ts), started once
+ * for the file from a fresh `npm run build`: embedded Postgres, a Temporal server on it, two
+ * compiled API processes on one port and two compiled workers, delivering to a local HTTPS
+ * receiver. Publishers go through the REST API like a tenant's would.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { issueApiKey } from '../../db/api-keys.js';
+import { createAccount } from '../../db/directory.js';
+import { createPool, type Db } from '../../db/pool.js';
+import { freePort, freePortInRange, isPortOpen } from '../../dev/ports.js';
+import { startProductionShape, type ProductionShape } from '../../dev/production-shape.js';
+import { projectRoot } from '../../dev/tools.js';
+import { SCOPES } from '../../security/api-key.js';
+import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
+import { eventually } from '../support/harness.js';
+import { startReceiver, type ReceivedRequest, type Receiver } from '../support/https-receiver.js';
+
+let shape: ProductionShape;
+let db: Db;
+let temporal: Client;
+let receiver: Receiver;
+let key: string;
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'production-shape-'));
+// Embedded Postgres runs as a `postgres` user when the tests run as root: it must reach its folder.
+fs.chmodSync(dataDir, 0o755);
+
+beforeAll(async () => {
+  const t0 = Date.now();
+  // The shape runs the compiled code: build it as `npm run production` does.
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: projectRoot, stdio: 'ignore' });
+  const t1 = Date.now();
+  receiver = await startReceiver();
+  shape = await startProductionShape({
+    dataDir,
+    env: {
+      WEBHOOKS_DEV_MODE: '1',
+      WEBHOOKS_DEV_CA_FILE: inject('tls').caFile,
+      // Publishers here outrun the per-key limit on purpose; the limit has tests of its own.
+      RATE_LIMIT_BURST: '100000',
+      RATE_LIMIT_PER_SECOND: '100000',
+      LOG_LEVEL: 'info',
+      VITEST: '',
+    },
+  });
+  console.log(`npm run build ${((t1 - t0) / 1000).toFixed(1)} s; shape started in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
+  db = createPool(shape.databaseUrl, 4);
+  temporal = new Client({ connection: await Connection.connect({ address: shape.temporalAddress }) });
+  const account = await createAccount(db, { name: 'shape', ownerEmail: 'owner@example.com', plan: 'paid' });
+  key = (await issueApiKey(db, { accountId: account.id, environment: 'live', scopes: [...SCOPES] })).key;
+}, 300_000);
+
+afterAll(async () => {
+  await temporal?.connection.close();
+  await db?.end();
+  await shape?.stop();
+  await receiver?.close();
+  if (!process.env.KEEP_SHAPE_DATA) fs.rmSync(dataDir, { recursive: true, force: true });
+}, 120_000);
+
+async function api(method: string, url: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${shape.apiUrl}${url}`, {
+    method,
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+/** A verified endpoint on the local receiver. */
+async function endpoint(prefix: string): Promise<string> {
+  receiver.reply({ status: 200 });
+  const created = await api('POST', '/api/v1/webhooks', { url: `https://127.0.0.1:${receiver.port}${prefix}`, events: ['crm'] });
+  expect(created.status).toBe(201);
+  expect((await api('POST', `/api/v1/webhooks/${created.body.data.id}/test`)).status).toBe(200);
+  return created.body.data.id;
+}
+
+const demand = (id: string) => ({
+  type: 'crm.demand.created',
+  data: {
+    entity_type: 'demand',
+    entity_id: id,
+    before_data: null,
+    after_data: { id, version: 1, status: 'open', contact_id: 'c_shape', title: 'Quote' },
+    actor_user_id: null,
+  },
+});
+
+/**
+ * One publish, retried like a careful client: a connection reset or a 5xx is sent again with the
+ * same body, which the event's idempotency key (entity and version) makes safe. Throws when it
+ * never got a 2xx.
+ */
+const retried = { count: 0 };
+async function publish(entityId: string): Promise<void> {
+  let last = '';
+  for (let attempt = 0; attempt < 5; attempt++) {
+    if (attempt > 0) retried.count++;
+    try {
+      const res = await api('POST', '/api/v1/events', demand(entityId));
+      if (res.status === 201 || res.status === 200) return;
+      last = `${res.status} ${JSON.stringify(res.body)}`;
+      if (res.status < 500) break;
+    } catch (err) {
+      last = String((err as Error).cause ?? err);
+    }
+    await new Promise((r) => setTimeout(r, 200 * (attempt + 1)));
+  }
+  throw new Error(`publish ${entityId} failed: ${last}`);
+}
+
+/** `n` publishers publishing until stopped; what each got answered, and the publishes that never succeeded. */
+function publishers(n: number, tag: string) {
+  const published: string[] = [];
+  const failed: string[] = [];
+  let stop = false;
+  const running = Array.from({ length: n }, async (_, p) => {
+    for (let i = 0; !stop; i++) {
+      const id = `dem_${tag}_${p}_${i}`;
+      try {
+        await publish(id);
+        published.push(id);
+      } catch (err) {
+        failed.push(String(err));
+      }
+    }
+  });
+  return {
+    published,
+    failed,
+    async stop() {
+      stop = true;
+      await Promise.all(running);
+    },
+  };
+}
+
+const posts = (prefix: string): ReceivedRequest[] =>
+  receiver.received.filter((r) => r.path.startsWith(prefix) && r.headers['x-webhook-event'] !== 'webhook.test');
+/** The entity a POST is about, from its idempotency key (`crm:demand:<entity>:<version>`). */
+const entityOf = (p: ReceivedRequest): string => String(p.headers['x-idempotency-key']).split(':')[2]!;
+
+/** Deliveries of the endpoint (test deliveries aside), with how many of their attempts succeeded. */
+const deliveries = async (endpointId: string) =>
+  (
+    await db.query<{ idempotency_key: string; status: string; successes: number }>(
+      `SELECT d.idempotency_key, d.status,
+              (SELECT count(*)::int FROM delivery_attempts a
+                WHERE a.delivery_id = d.id AND a.error IS NULL AND a.response_code BETWEEN 200 AND 299) AS successes
+         FROM deliveries d WHERE d.endpoint_id = $1 AND d.event_type <> 'webhook.test'`,
+      [endpointId],
+    )
+  ).rows;
+
+/**
+ * Waits until the endpoint has at least `expected` deliveries (more when a publish whose answer was
+ * lost had been stored) and every one succeeded; then none has two successful attempts.
+ */
+async function allDelivered(endpointId: string, expected: number) {
+  const rows = await eventually(async () => {
+    const r = await deliveries(endpointId);
+    return r.length >= expected && r.every((d) => d.status === 'success') ? r : undefined;
+  }, 120_000);
+  expect(rows.filter((d) => d.successes !== 1)).toEqual([]);
+  return rows;
+}
+
+/** The pid of the worker process running the endpoint's delivery session now (the SDK's identity is pid@host). */
+async function sessionWorkerPid(endpointId: string): Promise<number | undefined> {
+  const { raw } = await temporal.workflow.getHandle(endpointWorkflowId(endpointId)).describe();
+  const identity = raw.pendingActivities?.find((a) => a.activityType?.name === 'deliverDue')?.lastWorkerIdentity;
+  return identity ? Number(identity.split('@')[0]) : undefined;
+}
+
+const cmdline = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+
+describe('the production shape', () => {
+  it('runs the compiled API and workers (no TypeScript loader), serving the API, its console files and the Web UI', async () => {
+    for (const p of [...shape.apis, ...shape.workers]) {
+      const argv = cmdline(p.pid!);
+      expect(argv.join(' ')).toMatch(/dist\/(api|worker)\/main\.js$/);
+      expect(argv.join(' ')).not.toMatch(/tsx/);
+    }
+    expect(shape.apis).toHaveLength(2);
+    expect(shape.workers).toHaveLength(2);
+    const health = await fetch(`${shape.apiUrl}/healthz`);
+    expect(await health.json()).toMatchObject({ postgres: true, temporal: true });
+    // Read from dist/console at run time.
+    const page = await fetch(`${shape.apiUrl}/console/app.js`);
+    expect(page.status).toBe(200);
+    expect((await fetch(`${shape.uiUrl}/api/v1/namespaces/default`)).status).toBe(200);
+  });
+
+  it('kill -9 of the worker running a session mid-drain: the other carries on; nothing lost, no double success, duplicates only for POSTs in flight', async () => {
+    const prefix = `/kill-worker/${crypto.randomUUID()}`;
+    const id = await endpoint(prefix);
+    const BACKLOG = 300;
+    receiver.reply({ status: 200, delayMs: 100 });
+    for (let n = 0; n < BACKLOG; n += 20) await Promise.all(Array.from({ length: 20 }, (_, i) => publish(`dem_kill_${n + i}`)));
+    await eventually(async () => posts(prefix).length >= 40);
+    const pid = await eventually(() => sessionWorkerPid(id));
+    const victim = shape.workers.find((w) => w.pid === pid)!;
+    const survivor = shape.workers.find((w) => w !== victim)!;
+    expect(victim).toBeDefined();
+    await victim.kill9();
+    const recordedBeforeKill = new Set((await deliveries(id)).filter((d) => d.status === 'success').map((d) => d.idempotency_key));
+    const sentBeforeKill = new Set(posts(prefix).map((p) => String(p.headers['x-idempotency-key'])));
+    expect(recordedBeforeKill.size).toBeLessThan(BACKLOG);
+
+    await allDelivered(id, BACKLOG);
+    expect(await sessionWorkerPid(id).catch(() => undefined)).not.toBe(pid);
+    expect(survivor.pid).toBeDefined();
+    const counts = new Map<string, number>();
+    for (const p of posts(prefix))
+      counts.set(String(p.headers['x-idempotency-key']), (counts.get(String(p.headers['x-idempotency-key'])) ?? 0) + 1);
+    expect(counts.size).toBe(BACKLOG);
+    // Sent twice: only POSTs the dead worker had made and not recorded (in flight, or answered with the record not yet landed).
+    const twice = [...counts].filter(([, n]) => n > 1).map(([k]) => k);
+    for (const k of twice) {
+      expect(counts.get(k)).toBe(2);
+      expect(sentBeforeKill.has(k)).toBe(true);
+      expect(recordedBeforeKill.has(k)).toBe(false);
+    }
+    // Per lane of the session, the one in flight and at most one answered whose record had not landed.
+    expect(twice.length).toBeLessThanOrEqual(2 * 16);
+    console.log(`worker kill: ${twice.length} of ${BACKLOG} POSTs sent twice (in flight at the kill)`);
+    await victim.start();
+  }, 240_000);
+
+  it('a rolling restart of every API and worker process under load: 0 failed publishes, 0 lost events', async () => {
+    const prefix = `/rolling/${crypto.randomUUID()}`;
+    const id = await endpoint(prefix);
+    receiver.reply({ status: 200 });
+    const retriedBefore = retried.count;
+    const load = publishers(4, 'rolling');
+    await eventually(async () => load.published.length >= 50);
+    const took: string[] = [];
+    for (const p of [...shape.apis, ...shape.workers]) {
+      const t = Date.now();
+      await p.restart();
+      took.push(`${p.name} ${((Date.now() - t) / 1000).toFixed(1)} s`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    console.log(`rolling restart: ${took.join(', ')}`);
+    const before = load.published.length;
+    await eventually(async () => load.published.length >= before + 100, 60_000);
+    await load.stop();
+    expect(load.failed).toEqual([]);
+    const published = new Set(load.published);
+    console.log(`rolling restart: ${published.size} events published during it, ${retried.count - retriedBefore} publishes retried`);
+    expect((await allDelivered(id, published.size)).length).toBe(published.size);
+    const received = new Set(posts(prefix).map(entityOf));
+    expect([...published].filter((e) => !received.has(e))).toEqual([]);
+  }, 240_000);
+
+  it('kill -9 of the Temporal server under load: it restarts on its Postgres and delivery resumes, nothing lost', async () => {
+    const prefix = `/kill-temporal/${crypto.randomUUID()}`;
+    const id = await endpoint(prefix);
+    receiver.reply({ status: 200 });
+    const load = publishers(4, 'temporal');
+    await eventually(async () => posts(prefix).length >= 50);
+    await shape.temporal.kill9();
+    await new Promise((r) => setTimeout(r, 2_000));
+    const restartedAt = Date.now();
+    await shape.temporal.restart();
+    console.log(`Temporal server back in ${((Date.now() - restartedAt) / 1000).toFixed(1)} s`);
+    const before = load.published.length;
+    await eventually(async () => load.published.length >= before + 100, 60_000);
+    await load.stop();
+    const published = new Set(load.published);
+    console.log(`Temporal kill: ${published.size} published, ${load.failed.length} publishes failed while it was down`);
+    const rows = await allDelivered(id, published.size);
+    const received = new Set(posts(prefix).map(entityOf));
+    expect([...published].filter((e) => !received.has(e))).toEqual([]);
+    expect(received.size).toBe(rows.length);
+  }, 240_000);
+});
+
+describe('npm run production', () => {
+  it('prints the API and Web UI addresses and a first-start key, serves, and stops in order on Ctrl-C with exit 0', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'production-cli-'));
+    fs.chmodSync(dir, 0o755);
+    const [port, temporalPort, uiPort] = [await freePort(), await freePortInRange(20_000, 32_000), await freePort()];
+    // What `npm run production` runs after its build (the file's beforeAll built dist/).
+    const child = spawn(process.execPath, ['--import', 'tsx', 'dev/production.ts'], {
+      cwd: projectRoot,
+      env: {
+        ...process.env,
+        VITEST: '',
+        DATA_DIR: dir,
+        PORT: String(port),
+        TEMPORAL_PORT: String(temporalPort),
+        TEMPORAL_UI_PORT: String(uiPort),
+        API_PROCESSES: '1',
+        WORKER_PROCESSES: '1',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await eventually(
+        async () => out.includes('Ctrl-C stops everything') || (child.exitCode !== null && Promise.reject(new Error(out))),
+        180_000,
+      );
+      expect(out).toContain(`API:             http://127.0.0.1:${port}`);
+      expect(out).toContain(`Temporal Web UI: http://127.0.0.1:${uiPort}`);
+      const liveKey = /Live API key:\s+(\S+)/.exec(out)![1]!;
+      const listed = await fetch(`http://127.0.0.1:${port}/api/v1/webhooks`, { headers: { 'x-api-key': liveKey } });
+      expect(listed.status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${uiPort}/api/v1/namespaces/default`)).status).toBe(200);
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+      const order = ['the API processes', 'the workers', 'the Web UI', 'the Temporal server', 'Postgres'].map((p) =>
+        out.indexOf(`Stopped ${p}.`),
+      );
+      expect(order.every((at) => at > 0)).toBe(true);
+      expect([...order].sort((a, b) => a - b)).toEqual(order);
+      const postgresPort = (JSON.parse(fs.readFileSync(path.join(dir, 'production', 'postgres.json'), 'utf8')) as { port: number }).port;
+      for (const p of [port, temporalPort, uiPort, postgresPort]) expect(await isPortOpen(p)).toBe(false);
+    } finally {
+      child.kill('SIGKILL');
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 240_000);
+});
