@@ -9,6 +9,19 @@ import { inject } from 'vitest';
 import { migrate } from '../../db/migrate.js';
 import { projectRoot } from '../../dev/tools.js';
 
+/**
+ * node-pg-migrate ends its connections without waiting for them to close; a forced drop that
+ * kills one still closing makes it emit an 'error' nobody listens to. Wait for them to go first.
+ */
+async function dropWhenIdle(admin: pg.Client, name: string): Promise<void> {
+  for (let i = 0; i < 50; i++) {
+    const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1`, [name]);
+    if (rows[0].n === 0) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await admin.query(`DROP DATABASE "${name}" WITH (FORCE)`);
+}
+
 describe('migrations', () => {
   it('apply from two processes at once and again afterwards, once each', async () => {
     const serverUrl = new URL(inject('databaseUrl'));
@@ -32,7 +45,7 @@ describe('migrations', () => {
       expect(files.length).toBeGreaterThan(1);
       expect(rows.map((r) => r.name)).toEqual(files);
     } finally {
-      await admin.query(`DROP DATABASE "${name}" WITH (FORCE)`);
+      await dropWhenIdle(admin, name);
       await admin.end();
     }
   });
@@ -64,7 +77,7 @@ describe('migrations', () => {
       ]);
     } finally {
       await db.end();
-      await admin.query(`DROP DATABASE "${name}" WITH (FORCE)`);
+      await dropWhenIdle(admin, name);
       await admin.end();
     }
   });
