@@ -30,6 +30,35 @@ export interface EventRow {
 
 export type NewEvent = Omit<EventRow, 'id' | 'cursor' | 'created_at'>;
 
+/**
+ * Every column of EventRow, named: statements prepared once per connection (pg's `name`) list
+ * their columns, so a column a later migration adds cannot change a prepared result's type
+ * (Postgres refuses that with "cached plan must not change result type").
+ */
+export const EVENT_COLUMNS = [
+  'id',
+  'account_id',
+  'environment',
+  'cursor',
+  'type',
+  'idempotency_key',
+  'customer_id',
+  'channel',
+  'channel_account_id',
+  'channel_account',
+  'external_id',
+  'message_id',
+  'message_resource_id',
+  'contact_ref',
+  'contact_refs',
+  'data',
+  'stream_data',
+  'occurred_at',
+  'created_at',
+] as const satisfies readonly (keyof EventRow)[];
+/** EVENT_COLUMNS of the table or CTE `alias`, for a select list. */
+export const eventColumnsOf = (alias: string): string => EVENT_COLUMNS.map((c) => `${alias}.${c}`).join(', ');
+
 /** Creates the stream's head row on first use; a no-op once it exists. */
 export async function ensureStreamHead(tx: Queryable, accountId: string, environment: Environment): Promise<void> {
   await tx.query(`INSERT INTO stream_heads (account_id, environment, last_cursor) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING`, [
@@ -173,14 +202,16 @@ export async function appendEventsWithDeliveries(
   deliveries: RoutedDelivery[],
 ): Promise<EventRow[]> {
   if (events.length === 0) return [];
-  const { rows } = await db.query<EventRow & { whole: number }>(
-    `WITH head AS (
+  const { rows } = await db.query<EventRow & { whole: number }>({
+    // Prepared once per connection: planning this statement cost about as much as running it.
+    name: 'append_events_with_deliveries',
+    text: `WITH head AS (
        INSERT INTO stream_heads AS h (account_id, environment, last_cursor) VALUES ($1, $2, $3)
        ON CONFLICT (account_id, environment) DO UPDATE SET last_cursor = h.last_cursor + EXCLUDED.last_cursor
        RETURNING last_cursor - $3 AS base
      ), ev AS (
        ${INSERT_EVENTS}
-       RETURNING *
+       RETURNING ${EVENT_COLUMNS.join(', ')}
      ), dl AS (
        INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status, next_attempt_at)
        SELECT $1, d.endpoint_id, d.event_id, d.event_type, d.idempotency_key, $2, 'pending',
@@ -189,8 +220,8 @@ export async function appendEventsWithDeliveries(
        FROM unnest($19::uuid[], $20::text[], $21::text[], $22::uuid[], $23::boolean[]) AS d(event_id, event_type, idempotency_key, endpoint_id, held)
      )
      -- Evaluated once, whatever ev holds: fewer events than given would leave a hole in the cursors.
-     SELECT ev.*, 1 / ((SELECT count(*) FROM ev) = $3)::int AS whole FROM (SELECT 1) one LEFT JOIN ev ON true ORDER BY ev.cursor`,
-    [
+     SELECT ${eventColumnsOf('ev')}, 1 / ((SELECT count(*) FROM ev) = $3)::int AS whole FROM (SELECT 1) one LEFT JOIN ev ON true ORDER BY ev.cursor`,
+    values: [
       ...eventParams(events),
       deliveries.map((d) => d.eventId),
       deliveries.map((d) => d.eventType),
@@ -198,7 +229,7 @@ export async function appendEventsWithDeliveries(
       deliveries.map((d) => d.endpointId),
       deliveries.map((d) => d.held),
     ],
-  );
+  });
   return rows.map(({ whole: _whole, ...row }) => row);
 }
 
