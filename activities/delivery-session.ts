@@ -25,7 +25,7 @@ import type { HttpClient } from '../delivery/http-client.js';
 import { sendToEndpoint } from '../delivery/send-webhook.js';
 import { logger } from '../runtime/logger.js';
 import { webhookSends } from '../runtime/metrics.js';
-import type { SecretBox } from '../security/secret-box.js';
+import { rememberingOpener, type SecretBox } from '../security/secret-box.js';
 import type { AttemptRecorder } from './attempt-recorder.js';
 import { DeliveryClaims } from './delivery-claims.js';
 import type { Session, SessionRegistry } from './session-registry.js';
@@ -118,6 +118,8 @@ class DeliverySession {
   private done = 0;
   private lastRecord: Promise<void> = Promise.resolve();
   private lastShownAt = 0;
+  /** The endpoint's secrets, decrypted once per ciphertext instead of once per POST. */
+  private readonly secrets: Pick<SecretBox, 'open'>;
 
   constructor(
     private readonly deps: SessionDeps,
@@ -128,6 +130,7 @@ class DeliverySession {
     this.stopping = new SessionStopping(news);
     this.claims = new DeliveryClaims({ ...deps, ...req }, news, this.stopping);
     this.pacing = deps.pacing ?? new Map<string, number>();
+    this.secrets = rememberingOpener(deps.secretBox);
   }
 
   async run(): Promise<DeliveryRound> {
@@ -208,7 +211,7 @@ class DeliverySession {
     }
     const body = Buffer.from(JSON.stringify(webhookBody(def, event)), 'utf8');
     const startedAtMs = this.req.clock();
-    const outcome = await sendToEndpoint(this.deps.httpClient, this.deps.secretBox, endpoint, {
+    const outcome = await sendToEndpoint(this.deps.httpClient, this.secrets, endpoint, {
       eventType: d.event_type,
       idempotencyKey: d.idempotency_key,
       webhookId: d.id,
