@@ -194,7 +194,9 @@ export async function findKnownKeysAndEndpoints(
  * on first use), the events and the deliveries commit together or not at all, in one round trip
  * instead of a transaction's six. When a key was taken meanwhile (a twin committed by another
  * process) the statement fails as a whole with division_by_zero, so no cursor is lost: the caller
- * looks again and redoes the batch. Returns the inserted rows, in array order.
+ * looks again and redoes the batch. Returns the inserted rows, in array order: what Postgres
+ * chose (cursor, created_at) with what was given, so the payloads do not travel back and get
+ * parsed again (a stored payload reads back equal, its keys in jsonb's order).
  */
 export async function appendEventsWithDeliveries(
   db: Queryable,
@@ -202,7 +204,7 @@ export async function appendEventsWithDeliveries(
   deliveries: RoutedDelivery[],
 ): Promise<EventRow[]> {
   if (events.length === 0) return [];
-  const { rows } = await db.query<EventRow & { whole: number }>({
+  const { rows } = await db.query<Pick<EventRow, 'id' | 'cursor' | 'created_at'>>({
     // Prepared once per connection: planning this statement cost about as much as running it.
     name: 'append_events_with_deliveries',
     text: `WITH head AS (
@@ -211,7 +213,7 @@ export async function appendEventsWithDeliveries(
        RETURNING last_cursor - $3 AS base
      ), ev AS (
        ${INSERT_EVENTS}
-       RETURNING ${EVENT_COLUMNS.join(', ')}
+       RETURNING id, cursor, created_at
      ), dl AS (
        INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status, next_attempt_at)
        SELECT $1, d.endpoint_id, d.event_id, d.event_type, d.idempotency_key, $2, 'pending',
@@ -220,7 +222,7 @@ export async function appendEventsWithDeliveries(
        FROM unnest($19::uuid[], $20::text[], $21::text[], $22::uuid[], $23::boolean[]) AS d(event_id, event_type, idempotency_key, endpoint_id, held)
      )
      -- Evaluated once, whatever ev holds: fewer events than given would leave a hole in the cursors.
-     SELECT ${eventColumnsOf('ev')}, 1 / ((SELECT count(*) FROM ev) = $3)::int AS whole FROM (SELECT 1) one LEFT JOIN ev ON true ORDER BY ev.cursor`,
+     SELECT ev.id, ev.cursor, ev.created_at, 1 / ((SELECT count(*) FROM ev) = $3)::int AS whole FROM (SELECT 1) one LEFT JOIN ev ON true ORDER BY ev.cursor`,
     values: [
       ...eventParams(events),
       deliveries.map((d) => d.eventId),
@@ -230,7 +232,8 @@ export async function appendEventsWithDeliveries(
       deliveries.map((d) => d.held),
     ],
   });
-  return rows.map(({ whole: _whole, ...row }) => row);
+  const given = new Map(events.map((e) => [e.id, e]));
+  return rows.map(({ id, cursor, created_at }) => ({ ...given.get(id)!, id, cursor, created_at }));
 }
 
 /** True for the error appendEventsWithDeliveries fails with when a key was taken meanwhile. */
