@@ -1,8 +1,8 @@
 import { DomainError, notFound } from '../core/domain-error.js';
 import type { PageKey } from '../core/paging.js';
 import type { AttemptError } from '../delivery/http-client.js';
-import { eventColumnsOf, type EventRow } from './events.js';
-import type { HealthStatus } from './endpoints.js';
+import { EVENT_COLUMNS, eventColumnsOf, type EventRow } from './events.js';
+import { endpointColumnsAs, endpointFromColumns, type EndpointRow, type HealthStatus } from './endpoints.js';
 import { inPageOrder, keyset } from './keyset.js';
 import type { Queryable } from './pool.js';
 
@@ -242,7 +242,23 @@ export async function claimDueDeliveries(
   leaseMs: number,
   owner: string,
 ): Promise<ClaimedDelivery[]> {
-  type Row = Partial<EventRow> & {
+  return (await claimWithEndpoint(db, endpointId, now, limit, leaseMs, owner)).deliveries;
+}
+
+/**
+ * claimDueDeliveries, and the endpoint as committed when the claim ran (undefined when nothing
+ * was claimed): read in the same statement, it spares the POSTs that start at once after the
+ * claim a read of their own.
+ */
+export async function claimWithEndpoint(
+  db: Queryable,
+  endpointId: string,
+  now: Date,
+  limit: number,
+  leaseMs: number,
+  owner: string,
+): Promise<{ deliveries: ClaimedDelivery[]; endpoint: EndpointRow | undefined }> {
+  type Row = Record<string, unknown> & {
     delivery_id: string;
     delivery_event_id: string | null;
     delivery_event_type: string;
@@ -265,19 +281,28 @@ export async function claimDueDeliveries(
        RETURNING d.id AS delivery_id, d.event_id AS delivery_event_id, d.event_type AS delivery_event_type,
                  d.idempotency_key AS delivery_idempotency_key, d.attempts AS delivery_attempts, d.next_attempt_at AS delivery_next_attempt_at
      )
-     SELECT c.delivery_id, c.delivery_event_id, c.delivery_event_type, c.delivery_idempotency_key, c.delivery_attempts, ${eventColumnsOf('ev')}
-     FROM claimed c LEFT JOIN events ev ON ev.id = c.delivery_event_id
-     ORDER BY c.delivery_next_attempt_at`,
+     SELECT c.delivery_id, c.delivery_event_id, c.delivery_event_type, c.delivery_idempotency_key, c.delivery_attempts,
+            ${eventColumnsOf('ev')}, ${endpointColumnsAs('ep', 'endpoint_')}
+     FROM (SELECT *, row_number() OVER (ORDER BY delivery_next_attempt_at) AS n FROM claimed) c
+     LEFT JOIN events ev ON ev.id = c.delivery_event_id
+     -- The endpoint once, on the first row.
+     LEFT JOIN endpoints ep ON ep.id = $1 AND c.n = 1
+     ORDER BY c.n`,
     values: [endpointId, now, limit, leaseMs, owner],
   });
-  return rows.map(({ delivery_id, delivery_event_id, delivery_event_type, delivery_idempotency_key, delivery_attempts, ...event }) => ({
-    id: delivery_id,
-    event_id: delivery_event_id,
-    event_type: delivery_event_type,
-    idempotency_key: delivery_idempotency_key,
-    attempts: delivery_attempts,
-    event: event.id ? (event as EventRow) : null,
-  }));
+  const deliveries = rows.map((row) => {
+    const event: Record<string, unknown> = {};
+    for (const c of EVENT_COLUMNS) event[c] = row[c];
+    return {
+      id: row.delivery_id,
+      event_id: row.delivery_event_id,
+      event_type: row.delivery_event_type,
+      idempotency_key: row.delivery_idempotency_key,
+      attempts: row.delivery_attempts,
+      event: event.id ? (event as unknown as EventRow) : null,
+    };
+  });
+  return { deliveries, endpoint: rows[0] ? endpointFromColumns(rows[0], 'endpoint_') : undefined };
 }
 
 /**
