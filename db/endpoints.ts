@@ -59,6 +59,9 @@ const STORED_COLUMNS = [
   'updated_at',
   'deleted_at',
 ] as const satisfies readonly (keyof EndpointRow)[];
+// A field added to EndpointRow and not to STORED_COLUMNS fails to compile here, instead of reading undefined.
+const everyStoredColumn: Exclude<keyof EndpointRow, (typeof STORED_COLUMNS)[number] | 'page_key'> extends never ? true : never = true;
+void everyStoredColumn;
 const NAMED_COLUMNS = `${STORED_COLUMNS.join(', ')}, json_build_object('ts', created_at::text, 'id', id) AS page_key`;
 
 /** The EndpointRow columns of the endpoints row `alias`, each named `<prefix><column>`, for a select list beside other tables' columns. */

@@ -56,6 +56,9 @@ export const EVENT_COLUMNS = [
   'occurred_at',
   'created_at',
 ] as const satisfies readonly (keyof EventRow)[];
+// A field added to EventRow and not to EVENT_COLUMNS fails to compile here, instead of reading undefined.
+const everyEventColumn: Exclude<keyof EventRow, (typeof EVENT_COLUMNS)[number]> extends never ? true : never = true;
+void everyEventColumn;
 /** EVENT_COLUMNS of the table or CTE `alias`, for a select list. */
 export const eventColumnsOf = (alias: string): string => EVENT_COLUMNS.map((c) => `${alias}.${c}`).join(', ');
 
