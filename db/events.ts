@@ -210,19 +210,23 @@ export async function appendEventsWithDeliveries(
   const { rows } = await db.query<Pick<EventRow, 'id' | 'cursor' | 'created_at'>>({
     // Prepared once per connection: planning this statement cost about as much as running it.
     name: 'append_events_with_deliveries',
-    text: `WITH head AS (
-       INSERT INTO stream_heads AS h (account_id, environment, last_cursor) VALUES ($1, $2, $3)
-       ON CONFLICT (account_id, environment) DO UPDATE SET last_cursor = h.last_cursor + EXCLUDED.last_cursor
-       RETURNING last_cursor - $3 AS base
-     ), ev AS (
-       ${INSERT_EVENTS}
-       RETURNING id, cursor, created_at
-     ), dl AS (
+    text: `WITH dl AS (
        INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status, next_attempt_at)
        SELECT $1, d.endpoint_id, d.event_id, d.event_type, d.idempotency_key, $2, 'pending',
               -- A held delivery gets no due time; its hold is started by the endpoint's workflow, on its clock.
               CASE WHEN NOT d.held THEN now() END
        FROM unnest($19::uuid[], $20::text[], $21::text[], $22::uuid[], $23::boolean[]) AS d(event_id, event_type, idempotency_key, endpoint_id, held)
+       RETURNING 1
+     ), head AS (
+       -- Its row needs every delivery written first, so the stream's lock is taken after them (most
+       -- of a batch's work): other processes writing this stream write theirs meanwhile.
+       INSERT INTO stream_heads AS h (account_id, environment, last_cursor)
+       SELECT $1::uuid, $2::text, $3::bigint FROM (SELECT count(*) FROM dl) written
+       ON CONFLICT (account_id, environment) DO UPDATE SET last_cursor = h.last_cursor + EXCLUDED.last_cursor
+       RETURNING last_cursor - $3 AS base
+     ), ev AS (
+       ${INSERT_EVENTS}
+       RETURNING id, cursor, created_at
      )
      -- Evaluated once, whatever ev holds: fewer events than given would leave a hole in the cursors.
      SELECT ev.id, ev.cursor, ev.created_at, 1 / ((SELECT count(*) FROM ev) = $3)::int AS whole FROM (SELECT 1) one LEFT JOIN ev ON true ORDER BY ev.cursor`,
