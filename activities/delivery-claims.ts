@@ -6,7 +6,8 @@
  * once more, so that nothing arriving meanwhile is missed.
  */
 import { LEASE_MS } from '../core/runtime-limits.js';
-import { claimDueDeliveries, nextDueAt, type ClaimedDelivery } from '../db/deliveries.js';
+import { claimWithEndpoint, nextDueAt, type ClaimedDelivery } from '../db/deliveries.js';
+import type { EndpointRow } from '../db/endpoints.js';
 import type { Db } from '../db/pool.js';
 import type { Session } from './session-registry.js';
 import type { SessionStopping } from './session-stopping.js';
@@ -32,8 +33,17 @@ export interface ClaimLimits {
   maxSessionMs: number;
 }
 
+/** A claimed delivery; with the endpoint the claim read when the lane waited for that claim, so its POST starts at once. */
+export interface Taken {
+  delivery: ClaimedDelivery;
+  /** The endpoint as committed when the claim ran, moments ago; undefined when the delivery waited in the queue (read it again). */
+  endpoint?: EndpointRow;
+}
+
 export class DeliveryClaims {
   private readonly queue: ClaimedDelivery[] = [];
+  /** The endpoint read by the last claim. */
+  private claimedEndpoint: EndpointRow | undefined;
   private claimedCount = 0;
   /** The last claim got fewer than it asked for: it took all that was due. */
   private drained = false;
@@ -56,17 +66,20 @@ export class DeliveryClaims {
   }
 
   /** The next claimed delivery; null once the session stops or has claimed its limit. */
-  async next(): Promise<ClaimedDelivery | null> {
+  async next(): Promise<Taken | null> {
+    // Set once this call waited for a claim: what the queue holds then is what that claim just took.
+    let fresh = false;
     for (;;) {
       if (this.stopping.stopped) return null;
       const next = this.queue.shift();
-      if (next) return next;
+      if (next) return { delivery: next, endpoint: fresh ? this.claimedEndpoint : undefined };
       if (this.claimedCount >= this.limits.limit) return null;
       this.filling ??= this.fill().finally(() => {
         this.filling = null;
       });
       try {
         await this.filling;
+        fresh = true;
       } catch (err) {
         this.stopping.halt('error');
         throw err;
@@ -105,9 +118,10 @@ export class DeliveryClaims {
   /** Leases up to `want` due deliveries into the queue; false when none was due. */
   private async claim(want: number): Promise<boolean> {
     const { db, endpointId, clock, owner } = this.limits;
-    const rows = await claimDueDeliveries(db, endpointId, new Date(clock()), want, LEASE_MS, owner);
+    const { deliveries: rows, endpoint } = await claimWithEndpoint(db, endpointId, new Date(clock()), want, LEASE_MS, owner);
     this.drained = rows.length < want;
     if (rows.length === 0) return false;
+    this.claimedEndpoint = endpoint;
     this.claimedCount += rows.length;
     this.queue.push(...rows);
     this.lastWorkAt = Date.now();

@@ -25,7 +25,7 @@ import type { HttpClient } from '../delivery/http-client.js';
 import { sendToEndpoint } from '../delivery/send-webhook.js';
 import { logger } from '../runtime/logger.js';
 import { webhookSends } from '../runtime/metrics.js';
-import type { SecretBox } from '../security/secret-box.js';
+import { rememberingOpener, type SecretBox } from '../security/secret-box.js';
 import type { AttemptRecorder } from './attempt-recorder.js';
 import { DeliveryClaims } from './delivery-claims.js';
 import type { Session, SessionRegistry } from './session-registry.js';
@@ -78,7 +78,9 @@ const PACE_RECHECK_MS = 1_000;
 /**
  * The endpoint as committed now, read before each POST so a PATCH (secret, url, Authorization,
  * deactivation) applies to every attempt that starts after it. POSTs that start while a read is
- * in flight share it: one primary-key read per round trip, not per POST.
+ * in flight share it: one primary-key read per round trip, not per POST. A POST that starts
+ * as soon as the claim that took its delivery returns uses the endpoint read by that claim
+ * statement instead (`DeliveryClaims.next`): as recent as a read of its own would be.
  */
 function currentEndpoint(db: Db, endpointId: string): () => Promise<EndpointRow | undefined> {
   let reading: Promise<EndpointRow | undefined> | null = null;
@@ -118,6 +120,8 @@ class DeliverySession {
   private done = 0;
   private lastRecord: Promise<void> = Promise.resolve();
   private lastShownAt = 0;
+  /** The endpoint's secrets, decrypted once per ciphertext instead of once per POST. */
+  private readonly secrets: Pick<SecretBox, 'open'>;
 
   constructor(
     private readonly deps: SessionDeps,
@@ -128,6 +132,7 @@ class DeliverySession {
     this.stopping = new SessionStopping(news);
     this.claims = new DeliveryClaims({ ...deps, ...req }, news, this.stopping);
     this.pacing = deps.pacing ?? new Map<string, number>();
+    this.secrets = rememberingOpener(deps.secretBox);
   }
 
   async run(): Promise<DeliveryRound> {
@@ -158,9 +163,10 @@ class DeliverySession {
 
   private async lane(): Promise<void> {
     for (;;) {
-      const d = await this.claims.next();
-      if (!d) return;
-      const endpoint = await this.pacedEndpoint();
+      const taken = await this.claims.next();
+      if (!taken) return;
+      const d = taken.delivery;
+      const endpoint = await this.pacedEndpoint(taken.endpoint);
       // Stopped meanwhile: this delivery stays leased to the session and is released at its end.
       if (this.stopping.stopped) return;
       if (!sending(endpoint)) return this.stopping.halt('not_sending');
@@ -178,14 +184,15 @@ class DeliverySession {
   }
 
   /**
-   * The endpoint as committed now, once its throttle (`rate_limit`) lets a POST start. Waiting is
+   * The endpoint as committed now, once its throttle (`rate_limit`) lets a POST start: `justRead`
+   * (by the claim this lane waited for, moments ago) or read again. Waiting is
    * not a failure and is recorded nowhere. The start is taken with no await between the check and
    * the claim of the slot, so two lanes never share one.
    */
-  private async pacedEndpoint(): Promise<EndpointRow | undefined> {
+  private async pacedEndpoint(justRead?: EndpointRow): Promise<EndpointRow | undefined> {
     const { endpointId } = this.req;
-    for (;;) {
-      const endpoint = await this.readEndpoint();
+    for (let read = justRead; ; read = undefined) {
+      const endpoint = read ?? (await this.readEndpoint());
       if (this.stopping.stopped || !sending(endpoint)) return endpoint;
       const now = performance.now();
       const wait = paceWaitMs(this.pacing.get(endpointId), now, endpoint.rate_limit);
@@ -208,7 +215,7 @@ class DeliverySession {
     }
     const body = Buffer.from(JSON.stringify(webhookBody(def, event)), 'utf8');
     const startedAtMs = this.req.clock();
-    const outcome = await sendToEndpoint(this.deps.httpClient, this.deps.secretBox, endpoint, {
+    const outcome = await sendToEndpoint(this.deps.httpClient, this.secrets, endpoint, {
       eventType: d.event_type,
       idempotencyKey: d.idempotency_key,
       webhookId: d.id,

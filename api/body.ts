@@ -32,7 +32,9 @@ export async function readJson(ctx: Context, code?: string): Promise<unknown> {
   } catch {
     throw new DomainError(400, 'invalid_json', 'request body is not valid JSON');
   }
-  const field = findUnstorableText(body);
+  // Valid JSON can only carry a NUL or a lone surrogate as a \u escape (raw control characters
+  // are invalid JSON, and bytes that are not UTF-8 decode as U+FFFD): without one, skip the walk.
+  const field = raw.includes('\\u') ? findUnstorableText(body) : undefined;
   if (field !== undefined) throw new DomainError(422, code ?? fieldCode(field), `${field}: ${UNSTORABLE_REASON}`);
   return body;
 }

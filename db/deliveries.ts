@@ -1,8 +1,8 @@
 import { DomainError, notFound } from '../core/domain-error.js';
 import type { PageKey } from '../core/paging.js';
 import type { AttemptError } from '../delivery/http-client.js';
-import type { EventRow } from './events.js';
-import type { HealthStatus } from './endpoints.js';
+import { EVENT_COLUMNS, eventColumnsOf, type EventRow } from './events.js';
+import { endpointColumnsAs, endpointFromColumns, type EndpointRow, type HealthStatus } from './endpoints.js';
 import { inPageOrder, keyset } from './keyset.js';
 import type { Queryable } from './pool.js';
 
@@ -242,15 +242,33 @@ export async function claimDueDeliveries(
   leaseMs: number,
   owner: string,
 ): Promise<ClaimedDelivery[]> {
-  type Row = Partial<EventRow> & {
+  return (await claimWithEndpoint(db, endpointId, now, limit, leaseMs, owner)).deliveries;
+}
+
+/**
+ * claimDueDeliveries, and the endpoint as committed when the claim ran (undefined when nothing
+ * was claimed): read in the same statement, it spares the POSTs that start at once after the
+ * claim a read of their own.
+ */
+export async function claimWithEndpoint(
+  db: Queryable,
+  endpointId: string,
+  now: Date,
+  limit: number,
+  leaseMs: number,
+  owner: string,
+): Promise<{ deliveries: ClaimedDelivery[]; endpoint: EndpointRow | undefined }> {
+  type Row = Record<string, unknown> & {
     delivery_id: string;
     delivery_event_id: string | null;
     delivery_event_type: string;
     delivery_idempotency_key: string;
     delivery_attempts: number;
   };
-  const { rows } = await db.query<Row>(
-    `WITH due AS (
+  const { rows } = await db.query<Row>({
+    // Prepared once per connection: Postgres planned this statement longer than it ran it.
+    name: 'claim_due_deliveries',
+    text: `WITH due AS (
        SELECT id FROM deliveries
        WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL
          AND next_attempt_at <= $2 AND (leased_until IS NULL OR leased_until < $2)
@@ -263,19 +281,28 @@ export async function claimDueDeliveries(
        RETURNING d.id AS delivery_id, d.event_id AS delivery_event_id, d.event_type AS delivery_event_type,
                  d.idempotency_key AS delivery_idempotency_key, d.attempts AS delivery_attempts, d.next_attempt_at AS delivery_next_attempt_at
      )
-     SELECT c.delivery_id, c.delivery_event_id, c.delivery_event_type, c.delivery_idempotency_key, c.delivery_attempts, ev.*
-     FROM claimed c LEFT JOIN events ev ON ev.id = c.delivery_event_id
-     ORDER BY c.delivery_next_attempt_at`,
-    [endpointId, now, limit, leaseMs, owner],
-  );
-  return rows.map(({ delivery_id, delivery_event_id, delivery_event_type, delivery_idempotency_key, delivery_attempts, ...event }) => ({
-    id: delivery_id,
-    event_id: delivery_event_id,
-    event_type: delivery_event_type,
-    idempotency_key: delivery_idempotency_key,
-    attempts: delivery_attempts,
-    event: event.id ? (event as EventRow) : null,
-  }));
+     SELECT c.delivery_id, c.delivery_event_id, c.delivery_event_type, c.delivery_idempotency_key, c.delivery_attempts,
+            ${eventColumnsOf('ev')}, ${endpointColumnsAs('ep', 'endpoint_')}
+     FROM (SELECT *, row_number() OVER (ORDER BY delivery_next_attempt_at) AS n FROM claimed) c
+     LEFT JOIN events ev ON ev.id = c.delivery_event_id
+     -- The endpoint once, on the first row.
+     LEFT JOIN endpoints ep ON ep.id = $1 AND c.n = 1
+     ORDER BY c.n`,
+    values: [endpointId, now, limit, leaseMs, owner],
+  });
+  const deliveries = rows.map((row) => {
+    const event: Record<string, unknown> = {};
+    for (const c of EVENT_COLUMNS) event[c] = row[c];
+    return {
+      id: row.delivery_id,
+      event_id: row.delivery_event_id,
+      event_type: row.delivery_event_type,
+      idempotency_key: row.delivery_idempotency_key,
+      attempts: row.delivery_attempts,
+      event: event.id ? (event as unknown as EventRow) : null,
+    };
+  });
+  return { deliveries, endpoint: rows[0] ? endpointFromColumns(rows[0], 'endpoint_') : undefined };
 }
 
 /**
@@ -313,8 +340,9 @@ export interface AttemptResult {
  */
 export async function recordDeliveryAttempts(db: Queryable, results: readonly AttemptResult[]): Promise<void> {
   if (results.length === 0) return;
-  await db.query(
-    `WITH result AS (
+  await db.query({
+    name: 'record_delivery_attempts',
+    text: `WITH result AS (
        SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::int[], $8::text[], $9::text[])
          AS r(id, number, status, response_code, started_at, next_attempt_at, duration_ms, error, response_excerpt)
      ), attempt AS (
@@ -325,7 +353,7 @@ export async function recordDeliveryAttempts(db: Queryable, results: readonly At
      UPDATE deliveries d SET status = r.status, attempts = r.number, response_code = r.response_code, last_attempt_at = r.started_at,
        next_attempt_at = r.next_attempt_at, leased_until = NULL, lease_owner = NULL, updated_at = now()
      FROM result r WHERE d.id = r.id`,
-    [
+    values: [
       results.map((r) => r.id),
       results.map((r) => r.number),
       results.map((r) => (r.success ? 'success' : 'failed')),
@@ -336,7 +364,7 @@ export async function recordDeliveryAttempts(db: Queryable, results: readonly At
       results.map((r) => r.attempt.error),
       results.map((r) => r.attempt.responseExcerpt),
     ],
-  );
+  });
 }
 
 /**

@@ -1,4 +1,5 @@
 /** The append-only event stream, per Account and environment. */
+import type { RoutableEndpoint } from '../core/admission.js';
 import type { Queryable } from './pool.js';
 
 export type Environment = 'live' | 'sandbox';
@@ -28,6 +29,38 @@ export interface EventRow {
 }
 
 export type NewEvent = Omit<EventRow, 'id' | 'cursor' | 'created_at'>;
+
+/**
+ * Every column of EventRow, named: statements prepared once per connection (pg's `name`) list
+ * their columns, so a column a later migration adds cannot change a prepared result's type
+ * (Postgres refuses that with "cached plan must not change result type").
+ */
+export const EVENT_COLUMNS = [
+  'id',
+  'account_id',
+  'environment',
+  'cursor',
+  'type',
+  'idempotency_key',
+  'customer_id',
+  'channel',
+  'channel_account_id',
+  'channel_account',
+  'external_id',
+  'message_id',
+  'message_resource_id',
+  'contact_ref',
+  'contact_refs',
+  'data',
+  'stream_data',
+  'occurred_at',
+  'created_at',
+] as const satisfies readonly (keyof EventRow)[];
+// A field added to EventRow and not to EVENT_COLUMNS fails to compile here, instead of reading undefined.
+const everyEventColumn: Exclude<keyof EventRow, (typeof EVENT_COLUMNS)[number]> extends never ? true : never = true;
+void everyEventColumn;
+/** EVENT_COLUMNS of the table or CTE `alias`, for a select list. */
+export const eventColumnsOf = (alias: string): string => EVENT_COLUMNS.map((c) => `${alias}.${c}`).join(', ');
 
 /** Creates the stream's head row on first use; a no-op once it exists. */
 export async function ensureStreamHead(tx: Queryable, accountId: string, environment: Environment): Promise<void> {
@@ -66,16 +99,19 @@ const json = (v: unknown) => (v === null || v === undefined ? null : JSON.string
  */
 export async function appendEvents(tx: Queryable, events: (NewEvent & { id?: string })[]): Promise<EventRow[]> {
   if (events.length === 0) return [];
-  const { account_id, environment } = events[0]!;
-  if (events.some((e) => e.account_id !== account_id || e.environment !== environment)) {
-    throw new Error('appendEvents: every event must belong to one stream');
-  }
-  const column = <K extends keyof NewEvent>(k: K) => events.map((e) => e[k]);
   const { rows } = await tx.query<EventRow>(
     `WITH head AS (
        UPDATE stream_heads SET last_cursor = last_cursor + $3 WHERE account_id = $1 AND environment = $2 RETURNING last_cursor - $3 AS base
      )
-     INSERT INTO events (id, account_id, environment, cursor, type, idempotency_key, customer_id, channel, channel_account_id, channel_account,
+     ${INSERT_EVENTS}
+     RETURNING *`,
+    eventParams(events),
+  );
+  return rows;
+}
+
+/** Inserts the events of `eventParams` at the cursors after `head.base`, in array order; a taken key is skipped. */
+const INSERT_EVENTS = `INSERT INTO events (id, account_id, environment, cursor, type, idempotency_key, customer_id, channel, channel_account_id, channel_account,
                          external_id, message_id, message_resource_id, contact_ref, contact_refs, data, stream_data, occurred_at)
      SELECT coalesce(e.id, gen_random_uuid()), $1, $2, head.base + e.n, e.type, e.idempotency_key, e.customer_id, e.channel, e.channel_account_id, e.channel_account,
             e.external_id, e.message_id, e.message_resource_id, e.contact_ref,
@@ -87,31 +123,128 @@ export async function appendEvents(tx: Queryable, events: (NewEvent & { id?: str
             WITH ORDINALITY AS e(type, idempotency_key, customer_id, channel, channel_account_id, channel_account, external_id, message_id,
                                  message_resource_id, contact_ref, data, stream_data, occurred_at, id, contact_refs, n)
      ORDER BY e.n
-     ON CONFLICT (account_id, environment, idempotency_key) DO NOTHING
-     RETURNING *`,
-    [
-      account_id,
-      environment,
-      events.length,
-      column('type'),
-      column('idempotency_key'),
-      column('customer_id'),
-      column('channel'),
-      column('channel_account_id'),
-      events.map((e) => json(e.channel_account)),
-      column('external_id'),
-      column('message_id'),
-      column('message_resource_id'),
-      column('contact_ref'),
-      events.map((e) => json(e.data)),
-      events.map((e) => json(e.stream_data)),
-      column('occurred_at'),
-      events.map((e) => e.id ?? null),
-      events.map((e) => JSON.stringify(e.contact_refs)),
-    ],
-  );
-  return rows;
+     ON CONFLICT (account_id, environment, idempotency_key) DO NOTHING`;
+
+/** $1..$18 of INSERT_EVENTS: the stream, the count, then one array per column. */
+function eventParams(events: (NewEvent & { id?: string })[]): unknown[] {
+  const { account_id, environment } = events[0]!;
+  if (events.some((e) => e.account_id !== account_id || e.environment !== environment)) {
+    throw new Error('appendEvents: every event must belong to one stream');
+  }
+  const column = <K extends keyof NewEvent>(k: K) => events.map((e) => e[k]);
+  return [
+    account_id,
+    environment,
+    events.length,
+    column('type'),
+    column('idempotency_key'),
+    column('customer_id'),
+    column('channel'),
+    column('channel_account_id'),
+    events.map((e) => json(e.channel_account)),
+    column('external_id'),
+    column('message_id'),
+    column('message_resource_id'),
+    column('contact_ref'),
+    events.map((e) => json(e.data)),
+    events.map((e) => json(e.stream_data)),
+    column('occurred_at'),
+    events.map((e) => e.id ?? null),
+    events.map((e) => JSON.stringify(e.contact_refs)),
+  ];
 }
+
+/** A delivery to insert with its event: the event's id (chosen by the caller), the endpoint, and how it starts. */
+export interface RoutedDelivery {
+  eventId: string;
+  eventType: string;
+  idempotencyKey: string;
+  endpointId: string;
+  held: boolean;
+}
+
+/** The stream's events among `keys`, and the Account's live endpoints (what routing needs), in one round trip. */
+export async function findKnownKeysAndEndpoints(
+  db: Queryable,
+  accountId: string,
+  environment: Environment,
+  keys: string[],
+): Promise<{ knownKeys: string[]; endpoints: RoutableEndpoint[] }> {
+  const { rows } = await db.query<{ known: string[] } & RoutableEndpoint>({
+    name: 'known_keys_and_endpoints',
+    text: `SELECT k.known, e.id, e.customer_id, e.events, e.active, e.health_status
+           FROM (SELECT ARRAY(SELECT idempotency_key FROM events
+                              WHERE account_id = $1 AND environment = $2 AND idempotency_key = ANY($3::text[])) AS known) k
+           LEFT JOIN endpoints e ON e.account_id = $1 AND e.deleted_at IS NULL`,
+    values: [accountId, environment, keys],
+  });
+  return {
+    knownKeys: rows[0]!.known,
+    endpoints: rows
+      .filter((r) => r.id !== null)
+      .map(({ id, customer_id, events, active, health_status }) => ({
+        id,
+        customer_id,
+        events,
+        active,
+        health_status,
+      })),
+  };
+}
+
+/**
+ * appendEvents and their pending deliveries in ONE autocommitted statement: the head (created
+ * on first use), the events and the deliveries commit together or not at all, in one round trip
+ * instead of a transaction's six. When a key was taken meanwhile (a twin committed by another
+ * process) the statement fails as a whole with division_by_zero, so no cursor is lost: the caller
+ * looks again and redoes the batch. Returns the inserted rows, in array order: what Postgres
+ * chose (cursor, created_at) with what was given, so the payloads do not travel back and get
+ * parsed again (a stored payload reads back equal, its keys in jsonb's order).
+ */
+export async function appendEventsWithDeliveries(
+  db: Queryable,
+  events: (NewEvent & { id: string })[],
+  deliveries: RoutedDelivery[],
+): Promise<EventRow[]> {
+  if (events.length === 0) return [];
+  const { rows } = await db.query<Pick<EventRow, 'id' | 'cursor' | 'created_at'>>({
+    // Prepared once per connection: planning this statement cost about as much as running it.
+    name: 'append_events_with_deliveries',
+    text: `WITH dl AS (
+       INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status, next_attempt_at)
+       SELECT $1, d.endpoint_id, d.event_id, d.event_type, d.idempotency_key, $2, 'pending',
+              -- A held delivery gets no due time; its hold is started by the endpoint's workflow, on its clock.
+              CASE WHEN NOT d.held THEN now() END
+       FROM unnest($19::uuid[], $20::text[], $21::text[], $22::uuid[], $23::boolean[]) AS d(event_id, event_type, idempotency_key, endpoint_id, held)
+       RETURNING 1
+     ), head AS (
+       -- Its row needs every delivery written first, so the stream's lock is taken after them (most
+       -- of a batch's work): other processes writing this stream write theirs meanwhile.
+       INSERT INTO stream_heads AS h (account_id, environment, last_cursor)
+       SELECT $1::uuid, $2::text, $3::bigint FROM (SELECT count(*) FROM dl) written
+       ON CONFLICT (account_id, environment) DO UPDATE SET last_cursor = h.last_cursor + EXCLUDED.last_cursor
+       RETURNING last_cursor - $3 AS base
+     ), ev AS (
+       ${INSERT_EVENTS}
+       RETURNING id, cursor, created_at
+     )
+     -- Evaluated once, whatever ev holds: fewer events than given would leave a hole in the cursors.
+     SELECT ev.id, ev.cursor, ev.created_at, 1 / ((SELECT count(*) FROM ev) = $3)::int AS whole FROM (SELECT 1) one LEFT JOIN ev ON true ORDER BY ev.cursor`,
+    values: [
+      ...eventParams(events),
+      deliveries.map((d) => d.eventId),
+      deliveries.map((d) => d.eventType),
+      deliveries.map((d) => d.idempotencyKey),
+      deliveries.map((d) => d.endpointId),
+      deliveries.map((d) => d.held),
+    ],
+  });
+  const given = new Map(events.map((e) => [e.id, e]));
+  return rows.map(({ id, cursor, created_at }) => ({ ...given.get(id)!, id, cursor, created_at }));
+}
+
+/** True for the error appendEventsWithDeliveries fails with when a key was taken meanwhile. */
+export const isTakenKey = (err: unknown): boolean => (err as { code?: unknown } | null)?.code === '22012';
 
 /** appendEvents for one event: the row, or undefined (no head yet, or the key is taken). */
 export async function appendEvent(tx: Queryable, e: NewEvent): Promise<EventRow | undefined> {

@@ -73,7 +73,7 @@ export interface SendTarget {
  */
 export function sendToEndpoint(
   client: HttpClient,
-  box: SecretBox,
+  box: Pick<SecretBox, 'open'>,
   target: SendTarget,
   m: { eventType: string; idempotencyKey: string; webhookId: string; body: Buffer },
 ): Promise<SendOutcome> {

@@ -1,16 +1,27 @@
 /**
  * Stores catalog events exactly once and routes them. Concurrent calls for one stream commit
- * together (group commit: ingest/stream-batcher.ts), one transaction per batch: the stream
- * append, the Free-plan count and every endpoint's delivery commit together or not at all.
+ * together (group commit: ingest/stream-batcher.ts), one commit per batch: the stream append,
+ * the Free-plan count and every endpoint's delivery commit together or not at all. A batch is
+ * two round trips (known keys and endpoints; events and deliveries in one statement) unless
+ * the Free-plan count applies, which takes a transaction.
  */
 import crypto from 'node:crypto';
-import { admit } from '../core/admission.js';
+import { admit, type Admission, type RoutableEndpoint } from '../core/admission.js';
 import { streamData, type EventDefinition, type StreamContext } from '../core/catalog/index.js';
 import { capApplies, FREE_PLAN_MONTHLY_LIMIT, judgeCount, usageMonth } from '../core/free-plan.js';
 import { insertBatchDeliveries, type NewEventDelivery } from '../db/deliveries.js';
 import { getAccount, type Account, type ChannelAccount } from '../db/directory.js';
-import { listRoutableEndpoints } from '../db/endpoints.js';
-import { appendEvents, ensureStreamHead, findEventsByKeys, type Environment, type EventRow, type NewEvent } from '../db/events.js';
+import {
+  appendEvents,
+  appendEventsWithDeliveries,
+  ensureStreamHead,
+  findEventsByKeys,
+  findKnownKeysAndEndpoints,
+  isTakenKey,
+  type Environment,
+  type EventRow,
+  type NewEvent,
+} from '../db/events.js';
 import { countReceived, enqueueNotification } from '../db/plan-usage.js';
 import { inTransaction, isDatabaseUnavailable, type Db, type Queryable } from '../db/pool.js';
 import { StreamBatcher } from './stream-batcher.js';
@@ -115,13 +126,16 @@ function eventRow(e: IngestEvent): NewEvent & { id: string } {
 /** Thrown inside a batch's transaction when another process committed one of its keys first: the batch is redone. */
 class TwinCommitted extends Error {}
 
-/** One batch of one stream, in order: known keys answered without the stream's lock, the rest stored in one transaction. */
+/** One batch of one stream, in order: known keys answered without the stream's lock, the rest stored at once. */
 async function storeBatch(db: Db, items: Pending[]): Promise<StoredEvent[]> {
   const { accountId, environment } = items[0]!.e;
   const keys = items.map((i) => i.row.idempotency_key);
   for (let attempt = 1; ; attempt++) {
-    // Provider redeliveries are common: answer them without taking the stream's lock.
-    const known = await findEventsByKeys(db, accountId, environment, [...new Set(keys)]);
+    // Provider redeliveries are common: answer them without taking the stream's lock. One round
+    // trip also reads the endpoints to route to (as a statement of a transaction would: read committed).
+    const facts = await findKnownKeysAndEndpoints(db, accountId, environment, [...new Set(keys)]);
+    const known =
+      facts.knownKeys.length > 0 ? await findEventsByKeys(db, accountId, environment, facts.knownKeys) : new Map<string, EventRow>();
     // The first call of each new key stores it; its twins later in the batch answer with that event.
     const firsts = new Map<string, number>();
     keys.forEach((k, i) => {
@@ -131,10 +145,10 @@ async function storeBatch(db: Db, items: Pending[]): Promise<StoredEvent[]> {
     let stored = new Map<string, StoredEvent>();
     if (fresh.length > 0) {
       try {
-        stored = await inTransaction(db, (tx) => appendBatch(tx, fresh));
+        stored = await appendBatch(db, fresh, facts.endpoints);
       } catch (err) {
         // The next try's look-up finds the twins that won.
-        if (err instanceof TwinCommitted && attempt < MAX_TRIES) continue;
+        if ((err instanceof TwinCommitted || isTakenKey(err)) && attempt < MAX_TRIES) continue;
         throw err;
       }
     }
@@ -147,41 +161,63 @@ async function storeBatch(db: Db, items: Pending[]): Promise<StoredEvent[]> {
   }
 }
 
-/** Appends events with distinct new keys, counts and routes them; by key. Inside the batch's transaction. */
-async function appendBatch(tx: Queryable, items: Pending[]): Promise<Map<string, StoredEvent>> {
+/**
+ * Appends events with distinct new keys and routes them; by key. Unless the Free-plan count
+ * decides their deliveries' status (which needs a transaction: the count, in cursor order, after
+ * the append), the events and their deliveries go in one autocommitted statement.
+ */
+async function appendBatch(db: Db, items: Pending[], endpoints: RoutableEndpoint[]): Promise<Map<string, StoredEvent>> {
   const { accountId, environment } = items[0]!.e;
-  // Reads before the append, so the stream's lock is held for as few round trips as possible.
-  const endpoints = await listRoutableEndpoints(tx, accountId);
   const admissions = items.map((i) => admit(i.e.def, i.e.customerId, endpoints));
   const counted = items.flatMap((i, index) =>
     i.e.def.countsTowardFreePlan && environment === 'live' && admissions[index]!.length > 0 ? [{ index, now: i.now }] : [],
   );
-  const account = counted.length > 0 ? await getAccount(tx, accountId) : undefined;
+  const account = counted.length > 0 ? await getAccount(db, accountId) : undefined;
   const counting = account ? counted.filter((c) => capApplies(account.plan, account.created_at, c.now)) : [];
-  const deliveriesOf = (limited: Set<number>): NewEventDelivery[][] =>
-    admissions.map((admitted, index) => {
-      const past = limited.has(index);
-      return admitted.map((a) => ({ endpointId: a.endpointId, held: past ? false : a.held, status: past ? 'limited' : 'pending' }));
-    });
-  const insertDeliveries = (deliveries: NewEventDelivery[][]) =>
-    insertBatchDeliveries(
-      tx,
-      { accountId, environment },
-      items.map((i, index) => ({
-        eventId: i.row.id,
-        eventType: i.row.type,
-        idempotencyKey: i.row.idempotency_key,
-        deliveries: deliveries[index]!,
-      })),
+  const stored = (events: EventRow[], deliveries: NewEventDelivery[][]) => {
+    const byKey = new Map(events.map((ev) => [ev.idempotency_key, ev]));
+    return new Map(
+      items.map((item, index) => [
+        item.row.idempotency_key,
+        { created: true, event: byKey.get(item.row.idempotency_key)!, deliveries: deliveries[index]! },
+      ]),
     );
+  };
+  if (counting.length > 0) {
+    const { events, deliveries } = await inTransaction(db, (tx) => appendCounted(tx, items, admissions, account!, counting));
+    return stored(events, deliveries);
+  }
+  const deliveries = admissions.map((admitted) =>
+    admitted.map((a): NewEventDelivery => ({ endpointId: a.endpointId, held: a.held, status: 'pending' })),
+  );
+  const routed = items.flatMap((i, index) =>
+    deliveries[index]!.map((d) => ({
+      eventId: i.row.id,
+      eventType: i.row.type,
+      idempotencyKey: i.row.idempotency_key,
+      endpointId: d.endpointId,
+      held: d.held,
+    })),
+  );
+  return stored(
+    await appendEventsWithDeliveries(
+      db,
+      items.map((i) => i.row),
+      routed,
+    ),
+    deliveries,
+  );
+}
 
-  // Most of a batch's work is its deliveries. Unless the Free-plan count decides their status (in
-  // cursor order, so after the append), they are written before the stream's lock is taken: the
-  // lock then covers only the events and the commit, and other writers of the stream (another
-  // process) write their deliveries meanwhile. A rollback takes them back with the events.
-  let deliveries: NewEventDelivery[][] | undefined;
-  if (counting.length === 0) await insertDeliveries((deliveries = deliveriesOf(new Set())));
-
+/** The batch in a transaction, with the Free-plan count deciding which deliveries are `limited`. */
+async function appendCounted(
+  tx: Queryable,
+  items: Pending[],
+  admissions: Admission[][],
+  account: Account,
+  counting: { index: number; now: Date }[],
+): Promise<{ events: EventRow[]; deliveries: NewEventDelivery[][] }> {
+  const { accountId, environment } = items[0]!.e;
   const rows = items.map((i) => i.row);
   let events = await appendEvents(tx, rows);
   if (events.length === 0) {
@@ -191,15 +227,26 @@ async function appendBatch(tx: Queryable, items: Pending[]): Promise<Map<string,
   }
   // A key another process committed meanwhile left a hole in the cursors: roll back (which returns them) and redo.
   if (events.length < rows.length) throw new TwinCommitted(`${rows.length - events.length} of ${rows.length} keys were taken meanwhile`);
-
-  if (!deliveries) await insertDeliveries((deliveries = deliveriesOf(await countTowardFreePlan(tx, account!, counting))));
-  const byKey = new Map(events.map((ev) => [ev.idempotency_key, ev]));
-  const stored = items.map((item, index): StoredEvent => ({
-    created: true,
-    event: byKey.get(item.row.idempotency_key)!,
-    deliveries: deliveries[index]!,
-  }));
-  return new Map(stored.map((s) => [s.event.idempotency_key, s]));
+  const limited = await countTowardFreePlan(tx, account, counting);
+  const deliveries = admissions.map((admitted, index) => {
+    const past = limited.has(index);
+    return admitted.map((a): NewEventDelivery => ({
+      endpointId: a.endpointId,
+      held: past ? false : a.held,
+      status: past ? 'limited' : 'pending',
+    }));
+  });
+  await insertBatchDeliveries(
+    tx,
+    { accountId, environment },
+    items.map((i, index) => ({
+      eventId: i.row.id,
+      eventType: i.row.type,
+      idempotencyKey: i.row.idempotency_key,
+      deliveries: deliveries[index]!,
+    })),
+  );
+  return { events, deliveries };
 }
 
 /**

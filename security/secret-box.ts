@@ -50,3 +50,23 @@ export function loadOrCreateEncryptionKey(configured: string | undefined, dataDi
     return fs.readFileSync(file, 'utf8').trim();
   }
 }
+
+/**
+ * `box.open` remembering the last ciphertexts it opened (a session's secret and Authorization
+ * value): a session POSTs to one endpoint, so this spares a decryption per POST. A rotated
+ * secret is a new ciphertext, opened afresh at its first use, so a rotation still applies to
+ * the next attempt.
+ */
+export function rememberingOpener(box: Pick<SecretBox, 'open'>, size = 2): Pick<SecretBox, 'open'> {
+  const opened: { ciphertext: Buffer; plaintext: string }[] = [];
+  return {
+    open(ciphertext) {
+      const hit = opened.find((o) => o.ciphertext.equals(ciphertext));
+      if (hit) return hit.plaintext;
+      const plaintext = box.open(ciphertext);
+      opened.unshift({ ciphertext: Buffer.from(ciphertext), plaintext });
+      opened.length = Math.min(opened.length, size);
+      return plaintext;
+    },
+  };
+}

@@ -31,16 +31,31 @@ async function endpoint(accountId: string, health: 'healthy' | 'paused' | 'unver
 }
 
 const pools: Db[] = [];
-/** A pool of its own (as another process would have: its own queues), counting the transactions it commits. */
+/**
+ * A pool of its own (as another process would have: its own queues), counting the transactions it
+ * commits: a COMMIT, or a batch appended in one autocommitted statement (the stream's head upserted).
+ */
 function countingPool(): { db: Db; commits: () => number } {
   const db = createPool(inject('databaseUrl'), 5);
   pools.push(db);
   let commits = 0;
+  const commitsWork = (text: unknown) => text === 'COMMIT' || (typeof text === 'string' && text.includes('INSERT INTO stream_heads AS h'));
   db.on('connect', (client) => {
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as unknown as { query: typeof query }).query = (...args: unknown[]) => {
-      if (args[0] === 'COMMIT') commits++;
-      return query(...args);
+      const text = typeof args[0] === 'object' && args[0] !== null ? (args[0] as { text?: unknown }).text : args[0];
+      if (!commitsWork(text)) return query(...args);
+      // pool.query passes a callback; a checked-out client's caller awaits the promise.
+      const last = args[args.length - 1];
+      if (typeof last === 'function')
+        return query(...args.slice(0, -1), (err: unknown, r: unknown) => {
+          if (!err) commits++;
+          (last as (err: unknown, r: unknown) => void)(err, r);
+        });
+      return (query(...args) as Promise<unknown>).then((r) => {
+        commits++;
+        return r;
+      });
     };
   });
   return { db, commits: () => commits };
@@ -142,7 +157,7 @@ describe('group commit', () => {
           (
             await testDb().query<{ n: number }>(
               `SELECT count(*)::int AS n FROM pg_stat_activity
-               WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%UPDATE stream_heads%'`,
+               WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%stream_heads%' AND query NOT LIKE '%FOR UPDATE%'`,
             )
           ).rows[0]!.n === 2,
         10_000,

@@ -4,7 +4,7 @@ import { normalizeCategories } from '../../core/categories.js';
 import { isScriptHostAcknowledgement } from '../../delivery/send-webhook.js';
 import { generateApiKey, hashApiKey } from '../../security/api-key.js';
 import { createDestinationPolicy, urlRefusal } from '../../security/destination-policy.js';
-import { createSecretBox } from '../../security/secret-box.js';
+import { createSecretBox, rememberingOpener } from '../../security/secret-box.js';
 import { generateSigningSecret, signBody, verifyHmacHex } from '../../security/signature.js';
 import { staticResolver } from '../support/harness.js';
 
@@ -137,6 +137,29 @@ describe('secrets and signatures', () => {
     a[a.length - 1]! ^= 1;
     expect(() => box.open(a)).toThrow();
     expect(() => createSecretBox(Buffer.alloc(16).toString('base64'))).toThrow(/32 bytes/);
+  });
+
+  it('a remembering opener decrypts each ciphertext once, and a rotated secret (a new ciphertext) at its first use', () => {
+    const box = createSecretBox(crypto.randomBytes(32).toString('base64'));
+    let opened = 0;
+    const counting = { open: (c: Buffer) => (opened++, box.open(c)) };
+    const secrets = rememberingOpener(counting);
+    const [old, auth, rotated] = [box.seal('whsec_old'), box.seal('Bearer t'), box.seal('whsec_new')];
+    for (let i = 0; i < 5; i++) {
+      // Each POST reads the endpoint afresh: equal bytes in another Buffer.
+      expect(secrets.open(Buffer.from(old))).toBe('whsec_old');
+      expect(secrets.open(Buffer.from(auth))).toBe('Bearer t');
+    }
+    expect(opened).toBe(2);
+    expect(secrets.open(rotated)).toBe('whsec_new');
+    expect(opened).toBe(3);
+    // A Buffer the caller reuses and changes later does not change what was remembered.
+    const fresh = rememberingOpener(counting);
+    const reused = Buffer.from(rotated);
+    fresh.open(reused);
+    reused.fill(0);
+    expect(fresh.open(Buffer.from(rotated))).toBe('whsec_new');
+    expect(opened).toBe(4);
   });
 
   it('signs the exact bytes, lowercase hex, keyed by the whole secret string', () => {
