@@ -8,6 +8,7 @@
  *   npm run bench -- --quick       # smaller sizes, under 1 minute
  *   npm run bench -- --profile     # also CPU-profiles the API and worker (summary printed at the end)
  *   npm run bench -- --explain     # also EXPLAIN ANALYZE of the hot statements and an fsync experiment
+ *   npm run bench -- --idle-for=20 # the fan-out endpoints idle 20 s, not 60 (10 with --quick), before their first delivery is timed
  *   DATABASE_URL=...               # a server to create a scratch database on, instead of embedded Postgres
  *
  * Prints one table, then one JSON line with every figure.
@@ -36,7 +37,7 @@ import { SCOPES } from '../security/api-key.js';
 import { signBody } from '../security/signature.js';
 import { endpointWorkflowId } from '../workflows/endpoint-contract.js';
 import { explainHotQueries } from './explain.js';
-import { endpointHistory, historyCost, historyTimeline, signalsAfter, type HistoryCost } from './history.js';
+import { endpointHistory, historyCost, historyTimeline, signalsAfter, wakeHops, type HistoryCost } from './history.js';
 import { childPid, cpuSeconds, startService, type Service } from './processes.js';
 import { summarizeProfile } from './profile-summary.js';
 import type { FromReceiver, ReceiverStats, ToReceiver } from './receiver.js';
@@ -45,6 +46,10 @@ const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
 const PROFILE = args.has('--profile');
 const EXPLAIN = args.has('--explain');
+/** How long the fan-out endpoints stay idle before the "first delivery after idle" phase (issue #15: a minute). */
+const IDLE_FOR_SECONDS = Number([...args].find((a) => a.startsWith('--idle-for='))?.split('=')[1] ?? (QUICK ? 10 : 60));
+/** The worker's DELIVERY_LINGER_MS (its default): a session's activity is on record only once it has ended. */
+const LINGER_MS = 5_000;
 // Counts are upper bounds: each phase also stops at its time cap, so a slow machine still finishes in time (the figures say how many were done).
 const SIZE = QUICK
   ? { bareSeconds: 2, e2eEvents: 600, e2eCapSeconds: 3, halfSeconds: 3, drain: 2_000, ingest: 5_000, storeCapSeconds: 3 }
@@ -555,6 +560,61 @@ async function main() {
   // ---- 5. ingest into one stream with fan-out 10 (deliveries stay pending: nobody is woken)
   const ingest = await phase(`ingest with fan-out ${INGEST_FANOUT}`, () => store(ingestT, 'ingest', SIZE.ingest, INGEST_WRITERS));
 
+  // ---- 6. the first delivery to each fan-out endpoint after it was idle (no session, its workflow
+  // waiting on its timer): one event per endpoint, 100 ms apart so that each wake-up is alone, and
+  // each wake-up's hops from the workflow's history (read once the sessions have lingered out).
+  const e2e100EndMs = phases.find((p) => p.name.startsWith(`end to end, ${FANOUT_ENDPOINTS}`))!.toMs;
+  const idleLeft = e2e100EndMs + LINGER_MS + IDLE_FOR_SECONDS * 1000 - Date.now();
+  if (idleLeft > 0) step(`letting the ${FANOUT_ENDPOINTS} endpoints idle ${IDLE_FOR_SECONDS} s (${(idleLeft / 1000).toFixed(0)} s left)`);
+  await sleep(idleLeft);
+  const firstAfterIdle = await phase(`first delivery after ${IDLE_FOR_SECONDS} s idle`, async () => {
+    const sentAt = new Map<string, number>();
+    for (const [i, customerId] of fanout.customerIds.entries()) {
+      const entityId = `idle_${i}`;
+      const t0 = now();
+      sentAt.set(demandKey(entityId), t0);
+      const res = await api('POST', '/api/v1/events', fanout.key, {
+        type: def.type,
+        data: demandData(entityId, 'c_idle'),
+        customer_id: customerId,
+      });
+      if (res.status !== 201) throw new Error(`idle publish: ${res.status}`);
+      await sleep(Math.max(0, t0 + 100 - now()));
+    }
+    await allArrived([...sentAt.keys()], 'first after idle');
+    return sentAt;
+  });
+  await sleep(LINGER_MS + 1_500);
+  const idleKeys = [...firstAfterIdle.keys()];
+  const idleLatency = idleKeys.map((k) => receiver.arrivals.get(k)! - firstAfterIdle.get(k)!).sort((a, b) => a - b);
+  const hops = (
+    await Promise.all(
+      fanout.endpointIds.map(async (id, i) => {
+        const h = wakeHops((await endpointHistory(client, id)).events, Math.floor(firstAfterIdle.get(idleKeys[i]!)!));
+        return (
+          h && { ...h, sessionToReceiptMs: receiver.arrivals.get(idleKeys[i]!)! - firstAfterIdle.get(idleKeys[i]!)! - h.activityStartedMs }
+        );
+      }),
+    )
+  ).filter((h) => h !== null);
+  const hopP = (name: keyof (typeof hops)[number]) => {
+    const xs = hops.map((h) => h[name]).sort((a, b) => a - b);
+    return { p50: +pct(xs, 50).toFixed(1), p99: +pct(xs, 99).toFixed(1) };
+  };
+  const idleFirst = {
+    endpoints: idleKeys.length,
+    idleSeconds: IDLE_FOR_SECONDS,
+    latencyMs: { p50: +pct(idleLatency, 50).toFixed(1), p99: +pct(idleLatency, 99).toFixed(1), max: +idleLatency.at(-1)!.toFixed(1) },
+    hops: {
+      traced: hops.length,
+      toSignal: hopP('toSignalMs'),
+      signalToTask: hopP('signalToTaskMs'),
+      task: hopP('taskMs'),
+      taskToActivity: hopP('taskToActivityMs'),
+      sessionToReceipt: hopP('sessionToReceiptMs'),
+    },
+  };
+
   // ---- checks: every delivery on record, every signature good, nothing sent twice
   const receiverStats = await receiver.stats();
   const recorded = {
@@ -562,7 +622,7 @@ async function main() {
     fanout: await recordedSuccesses(fanout.accountId),
     drain: await recordedSuccesses(drainT.accountId),
   };
-  const expected = { single: e2e1.events + half.events, fanout: e2e100.events, drain: drain.deliveries };
+  const expected = { single: e2e1.events + half.events, fanout: e2e100.events + idleFirst.endpoints, drain: drain.deliveries };
 
   // ---- 5b. cost in Temporal, per phase
   step('reading workflow histories');
@@ -592,7 +652,8 @@ async function main() {
   });
   // Wake signals the 100 endpoints' workflows got after that phase's last delivery: the API's queued wake-ups.
   const e2e100End = byName(`end to end, ${FANOUT_ENDPOINTS}`).toMs;
-  const late = fanoutHistories.map((h) => signalsAfter(h.events, e2e100End));
+  // (Until the first-after-idle phase, whose wake-ups are its own.)
+  const late = fanoutHistories.map((h) => signalsAfter(h.events, e2e100End, byName('first delivery after').fromMs));
   const lateWakes = {
     signals: late.reduce((s, l) => s + l.count, 0),
     lastAfterMs: Math.max(0, ...late.map((l) => (l.lastMs ?? e2e100End) - e2e100End)),
@@ -632,6 +693,7 @@ async function main() {
     half: { ...half, rate: halfRate, ratio: +(half.perSecond / bare.perSecond).toFixed(3) },
     drain: { ...drain, ratio: +(drain.perSecond / bare.perSecond).toFixed(3), storedPerSecond: drainStored.perSecond },
     ingest: { events: ingest.keys.length, fanout: INGEST_FANOUT, writers: INGEST_WRITERS, perSecond: ingest.perSecond },
+    idleFirst,
     cost,
     phases: phases.map((p) => ({
       name: p.name,
@@ -710,6 +772,20 @@ function printTable(r: Results) {
       '≥ 5,000 events/s',
     ],
     [`  same, fan-out 1 (the drain backlog, ${CONCURRENCY} writers)`, `${n(r.drain.storedPerSecond)} events/s`, '', ''],
+    [
+      `first delivery after ${r.idleFirst.idleSeconds} s idle (${r.idleFirst.endpoints} endpoints, 1 each)`,
+      lat(r.idleFirst.latencyMs),
+      '',
+      'p99 ≤ 100 ms',
+    ],
+    [
+      '  hops p50 / p99: publish → signal, → workflow task, task, → session, session → receipt',
+      ['toSignal', 'signalToTask', 'task', 'taskToActivity', 'sessionToReceipt']
+        .map((h) => `${r.idleFirst.hops[h].p50}/${r.idleFirst.hops[h].p99}`)
+        .join(', ') + ' ms',
+      '',
+      '',
+    ],
     [
       'history events / 1,000 deliveries (e2e, 1 endpoint)',
       `${n(r.cost.e2e1.eventsPer1000)} (${r.cost.e2e1.workflowTasksPer1000} workflow tasks)`,
