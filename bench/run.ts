@@ -9,6 +9,7 @@
  *   npm run bench -- --profile     # also CPU-profiles the API and worker (summary printed at the end)
  *   npm run bench -- --explain     # also EXPLAIN ANALYZE of the hot statements and an fsync experiment
  *   npm run bench -- --idle-for=20 # the fan-out endpoints idle 20 s, not 60 (10 with --quick), before their first delivery is timed
+ *   npm run bench -- --idle        # also the idle cost of 10,000 verified endpoints (--idle=N for N): minutes
  *   DATABASE_URL=...               # a server to create a scratch database on, instead of embedded Postgres
  *
  * Prints one table, then one JSON line with every figure.
@@ -35,10 +36,11 @@ import { projectRoot } from '../dev/tools.js';
 import { ingestEvent, storeEvent } from '../ingest/store-event.js';
 import { SCOPES } from '../security/api-key.js';
 import { signBody } from '../security/signature.js';
+import { endpointWorkflows } from '../temporal/client.js';
 import { endpointWorkflowId } from '../workflows/endpoint-contract.js';
 import { explainHotQueries } from './explain.js';
 import { endpointHistory, historyCost, historyTimeline, signalsAfter, wakeHops, type HistoryCost } from './history.js';
-import { childPid, cpuSeconds, startService, type Service } from './processes.js';
+import { childPid, cpuSeconds, startService, treeMemory, type Service } from './processes.js';
 import { summarizeProfile } from './profile-summary.js';
 import type { FromReceiver, ReceiverStats, ToReceiver } from './receiver.js';
 
@@ -48,6 +50,10 @@ const PROFILE = args.has('--profile');
 const EXPLAIN = args.has('--explain');
 /** How long the fan-out endpoints stay idle before the "first delivery after idle" phase (issue #15: a minute). */
 const IDLE_FOR_SECONDS = Number([...args].find((a) => a.startsWith('--idle-for='))?.split('=')[1] ?? (QUICK ? 10 : 60));
+/** Endpoints of the idle-cost phase (`--idle`, `--idle=N`); 0: no such phase. */
+const IDLE_ENDPOINTS = ((a) => (a === undefined ? 0 : a === '--idle' ? 10_000 : Number(a.split('=')[1])))(
+  [...args].find((a) => a === '--idle' || a.startsWith('--idle=')),
+);
 /** The worker's DELIVERY_LINGER_MS (its default): a session's activity is on record only once it has ended. */
 const LINGER_MS = 5_000;
 // Counts are upper bounds: each phase also stops at its time cap, so a slow machine still finishes in time (the figures say how many were done).
@@ -667,6 +673,82 @@ async function main() {
     lateWakes,
   };
 
+  // ---- 7. (--idle) what endpoints with nothing to deliver cost: verified endpoints inserted in one
+  // statement, their workflows started as the API starts them (a 'verified' signal-with-start), then,
+  // once the tree is quiet again, its CPU over a window and its memory.
+  const idleCost = IDLE_ENDPOINTS > 0 ? await measureIdleCost(IDLE_ENDPOINTS) : undefined;
+  async function measureIdleCost(count: number) {
+    step(`idle cost: ${count} verified endpoints, their workflows started`);
+    const account = await createAccount(db, { name: 'bench-idle', ownerEmail: 'bench@example.com', plan: 'paid' });
+    // No POST is ever made: any sealed secret will do, the first tenant's.
+    const { rows } = await db.query<{ id: string }>(
+      `INSERT INTO endpoints (account_id, url, events, active, health_status, failure_streak, secret_ciphertext, verified_at)
+       SELECT $1, $2 || g, ARRAY['crm'], true, 'healthy', 0, (SELECT secret_ciphertext FROM endpoints WHERE id = $3), now()
+       FROM generate_series(1, $4) g RETURNING id`,
+      [account.id, `https://127.0.0.1:${receiver.port}/idle/`, single.endpointIds[0], count],
+    );
+    const wf = endpointWorkflows(client, TASK_QUEUE);
+    // The services' trees (the receiver's too); cpuSeconds also gives this process's own, which is left out.
+    const services = cpuRoots;
+    const treeCpu = () => {
+      const { bench: _bench, ...trees } = cpuSeconds(services());
+      return Object.values(trees).reduce((a, b) => a + b, 0);
+    };
+    const cpuStart = treeCpu();
+    const t0 = now();
+    let next = 0;
+    // The dev server answers slowly while it starts thousands of workflows: a start that timed out is tried again.
+    const start = async (id: string) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await wf.notify(id, account.id, 'verified');
+        } catch (err) {
+          if (attempt >= 10) throw err;
+          await sleep(1_000);
+        }
+      }
+    };
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        for (let i = next++; i < rows.length; i = next++) await start(rows[i]!.id);
+      }),
+    );
+    step(`  ${rows.length} workflows started in ${((now() - t0) / 1000).toFixed(1)} s; waiting for the tree to be quiet`);
+    // Quiet: under 0.2 of a core over 5 s (a first run reads its endpoint and runs a session that lingers), 10 minutes at most.
+    for (let last = treeCpu(); now() - t0 < 600_000;) {
+      await sleep(5_000);
+      const cpu = treeCpu();
+      if (cpu - last < 1) break;
+      last = cpu;
+    }
+    const settleSeconds = (now() - t0) / 1000;
+    const settleCpu = treeCpu() - cpuStart;
+    const windowSeconds = QUICK ? 20 : 60;
+    step(`  quiet after ${settleSeconds.toFixed(0)} s; measuring ${windowSeconds} s of idle`);
+    const before = cpuSeconds(services());
+    const w0 = now();
+    await sleep(windowSeconds * 1000);
+    const after = cpuSeconds(services());
+    const seconds = (now() - w0) / 1000;
+    const memory = treeMemory(services());
+    const percent = Object.fromEntries(Object.keys(after).map((k) => [k, +((100 * (after[k]! - (before[k] ?? 0))) / seconds).toFixed(2)]));
+    delete percent.bench;
+    const gib = (b: number) => +(b / 2 ** 30).toFixed(3);
+    return {
+      endpoints: rows.length,
+      settleSeconds: +settleSeconds.toFixed(1),
+      startCpuMsPerEndpoint: +((settleCpu * 1000) / rows.length).toFixed(2),
+      windowSeconds: +seconds.toFixed(1),
+      cpuPercentOfOneCore: +Object.values(percent)
+        .reduce((a, b) => a + b, 0)
+        .toFixed(2),
+      cpuPercentByTree: percent,
+      rssGiB: gib(Object.values(memory).reduce((a, m) => a + m.rss, 0)),
+      pssGiB: gib(Object.values(memory).reduce((a, m) => a + m.pss, 0)),
+      pssGiBByTree: Object.fromEntries(Object.entries(memory).map(([k, m]) => [k, gib(m.pss)])),
+    };
+  }
+
   // ---- optional diagnosis
   const explain = EXPLAIN
     ? (step('EXPLAIN ANALYZE of the hot statements'),
@@ -694,6 +776,7 @@ async function main() {
     drain: { ...drain, ratio: +(drain.perSecond / bare.perSecond).toFixed(3), storedPerSecond: drainStored.perSecond },
     ingest: { events: ingest.keys.length, fanout: INGEST_FANOUT, writers: INGEST_WRITERS, perSecond: ingest.perSecond },
     idleFirst,
+    idleCost,
     cost,
     phases: phases.map((p) => ({
       name: p.name,
@@ -820,6 +903,26 @@ function printTable(r: Results) {
       '',
     ],
   ];
+  if (r.idleCost)
+    rows.push(
+      [
+        `idle cost: ${n(r.idleCost.endpoints)} verified endpoints, nothing to deliver (whole tree)`,
+        `${r.idleCost.cpuPercentOfOneCore} % of a core, ${r.idleCost.pssGiB} GiB PSS (${r.idleCost.rssGiB} GiB RSS summed)`,
+        '',
+        '< 5 %, < 1.5 GiB',
+      ],
+      [
+        '  by tree: % of a core; GiB PSS',
+        `${Object.entries(r.idleCost.cpuPercentByTree)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}; ${Object.entries(r.idleCost.pssGiBByTree)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}`,
+        '',
+        '',
+      ],
+      ['  starting them: quiet after, CPU per endpoint', `${r.idleCost.settleSeconds} s, ${r.idleCost.startCpuMsPerEndpoint} ms`, '', ''],
+    );
   const width = [0, 1, 2, 3].map((i) => Math.max(...rows.map((row) => row[i]!.length)));
   console.log('');
   for (const [i, row] of rows.entries()) {
