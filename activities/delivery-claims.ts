@@ -6,8 +6,9 @@
  * once more, so that nothing arriving meanwhile is missed.
  */
 import { LEASE_MS } from '../core/runtime-limits.js';
-import { claimDueDeliveries, nextDueAt, type ClaimedDelivery } from '../db/deliveries.js';
+import { claimDueDeliveries, nextDueAt, type ClaimedDelivery, type ClaimRequest } from '../db/deliveries.js';
 import type { Db } from '../db/pool.js';
+import type { BatchedCall } from '../runtime/statement-batcher.js';
 import type { Session } from './session-registry.js';
 import type { SessionStopping } from './session-stopping.js';
 
@@ -30,6 +31,8 @@ export interface ClaimLimits {
   concurrency: number;
   lingerMs: number;
   maxSessionMs: number;
+  /** The worker's shared claims (one statement for many sessions); one statement per claim when unset. */
+  claim?: BatchedCall<ClaimRequest, ClaimedDelivery[]>;
 }
 
 export class DeliveryClaims {
@@ -104,8 +107,10 @@ export class DeliveryClaims {
 
   /** Leases up to `want` due deliveries into the queue; false when none was due. */
   private async claim(want: number): Promise<boolean> {
-    const { db, endpointId, clock, owner } = this.limits;
-    const rows = await claimDueDeliveries(db, endpointId, new Date(clock()), want, LEASE_MS, owner);
+    const { db, endpointId, clock, owner, claim } = this.limits;
+    const rows = claim
+      ? await claim({ endpointId, now: new Date(clock()), limit: want, owner })
+      : await claimDueDeliveries(db, endpointId, new Date(clock()), want, LEASE_MS, owner);
     this.drained = rows.length < want;
     if (rows.length === 0) return false;
     this.claimedCount += rows.length;
