@@ -54,8 +54,16 @@ afterAll(async () => {
   await admin.end();
 });
 
-function router(sweepEveryMs = 0): DueRouter {
-  const r = startDueRouter({ databaseUrl, db, channel, sessions, workflows: endpointWorkflows(temporalClient, taskQueue), sweepEveryMs });
+function router(sweepEveryMs = 0, signalEveryMs?: number): DueRouter {
+  const r = startDueRouter({
+    databaseUrl,
+    db,
+    channel,
+    sessions,
+    workflows: endpointWorkflows(temporalClient, taskQueue),
+    sweepEveryMs,
+    signalEveryMs,
+  });
   routers.push(r);
   return r;
 }
@@ -115,8 +123,8 @@ describe('due-delivery router', () => {
     session.close();
   });
 
-  it('wakes a workflow whose session has not started yet at most once per 250 ms: the first news at once, the rest at the end', async () => {
-    const r = router();
+  it('wakes a workflow whose session has not started yet at most once per interval (250 ms here): the first news at once, the rest at the end', async () => {
+    const r = router(0, 250);
     await r.ready;
     const endpointId = await endpointWithDelivery();
     const started = Date.now();
