@@ -715,10 +715,13 @@ async function main() {
     );
     step(`  ${rows.length} workflows started in ${((now() - t0) / 1000).toFixed(1)} s; waiting for the tree to be quiet`);
     // Quiet: under 0.2 of a core over 5 s (a first run reads its endpoint and runs a session that lingers), 10 minutes at most.
-    for (let last = treeCpu(); now() - t0 < 600_000;) {
+    for (let last = cpuSeconds(services()); now() - t0 < 600_000; ) {
       await sleep(5_000);
-      const cpu = treeCpu();
-      if (cpu - last < 1) break;
+      const cpu = cpuSeconds(services());
+      const used = Object.fromEntries(Object.keys(cpu).map((k) => [k, Math.round(((cpu[k]! - (last[k] ?? 0)) * 100) / 5)]));
+      delete used.bench;
+      step(`    % of a core over 5 s: ${JSON.stringify(used)}`);
+      if (Object.values(used).reduce((a, b) => a + b, 0) < 20) break;
       last = cpu;
     }
     const settleSeconds = (now() - t0) / 1000;
