@@ -143,6 +143,18 @@ describe('due-delivery router', () => {
     expect(signals).toBeLessThanOrEqual(Math.min(bound, 5));
   });
 
+  it('once a session has opened for the endpoint, news that finds none is signalled at once, not at the end of the interval', async () => {
+    const r = router(0, 60_000);
+    await r.ready;
+    const endpointId = await endpointWithDelivery();
+    await notifyDue(db, channel, [{ endpointId, accountId }]);
+    await eventually(async () => (await wakeSignals(endpointId)) === 1);
+    // The workflow's session opens here, then ends: the next news goes to the workflow again.
+    sessions.open(endpointId).close();
+    await notifyDue(db, channel, [{ endpointId, accountId }]);
+    await eventually(async () => (await wakeSignals(endpointId)) === 2, 10_000);
+  });
+
   it('hears nothing of another deployment on the same database (another task queue)', async () => {
     const r = router();
     await r.ready;
