@@ -6,9 +6,10 @@
  * once more, so that nothing arriving meanwhile is missed.
  */
 import { LEASE_MS } from '../core/runtime-limits.js';
-import { claimWithEndpoint, nextDueAt, type ClaimedDelivery } from '../db/deliveries.js';
+import { claimWithEndpoint, nextDueAt, type ClaimedDelivery, type ClaimRequest } from '../db/deliveries.js';
 import type { EndpointRow } from '../db/endpoints.js';
 import type { Db } from '../db/pool.js';
+import type { BatchedCall } from '../runtime/statement-batcher.js';
 import type { Session } from './session-registry.js';
 import type { SessionStopping } from './session-stopping.js';
 
@@ -31,6 +32,8 @@ export interface ClaimLimits {
   concurrency: number;
   lingerMs: number;
   maxSessionMs: number;
+  /** The worker's shared claims (one statement for many sessions); one statement per claim when unset. */
+  claim?: BatchedCall<ClaimRequest, ClaimedDelivery[]>;
 }
 
 /** A claimed delivery; with the endpoint the claim read when the lane waited for that claim, so its POST starts at once. */
@@ -117,8 +120,12 @@ export class DeliveryClaims {
 
   /** Leases up to `want` due deliveries into the queue; false when none was due. */
   private async claim(want: number): Promise<boolean> {
-    const { db, endpointId, clock, owner } = this.limits;
-    const { deliveries: rows, endpoint } = await claimWithEndpoint(db, endpointId, new Date(clock()), want, LEASE_MS, owner);
+    const { db, endpointId, clock, owner, claim } = this.limits;
+    // The worker's shared claim serves many sessions in one statement but reads no endpoint: the
+    // lanes read it through the worker's shared endpoint reads instead.
+    const { deliveries: rows, endpoint } = claim
+      ? { deliveries: await claim({ endpointId, now: new Date(clock()), limit: want, owner }), endpoint: undefined }
+      : await claimWithEndpoint(db, endpointId, new Date(clock()), want, LEASE_MS, owner);
     this.drained = rows.length < want;
     if (rows.length === 0) return false;
     this.claimedEndpoint = endpoint;

@@ -18,12 +18,13 @@ import { compactOutcomes, sends, type AttemptOutcome } from '../core/health.js';
 import { paceWaitMs } from '../core/pacer.js';
 import { retryDelayMs } from '../core/retry-curve.js';
 import { webhookBody } from '../core/webhook-body.js';
-import { closeForDeletedEvent, countOwed, nextDueAt, releaseLeases, type ClaimedDelivery } from '../db/deliveries.js';
+import { closeForDeletedEvent, countOwed, nextDueAt, releaseLeases, type ClaimedDelivery, type ClaimRequest } from '../db/deliveries.js';
 import { getEndpointById, recordEndpointSuccess, type EndpointRow } from '../db/endpoints.js';
 import type { Db } from '../db/pool.js';
 import type { HttpClient } from '../delivery/http-client.js';
 import { sendToEndpoint } from '../delivery/send-webhook.js';
 import { logger } from '../runtime/logger.js';
+import type { BatchedCall } from '../runtime/statement-batcher.js';
 import { webhookSends } from '../runtime/metrics.js';
 import { rememberingOpener, type SecretBox } from '../security/secret-box.js';
 import type { AttemptRecorder } from './attempt-recorder.js';
@@ -58,6 +59,10 @@ export interface SessionDeps {
    * across its sessions so that a new session keeps the pace of the one before; per session when unset.
    */
   pacing?: Map<string, number>;
+  /** The worker's reads of endpoints, shared by its sessions (one statement for many); one read per call when unset. */
+  readEndpoint?: BatchedCall<string, EndpointRow | undefined>;
+  /** The worker's claims, shared by its sessions likewise; one statement per claim when unset. */
+  claim?: BatchedCall<ClaimRequest, ClaimedDelivery[]>;
 }
 
 export interface SessionRequest {
@@ -82,10 +87,11 @@ const PACE_RECHECK_MS = 1_000;
  * as soon as the claim that took its delivery returns uses the endpoint read by that claim
  * statement instead (`DeliveryClaims.next`): as recent as a read of its own would be.
  */
-function currentEndpoint(db: Db, endpointId: string): () => Promise<EndpointRow | undefined> {
+function currentEndpoint(deps: SessionDeps, endpointId: string): () => Promise<EndpointRow | undefined> {
+  const read = deps.readEndpoint ?? ((id: string) => getEndpointById(deps.db, id));
   let reading: Promise<EndpointRow | undefined> | null = null;
   return () =>
-    (reading ??= getEndpointById(db, endpointId).finally(() => {
+    (reading ??= read(endpointId).finally(() => {
       reading = null;
     }));
 }
@@ -93,7 +99,7 @@ function currentEndpoint(db: Db, endpointId: string): () => Promise<EndpointRow 
 const sending = (e: EndpointRow | undefined): e is EndpointRow => !!e && !e.deleted_at && sends(e.active, e.health_status);
 
 export async function runDeliverySession(deps: SessionDeps, req: SessionRequest): Promise<DeliveryRound> {
-  const readEndpoint = currentEndpoint(deps.db, req.endpointId);
+  const readEndpoint = currentEndpoint(deps, req.endpointId);
   // A PATCH (deactivation, new url) may be committed before its signal reaches the workflow.
   if (!sending(await readEndpoint())) return { outcomes: [], more: false, nextDueAtMs: null, posts: 0 };
   const news = deps.sessions.open(req.endpointId);

@@ -7,13 +7,22 @@
 import { Context } from '@temporalio/activity';
 import { endpointLabel } from '../core/endpoint-story.js';
 import { HOLD_MS } from '../core/health.js';
-import { HEARTBEAT_EVERY_MS, SESSION_MS } from '../core/runtime-limits.js';
-import { exhaustOpenDeliveries, expireHeldDeliveries, holdOpenDeliveries, releaseHeldDeliveries, releaseLeases } from '../db/deliveries.js';
+import { HEARTBEAT_EVERY_MS, LEASE_MS, SESSION_MS } from '../core/runtime-limits.js';
+import {
+  claimDueDeliveriesFor,
+  exhaustOpenDeliveries,
+  expireHeldDeliveries,
+  holdOpenDeliveries,
+  releaseHeldDeliveries,
+  releaseLeases,
+  type ClaimRequest,
+} from '../db/deliveries.js';
 import { getAccount } from '../db/directory.js';
-import { getEndpointById, recordEndpointHealth, recordNextAttempt, type HealthStatus } from '../db/endpoints.js';
+import { getEndpointById, getEndpointsByIds, recordEndpointHealth, recordNextAttempt, type HealthStatus } from '../db/endpoints.js';
 import { enqueueNotification } from '../db/plan-usage.js';
 import type { Db } from '../db/pool.js';
 import type { HttpClient } from '../delivery/http-client.js';
+import { createStatementBatcher } from '../runtime/statement-batcher.js';
 import type { SecretBox } from '../security/secret-box.js';
 import { runDeliverySession, type DeliveryRound, type SessionDeps } from './delivery-session.js';
 import { createAttemptRecorder } from './attempt-recorder.js';
@@ -65,6 +74,12 @@ function sessionDepsOf(deps: ActivityDeps): SessionDeps {
     lingerMs: deps.lingerMs ?? 0,
     maxSessionMs,
     pacing: new Map<string, number>(),
+    // Many endpoints' sessions each read their endpoint and claim on every poke: together, one statement for many.
+    readEndpoint: createStatementBatcher(async (ids: string[]) => {
+      const rows = new Map((await getEndpointsByIds(deps.db, ids)).map((r) => [r.id, r]));
+      return ids.map((id) => rows.get(id));
+    }),
+    claim: createStatementBatcher((reqs: ClaimRequest[]) => claimDueDeliveriesFor(deps.db, reqs, LEASE_MS)),
   };
 }
 

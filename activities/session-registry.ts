@@ -21,6 +21,8 @@ export interface SessionRegistry {
   open(endpointId: string): Session;
   /** Tells the endpoint's sessions here that work is due; false when none takes it. */
   poke(endpointId: string): boolean;
+  /** Calls `listener` with the endpoint of every session opened from now on. */
+  onOpen(listener: (endpointId: string) => void): void;
 }
 
 interface Entry {
@@ -31,6 +33,7 @@ interface Entry {
 
 export function createSessionRegistry(): SessionRegistry {
   const byEndpoint = new Map<string, Set<Entry>>();
+  const openListeners: ((endpointId: string) => void)[] = [];
 
   function wake(entry: Entry) {
     entry.poked = true;
@@ -43,6 +46,7 @@ export function createSessionRegistry(): SessionRegistry {
       let set = byEndpoint.get(endpointId);
       if (!set) byEndpoint.set(endpointId, (set = new Set()));
       set.add(entry);
+      for (const listener of openListeners) listener(endpointId);
       return {
         wait(ms) {
           if (entry.poked) {
@@ -73,6 +77,9 @@ export function createSessionRegistry(): SessionRegistry {
           if (set.size === 0) byEndpoint.delete(endpointId);
         },
       };
+    },
+    onOpen(listener) {
+      openListeners.push(listener);
     },
     poke(endpointId) {
       let taken = false;

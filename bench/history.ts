@@ -24,12 +24,12 @@ export async function endpointHistory(client: Client, endpointId: string): Promi
   return { runs: runs.length, events: runs.flat() };
 }
 
-/** Wake signals the workflow got after `afterMs`, and when the last one came. */
-export function signalsAfter(events: HistoryEvent[], afterMs: number): { count: number; lastMs: number | null } {
+/** Wake signals the workflow got after `afterMs` (and before `beforeMs`), and when the last one came. */
+export function signalsAfter(events: HistoryEvent[], afterMs: number, beforeMs = Infinity): { count: number; lastMs: number | null } {
   const times = events
     .filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)
     .map((e) => tsToMs(e.eventTime))
-    .filter((t) => t > afterMs);
+    .filter((t) => t > afterMs && t < beforeMs);
   return { count: times.length, lastMs: times.length ? Math.max(...times) : null };
 }
 
@@ -114,5 +114,47 @@ export function historyCost(events: HistoryEvent[], fromMs: number, toMs: number
     roundMsP50: median(roundMs),
     gapMsP50: median(gapMs),
     wakeToRoundMsP50: median(wakeToRound),
+  };
+}
+
+/** The hops of one wake-up, in ms, as the workflow's history dates them (null when the history lacks one). */
+export interface WakeHops {
+  /** From `fromMs` (the publish) to the wake signal's arrival in the history: API commit, NOTIFY, the worker's router, the signal. */
+  toSignalMs: number;
+  /** Signal → its workflow task started on the worker (matching, sticky queue). */
+  signalToTaskMs: number;
+  /** The workflow task itself (activation on the worker, its completion reaching the server). */
+  taskMs: number;
+  /** Workflow task completed → the delivery session's activity started (activity dispatch). */
+  taskToActivityMs: number;
+  /** When the session's activity started, relative to `fromMs`: the rest, to the receiver, is the session's own start and its first POST. */
+  activityStartedMs: number;
+}
+
+/** The first wake-up after `fromMs`: its signal, the workflow task that took it, the deliverDue that task scheduled. */
+export function wakeHops(events: HistoryEvent[], fromMs: number): WakeHops | null {
+  const at = (e: HistoryEvent | undefined) => (e ? tsToMs(e.eventTime) : NaN);
+  const i = events.findIndex((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED && tsToMs(e.eventTime) >= fromMs);
+  if (i < 0) return null;
+  const after = events.slice(i);
+  const started = after.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED);
+  const completed = after.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
+  const scheduled = after.find(
+    (e) =>
+      e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED &&
+      e.activityTaskScheduledEventAttributes?.activityType?.name === 'deliverDue',
+  );
+  const activity = after.find(
+    (e) =>
+      e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED &&
+      String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(scheduled?.eventId),
+  );
+  if (!started || !completed || !activity) return null;
+  return {
+    toSignalMs: at(events[i]) - fromMs,
+    signalToTaskMs: at(started) - at(events[i]),
+    taskMs: at(completed) - at(started),
+    taskToActivityMs: at(activity) - at(completed),
+    activityStartedMs: at(activity) - fromMs,
   };
 }

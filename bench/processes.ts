@@ -129,3 +129,29 @@ export function childPid(comm: string): number | undefined {
   for (const p of readProcs().values()) if (p.ppid === process.pid && p.comm === comm) return p.pid;
   return undefined;
 }
+
+/**
+ * Memory of each named process tree now, in bytes: RSS summed over its processes (counts memory
+ * they share, such as Postgres' shared buffers, once per process) and PSS (shared pages split
+ * between their users: the sum that adds up).
+ */
+export function treeMemory(roots: Record<string, number | undefined>): Record<string, { rss: number; pss: number }> {
+  const procs = readProcs();
+  const children = new Map<number, number[]>();
+  for (const p of procs.values()) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p.pid]);
+  const field = (pid: number, name: string) => {
+    try {
+      const m = fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8').match(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm'));
+      return m ? Number(m[1]) * 1024 : 0;
+    } catch {
+      return 0;
+    }
+  };
+  const tree = (pid: number): number[] => [pid, ...(children.get(pid) ?? []).flatMap(tree)];
+  const out: Record<string, { rss: number; pss: number }> = {};
+  for (const [name, root] of Object.entries(roots)) {
+    const pids = root ? tree(root) : [];
+    out[name] = { rss: pids.reduce((s, p) => s + field(p, 'Rss'), 0), pss: pids.reduce((s, p) => s + field(p, 'Pss'), 0) };
+  }
+  return out;
+}

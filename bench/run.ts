@@ -8,6 +8,8 @@
  *   npm run bench -- --quick       # smaller sizes, under 1 minute
  *   npm run bench -- --profile     # also CPU-profiles the API and worker (summary printed at the end)
  *   npm run bench -- --explain     # also EXPLAIN ANALYZE of the hot statements and an fsync experiment
+ *   npm run bench -- --idle-for=20 # the fan-out endpoints idle 20 s, not 60 (10 with --quick), before their first delivery is timed
+ *   npm run bench -- --idle        # also the idle cost of 10,000 verified endpoints (--idle=N for N): minutes
  *   DATABASE_URL=...               # a server to create a scratch database on, instead of embedded Postgres
  *
  * Prints one table, then one JSON line with every figure.
@@ -34,10 +36,11 @@ import { projectRoot } from '../dev/tools.js';
 import { ingestEvent, storeEvent } from '../ingest/store-event.js';
 import { SCOPES } from '../security/api-key.js';
 import { signBody } from '../security/signature.js';
+import { endpointWorkflows } from '../temporal/client.js';
 import { endpointWorkflowId } from '../workflows/endpoint-contract.js';
 import { explainHotQueries } from './explain.js';
-import { endpointHistory, historyCost, historyTimeline, signalsAfter, type HistoryCost } from './history.js';
-import { childPid, cpuSeconds, startService, type Service } from './processes.js';
+import { endpointHistory, historyCost, historyTimeline, signalsAfter, wakeHops, type HistoryCost } from './history.js';
+import { childPid, cpuSeconds, startService, treeMemory, type Service } from './processes.js';
 import { summarizeProfile } from './profile-summary.js';
 import type { FromReceiver, ReceiverStats, ToReceiver } from './receiver.js';
 
@@ -45,6 +48,14 @@ const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
 const PROFILE = args.has('--profile');
 const EXPLAIN = args.has('--explain');
+/** How long the fan-out endpoints stay idle before the "first delivery after idle" phase (issue #15: a minute). */
+const IDLE_FOR_SECONDS = Number([...args].find((a) => a.startsWith('--idle-for='))?.split('=')[1] ?? (QUICK ? 10 : 60));
+/** Endpoints of the idle-cost phase (`--idle`, `--idle=N`); 0: no such phase. */
+const IDLE_ENDPOINTS = ((a) => (a === undefined ? 0 : a === '--idle' ? 10_000 : Number(a.split('=')[1])))(
+  [...args].find((a) => a === '--idle' || a.startsWith('--idle=')),
+);
+/** The worker's DELIVERY_LINGER_MS (its default): a session's activity is on record only once it has ended. */
+const LINGER_MS = 5_000;
 // Counts are upper bounds: each phase also stops at its time cap, so a slow machine still finishes in time (the figures say how many were done).
 const SIZE = QUICK
   ? { bareSeconds: 2, e2eEvents: 600, e2eCapSeconds: 3, halfSeconds: 3, drain: 2_000, ingest: 5_000, storeCapSeconds: 3 }
@@ -555,6 +566,61 @@ async function main() {
   // ---- 5. ingest into one stream with fan-out 10 (deliveries stay pending: nobody is woken)
   const ingest = await phase(`ingest with fan-out ${INGEST_FANOUT}`, () => store(ingestT, 'ingest', SIZE.ingest, INGEST_WRITERS));
 
+  // ---- 6. the first delivery to each fan-out endpoint after it was idle (no session, its workflow
+  // waiting on its timer): one event per endpoint, 100 ms apart so that each wake-up is alone, and
+  // each wake-up's hops from the workflow's history (read once the sessions have lingered out).
+  const e2e100EndMs = phases.find((p) => p.name.startsWith(`end to end, ${FANOUT_ENDPOINTS}`))!.toMs;
+  const idleLeft = e2e100EndMs + LINGER_MS + IDLE_FOR_SECONDS * 1000 - Date.now();
+  if (idleLeft > 0) step(`letting the ${FANOUT_ENDPOINTS} endpoints idle ${IDLE_FOR_SECONDS} s (${(idleLeft / 1000).toFixed(0)} s left)`);
+  await sleep(idleLeft);
+  const firstAfterIdle = await phase(`first delivery after ${IDLE_FOR_SECONDS} s idle`, async () => {
+    const sentAt = new Map<string, number>();
+    for (const [i, customerId] of fanout.customerIds.entries()) {
+      const entityId = `idle_${i}`;
+      const t0 = now();
+      sentAt.set(demandKey(entityId), t0);
+      const res = await api('POST', '/api/v1/events', fanout.key, {
+        type: def.type,
+        data: demandData(entityId, 'c_idle'),
+        customer_id: customerId,
+      });
+      if (res.status !== 201) throw new Error(`idle publish: ${res.status}`);
+      await sleep(Math.max(0, t0 + 100 - now()));
+    }
+    await allArrived([...sentAt.keys()], 'first after idle');
+    return sentAt;
+  });
+  await sleep(LINGER_MS + 1_500);
+  const idleKeys = [...firstAfterIdle.keys()];
+  const idleLatency = idleKeys.map((k) => receiver.arrivals.get(k)! - firstAfterIdle.get(k)!).sort((a, b) => a - b);
+  const hops = (
+    await Promise.all(
+      fanout.endpointIds.map(async (id, i) => {
+        const h = wakeHops((await endpointHistory(client, id)).events, Math.floor(firstAfterIdle.get(idleKeys[i]!)!));
+        return (
+          h && { ...h, sessionToReceiptMs: receiver.arrivals.get(idleKeys[i]!)! - firstAfterIdle.get(idleKeys[i]!)! - h.activityStartedMs }
+        );
+      }),
+    )
+  ).filter((h) => h !== null);
+  const hopP = (name: keyof (typeof hops)[number]) => {
+    const xs = hops.map((h) => h[name]).sort((a, b) => a - b);
+    return { p50: +pct(xs, 50).toFixed(1), p99: +pct(xs, 99).toFixed(1) };
+  };
+  const idleFirst = {
+    endpoints: idleKeys.length,
+    idleSeconds: IDLE_FOR_SECONDS,
+    latencyMs: { p50: +pct(idleLatency, 50).toFixed(1), p99: +pct(idleLatency, 99).toFixed(1), max: +idleLatency.at(-1)!.toFixed(1) },
+    hops: {
+      traced: hops.length,
+      toSignal: hopP('toSignalMs'),
+      signalToTask: hopP('signalToTaskMs'),
+      task: hopP('taskMs'),
+      taskToActivity: hopP('taskToActivityMs'),
+      sessionToReceipt: hopP('sessionToReceiptMs'),
+    },
+  };
+
   // ---- checks: every delivery on record, every signature good, nothing sent twice
   const receiverStats = await receiver.stats();
   const recorded = {
@@ -562,7 +628,7 @@ async function main() {
     fanout: await recordedSuccesses(fanout.accountId),
     drain: await recordedSuccesses(drainT.accountId),
   };
-  const expected = { single: e2e1.events + half.events, fanout: e2e100.events, drain: drain.deliveries };
+  const expected = { single: e2e1.events + half.events, fanout: e2e100.events + idleFirst.endpoints, drain: drain.deliveries };
 
   // ---- 5b. cost in Temporal, per phase
   step('reading workflow histories');
@@ -592,7 +658,8 @@ async function main() {
   });
   // Wake signals the 100 endpoints' workflows got after that phase's last delivery: the API's queued wake-ups.
   const e2e100End = byName(`end to end, ${FANOUT_ENDPOINTS}`).toMs;
-  const late = fanoutHistories.map((h) => signalsAfter(h.events, e2e100End));
+  // (Until the first-after-idle phase, whose wake-ups are its own.)
+  const late = fanoutHistories.map((h) => signalsAfter(h.events, e2e100End, byName('first delivery after').fromMs));
   const lateWakes = {
     signals: late.reduce((s, l) => s + l.count, 0),
     lastAfterMs: Math.max(0, ...late.map((l) => (l.lastMs ?? e2e100End) - e2e100End)),
@@ -605,6 +672,100 @@ async function main() {
     runs: { single: singleHistory.runs, drain: drainHistory.runs },
     lateWakes,
   };
+
+  // ---- 7. (--idle) what endpoints with nothing to deliver cost: verified endpoints inserted in one
+  // statement, their workflows started as the API starts them (a 'verified' signal-with-start), then,
+  // once the tree is quiet again, its CPU over a window and its memory.
+  const idleCost = IDLE_ENDPOINTS > 0 ? await measureIdleCost(IDLE_ENDPOINTS) : undefined;
+  async function measureIdleCost(count: number) {
+    step(`idle cost: ${count} verified endpoints, their workflows started`);
+    const account = await createAccount(db, { name: 'bench-idle', ownerEmail: 'bench@example.com', plan: 'paid' });
+    // No POST is ever made: any sealed secret will do, the first tenant's.
+    const { rows } = await db.query<{ id: string }>(
+      `INSERT INTO endpoints (account_id, url, events, active, health_status, failure_streak, secret_ciphertext, verified_at)
+       SELECT $1, $2 || g, ARRAY['crm'], true, 'healthy', 0, (SELECT secret_ciphertext FROM endpoints WHERE id = $3), now()
+       FROM generate_series(1, $4) g RETURNING id`,
+      [account.id, `https://127.0.0.1:${receiver.port}/idle/`, single.endpointIds[0], count],
+    );
+    const wf = endpointWorkflows(client, TASK_QUEUE);
+    // The services' trees (the receiver's too); cpuSeconds also gives this process's own, which is left out.
+    const services = cpuRoots;
+    const treeCpu = () => {
+      const { bench: _bench, ...trees } = cpuSeconds(services());
+      return Object.values(trees).reduce((a, b) => a + b, 0);
+    };
+    const cpuStart = treeCpu();
+    const t0 = now();
+    let next = 0;
+    // The dev server answers slowly while it starts thousands of workflows: a start that timed out is tried again.
+    const start = async (id: string) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await wf.notify(id, account.id, 'verified');
+        } catch (err) {
+          if (attempt >= 10) throw err;
+          await sleep(1_000);
+        }
+      }
+    };
+    // In waves the size of half the worker's workflow cache, each let settle (its first runs done) before the
+    // next: thousands of first runs at once evict one another from the cache, and every workflow task then
+    // replays its history (measured: 3 first runs a second, 0.35 s of CPU each, with 2,000 at once).
+    const WAVE = 500;
+    const quietFor = async (maxMs: number) => {
+      for (let last = treeCpu(), t = now(); now() - t < maxMs;) {
+        await sleep(2_000);
+        const cpu = treeCpu();
+        if (cpu - last < 0.6) return;
+        last = cpu;
+      }
+    };
+    for (let waveEnd = WAVE; next < rows.length; waveEnd += WAVE) {
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          while (next < Math.min(waveEnd, rows.length)) await start(rows[next++]!.id);
+        }),
+      );
+      await quietFor(60_000);
+    }
+    step(`  ${rows.length} workflows started in ${((now() - t0) / 1000).toFixed(1)} s; waiting for the tree to be quiet`);
+    // Quiet: under 0.2 of a core over 5 s (a first run reads its endpoint and runs a session that lingers), 10 minutes at most.
+    for (let last = cpuSeconds(services()); now() - t0 < 600_000;) {
+      await sleep(5_000);
+      const cpu = cpuSeconds(services());
+      const used = Object.fromEntries(Object.keys(cpu).map((k) => [k, Math.round(((cpu[k]! - (last[k] ?? 0)) * 100) / 5)]));
+      delete used.bench;
+      step(`    % of a core over 5 s: ${JSON.stringify(used)}`);
+      if (Object.values(used).reduce((a, b) => a + b, 0) < 20) break;
+      last = cpu;
+    }
+    const settleSeconds = (now() - t0) / 1000;
+    const settleCpu = treeCpu() - cpuStart;
+    const windowSeconds = QUICK ? 20 : 60;
+    step(`  quiet after ${settleSeconds.toFixed(0)} s; measuring ${windowSeconds} s of idle`);
+    const before = cpuSeconds(services());
+    const w0 = now();
+    await sleep(windowSeconds * 1000);
+    const after = cpuSeconds(services());
+    const seconds = (now() - w0) / 1000;
+    const memory = treeMemory(services());
+    const percent = Object.fromEntries(Object.keys(after).map((k) => [k, +((100 * (after[k]! - (before[k] ?? 0))) / seconds).toFixed(2)]));
+    delete percent.bench;
+    const gib = (b: number) => +(b / 2 ** 30).toFixed(3);
+    return {
+      endpoints: rows.length,
+      settleSeconds: +settleSeconds.toFixed(1),
+      startCpuMsPerEndpoint: +((settleCpu * 1000) / rows.length).toFixed(2),
+      windowSeconds: +seconds.toFixed(1),
+      cpuPercentOfOneCore: +Object.values(percent)
+        .reduce((a, b) => a + b, 0)
+        .toFixed(2),
+      cpuPercentByTree: percent,
+      rssGiB: gib(Object.values(memory).reduce((a, m) => a + m.rss, 0)),
+      pssGiB: gib(Object.values(memory).reduce((a, m) => a + m.pss, 0)),
+      pssGiBByTree: Object.fromEntries(Object.entries(memory).map(([k, m]) => [k, gib(m.pss)])),
+    };
+  }
 
   // ---- optional diagnosis
   const explain = EXPLAIN
@@ -632,6 +793,8 @@ async function main() {
     half: { ...half, rate: halfRate, ratio: +(half.perSecond / bare.perSecond).toFixed(3) },
     drain: { ...drain, ratio: +(drain.perSecond / bare.perSecond).toFixed(3), storedPerSecond: drainStored.perSecond },
     ingest: { events: ingest.keys.length, fanout: INGEST_FANOUT, writers: INGEST_WRITERS, perSecond: ingest.perSecond },
+    idleFirst,
+    idleCost,
     cost,
     phases: phases.map((p) => ({
       name: p.name,
@@ -711,6 +874,20 @@ function printTable(r: Results) {
     ],
     [`  same, fan-out 1 (the drain backlog, ${CONCURRENCY} writers)`, `${n(r.drain.storedPerSecond)} events/s`, '', ''],
     [
+      `first delivery after ${r.idleFirst.idleSeconds} s idle (${r.idleFirst.endpoints} endpoints, 1 each)`,
+      lat(r.idleFirst.latencyMs),
+      '',
+      'p99 ≤ 100 ms',
+    ],
+    [
+      '  hops p50 / p99: publish → signal, → workflow task, task, → session, session → receipt',
+      ['toSignal', 'signalToTask', 'task', 'taskToActivity', 'sessionToReceipt']
+        .map((h) => `${r.idleFirst.hops[h].p50}/${r.idleFirst.hops[h].p99}`)
+        .join(', ') + ' ms',
+      '',
+      '',
+    ],
+    [
       'history events / 1,000 deliveries (e2e, 1 endpoint)',
       `${n(r.cost.e2e1.eventsPer1000)} (${r.cost.e2e1.workflowTasksPer1000} workflow tasks)`,
       '',
@@ -744,6 +921,26 @@ function printTable(r: Results) {
       '',
     ],
   ];
+  if (r.idleCost)
+    rows.push(
+      [
+        `idle cost: ${n(r.idleCost.endpoints)} verified endpoints, nothing to deliver (whole tree)`,
+        `${r.idleCost.cpuPercentOfOneCore} % of a core, ${r.idleCost.pssGiB} GiB PSS (${r.idleCost.rssGiB} GiB RSS summed)`,
+        '',
+        '< 5 %, < 1.5 GiB',
+      ],
+      [
+        '  by tree: % of a core; GiB PSS',
+        `${Object.entries(r.idleCost.cpuPercentByTree)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}; ${Object.entries(r.idleCost.pssGiBByTree)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}`,
+        '',
+        '',
+      ],
+      ['  starting them: quiet after, CPU per endpoint', `${r.idleCost.settleSeconds} s, ${r.idleCost.startCpuMsPerEndpoint} ms`, '', ''],
+    );
   const width = [0, 1, 2, 3].map((i) => Math.max(...rows.map((row) => row[i]!.length)));
   console.log('');
   for (const [i, row] of rows.entries()) {

@@ -305,6 +305,72 @@ export async function claimWithEndpoint(
   return { deliveries, endpoint: rows[0] ? endpointFromColumns(rows[0], 'endpoint_') : undefined };
 }
 
+export interface ClaimRequest {
+  endpointId: string;
+  now: Date;
+  limit: number;
+  owner: string;
+}
+
+/**
+ * `claimDueDeliveries` for several sessions in one statement (a worker's sessions of many
+ * endpoints claim together): each request gets up to its `limit` of its endpoint's due deliveries,
+ * earliest first, leased to its `owner`. Two requests of one endpoint never get the same delivery.
+ */
+export async function claimDueDeliveriesFor(db: Queryable, reqs: readonly ClaimRequest[], leaseMs: number): Promise<ClaimedDelivery[][]> {
+  type Row = Partial<EventRow> & {
+    delivery_id: string;
+    delivery_event_id: string | null;
+    delivery_event_type: string;
+    delivery_idempotency_key: string;
+    delivery_attempts: number;
+    delivery_lease_owner: string;
+  };
+  const { rows } = await db.query<Row>(
+    `WITH req AS (
+       SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::int[], $4::text[]) AS r(endpoint_id, at, lim, owner)
+     ), due AS (
+       SELECT DISTINCT ON (pick.id) pick.id, req.at, req.owner FROM req CROSS JOIN LATERAL (
+         SELECT id, next_attempt_at, created_at FROM deliveries
+         WHERE endpoint_id = req.endpoint_id AND ${OWED} AND held_since IS NULL
+           AND next_attempt_at <= req.at AND (leased_until IS NULL OR leased_until < req.at)
+         ORDER BY next_attempt_at, created_at
+         LIMIT req.lim
+         FOR UPDATE SKIP LOCKED
+       ) pick
+     ), claimed AS (
+       UPDATE deliveries d SET leased_until = due.at + make_interval(secs => $5::double precision / 1000), lease_owner = due.owner
+       FROM due WHERE d.id = due.id
+       RETURNING d.id AS delivery_id, d.event_id AS delivery_event_id, d.event_type AS delivery_event_type,
+                 d.idempotency_key AS delivery_idempotency_key, d.attempts AS delivery_attempts,
+                 d.lease_owner AS delivery_lease_owner, d.next_attempt_at AS delivery_next_attempt_at, d.created_at AS delivery_created_at
+     )
+     SELECT c.delivery_id, c.delivery_event_id, c.delivery_event_type, c.delivery_idempotency_key, c.delivery_attempts, c.delivery_lease_owner, ev.*
+     FROM claimed c LEFT JOIN events ev ON ev.id = c.delivery_event_id
+     ORDER BY c.delivery_next_attempt_at, c.delivery_created_at`,
+    [reqs.map((r) => r.endpointId), reqs.map((r) => r.now), reqs.map((r) => r.limit), reqs.map((r) => r.owner), leaseMs],
+  );
+  const byOwner = new Map<string, ClaimedDelivery[]>(reqs.map((r) => [r.owner, []]));
+  for (const {
+    delivery_id,
+    delivery_event_id,
+    delivery_event_type,
+    delivery_idempotency_key,
+    delivery_attempts,
+    delivery_lease_owner,
+    ...event
+  } of rows)
+    byOwner.get(delivery_lease_owner)?.push({
+      id: delivery_id,
+      event_id: delivery_event_id,
+      event_type: delivery_event_type,
+      idempotency_key: delivery_idempotency_key,
+      attempts: delivery_attempts,
+      event: event.id ? (event as EventRow) : null,
+    });
+  return reqs.map((r) => byOwner.get(r.owner)!);
+}
+
 /**
  * Gives back what a round leased and did not record: the deliveries it never attempted (it
  * stopped early), or, on a retry of the round, the POSTs its lost attempt had in flight.

@@ -146,6 +146,12 @@ export async function getEndpointById(db: Queryable, id: string): Promise<Endpoi
   return rows[0];
 }
 
+/** Several endpoints by id in one statement (a worker's sessions read theirs together); missing ones are absent. */
+export async function getEndpointsByIds(db: Queryable, ids: readonly string[]): Promise<EndpointRow[]> {
+  const { rows } = await db.query<EndpointRow>(`SELECT ${COLUMNS} FROM endpoints WHERE id = ANY($1::uuid[])`, [ids]);
+  return rows;
+}
+
 export async function listEndpoints(
   db: Queryable,
   accountId: string,

@@ -30,5 +30,11 @@ export async function createWorker(opts: {
     // A delivery session holds its slot while it lingers for more work: one per busy endpoint. They are
     // cheap (promises awaiting sockets), so allow many, or lingering sessions would starve other activities.
     maxConcurrentActivityTaskExecutions: 1000,
+    // A burst of workflows new to this worker (thousands of endpoints created, or woken after leaving the
+    // cache) lands on the non-sticky queue, which the default pollers (10, a fifth of them non-sticky)
+    // served two polls at a time: 7 workflow tasks/s with 1,500 waiting (bench --idle=2000). Autoscaled
+    // pollers follow the backlog the server reports, and fall back to one poll each when nothing waits.
+    workflowTaskPollerBehavior: { type: 'autoscaling' },
+    activityTaskPollerBehavior: { type: 'autoscaling' },
   });
 }

@@ -9,6 +9,7 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -58,14 +59,25 @@ interface RunSignals {
   /** The endpoint must be re-read even without a change signal. */
   reload: boolean;
   changesThisRun: number;
+  /** The last wait ran out at the reconcile interval, with no signal. */
+  reconciled: boolean;
 }
+
+/**
+ * Since this patch, a reconcile that finds nothing new starts no delivery session, and reconciles
+ * are spread over RECONCILE_JITTER_MS: ten thousand idle endpoints cost an activity and a lingering
+ * session each, all in the same minute, every hour. (A healthy endpoint's due work that nobody was
+ * told of is found by the workers' sweep, which wakes the workflow.)
+ */
+const QUIET_RECONCILE = 'quiet-reconcile';
+const RECONCILE_JITTER_MS = 10 * 60 * 1000;
 
 export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: CarriedState): Promise<void> {
   const state = withDefaults(carried);
   // Every run starts with a pass, as if woken, and reads the endpoint before anything else: a first
   // run knows nothing of it yet (it may have been started by a wake-up alone), and a continued run
   // may carry changes it was told of.
-  const run: RunSignals = { pending: [], woken: true, reload: true, changesThisRun: 0 };
+  const run: RunSignals = { pending: [], woken: true, reload: true, changesThisRun: 0, reconciled: false };
 
   setHandler(endpointChangedSignal, ({ change }) => {
     run.pending.push(change);
@@ -88,7 +100,9 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: C
     }
     const wasSending = state.sending;
     await followAdmission(input, state);
-    await deliver(input, state);
+    const quiet = run.reconciled && !wasWoken && state.sending === wasSending && patched(QUIET_RECONCILE);
+    run.reconciled = false;
+    if (!quiet) await deliver(input, state);
     // Holds are looked at when they may have changed: just held, new work arrived, or one is due to expire.
     if (!state.sending && (wasWoken || wasSending || expiryDue(state, Date.now()))) await lookAtHolds(input, state, wasWoken);
     await showNextAttempt(input, state);
@@ -113,10 +127,13 @@ async function idle(input: EndpointWorkflowInput, state: EndpointWorkflowState, 
   tell(input, state);
   if (wait.delayMs <= 0) return;
   // The timer's summary says what it waits for (the Web UI shows it in the history).
-  const signalled = await condition(() => run.pending.length > 0 || run.woken, wait.delayMs, {
-    summary: waitSummary(state, wait, Date.now()),
+  // Deterministic in a workflow (seeded per run): idle endpoints created together reconcile apart.
+  const jitter = wait.reconcile && patched(QUIET_RECONCILE) ? Math.floor(Math.random() * RECONCILE_JITTER_MS) : 0;
+  const delayMs = wait.delayMs + jitter;
+  const signalled = await condition(() => run.pending.length > 0 || run.woken, delayMs, {
+    summary: waitSummary(state, { ...wait, delayMs }, Date.now()),
   });
-  if (!signalled && wait.reconcile) run.reload = true;
+  if (!signalled && wait.reconcile) run.reload = run.reconciled = true;
 }
 
 /**

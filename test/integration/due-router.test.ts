@@ -54,8 +54,16 @@ afterAll(async () => {
   await admin.end();
 });
 
-function router(sweepEveryMs = 0): DueRouter {
-  const r = startDueRouter({ databaseUrl, db, channel, sessions, workflows: endpointWorkflows(temporalClient, taskQueue), sweepEveryMs });
+function router(sweepEveryMs = 0, signalEveryMs?: number): DueRouter {
+  const r = startDueRouter({
+    databaseUrl,
+    db,
+    channel,
+    sessions,
+    workflows: endpointWorkflows(temporalClient, taskQueue),
+    sweepEveryMs,
+    signalEveryMs,
+  });
   routers.push(r);
   return r;
 }
@@ -115,8 +123,8 @@ describe('due-delivery router', () => {
     session.close();
   });
 
-  it('wakes a workflow whose session has not started yet at most once per 250 ms: the first news at once, the rest at the end', async () => {
-    const r = router();
+  it('wakes a workflow whose session has not started yet at most once per interval (250 ms here): the first news at once, the rest at the end', async () => {
+    const r = router(0, 250);
     await r.ready;
     const endpointId = await endpointWithDelivery();
     const started = Date.now();
@@ -133,6 +141,18 @@ describe('due-delivery router', () => {
     const signals = await wakeSignals(endpointId);
     expect(signals).toBeGreaterThanOrEqual(2);
     expect(signals).toBeLessThanOrEqual(Math.min(bound, 5));
+  });
+
+  it('once a session has opened for the endpoint, news that finds none is signalled at once, not at the end of the interval', async () => {
+    const r = router(0, 60_000);
+    await r.ready;
+    const endpointId = await endpointWithDelivery();
+    await notifyDue(db, channel, [{ endpointId, accountId }]);
+    await eventually(async () => (await wakeSignals(endpointId)) === 1);
+    // The workflow's session opens here, then ends: the next news goes to the workflow again.
+    sessions.open(endpointId).close();
+    await notifyDue(db, channel, [{ endpointId, accountId }]);
+    await eventually(async () => (await wakeSignals(endpointId)) === 2, 10_000);
   });
 
   it('hears nothing of another deployment on the same database (another task queue)', async () => {

@@ -292,6 +292,22 @@ describe('endpoint workflow with stub activities (dev server)', () => {
     await dev.connection.close();
   });
 
+  it('an idle healthy endpoint re-reads itself after an hour and up to ten minutes more, and starts no session for it; a wake still does', async () => {
+    const { endpointId, accountId, s } = newEndpoint();
+    await workflows().notify(endpointId, accountId, 'verified');
+    await eventually(async () => callsTo(s, 'deliverDue').length === 1);
+    const loads = callsTo(s, 'loadEndpointSnapshot').length;
+    await env.sleep('50 minutes');
+    expect(callsTo(s, 'loadEndpointSnapshot')).toHaveLength(loads);
+    await env.sleep('25 minutes');
+    await eventually(async () => callsTo(s, 'loadEndpointSnapshot').length === loads + 1);
+    // The reconcile found nothing new: no delivery session (due work nobody was told of is the sweep's to find).
+    await env.sleep('1 minute');
+    expect(callsTo(s, 'deliverDue')).toHaveLength(1);
+    await workflows().wake(endpointId, accountId);
+    await eventually(async () => callsTo(s, 'deliverDue').length === 2);
+  });
+
   it('continues as new under thousands of signals and loses none of them', async () => {
     const { endpointId, accountId, s } = newEndpoint();
     const workflowId = endpointWorkflowId(endpointId);
