@@ -1,7 +1,8 @@
 /**
  * Why a delivery session stops, and the waits a stop cuts short. The first reason wins; stopping
  * wakes the claims waiting for work (through the session's registry entry) and every lane
- * waiting for the endpoint's throttle, so nothing waits out a timer once the session is over.
+ * waiting for the endpoint's throttle or for a share of its origin's connections (`signal`), so
+ * nothing waits out a timer or a slow neighbour once the session is over.
  */
 import type { Session } from './session-registry.js';
 
@@ -10,6 +11,7 @@ export type StopReason = 'failure' | 'not_sending' | 'idle' | 'time' | 'cancelle
 export class SessionStopping {
   private why: StopReason | null = null;
   private readonly pauses = new Set<() => void>();
+  private readonly aborts = new AbortController();
 
   constructor(private readonly news: Session) {}
 
@@ -21,10 +23,16 @@ export class SessionStopping {
     return this.why !== null;
   }
 
+  /** Aborted when the session stops. */
+  get signal(): AbortSignal {
+    return this.aborts.signal;
+  }
+
   halt(reason: StopReason): void {
     this.why ??= reason;
     this.news.interrupt();
     for (const resume of [...this.pauses]) resume();
+    this.aborts.abort();
   }
 
   /** Waits `ms`, or less when the session stops meanwhile. */
