@@ -4,6 +4,7 @@
  * waiting for the endpoint's throttle or for a share of its origin's connections (`signal`), so
  * nothing waits out a timer or a slow neighbour once the session is over.
  */
+import { setMaxListeners } from 'node:events';
 import type { Session } from './session-registry.js';
 
 export type StopReason = 'failure' | 'not_sending' | 'idle' | 'time' | 'cancelled' | 'error';
@@ -13,7 +14,10 @@ export class SessionStopping {
   private readonly pauses = new Set<() => void>();
   private readonly aborts = new AbortController();
 
-  constructor(private readonly news: Session) {}
+  constructor(private readonly news: Session) {
+    // Every lane waiting for a share of a busy origin listens: as many as the session's lanes.
+    setMaxListeners(0, this.aborts.signal);
+  }
 
   get reason(): StopReason | null {
     return this.why;
