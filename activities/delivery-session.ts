@@ -25,7 +25,7 @@ import type { HttpClient, Slot } from '../delivery/http-client.js';
 import { originOf } from '../delivery/origin-slots.js';
 import { sendToEndpoint } from '../delivery/send-webhook.js';
 import { logger } from '../runtime/logger.js';
-import { webhookSends } from '../runtime/metrics.js';
+import { originShareWaits, webhookSends } from '../runtime/metrics.js';
 import type { SecretBox } from '../security/secret-box.js';
 import type { AttemptRecorder } from './attempt-recorder.js';
 import { DeliveryClaims } from './delivery-claims.js';
@@ -199,6 +199,7 @@ class DeliverySession {
       const slot = await this.deps.httpClient.slot(this.req.endpointId, endpoint.url, this.stopping.signal);
       if (!slot) return { endpoint };
       if (!slot.waited) return { endpoint, slot };
+      originShareWaits.observe(slot.waitedMs / 1000);
       endpoint = await this.pacedEndpoint();
       if (!this.stopping.stopped && sending(endpoint) && originOf(endpoint.url) === slot.origin) return { endpoint, slot };
       // Stopped, no longer sending, or moved to another origin (a PATCH of its url) meanwhile.

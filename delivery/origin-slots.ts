@@ -10,6 +10,8 @@ export interface Slot {
   readonly origin: string;
   /** The slot was not free when asked for: what the caller read before waiting may be stale. */
   readonly waited: boolean;
+  /** How long the caller waited for it (0 when it was free). */
+  readonly waitedMs: number;
   /** Gives the slot back; later calls do nothing. */
   release(): void;
 }
@@ -32,11 +34,12 @@ export function originOf(url: string): string {
 export function createOriginSlots(capPerOrigin: number): OriginSlots {
   const origins = new Map<string, FairShareQueue<() => void>>();
 
-  function slot(origin: string, endpointId: string, waited: boolean): Slot {
+  function slot(origin: string, endpointId: string, askedAt: number | null): Slot {
     let released = false;
     return {
       origin,
-      waited,
+      waited: askedAt !== null,
+      waitedMs: askedAt === null ? 0 : performance.now() - askedAt,
       release() {
         if (released) return;
         released = true;
@@ -54,6 +57,7 @@ export function createOriginSlots(capPerOrigin: number): OriginSlots {
       if (signal?.aborted) return Promise.resolve(null);
       let queue = origins.get(origin);
       if (!queue) origins.set(origin, (queue = new FairShareQueue(capPerOrigin)));
+      const askedAt = performance.now();
       return new Promise<Slot | null>((resolve) => {
         const onAbort = () => {
           if (queue.cancel(endpointId, granted)) resolve(null);
@@ -61,9 +65,9 @@ export function createOriginSlots(capPerOrigin: number): OriginSlots {
         };
         function granted() {
           signal?.removeEventListener('abort', onAbort);
-          resolve(slot(origin, endpointId, true));
+          resolve(slot(origin, endpointId, askedAt));
         }
-        if (queue.request(endpointId, granted)) return resolve(slot(origin, endpointId, false));
+        if (queue.request(endpointId, granted)) return resolve(slot(origin, endpointId, null));
         signal?.addEventListener('abort', onAbort, { once: true });
       });
     },

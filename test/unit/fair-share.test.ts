@@ -92,9 +92,12 @@ describe('origin slots', () => {
     const busy = await slots.take('a', 'https://hooks.example/a');
     const second = slots.take('a', 'https://hooks.example/a2');
     const other = await slots.take('a', 'https://other.example/a');
-    expect(other).toMatchObject({ origin: 'https://other.example', waited: false });
+    expect(other).toMatchObject({ origin: 'https://other.example', waited: false, waitedMs: 0 });
+    await new Promise((r) => setTimeout(r, 20));
     busy!.release();
-    expect(await second).toMatchObject({ origin: 'https://hooks.example', waited: true });
+    const granted = await second;
+    expect(granted).toMatchObject({ origin: 'https://hooks.example', waited: true });
+    expect(granted!.waitedMs).toBeGreaterThanOrEqual(15);
   });
 
   it('give up a wait when the signal aborts, and forget an idle origin', async () => {
