@@ -128,6 +128,16 @@ describe('no noisy neighbours', () => {
       );
       return rows[0]!.n === SLOW_ENDPOINTS * SLOW_EVENTS;
     }, 90_000);
+    // Waiting for a share was no attempt: one attempt each, none failed, each timed from its grant
+    // (the third POST of a slow endpoint waited two slow answers for its share).
+    const { rows: attempts } = await testDb().query<{ n: number; error: string | null; duration_ms: number }>(
+      `SELECT count(*) OVER (PARTITION BY a.delivery_id)::int AS n, a.error, a.duration_ms FROM delivery_attempts a
+         JOIN deliveries d ON d.id = a.delivery_id WHERE d.endpoint_id = ANY($1) AND d.event_type <> 'webhook.test'`,
+      [slowIds],
+    );
+    expect(attempts).toHaveLength(SLOW_ENDPOINTS * SLOW_EVENTS);
+    for (const a of attempts) expect(a).toMatchObject({ n: 1, error: null });
+    expect(Math.max(...attempts.map((a) => a.duration_ms))).toBeLessThan(SLOW_MS * 1.5);
     const slowPosts = receiver.received.filter(
       (r) => r.path.startsWith(`/slow/${run}/`) && r.headers['x-webhook-event'] !== 'webhook.test',
     );
