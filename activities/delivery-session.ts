@@ -166,8 +166,8 @@ class DeliverySession {
       const d = await this.claims.next();
       if (!d) return;
       const { endpoint, slot } = await this.readyToPost();
-      // Stopped meanwhile: this delivery stays leased to the session and is released at its end.
-      if (this.stopping.stopped) return slot?.release();
+      // Cut short meanwhile: this delivery stays leased to the session and is released at its end.
+      if (this.stopping.cutShort) return slot?.release();
       if (!sending(endpoint)) return this.stopping.halt('not_sending');
       try {
         const outcome = await this.attempt(endpoint, d, slot!);
@@ -186,7 +186,7 @@ class DeliverySession {
 
   /**
    * The endpoint as committed now, with its throttle passed and a share of its origin's
-   * connections held (delivery/origin-slots.ts), or without a slot when the session stopped or
+   * connections held (delivery/origin-slots.ts), or without a slot when the session was cut short or
    * the endpoint no longer sends. The share is taken after the throttle, so a throttled lane holds
    * no connection slot while it waits for its pace; when the share was not free at once, the
    * endpoint is read and paced again while holding it: a PATCH committed during the wait applies
@@ -195,14 +195,19 @@ class DeliverySession {
   private async readyToPost(): Promise<{ endpoint: EndpointRow | undefined; slot?: Slot }> {
     let endpoint = await this.pacedEndpoint();
     for (;;) {
-      if (this.stopping.stopped || !sending(endpoint)) return { endpoint };
+      if (this.stopping.cutShort || !sending(endpoint)) return { endpoint };
       const slot = await this.deps.httpClient.slot(this.req.endpointId, endpoint.url, this.stopping.signal);
       if (!slot) return { endpoint };
       if (!slot.waited) return { endpoint, slot };
       originShareWaits.observe(slot.waitedMs / 1000);
-      endpoint = await this.pacedEndpoint();
-      if (!this.stopping.stopped && sending(endpoint) && originOf(endpoint.url) === slot.origin) return { endpoint, slot };
-      // Stopped, no longer sending, or moved to another origin (a PATCH of its url) meanwhile.
+      try {
+        endpoint = await this.pacedEndpoint();
+      } catch (err) {
+        slot.release();
+        throw err;
+      }
+      if (!this.stopping.cutShort && sending(endpoint) && originOf(endpoint.url) === slot.origin) return { endpoint, slot };
+      // Cut short, no longer sending, or moved to another origin (a PATCH of its url) meanwhile.
       slot.release();
     }
   }
@@ -216,7 +221,7 @@ class DeliverySession {
     const { endpointId } = this.req;
     for (;;) {
       const endpoint = await this.readEndpoint();
-      if (this.stopping.stopped || !sending(endpoint)) return endpoint;
+      if (this.stopping.cutShort || !sending(endpoint)) return endpoint;
       const now = performance.now();
       const wait = paceWaitMs(this.pacing.get(endpointId), now, endpoint.rate_limit);
       if (wait === 0) {
