@@ -24,11 +24,22 @@ export function mayStart(s: { cap: number; originInFlight: number; endpointInFli
   return s.originInFlight < s.cap && s.endpointInFlight < fairShare(s.cap, s.active);
 }
 
-/** One origin's POSTs in flight and waiters, by endpoint. */
+interface EndpointTurns<T> {
+  inFlight: number;
+  waiters: T[];
+}
+
+/**
+ * One origin's POSTs in flight and waiters, by endpoint. Only an endpoint with nothing in flight
+ * can ever wait with the origin at its cap or at a share of one, and only the one whose POST just
+ * ended can have reached nothing in flight: so at most `cap / 2` endpoints are looked at per grant,
+ * however many share the origin.
+ */
 export class FairShareQueue<T> {
-  private readonly inFlight = new Map<string, number>();
+  /** The active endpoints: a POST in flight or waiting. */
+  private readonly endpoints = new Map<string, EndpointTurns<T>>();
   /** Endpoints with waiters, in round-robin order: one served goes to the back. */
-  private readonly waiting = new Map<string, T[]>();
+  private readonly turns = new Map<string, EndpointTurns<T>>();
   private total = 0;
 
   constructor(private readonly cap: number) {}
@@ -40,71 +51,74 @@ export class FairShareQueue<T> {
 
   /** Endpoints in flight or waiting. */
   get active(): number {
-    let n = this.inFlight.size;
-    for (const id of this.waiting.keys()) if (!this.inFlight.has(id)) n++;
-    return n;
+    return this.endpoints.size;
   }
 
   /** Nothing in flight, nobody waiting: the origin's queue can be dropped. */
   get idle(): boolean {
-    return this.total === 0 && this.waiting.size === 0;
+    return this.endpoints.size === 0;
   }
 
   /** True when the POST may start now (it is counted in flight); false when `waiter` waits its turn. */
   request(endpointId: string, waiter: T): boolean {
-    const queued = this.waiting.get(endpointId);
-    const known = this.inFlight.has(endpointId) || queued !== undefined;
+    let e = this.endpoints.get(endpointId);
+    if (!e) this.endpoints.set(endpointId, (e = { inFlight: 0, waiters: [] }));
     // Behind its own waiters: an endpoint's POSTs start in the order they asked.
-    if (!queued && this.allowed(endpointId, known ? this.active : this.active + 1)) {
-      this.start(endpointId);
+    if (e.waiters.length === 0 && this.allowed(e)) {
+      this.start(e);
       return true;
     }
-    if (queued) queued.push(waiter);
-    else this.waiting.set(endpointId, [waiter]);
+    e.waiters.push(waiter);
+    if (!this.turns.has(endpointId)) this.turns.set(endpointId, e);
     return false;
   }
 
   /** A waiter gives up (its session stopped); false when it had already been started. */
   cancel(endpointId: string, waiter: T): boolean {
-    const queued = this.waiting.get(endpointId);
-    const at = queued?.indexOf(waiter) ?? -1;
+    const e = this.endpoints.get(endpointId);
+    const at = e?.waiters.indexOf(waiter) ?? -1;
     if (at < 0) return false;
-    queued!.splice(at, 1);
-    if (queued!.length === 0) this.waiting.delete(endpointId);
+    e!.waiters.splice(at, 1);
+    if (e!.waiters.length === 0) this.turns.delete(endpointId);
+    if (e!.inFlight === 0 && e!.waiters.length === 0) this.endpoints.delete(endpointId);
     return true;
   }
 
   /** A POST ended: the waiters that may start now, in round-robin order (already counted in flight). */
   release(endpointId: string): T[] {
-    const n = this.inFlight.get(endpointId) ?? 0;
-    if (n <= 0) throw new Error(`no POST of endpoint ${endpointId} in flight`);
-    if (n === 1) this.inFlight.delete(endpointId);
-    else this.inFlight.set(endpointId, n - 1);
+    const e = this.endpoints.get(endpointId);
+    if (!e || e.inFlight <= 0) throw new Error(`no POST of endpoint ${endpointId} in flight`);
+    e.inFlight--;
     this.total--;
+    if (e.inFlight === 0 && e.waiters.length === 0) this.endpoints.delete(endpointId);
     const started: T[] = [];
-    for (let id = this.nextAllowed(); id !== undefined; id = this.nextAllowed()) {
-      const queued = this.waiting.get(id)!;
-      started.push(queued.shift()!);
-      this.waiting.delete(id);
-      if (queued.length) this.waiting.set(id, queued);
-      this.start(id);
+    for (let id = this.nextAllowed(endpointId); id !== undefined; id = this.nextAllowed(endpointId)) {
+      const next = this.turns.get(id)!;
+      started.push(next.waiters.shift()!);
+      this.turns.delete(id);
+      if (next.waiters.length) this.turns.set(id, next);
+      this.start(next);
     }
     return started;
   }
 
-  private allowed(endpointId: string, active: number): boolean {
-    return mayStart({ cap: this.cap, originInFlight: this.total, endpointInFlight: this.inFlight.get(endpointId) ?? 0, active });
+  private allowed(e: EndpointTurns<T>): boolean {
+    return mayStart({ cap: this.cap, originInFlight: this.total, endpointInFlight: e.inFlight, active: this.endpoints.size });
   }
 
   /** The first waiting endpoint, in round-robin order, that may start a POST now. */
-  private nextAllowed(): string | undefined {
-    const active = this.active;
-    for (const id of this.waiting.keys()) if (this.allowed(id, active)) return id;
+  private nextAllowed(released: string): string | undefined {
+    if (this.total >= this.cap || fairShare(this.cap, this.endpoints.size) === 1) {
+      // Every other waiting endpoint has a POST in flight, and may start no more.
+      const e = this.turns.get(released);
+      return e && this.allowed(e) ? released : undefined;
+    }
+    for (const [id, e] of this.turns) if (this.allowed(e)) return id;
     return undefined;
   }
 
-  private start(endpointId: string): void {
-    this.inFlight.set(endpointId, (this.inFlight.get(endpointId) ?? 0) + 1);
+  private start(e: EndpointTurns<T>): void {
+    e.inFlight++;
     this.total++;
   }
 }

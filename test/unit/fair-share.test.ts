@@ -86,6 +86,56 @@ describe('FairShareQueue', () => {
   });
 });
 
+describe('FairShareQueue under random load', () => {
+  it('never keeps a waiter that may start, passes the cap only for endpoints with nothing in flight, and serves everyone', () => {
+    // A seeded generator: the same run every time.
+    let seed = 42;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const cap = 16;
+    const q = new FairShareQueue<{ id: string }>(cap);
+    const inFlight = new Map<string, number>();
+    const waiting = new Map<string, number>();
+    const running: string[] = [];
+    const add = (m: Map<string, number>, id: string, d: number) => {
+      const n = (m.get(id) ?? 0) + d;
+      if (n) m.set(id, n);
+      else m.delete(id);
+    };
+    let servedFromWaits = 0;
+    const broken: string[] = [];
+    for (let step = 0; step < 20_000; step++) {
+      // Few endpoints at first (shares of several), then many (shares of one).
+      const endpoints = step < 5_000 ? 3 : 60;
+      if (random() < 0.55 || running.length === 0) {
+        const id = `e${Math.floor(random() * endpoints)}`;
+        const before = inFlight.get(id) ?? 0;
+        if (q.request(id, { id })) {
+          if (running.length >= cap && before > 0) broken.push(`${step}: ${id} passed the cap with ${before} in flight`);
+          add(inFlight, id, 1);
+          running.push(id);
+        } else add(waiting, id, 1);
+      } else {
+        const id = running.splice(Math.floor(random() * running.length), 1)[0]!;
+        add(inFlight, id, -1);
+        for (const w of q.release(id)) {
+          add(waiting, w.id, -1);
+          add(inFlight, w.id, 1);
+          running.push(w.id);
+          servedFromWaits++;
+        }
+      }
+      const active = new Set([...inFlight.keys(), ...waiting.keys()]).size;
+      if (q.running !== running.length || q.active !== active) broken.push(`${step}: counts ${q.running}/${q.active}`);
+      if (q.running > cap + active) broken.push(`${step}: ${q.running} in flight`);
+      for (const id of waiting.keys())
+        if (mayStart({ cap, originInFlight: q.running, endpointInFlight: inFlight.get(id) ?? 0, active }))
+          broken.push(`${step}: ${id} kept waiting`);
+    }
+    expect(broken.slice(0, 5)).toEqual([]);
+    expect(servedFromWaits).toBeGreaterThan(1_000);
+  });
+});
+
 describe('origin slots', () => {
   it('keep one queue per origin: a busy origin does not hold back another', async () => {
     const slots = createOriginSlots(1);
