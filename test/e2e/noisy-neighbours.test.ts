@@ -19,8 +19,11 @@ const taskQueue = `neighbours-${crypto.randomUUID()}`;
 const SLOW_ENDPOINTS = 20;
 /** How late the slow receivers answer: long beside a fast POST, short enough for a quick test. */
 const SLOW_MS = 4_000;
-/** Events published to the slow tenant: each slow endpoint gets this many, one SLOW_MS POST at a time. */
-const SLOW_EVENTS = 3;
+/**
+ * Events published to the slow tenant: each slow endpoint gets this many, one SLOW_MS POST at a
+ * time, so they stay busy through the fast endpoint's measurement even on a loaded machine.
+ */
+const SLOW_EVENTS = 5;
 const FAST_SAMPLES = 30;
 const CAP = 16;
 
