@@ -21,11 +21,12 @@ import { webhookBody } from '../core/webhook-body.js';
 import { closeForDeletedEvent, countOwed, nextDueAt, releaseLeases, type ClaimedDelivery, type ClaimRequest } from '../db/deliveries.js';
 import { getEndpointById, recordEndpointSuccess, type EndpointRow } from '../db/endpoints.js';
 import type { Db } from '../db/pool.js';
-import type { HttpClient } from '../delivery/http-client.js';
+import type { HttpClient, Slot } from '../delivery/http-client.js';
+import { originOf } from '../delivery/origin-slots.js';
 import { sendToEndpoint } from '../delivery/send-webhook.js';
 import { logger } from '../runtime/logger.js';
 import type { BatchedCall } from '../runtime/statement-batcher.js';
-import { webhookSends } from '../runtime/metrics.js';
+import { originShareWaits, webhookSends } from '../runtime/metrics.js';
 import { rememberingOpener, type SecretBox } from '../security/secret-box.js';
 import type { AttemptRecorder } from './attempt-recorder.js';
 import { DeliveryClaims } from './delivery-claims.js';
@@ -144,6 +145,9 @@ class DeliverySession {
   async run(): Promise<DeliveryRound> {
     const onAbort = () => this.stopping.halt('cancelled');
     this.req.signal.addEventListener('abort', onAbort);
+    // Lanes waiting for a share of a busy origin never ask for more work, where the time is
+    // checked; at the session's end they stop waiting and their deliveries are released.
+    const timeUp = setTimeout(() => this.stopping.halt('time'), this.deps.maxSessionMs);
     try {
       const lanes = await Promise.allSettled(Array.from({ length: this.deps.concurrency }, () => this.lane()));
       const failed = lanes.find((l): l is PromiseRejectedResult => l.status === 'rejected');
@@ -153,6 +157,7 @@ class DeliverySession {
       if (failed) throw failed.reason;
       return await this.report();
     } finally {
+      clearTimeout(timeUp);
       this.req.signal.removeEventListener('abort', onAbort);
     }
   }
@@ -172,12 +177,12 @@ class DeliverySession {
       const taken = await this.claims.next();
       if (!taken) return;
       const d = taken.delivery;
-      const endpoint = await this.pacedEndpoint(taken.endpoint);
-      // Stopped meanwhile: this delivery stays leased to the session and is released at its end.
-      if (this.stopping.stopped) return;
+      const { endpoint, slot } = await this.readyToPost(taken.endpoint);
+      // Cut short meanwhile: this delivery stays leased to the session and is released at its end.
+      if (this.stopping.cutShort) return slot?.release();
       if (!sending(endpoint)) return this.stopping.halt('not_sending');
       try {
-        const outcome = await this.attempt(endpoint, d);
+        const outcome = await this.attempt(endpoint, d, slot!);
         this.done++;
         if (!outcome) continue;
         this.outcomes = compactOutcomes([...this.outcomes, outcome]);
@@ -185,13 +190,44 @@ class DeliverySession {
         else this.showSuccess(outcome);
       } catch (err) {
         logger.error({ err, deliveryId: d.id }, 'delivery attempt failed before its POST; its lease brings it back');
+      } finally {
+        slot!.release();
       }
     }
   }
 
   /**
+   * The endpoint as committed now, with its throttle passed and a share of its origin's
+   * connections held (delivery/origin-slots.ts), or without a slot when the session was cut short or
+   * the endpoint no longer sends; `justRead` is the endpoint the claim this lane waited for read
+   * moments ago. The share is taken after the throttle, so a throttled lane holds
+   * no connection slot while it waits for its pace; when the share was not free at once, the
+   * endpoint is read and paced again while holding it: a PATCH committed during the wait applies
+   * to this POST, and two lanes that waited together do not start at once past the throttle.
+   */
+  private async readyToPost(justRead?: EndpointRow): Promise<{ endpoint: EndpointRow | undefined; slot?: Slot }> {
+    let endpoint = await this.pacedEndpoint(justRead);
+    for (;;) {
+      if (this.stopping.cutShort || !sending(endpoint)) return { endpoint };
+      const slot = await this.deps.httpClient.slot(this.req.endpointId, endpoint.url, this.stopping.signal);
+      if (!slot) return { endpoint };
+      if (!slot.waited) return { endpoint, slot };
+      originShareWaits.observe(slot.waitedMs / 1000);
+      try {
+        endpoint = await this.pacedEndpoint();
+      } catch (err) {
+        slot.release();
+        throw err;
+      }
+      if (!this.stopping.cutShort && sending(endpoint) && originOf(endpoint.url) === slot.origin) return { endpoint, slot };
+      // Cut short, no longer sending, or moved to another origin (a PATCH of its url) meanwhile.
+      slot.release();
+    }
+  }
+
+  /**
    * The endpoint as committed now, once its throttle (`rate_limit`) lets a POST start: `justRead`
-   * (by the claim this lane waited for, moments ago) or read again. Waiting is
+   * or read again. Waiting is
    * not a failure and is recorded nowhere. The start is taken with no await between the check and
    * the claim of the slot, so two lanes never share one.
    */
@@ -199,7 +235,7 @@ class DeliverySession {
     const { endpointId } = this.req;
     for (let read = justRead; ; read = undefined) {
       const endpoint = read ?? (await this.readEndpoint());
-      if (this.stopping.stopped || !sending(endpoint)) return endpoint;
+      if (this.stopping.cutShort || !sending(endpoint)) return endpoint;
       const now = performance.now();
       const wait = paceWaitMs(this.pacing.get(endpointId), now, endpoint.rate_limit);
       if (wait === 0) {
@@ -212,7 +248,7 @@ class DeliverySession {
   }
 
   /** POSTs one claimed delivery to the endpoint as it is now; null when nothing was sent (its event is gone). */
-  private async attempt(endpoint: EndpointRow, d: ClaimedDelivery): Promise<AttemptOutcome | null> {
+  private async attempt(endpoint: EndpointRow, d: ClaimedDelivery, slot: Slot): Promise<AttemptOutcome | null> {
     const event = d.event;
     const def = getEventDefinition(d.event_type);
     if (!event || !def) {
@@ -226,6 +262,7 @@ class DeliverySession {
       idempotencyKey: d.idempotency_key,
       webhookId: d.id,
       body,
+      slot,
     });
     webhookSends.inc({ kind: 'delivery', outcome: outcome.acknowledged ? 'success' : (outcome.error ?? 'failure') });
     const number = d.attempts + 1;

@@ -2,7 +2,9 @@
  * The one HTTP client that talks to receivers. Destinations are re-checked at connect
  * time inside the socket's DNS lookup, so a name that resolved to a public address when
  * the endpoint was created but points inside the network now is refused (DNS rebinding).
- * Keep-alive connections are pooled per origin; redirects are never followed.
+ * Keep-alive connections are pooled per origin; redirects are never followed. Endpoints that
+ * share an origin share it fairly (delivery/origin-slots.ts): a POST starts once its endpoint's
+ * share of the origin allows it, and its timeout runs from then on.
  */
 import fs from 'node:fs';
 import type { LookupFunction } from 'node:net';
@@ -11,6 +13,9 @@ import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector, request } from 'undici';
 import { storableExcerpt } from '../core/storable-text.js';
 import { BlockedDestinationError, type DestinationPolicy } from '../security/destination-policy.js';
+import { createOriginSlots, type Slot } from './origin-slots.js';
+
+export type { Slot };
 
 export type AttemptError = 'timeout' | 'connection_error' | 'tls_error' | 'blocked_destination' | 'non_2xx';
 
@@ -25,8 +30,21 @@ export interface PostResult {
   durationMs: number;
 }
 
+/** Where a POST goes, and for whom: the endpoint whose share of the URL's origin it uses. */
+export interface PostTarget {
+  endpointId: string;
+  url: string;
+  /** A slot already taken with `slot()` for this origin (the caller releases it); taken and released here when absent. */
+  slot?: Slot;
+}
+
 export interface HttpClient {
-  post(url: string, headers: Record<string, string>, body: Buffer): Promise<PostResult>;
+  /**
+   * Waits for the endpoint's fair share of the URL's origin to allow one more POST; null when
+   * `signal` aborts first. A wait is no attempt: it is not timed, and no receiver failed.
+   */
+  slot(endpointId: string, url: string, signal?: AbortSignal): Promise<Slot | null>;
+  post(target: PostTarget, headers: Record<string, string>, body: Buffer): Promise<PostResult>;
   close(): Promise<void>;
 }
 
@@ -92,48 +110,62 @@ export function createHttpClient(opts: {
   devCaFile?: string;
 }): HttpClient {
   const connect = { lookup: guardedLookup(opts.policy), timeout: opts.timeoutMs };
+  const slots = createOriginSlots(opts.maxConnectionsPerOrigin ?? 16);
   const agent = new Agent({
-    connections: opts.maxConnectionsPerOrigin ?? 16,
+    // No limit here: the slots are the limit, and may pass the cap by one per active endpoint
+    // (core/fair-share.ts). A limit in the pool would queue POSTs first come, first served again.
+    connections: null,
     keepAliveTimeout: 30_000,
     connect: opts.devCaFile ? reloadingConnector(connect, opts.devCaFile) : { ...connect, ...trustedCas() },
   });
 
   return {
-    async post(url, headers, body) {
-      const started = performance.now();
-      const elapsed = () => Math.round(performance.now() - started);
+    slot: (endpointId, url, signal) => slots.take(endpointId, url, signal),
+    async post(target, headers, body) {
+      const own = target.slot ? null : await slots.take(target.endpointId, target.url);
       try {
-        // An IP literal never reaches the lookup hook, so it is checked here.
-        const { hostname } = new URL(url);
-        const host = hostname.replace(/^\[|\]$/g, '');
-        if (ipaddr.isValid(host)) {
-          const why = opts.policy.refusal(host);
-          if (why) throw new BlockedDestinationError(why);
-        }
-        const res = await request(url, {
-          method: 'POST',
-          headers,
-          body,
-          dispatcher: agent,
-          signal: AbortSignal.timeout(opts.timeoutMs),
-        });
-        const excerpt = await readExcerpt(res.body);
-        const error = res.statusCode >= 200 && res.statusCode < 300 ? null : 'non_2xx';
-        return {
-          status: res.statusCode,
-          headers: res.headers,
-          excerpt,
-          error,
-          errorMessage: error ? `receiver answered ${res.statusCode}` : null,
-          durationMs: elapsed(),
-        };
-      } catch (err) {
-        const { error, message } = classify(err);
-        return { status: null, headers: {}, excerpt: null, error, errorMessage: message, durationMs: elapsed() };
+        return await postOnce(agent, opts, target.url, headers, body);
+      } finally {
+        own?.release();
       }
     },
     close: () => agent.close(),
   };
+}
+
+/** One POST on a connection of the pool; timed from here, never from a wait for a slot. */
+async function postOnce(
+  agent: Agent,
+  opts: { policy: DestinationPolicy; timeoutMs: number },
+  url: string,
+  headers: Record<string, string>,
+  body: Buffer,
+): Promise<PostResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  try {
+    // An IP literal never reaches the lookup hook, so it is checked here.
+    const { hostname } = new URL(url);
+    const host = hostname.replace(/^\[|\]$/g, '');
+    if (ipaddr.isValid(host)) {
+      const why = opts.policy.refusal(host);
+      if (why) throw new BlockedDestinationError(why);
+    }
+    const res = await request(url, { method: 'POST', headers, body, dispatcher: agent, signal: AbortSignal.timeout(opts.timeoutMs) });
+    const excerpt = await readExcerpt(res.body);
+    const error = res.statusCode >= 200 && res.statusCode < 300 ? null : 'non_2xx';
+    return {
+      status: res.statusCode,
+      headers: res.headers,
+      excerpt,
+      error,
+      errorMessage: error ? `receiver answered ${res.statusCode}` : null,
+      durationMs: elapsed(),
+    };
+  } catch (err) {
+    const { error, message } = classify(err);
+    return { status: null, headers: {}, excerpt: null, error, errorMessage: message, durationMs: elapsed() };
+  }
 }
 
 async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string | null> {

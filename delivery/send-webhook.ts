@@ -4,10 +4,14 @@
  */
 import type { SecretBox } from '../security/secret-box.js';
 import { signBody, standardWebhookKey, standardWebhookSignature } from '../security/signature.js';
-import type { HttpClient, PostResult } from './http-client.js';
+import type { HttpClient, PostResult, Slot } from './http-client.js';
 
 export interface WebhookMessage {
+  /** The endpoint the POST is for: it shares the URL's origin with others' endpoints by this id. */
+  endpointId: string;
   url: string;
+  /** A slot of the URL's origin the caller already holds (see HttpClient.slot). */
+  slot?: Slot;
   secret: string;
   authorization: string | null;
   eventType: string;
@@ -26,7 +30,7 @@ export interface SendOutcome extends PostResult {
 }
 
 /** Our headers (SPEC 6.1), and beside them the Standard Webhooks ones (docs/delivery.md#standard-webhooks). */
-export function webhookHeaders(m: WebhookMessage): Record<string, string> {
+export function webhookHeaders(m: Omit<WebhookMessage, 'endpointId' | 'slot'>): Record<string, string> {
   const timestamp = m.timestampSeconds ?? Math.floor(Date.now() / 1000);
   const headers: Record<string, string> = {
     'content-type': 'application/json',
@@ -53,7 +57,7 @@ export function isScriptHostAcknowledgement(url: string, status: number | null, 
 }
 
 export async function sendWebhook(client: HttpClient, m: WebhookMessage): Promise<SendOutcome> {
-  const result = await client.post(m.url, webhookHeaders(m), m.body);
+  const result = await client.post({ endpointId: m.endpointId, url: m.url, slot: m.slot }, webhookHeaders(m), m.body);
   if (isScriptHostAcknowledgement(m.url, result.status, result.headers.location)) {
     return { ...result, error: null, errorMessage: null, recordedStatus: 200, acknowledged: true };
   }
@@ -62,6 +66,7 @@ export async function sendWebhook(client: HttpClient, m: WebhookMessage): Promis
 
 /** The stored parts of an endpoint a send needs; secrets are ciphertexts until this moment. */
 export interface SendTarget {
+  id: string;
   url: string;
   secret_ciphertext: Buffer;
   authorization_ciphertext: Buffer | null;
@@ -75,9 +80,10 @@ export function sendToEndpoint(
   client: HttpClient,
   box: Pick<SecretBox, 'open'>,
   target: SendTarget,
-  m: { eventType: string; idempotencyKey: string; webhookId: string; body: Buffer },
+  m: { eventType: string; idempotencyKey: string; webhookId: string; body: Buffer; slot?: Slot },
 ): Promise<SendOutcome> {
   return sendWebhook(client, {
+    endpointId: target.id,
     url: target.url,
     secret: box.open(target.secret_ciphertext),
     authorization: target.authorization_ciphertext ? box.open(target.authorization_ciphertext) : null,

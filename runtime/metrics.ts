@@ -12,6 +12,14 @@ export const httpRequestDuration = new Histogram({
   registers: [registry],
 });
 
+/** Waits of POSTs for their endpoint's share of a busy origin (core/fair-share.ts); POSTs that did not wait are not counted. */
+export const originShareWaits = new Histogram({
+  name: 'webhook_origin_share_wait_seconds',
+  help: "Time a delivery POST waited for its endpoint's fair share of a busy origin's connections",
+  buckets: [0.01, 0.05, 0.25, 1, 5, 15, 60],
+  registers: [registry],
+});
+
 export const webhookSends = new Counter({
   name: 'webhook_sends_total',
   help: 'Signed webhook POSTs by outcome',

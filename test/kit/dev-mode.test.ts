@@ -29,7 +29,11 @@ const post = async (config: ReturnType<typeof loadConfig>) => {
     devCaFile: config.devCaFile,
   });
   try {
-    return await client.post(`https://127.0.0.1:${receiver.port}/hooks`, { 'content-type': 'application/json' }, Buffer.from('{}'));
+    return await client.post(
+      { endpointId: 'ep_dev', url: `https://127.0.0.1:${receiver.port}/hooks` },
+      { 'content-type': 'application/json' },
+      Buffer.from('{}'),
+    );
   } finally {
     await client.close();
   }
@@ -60,9 +64,9 @@ describe('dev mode', () => {
     try {
       const url = `https://127.0.0.1:${receiver.port}/hooks`;
       // Not trusted yet: the receiver's CA is not in the file.
-      expect(await client.post(url, {}, Buffer.from('{}'))).toMatchObject({ status: null, error: 'tls_error' });
+      expect(await client.post({ endpointId: 'ep_dev', url }, {}, Buffer.from('{}'))).toMatchObject({ status: null, error: 'tls_error' });
       fs.writeFileSync(caFile, fs.readFileSync(inject('tls').caFile));
-      expect(await client.post(url, {}, Buffer.from('{}'))).toMatchObject({ status: 200, error: null });
+      expect(await client.post({ endpointId: 'ep_dev', url }, {}, Buffer.from('{}'))).toMatchObject({ status: 200, error: null });
     } finally {
       await client.close();
     }

@@ -29,6 +29,10 @@ export interface Receiver {
   received: ReceivedRequest[];
   /** What the next requests get; the last reply repeats. */
   reply(...replies: Reply[]): void;
+  /** What every request under a path prefix gets, before `reply` is consulted; null to stop. */
+  replyOn(prefix: string, reply: Reply | null): void;
+  /** Requests received and not yet answered, by path. */
+  inFlight: Map<string, number>;
   close(): Promise<void>;
 }
 
@@ -36,12 +40,23 @@ export async function startReceiver(): Promise<Receiver> {
   const { cert, key } = inject('tls');
   const received: ReceivedRequest[] = [];
   let replies: Reply[] = [{ status: 200, body: 'ok' }];
+  const routes = new Map<string, Reply>();
+  const inFlight = new Map<string, number>();
+  const track = (path: string, delta: number) => {
+    const n = (inFlight.get(path) ?? 0) + delta;
+    if (n > 0) inFlight.set(path, n);
+    else inFlight.delete(path);
+  };
+  const routed = (path: string) => [...routes].find(([prefix]) => path.startsWith(prefix))?.[1];
   const server = https.createServer({ cert, key }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      received.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks), atMs: Date.now() });
-      const reply = replies.length > 1 ? replies.shift()! : replies[0]!;
+      const path = req.url ?? '';
+      received.push({ method: req.method ?? '', path, headers: req.headers, body: Buffer.concat(chunks), atMs: Date.now() });
+      const reply = routed(path) ?? (replies.length > 1 ? replies.shift()! : replies[0]!);
+      track(path, 1);
+      res.once('close', () => track(path, -1));
       const send = () => {
         res.writeHead(reply.status, reply.headers);
         res.end(reply.body ?? '');
@@ -60,6 +75,11 @@ export async function startReceiver(): Promise<Receiver> {
     reply: (...r) => {
       replies = r;
     },
+    replyOn: (prefix, reply) => {
+      if (reply) routes.set(prefix, reply);
+      else routes.delete(prefix);
+    },
+    inFlight,
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();

@@ -1,0 +1,60 @@
+/**
+ * The HTTP client's fair shares of an origin, against a real HTTPS receiver: a POST's timeout runs
+ * from the moment it gets its share, never while it waits for one, and an endpoint with nothing in
+ * flight is not queued behind another endpoint's slow POSTs on the same origin.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHttpClient, type HttpClient } from '../../delivery/http-client.js';
+import { createDestinationPolicy } from '../../security/destination-policy.js';
+import { startReceiver, type Receiver } from '../support/https-receiver.js';
+
+let receiver: Receiver;
+const clients: HttpClient[] = [];
+beforeAll(async () => {
+  receiver = await startReceiver();
+});
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  await receiver.close();
+});
+
+function client(cap: number, timeoutMs: number): HttpClient {
+  const c = createHttpClient({ policy: createDestinationPolicy({ allowCidrs: ['127.0.0.0/8'] }), timeoutMs, maxConnectionsPerOrigin: cap });
+  clients.push(c);
+  return c;
+}
+const url = (path: string) => `https://127.0.0.1:${receiver.port}${path}`;
+const body = Buffer.from('{}');
+
+describe('fair shares of an origin in the HTTP client', () => {
+  it("times a POST from its share's grant: POSTs that wait their turn do not time out", async () => {
+    receiver.replyOn('/turns/', { status: 200, delayMs: 400 });
+    const c = client(1, 700);
+    const started = Date.now();
+    const results = await Promise.all([1, 2, 3].map((n) => c.post({ endpointId: 'ep_turns', url: url(`/turns/${n}`) }, {}, body)));
+    const elapsed = Date.now() - started;
+    // One at a time (a share of one connection): 3 x 400 ms, past the 700 ms timeout, and none timed out.
+    expect(elapsed).toBeGreaterThanOrEqual(1_150);
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
+    for (const r of results) expect(r.durationMs).toBeLessThan(700);
+    receiver.replyOn('/turns/', null);
+  });
+
+  it("starts an endpoint's first POST on an origin held by another endpoint's slow POSTs", async () => {
+    let answer!: () => void;
+    const held = new Promise<void>((r) => (answer = r));
+    receiver.replyOn('/slow/', { status: 200, hold: held });
+    const c = client(2, 10_000);
+    const slow = Array.from({ length: 4 }, (_, n) => c.post({ endpointId: 'ep_slow', url: url(`/slow/${n}`) }, {}, body));
+    await expect.poll(() => receiver.inFlight.size).toBe(2);
+    // The slow endpoint holds the whole cap (it was alone): its other two POSTs wait.
+    expect([...receiver.inFlight.keys()].every((p) => p.startsWith('/slow/'))).toBe(true);
+    const fast = await c.post({ endpointId: 'ep_fast', url: url('/fast') }, {}, body);
+    expect(fast).toMatchObject({ status: 200, error: null });
+    // Still held: the fast POST went past the cap instead of waiting for them.
+    expect(receiver.inFlight.size).toBe(2);
+    answer();
+    expect((await Promise.all(slow)).map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    receiver.replyOn('/slow/', null);
+  });
+});

@@ -1,0 +1,107 @@
+/**
+ * A delivery session whose lanes wait for their endpoint's share of an origin: each lane takes its
+ * share before it reads and signs, so a PATCH committed while it waited applies to its POST; and a
+ * session that ends stops its waiting lanes and gives their deliveries back.
+ */
+import crypto from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAttemptRecorder } from '../../activities/attempt-recorder.js';
+import { runDeliverySession, type SessionDeps } from '../../activities/delivery-session.js';
+import { createSessionRegistry } from '../../activities/session-registry.js';
+import { createHttpClient, type HttpClient } from '../../delivery/http-client.js';
+import { createDestinationPolicy } from '../../security/destination-policy.js';
+import { createTenant, eventually, startTestApi, storeDemandEvent, testDb, type Tenant, type TestApi } from '../support/harness.js';
+import { startReceiver, type Receiver } from '../support/https-receiver.js';
+
+let api: TestApi;
+let receiver: Receiver;
+let tenant: Tenant;
+/** One connection per origin: a session's second lane waits for the first one's POST to end. */
+let httpClient: HttpClient;
+
+beforeAll(async () => {
+  [receiver, tenant] = await Promise.all([startReceiver(), createTenant()]);
+  api = await startTestApi({ allowLoopback: true });
+  httpClient = createHttpClient({
+    policy: createDestinationPolicy({ allowCidrs: ['127.0.0.0/8'] }),
+    timeoutMs: 5_000,
+    maxConnectionsPerOrigin: 1,
+  });
+});
+afterAll(async () => {
+  await httpClient.close();
+  await api.close();
+  await receiver.close();
+});
+
+const hmac = (secret: string, body: Buffer) => crypto.createHmac('sha256', secret).update(body).digest('hex');
+
+/** A healthy endpoint with three deliveries due. */
+async function endpointWithBacklog(secret: string) {
+  const prefix = `/shares/${crypto.randomUUID()}`;
+  const created = await api.request('POST', '/api/v1/webhooks', {
+    key: tenant.key,
+    body: { url: `https://127.0.0.1:${receiver.port}${prefix}`, events: ['crm'], secret },
+  });
+  expect(created.status).toBe(201);
+  const id: string = created.body.data.id;
+  await testDb().query(`UPDATE endpoints SET health_status = 'healthy', verified_at = now() WHERE id = $1`, [id]);
+  for (let n = 0; n < 3; n++) await storeDemandEvent(tenant.accountId, `${prefix}_${n}`);
+  return { id, prefix, posts: () => receiver.received.filter((r) => r.path.startsWith(prefix)) };
+}
+
+/** One session of three lanes, as the worker runs it, on the one-connection client. */
+function session(endpointId: string, maxSessionMs: number) {
+  const deps: SessionDeps = {
+    db: testDb(),
+    secretBox: api.deps.secretBox,
+    httpClient,
+    sessions: createSessionRegistry(),
+    recorder: createAttemptRecorder(testDb()),
+    concurrency: 3,
+    lingerMs: 0,
+    maxSessionMs,
+  };
+  const req = { endpointId, owner: `shares/${crypto.randomUUID()}`, clock: Date.now, limit: 10, signal: new AbortController().signal };
+  return runDeliverySession(deps, req);
+}
+
+describe('delivery sessions waiting for a share of an origin', () => {
+  it('sign with the secret committed while they waited, and send what they hold once the session is idle', async () => {
+    const [oldSecret, newSecret] = ['whsec_share_wait_old_0001', 'whsec_share_wait_new_0002'];
+    const e = await endpointWithBacklog(oldSecret);
+    let answer!: () => void;
+    receiver.replyOn(e.prefix, { status: 200, hold: new Promise<void>((r) => (answer = r)) });
+    const running = session(e.id, 30_000);
+    // The first lane's POST is held; the other two lanes wait for the endpoint's one connection.
+    await eventually(async () => e.posts().length === 1);
+    const patched = await api.request('PATCH', `/api/v1/webhooks/${e.id}`, { key: tenant.key, body: { secret: newSecret } });
+    expect(patched.status).toBe(200);
+    answer();
+    // The first lane then finds nothing more to claim (idle): the two waiting lanes still send theirs.
+    const round = await running;
+    expect(round.posts).toBe(3);
+    const [first, ...later] = e.posts();
+    expect(first!.headers['x-webhook-signature']).toBe(hmac(oldSecret, first!.body));
+    expect(later).toHaveLength(2);
+    for (const p of later) expect(p.headers['x-webhook-signature']).toBe(hmac(newSecret, p.body));
+  });
+
+  it('stop waiting when the session ends, and give their deliveries back', async () => {
+    const e = await endpointWithBacklog('whsec_share_wait_time_0003');
+    // 600 ms a POST, one at a time: the third would start past the session's 1 s, which no lane
+    // checks while it waits for a share (the first finds nothing more to claim: the session is idle).
+    receiver.replyOn(e.prefix, { status: 200, delayMs: 600 });
+    const round = await session(e.id, 1_000);
+    expect(round.posts).toBeLessThan(3);
+    expect(round.more).toBe(true);
+    expect(e.posts()).toHaveLength(round.posts!);
+    const { rows } = await testDb().query<{ status: string; leased: boolean }>(
+      `SELECT status, leased_until IS NOT NULL AS leased FROM deliveries WHERE endpoint_id = $1`,
+      [e.id],
+    );
+    expect(rows.filter((r) => r.status === 'success')).toHaveLength(round.posts!);
+    expect(rows.filter((r) => r.status === 'pending' && !r.leased)).toHaveLength(3 - round.posts!);
+    expect(round.nextDueAtMs).toBeLessThanOrEqual(Date.now());
+  });
+});
