@@ -1,10 +1,11 @@
 /**
  * The benchmark's phase on the production shape (issue #15): what users will run, measured in
  * the same run as the development-shape phases, once those are stopped and the machine is idle
- * again. dev/production-shape.ts brings up embedded Postgres (or DATABASE_URL), a real Temporal
- * server on it, N compiled API processes on one port and M compiled workers; the bench's own
- * receiver (a child process) verifies every signature. Measured: end to end to one endpoint and to
- * many (16 publishers of ~1 KiB events, one per request), and CPU per delivery per component.
+ * again. dev/production-shape.ts brings up embedded Postgres (always: DATABASE_URL is not used
+ * here), a real Temporal server on it, N compiled API processes on one port and M compiled
+ * workers; the bench's own receiver (a child process) verifies every signature. Measured: end to
+ * end to one endpoint and to many (16 publishers of ~1 KiB events, one per request), and CPU per
+ * delivery per component.
  *
  * Runs the compiled code: dist/ is rebuilt (`npm run build`) when a source file is newer than it.
  */
@@ -153,7 +154,7 @@ async function measure(opts: ProductionPhaseOptions, out: ProductionResults, sto
   const t0 = Date.now();
   const shape = await startProductionShape({
     dataDir: opts.dir,
-    databaseUrl: process.env.DATABASE_URL,
+    // Embedded Postgres even when DATABASE_URL is set: no bench rows or Temporal databases land on that server, and its CPU is counted.
     apiProcesses: out.apiProcesses,
     workerProcesses: out.workerProcesses,
     env: {

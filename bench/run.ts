@@ -5,7 +5,7 @@
  * child process that verifies every signature and reports every arrival.
  *
  *   npm run bench                  # full run, under 5 minutes
- *   npm run bench -- --quick       # smaller sizes, under 1 minute
+ *   npm run bench -- --quick       # smaller sizes, about 1.5 minutes with the production phase
  *   npm run bench -- --profile     # also CPU-profiles the API and worker (summary printed at the end)
  *   npm run bench -- --explain     # also EXPLAIN ANALYZE of the hot statements and an fsync experiment
  *   DATABASE_URL=...               # a server to create a scratch database on, instead of embedded Postgres
