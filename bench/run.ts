@@ -5,14 +5,20 @@
  * child process that verifies every signature and reports every arrival.
  *
  *   npm run bench                  # full run, under 5 minutes
- *   npm run bench -- --quick       # smaller sizes, under 1 minute
+ *   npm run bench -- --quick       # smaller sizes, about 1.5 minutes with the production phase
  *   npm run bench -- --profile     # also CPU-profiles the API and worker (summary printed at the end)
  *   npm run bench -- --explain     # also EXPLAIN ANALYZE of the hot statements and an fsync experiment
  *   npm run bench -- --idle-for=20 # the fan-out endpoints idle 20 s, not 60 (10 with --quick), before their first delivery is timed
  *   npm run bench -- --idle        # also the idle cost of 10,000 verified endpoints (--idle=N for N): minutes
  *   DATABASE_URL=...               # a server to create a scratch database on, instead of embedded Postgres
+ *   npm run bench -- --no-production                        # skips the production-shape phase
+ *   npm run bench -- --api-processes=3 --worker-processes=2 # sizes it (2 and 2 by default)
  *
- * Prints one table, then one JSON line with every figure.
+ * Then, with all of that stopped, a phase on the production shape (bench/production-phase.ts):
+ * Temporal server on Postgres, compiled API and worker processes (rebuilt when dist/ is stale),
+ * end to end to 1 and 100 endpoints (20 with --quick) and CPU per delivery per component.
+ *
+ * Prints the tables, then one JSON line with every figure (the production phase's under `production`).
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -42,7 +48,9 @@ import { explainHotQueries } from './explain.js';
 import { endpointHistory, historyCost, historyTimeline, signalsAfter, wakeHops, type HistoryCost } from './history.js';
 import { childPid, cpuSeconds, startService, treeMemory, type Service } from './processes.js';
 import { summarizeProfile } from './profile-summary.js';
-import type { FromReceiver, ReceiverStats, ToReceiver } from './receiver.js';
+import { demandData, demandKey } from './demand-events.js';
+import { printProductionTable, productionOk, runProductionPhase } from './production-phase.js';
+import { connectReceiver } from './receiver-client.js';
 
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
@@ -132,39 +140,6 @@ async function scratchDatabase(serverUrl: string): Promise<{ url: string; drop()
 }
 
 // ---------------------------------------------------------------------------------------------
-// The receiver, as the parent sees it.
-
-interface ReceiverHandle {
-  port: number;
-  /** First arrival of each idempotency key. */
-  arrivals: Map<string, number>;
-  secrets(map: Record<string, string>): void;
-  stats(): Promise<ReceiverStats>;
-}
-
-async function connectReceiver(service: Service, tls: { cert: string; key: string }): Promise<ReceiverHandle> {
-  const arrivals = new Map<string, number>();
-  const waiting: ((m: FromReceiver) => void)[] = [];
-  service.child.on('message', (m: FromReceiver) => {
-    if (m.type === 'arrivals') {
-      for (const [k, t] of m.items) if (!arrivals.has(k)) arrivals.set(k, t);
-    } else waiting.shift()?.(m);
-  });
-  const ask = <T extends FromReceiver>(m: ToReceiver) =>
-    new Promise<T>((resolve) => {
-      waiting.push(resolve as (m: FromReceiver) => void);
-      service.child.send(m);
-    });
-  const { port } = await ask<{ type: 'listening'; port: number }>({ type: 'listen', cert: tls.cert, key: tls.key });
-  return {
-    port,
-    arrivals,
-    secrets: (secrets) => service.child.send({ type: 'secrets', secrets } satisfies ToReceiver),
-    stats: () => ask<ReceiverStats>({ type: 'stats' }),
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
 // Tenants, endpoints and events, through the real API.
 
 interface Tenant {
@@ -174,20 +149,6 @@ interface Tenant {
   endpointIds: string[];
   customerIds: string[];
 }
-
-// Pads the event's data to about 1 KiB, what a CRM payload of a few fields and a description weighs.
-const PAD = 'x'.repeat(1024 - JSON.stringify(demandData('t_000000', 'c_000000', '')).length);
-function demandData(entityId: string, contactId: string, pad = PAD) {
-  return {
-    entity_type: 'demand',
-    entity_id: entityId,
-    before_data: null,
-    after_data: { id: entityId, version: 1, status: 'open', contact_id: contactId, title: 'Bench demand', description: pad },
-    actor_user_id: null,
-  };
-}
-/** The idempotency key the catalog derives for that data: what the receiver sees in X-Idempotency-Key. */
-const demandKey = (entityId: string) => `crm:demand:${entityId}:1`;
 
 async function main() {
   const startedAt = Date.now();
@@ -812,7 +773,20 @@ async function main() {
   step('stopping');
   await cleanUp();
 
+  // ---- the production shape, once the development shape is stopped (bench/production-phase.ts)
+  const production = args.has('--no-production')
+    ? undefined
+    : await runProductionPhase({
+        quick: QUICK,
+        argv: process.argv.slice(2),
+        dir: path.join(dir, 'production'),
+        step,
+        defer: (name, fn) => cleanups.push({ name, fn }),
+      });
+  Object.assign(results, { production });
+
   printTable(results);
+  if (production) printProductionTable(production, results.bare.perSecond);
   if (PROFILE) {
     const windows = phases.filter((p) => p.name !== 'bare loop').map((p) => ({ fromUs: p.fromUs, toUs: p.toUs }));
     for (const name of ['api', 'worker']) {
@@ -827,6 +801,7 @@ async function main() {
   }
   console.log(JSON.stringify(results));
   const ok =
+    productionOk(production) &&
     receiverStats.badSignatures === 0 &&
     receiverStats.unknownPaths === 0 &&
     Object.entries(expected).every(([k, v]) => recorded[k as keyof typeof recorded] === v);
