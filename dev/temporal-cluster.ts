@@ -70,7 +70,7 @@ interface ServerPorts {
 }
 
 /** The server's configuration (postgres12 for both stores, four history shards, everything on loopback). */
-function serverConfigYaml(target: PostgresTarget, ports: ServerPorts): string {
+function serverConfigYaml(target: PostgresTarget, ports: ServerPorts, dynamicConfigFile: string): string {
   const store = (db: string, conns: number) => `      sql:
         pluginName: postgres12
         databaseName: ${db}
@@ -125,8 +125,24 @@ clusterMetadata:
       httpAddress: 127.0.0.1:${ports.frontendHttp}
 dcRedirectionPolicy:
   policy: noop
+dynamicConfigClient:
+  filepath: ${JSON.stringify(dynamicConfigFile)}
+  pollInterval: 60s
 `;
 }
+
+/**
+ * One partition for the task queue (the default is four): a few workers poll it, and with four
+ * partitions most tasks found no poller on their partition, were written to Postgres and waited
+ * to be forwarded, which cost a database round trip and tens of milliseconds per wake-up. A
+ * deployment whose queue outgrows one matching partition raises both values again.
+ */
+const DYNAMIC_CONFIG_YAML = `# Written by the production-shape launcher (dev/temporal-cluster.ts) at each start.
+matching.numTaskqueueReadPartitions:
+  - value: 1
+matching.numTaskqueueWritePartitions:
+  - value: 1
+`;
 
 function uiConfigYaml(frontend: number, uiPort: number, namespace: string): string {
   return `# Written by the production-shape launcher (dev/temporal-cluster.ts) at each start.
@@ -201,7 +217,10 @@ export async function startTemporalCluster(opts: {
     worker: await port(),
     membership: [await port(), await port(), await port(), await port()],
   };
-  fs.writeFileSync(path.join(configDir, 'production.yaml'), serverConfigYaml(postgresTarget(opts.databaseUrl), ports), { mode: 0o600 });
+  const dynamicConfigFile = path.join(configDir, 'dynamic.yaml');
+  fs.writeFileSync(dynamicConfigFile, DYNAMIC_CONFIG_YAML);
+  const serverYaml = serverConfigYaml(postgresTarget(opts.databaseUrl), ports, dynamicConfigFile);
+  fs.writeFileSync(path.join(configDir, 'production.yaml'), serverYaml, { mode: 0o600 });
   const uiPort = opts.uiPort ?? (await freePort());
   fs.writeFileSync(path.join(uiConfigDir, 'production.yaml'), uiConfigYaml(ports.frontend, uiPort, opts.namespace));
   const address = `127.0.0.1:${ports.frontend}`;
