@@ -200,8 +200,8 @@ class DeliverySession {
    * The endpoint as committed now, with its throttle passed and a share of its origin's
    * connections held (delivery/origin-slots.ts), or without a slot when the session was cut short or
    * the endpoint no longer sends; `justRead` is the endpoint the claim this lane waited for read
-   * moments ago. The share is taken after the throttle, so a throttled lane holds
-   * no connection slot while it waits for its pace; when the share was not free at once, the
+   * moments ago. The share is taken after the throttle, so a throttled lane holds no connection
+   * slot while it waits for its pace; when the share was not free at once, the
    * endpoint is read and paced again while holding it: a PATCH committed during the wait applies
    * to this POST, and two lanes that waited together do not start at once past the throttle.
    */
@@ -227,9 +227,8 @@ class DeliverySession {
 
   /**
    * The endpoint as committed now, once its throttle (`rate_limit`) lets a POST start: `justRead`
-   * or read again. Waiting is
-   * not a failure and is recorded nowhere. The start is taken with no await between the check and
-   * the claim of the slot, so two lanes never share one.
+   * or read again. Waiting is not a failure and is recorded nowhere. The start is taken with no
+   * await between the check and the claim of the slot, so two lanes never share one.
    */
   private async pacedEndpoint(justRead?: EndpointRow): Promise<EndpointRow | undefined> {
     const { endpointId } = this.req;
