@@ -25,6 +25,7 @@ import { SCOPES } from '../security/api-key.js';
 import { demandData, demandKey } from './demand-events.js';
 import { childPid, cpuSeconds, startService } from './processes.js';
 import { connectReceiver, type ReceiverHandle } from './receiver-client.js';
+import { printColumns } from './table.js';
 
 export interface ProductionPhaseOptions {
   quick: boolean;
@@ -356,16 +357,7 @@ export function printProductionTable(r: ProductionResults, barePerSecond: number
       '',
       '0, 0',
     ]);
-  const width = [0, 1, 2, 3].map((i) => Math.max(...rows.map((row) => row[i]!.length)));
-  for (const [i, row] of rows.entries()) {
-    console.log(
-      row
-        .map((c, j) => c.padEnd(width[j]!))
-        .join('  ')
-        .trimEnd(),
-    );
-    if (i === 0) console.log(width.map((w) => '-'.repeat(w)).join('  '));
-  }
+  printColumns(rows);
   console.log(`  load average before ${r.loadavgBefore.join(' ')}, after ${r.loadavgAfter.join(' ')}`);
   for (const [name, m] of [
     ['1 endpoint', r.e2e1],

@@ -51,6 +51,7 @@ import { summarizeProfile } from './profile-summary.js';
 import { demandData, demandKey } from './demand-events.js';
 import { printProductionTable, productionOk, runProductionPhase } from './production-phase.js';
 import { connectReceiver } from './receiver-client.js';
+import { printColumns } from './table.js';
 
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
@@ -916,17 +917,8 @@ function printTable(r: Results) {
       ],
       ['  starting them: quiet after, CPU per endpoint', `${r.idleCost.settleSeconds} s, ${r.idleCost.startCpuMsPerEndpoint} ms`, '', ''],
     );
-  const width = [0, 1, 2, 3].map((i) => Math.max(...rows.map((row) => row[i]!.length)));
   console.log('');
-  for (const [i, row] of rows.entries()) {
-    console.log(
-      row
-        .map((c, j) => c.padEnd(width[j]!))
-        .join('  ')
-        .trimEnd(),
-    );
-    if (i === 0) console.log(width.map((w) => '-'.repeat(w)).join('  '));
-  }
+  printColumns(rows);
   console.log('');
   console.log('CPU seconds per phase (2 cores: at most 2 s per s), Postgres commits, TLS handshakes at the receiver:');
   for (const p of r.phases)
