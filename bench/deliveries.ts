@@ -15,9 +15,8 @@ import { generate } from 'selfsigned';
 import { getEventDefinition } from '../core/catalog/index.js';
 import { createAccount } from '../db/directory.js';
 import { dueChannel, notifyDue } from '../db/due-notifications.js';
-import { insertEndpoint } from '../db/endpoints.js';
 import { migrate } from '../db/migrate.js';
-import { createPool, inTransaction } from '../db/pool.js';
+import { createPool } from '../db/pool.js';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
 import { startTemporalDevServer } from '../dev/temporal-servers.js';
 import { projectRoot } from '../dev/tools.js';
@@ -26,6 +25,7 @@ import { loadConfig } from '../runtime/config.js';
 import { connectTemporal, endpointWorkflows } from '../temporal/client.js';
 import { createSecretBox } from '../security/secret-box.js';
 import { runWorker } from '../worker/main.js';
+import { insertVerifiedEndpoints } from './verified-endpoints.js';
 import { endpointStateQuery, endpointWorkflowId } from '../workflows/endpoint-contract.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2000);
@@ -90,23 +90,8 @@ async function main() {
   const results: string[] = [];
   for (const endpoints of ENDPOINT_COUNTS) {
     const account = await createAccount(db, { name: `bench-${endpoints}`, ownerEmail: 'bench@example.com', plan: 'paid' });
-    const ids: string[] = [];
-    for (let i = 0; i < endpoints; i++) {
-      const e = await inTransaction(db, (tx) =>
-        insertEndpoint(tx, {
-          accountId: account.id,
-          customerId: null,
-          url: `https://127.0.0.1:${port}/hook/${i}`,
-          events: ['crm'],
-          active: true,
-          secretCiphertext: box.seal('whsec_bench_secret_value'),
-          limit: 1000,
-        }),
-      );
-      await db.query(`UPDATE endpoints SET health_status = 'healthy', verified_at = now() WHERE id = $1`, [e.id]);
-      await workflows.notify(e.id, account.id, 'created');
-      ids.push(e.id);
-    }
+    const urls = Array.from({ length: endpoints }, (_, i) => `https://127.0.0.1:${port}/hook/${i}`);
+    const ids = await insertVerifiedEndpoints(db, { box, workflows }, account.id, urls);
     const perEndpoint = Math.max(1, Math.round(EVENTS / endpoints));
     const total = perEndpoint * endpoints;
     // Let every workflow take its first look (the worker may still be starting) before the backlog exists.

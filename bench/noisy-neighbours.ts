@@ -16,9 +16,8 @@ import path from 'node:path';
 import { getEventDefinition } from '../core/catalog/index.js';
 import { createAccount } from '../db/directory.js';
 import { dueChannel } from '../db/due-notifications.js';
-import { insertEndpoint } from '../db/endpoints.js';
 import { migrate } from '../db/migrate.js';
-import { createPool, inTransaction, type Db } from '../db/pool.js';
+import { createPool, type Db } from '../db/pool.js';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
 import { startTemporalDevServer } from '../dev/temporal-servers.js';
 import { makeLocalTls, type LocalTls } from '../dev/tls.js';
@@ -30,6 +29,7 @@ import { loadConfig } from '../runtime/config.js';
 import { createSecretBox } from '../security/secret-box.js';
 import { connectTemporal, endpointWorkflows, type EndpointWorkflows } from '../temporal/client.js';
 import { runWorker } from '../worker/main.js';
+import { insertVerifiedEndpoints } from './verified-endpoints.js';
 
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
 const SLOW_MS = Number(process.env.BENCH_SLOW_MS ?? 8_000);
@@ -73,23 +73,7 @@ interface Tenant {
 async function tenant(db: Db, workflows: EndpointWorkflows, name: string, urls: string[]): Promise<Tenant> {
   const box = createSecretBox(Buffer.alloc(32, 7).toString('base64'));
   const account = await createAccount(db, { name, ownerEmail: 'bench@example.com', plan: 'paid' });
-  const endpointIds: string[] = [];
-  for (const url of urls) {
-    const e = await inTransaction(db, (tx) =>
-      insertEndpoint(tx, {
-        accountId: account.id,
-        customerId: null,
-        url,
-        events: ['crm'],
-        active: true,
-        secretCiphertext: box.seal('whsec_bench_secret_value'),
-        limit: 1000,
-      }),
-    );
-    await db.query(`UPDATE endpoints SET health_status = 'healthy', verified_at = now() WHERE id = $1`, [e.id]);
-    await workflows.notify(e.id, account.id, 'created');
-    endpointIds.push(e.id);
-  }
+  const endpointIds = await insertVerifiedEndpoints(db, { box, workflows }, account.id, urls);
   return { accountId: account.id, endpointIds };
 }
 
