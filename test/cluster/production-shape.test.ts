@@ -21,6 +21,7 @@ import { SCOPES } from '../../security/api-key.js';
 import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
 import { eventually } from '../support/harness.js';
 import { startReceiver, type ReceivedRequest, type Receiver } from '../support/https-receiver.js';
+import { expectOnlyUnrecordedResent } from '../support/resends.js';
 
 let shape: ProductionShape;
 let db: Db;
@@ -218,19 +219,12 @@ describe('the production shape', () => {
     await allDelivered(id, BACKLOG);
     expect(await sessionWorkerPid(id).catch(() => undefined)).not.toBe(pid);
     expect(survivor.pid).toBeDefined();
-    const counts = new Map<string, number>();
-    for (const p of posts(prefix))
-      counts.set(String(p.headers['x-idempotency-key']), (counts.get(String(p.headers['x-idempotency-key'])) ?? 0) + 1);
-    expect(counts.size).toBe(BACKLOG);
     // Sent twice: only POSTs the dead worker had made and not recorded (in flight, or answered with the record not yet landed).
-    const twice = [...counts].filter(([, n]) => n > 1).map(([k]) => k);
-    for (const k of twice) {
-      expect(counts.get(k)).toBe(2);
-      expect(sentBeforeKill.has(k)).toBe(true);
-      expect(recordedBeforeKill.has(k)).toBe(false);
-    }
-    // Per lane of the session, the one in flight and at most one answered whose record had not landed.
-    expect(twice.length).toBeLessThanOrEqual(2 * 16);
+    const twice = expectOnlyUnrecordedResent(posts(prefix), {
+      expected: BACKLOG,
+      sentBefore: sentBeforeKill,
+      recordedBefore: recordedBeforeKill,
+    });
     console.log(`worker kill: ${twice.length} of ${BACKLOG} POSTs sent twice (in flight at the kill)`);
     await victim.start();
   }, 240_000);
