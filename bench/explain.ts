@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import type { PoolClient } from 'pg';
 import type { EventDefinition } from '../core/catalog/index.js';
-import { claimDueDeliveries, insertEventDeliveries, nextDueAt, recordDeliveryAttempts, type AttemptResult } from '../db/deliveries.js';
+import { claimWithEndpoint, insertEventDeliveries, nextDueAt, recordDeliveryAttempts, type AttemptResult } from '../db/deliveries.js';
 import { listRoutableEndpoints } from '../db/endpoints.js';
 import { appendEvent } from '../db/events.js';
 import { createPool, inTransaction, type Db, type Queryable } from '../db/pool.js';
@@ -21,8 +21,11 @@ interface Plan {
 /** A Queryable whose statements are EXPLAIN ANALYZEd (so also executed) and answer no rows. */
 function explaining(client: PoolClient, into: Plan[]): Queryable {
   return {
-    async query(text: string, params?: unknown[]) {
-      const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS, WAL) ${text}`, params);
+    // Hot statements come as prepared-statement configs ({ name, text, values }): the name is dropped,
+    // since the EXPLAIN of a statement is another statement.
+    async query(statement: string | { text: string; values?: unknown[] }, params?: unknown[]) {
+      const { text, values } = typeof statement === 'string' ? { text: statement, values: params } : statement;
+      const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS, WAL) ${text}`, values);
       const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
       const num = (label: string) => Number(new RegExp(`${label}: ([\\d.]+) ms`).exec(plan)?.[1] ?? NaN);
       into.push({ planningMs: num('Planning Time'), executionMs: num('Execution Time'), plan });
@@ -127,8 +130,8 @@ export async function explainHotQueries(
       [ctx.ingestEndpointId],
     );
     out.claimBacklog = backlog[0]!.n;
-    await explain(`claimDueDeliveries with their events (32 of ${backlog[0]!.n} pending)`, (q) =>
-      claimDueDeliveries(q, ctx.ingestEndpointId, new Date(), 32, 240_000, `explain-${d++}`),
+    await explain(`claimWithEndpoint: deliveries with their events and the endpoint (32 of ${backlog[0]!.n} pending)`, (q) =>
+      claimWithEndpoint(q, ctx.ingestEndpointId, new Date(), 32, 240_000, `explain-${d++}`),
     );
     let a = 0;
     await explain('recordDeliveryAttempts (1)', (q) => recordDeliveryAttempts(q, [success(pending[a++]!.id)]));

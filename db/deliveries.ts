@@ -133,7 +133,7 @@ export interface EndpointPacingRow {
   failure_streak: number;
   last_failure_at: Date | null;
   deleted_at: Date | null;
-  /** The owed delivery the endpoint's next POST takes, in the claim's order (`claimDueDeliveries`). */
+  /** The owed delivery the endpoint's next POST takes, in the claim's order (`claimWithEndpoint`). */
   first_in_line: string | null;
 }
 
@@ -232,23 +232,9 @@ export interface ClaimedDelivery {
 /**
  * Leases the due deliveries of an endpoint to one session (`owner`), earliest first, so one
  * poison event cannot block the rest, and returns them with their events, in one statement.
- * `now` is the scheduler's clock (the workflow's), not the database's.
- */
-export async function claimDueDeliveries(
-  db: Queryable,
-  endpointId: string,
-  now: Date,
-  limit: number,
-  leaseMs: number,
-  owner: string,
-): Promise<ClaimedDelivery[]> {
-  return (await claimWithEndpoint(db, endpointId, now, limit, leaseMs, owner)).deliveries;
-}
-
-/**
- * claimDueDeliveries, and the endpoint as committed when the claim ran (undefined when nothing
- * was claimed): read in the same statement, it spares the POSTs that start at once after the
- * claim a read of their own.
+ * `now` is the scheduler's clock (the workflow's), not the database's. The same statement reads
+ * the endpoint as committed when the claim ran (undefined when nothing was claimed): it spares
+ * the POSTs that start at once after the claim a read of their own.
  */
 export async function claimWithEndpoint(
   db: Queryable,
@@ -313,7 +299,7 @@ export interface ClaimRequest {
 }
 
 /**
- * `claimDueDeliveries` for several sessions in one statement (a worker's sessions of many
+ * `claimWithEndpoint`'s claim for several sessions in one statement (a worker's sessions of many
  * endpoints claim together): each request gets up to its `limit` of its endpoint's due deliveries,
  * earliest first, leased to its `owner`. Two requests of one endpoint never get the same delivery.
  */
