@@ -29,10 +29,10 @@ export function alive(child: ChildProcess): () => boolean {
 /** One supervised process of a launcher: started, killed hard, restarted, stopped, by handle. */
 export interface ManagedProcess {
   readonly name: string;
-  /** The running process's id, undefined while none runs. */
+  /** The running process's id, undefined while none runs (and while a replacement starts). */
   readonly pid: number | undefined;
   start(): Promise<void>;
-  /** kill -9, as a crash would; resolves once it is gone. */
+  /** kill -9, as a crash would (a supervised process is then started again); resolves once it is gone. */
   kill9(): Promise<void>;
   /**
    * A graceful restart. With `overlap` the replacement starts and is ready before the old one
@@ -42,47 +42,135 @@ export interface ManagedProcess {
   stop(): Promise<void>;
 }
 
-export function managedProcess(opts: {
+/** A crashed process is started again after this long, doubled at each crash in a row up to the maximum. */
+export const RESPAWN_FIRST_MS = 1_000;
+const RESPAWN_MAX_MS = 30_000;
+/** Up this long, a process's next crash is a first one again. */
+const RESPAWN_STABLE_MS = 60_000;
+
+/** The supervisor's waits: 1 s, doubled at each crash or failed start in a row, 1 s again after a stable run. */
+function respawnBackoff() {
+  let ms = RESPAWN_FIRST_MS;
+  const take = () => {
+    const wait = ms;
+    ms = Math.min(ms * 2, RESPAWN_MAX_MS);
+    return wait;
+  };
+  return {
+    afterCrash(upSince: number) {
+      if (Date.now() - upSince >= RESPAWN_STABLE_MS) ms = RESPAWN_FIRST_MS;
+      return take();
+    },
+    afterFailedStart: take,
+  };
+}
+
+export interface ManagedProcessOptions {
   name: string;
   launch: () => ChildProcess;
   ready: (child: ChildProcess) => Promise<void>;
   overlap?: boolean;
   graceMs?: number;
-}): ManagedProcess {
-  let current: ChildProcess | undefined;
-  const launchReady = async () => {
-    const child = tieToParent(opts.launch());
+  /**
+   * Supervise: a process that exits on its own (a crash, an OOM kill, kill -9 from outside) is
+   * started again after a backoff, as systemd or Kubernetes would; `say` tells each exit and return.
+   */
+  respawn?: { say: (line: string) => void };
+}
+
+export function managedProcess(opts: ManagedProcessOptions): ManagedProcess {
+  return new SupervisedProcess(opts);
+}
+
+class SupervisedProcess implements ManagedProcess {
+  private current: ChildProcess | undefined;
+  private stopped = false;
+  private respawnTimer: NodeJS.Timeout | undefined;
+  private readonly backoff = respawnBackoff();
+  /** Exits this handle asked for (stop, restart): not crashes. */
+  private readonly asked = new WeakSet<ChildProcess>();
+
+  constructor(private readonly opts: ManagedProcessOptions) {}
+
+  get name() {
+    return this.opts.name;
+  }
+
+  get pid() {
+    return this.current && alive(this.current)() ? this.current.pid : undefined;
+  }
+
+  async start() {
+    this.stopped = false;
+    clearTimeout(this.respawnTimer);
+    this.current = await this.launchReady();
+  }
+
+  async kill9() {
+    if (this.current) await stopChild(this.current, 0, 'SIGKILL');
+  }
+
+  async restart() {
+    clearTimeout(this.respawnTimer);
+    const old = this.current;
+    if (this.opts.overlap) {
+      this.current = await this.launchReady();
+      if (old) await this.stopAsked(old);
+      return;
+    }
+    if (old) await this.stopAsked(old);
+    this.current = await this.launchReady();
+  }
+
+  async stop() {
+    this.stopped = true;
+    clearTimeout(this.respawnTimer);
+    if (this.current) await this.stopAsked(this.current);
+  }
+
+  private async launchReady(): Promise<ChildProcess> {
+    const child = tieToParent(this.opts.launch());
     try {
-      await opts.ready(child);
+      await this.opts.ready(child);
     } catch (err) {
       child.kill('SIGKILL');
       throw err;
     }
+    const startedAt = Date.now();
+    if (this.opts.respawn) child.once('exit', (code, signal) => this.crashed(child, startedAt, signal ?? `code ${code}`));
     return child;
-  };
-  return {
-    name: opts.name,
-    get pid() {
-      return current && alive(current)() ? current.pid : undefined;
-    },
-    async start() {
-      current = await launchReady();
-    },
-    async kill9() {
-      if (current) await stopChild(current, 0, 'SIGKILL');
-    },
-    async restart() {
-      const old = current;
-      if (opts.overlap) {
-        current = await launchReady();
-        if (old) await stopChild(old, opts.graceMs);
-        return;
-      }
-      if (old) await stopChild(old, opts.graceMs);
-      current = await launchReady();
-    },
-    async stop() {
-      if (current) await stopChild(current, opts.graceMs);
-    },
-  };
+  }
+
+  private stopAsked(child: ChildProcess): Promise<void> {
+    this.asked.add(child);
+    return stopChild(child, this.opts.graceMs);
+  }
+
+  /** Unless it was asked to exit, or was replaced meanwhile: a new process after the backoff, tried until one starts. */
+  private crashed(child: ChildProcess, startedAt: number, how: string): void {
+    if (this.stopped || this.asked.has(child) || child !== this.current) return;
+    const say = this.opts.respawn!.say;
+    const wait = this.backoff.afterCrash(startedAt);
+    say(`${this.name} exited (${how}); starting it again in ${wait / 1000} s.`);
+    // A start, restart or stop since the crash has replaced it: nothing left to do.
+    const replaced = () => this.stopped || this.current !== child;
+    const again = () => {
+      this.respawnTimer = undefined;
+      if (replaced()) return;
+      this.launchReady().then(
+        (next) => {
+          if (replaced()) return void this.stopAsked(next);
+          this.current = next;
+          say(`${this.name} is running again (pid ${next.pid}).`);
+        },
+        (err: unknown) => {
+          if (replaced()) return;
+          const next = this.backoff.afterFailedStart();
+          say(`${this.name} did not start again (${err instanceof Error ? err.message : String(err)}); next try in ${next / 1000} s.`);
+          this.respawnTimer = setTimeout(again, next);
+        },
+      );
+    };
+    this.respawnTimer = setTimeout(again, wait);
+  }
 }

@@ -2,7 +2,8 @@
  * The production shape on one machine, without Docker, as a programmatic API (`npm run production`
  * is its command line; tests and the benchmark drive it too): Postgres (embedded, or DATABASE_URL),
  * a real Temporal server on that Postgres with its Web UI, N compiled API processes sharing one
- * port and M compiled worker processes. Every process has a handle: kill -9, restart, stop.
+ * port and M compiled worker processes. Every process has a handle: kill -9, restart, stop; one
+ * that crashes is started again after a backoff (1 s, doubling up to 30 s).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -83,6 +84,7 @@ export async function startProductionShape(opts: ProductionShapeOptions): Promis
       namespace,
       frontendPort: opts.temporalPort,
       uiPort: opts.uiPort,
+      respawn: { say },
     });
     stops.unshift({ name: 'the Temporal server', stop: () => temporal.server.stop() });
     stops.unshift({ name: 'the Web UI', stop: () => temporal.ui.stop() });
@@ -106,10 +108,10 @@ export async function startProductionShape(opts: ProductionShapeOptions): Promis
     delete env.WEBHOOKS_START_OWN_GROUP;
     const log = (name: string): LogTarget => (opts.logs === 'inherit' ? 'inherit' : { file: path.join(logsDir, `${name}.log`) });
     const workers = Array.from({ length: opts.workerProcesses ?? 2 }, (_, i) =>
-      workerProcess({ name: `worker-${i + 1}`, env, log: log(`worker-${i + 1}`) }),
+      workerProcess({ name: `worker-${i + 1}`, env, log: log(`worker-${i + 1}`), respawn: { say } }),
     );
     const apis = Array.from({ length: opts.apiProcesses ?? 2 }, (_, i) =>
-      apiProcess({ name: `api-${i + 1}`, env, log: log(`api-${i + 1}`) }),
+      apiProcess({ name: `api-${i + 1}`, env, log: log(`api-${i + 1}`), respawn: { say } }),
     );
     stops.unshift({ name: 'the workers', stop: async () => void (await Promise.all(workers.map((w) => w.stop()))) });
     stops.unshift({ name: 'the API processes', stop: async () => void (await Promise.all(apis.map((a) => a.stop()))) });

@@ -38,11 +38,19 @@ function exitedError(what: string, child: ChildProcess): Error {
   return new Error(`${what} exited (${child.exitCode ?? child.signalCode}) before it was ready; see its log`);
 }
 
+export interface ProcessOptions {
+  name: string;
+  env: NodeJS.ProcessEnv;
+  log: LogTarget;
+  /** Start it again when it crashes (children.ts managedProcess). */
+  respawn?: { say: (line: string) => void };
+}
+
 let clusterReady = false;
 const clusterWorkers = new WeakMap<ChildProcess, ClusterWorker>();
 
 /** One API process of the cluster; ready once it listens. A restart overlaps: the new one listens before the old one stops. */
-export function apiProcess(opts: { name: string; env: NodeJS.ProcessEnv; log: LogTarget }): ManagedProcess {
+export function apiProcess(opts: ProcessOptions): ManagedProcess {
   const entry = compiledEntry('api');
   if (!clusterReady) {
     cluster.schedulingPolicy = cluster.SCHED_RR;
@@ -53,6 +61,7 @@ export function apiProcess(opts: { name: string; env: NodeJS.ProcessEnv; log: Lo
     name: opts.name,
     overlap: true,
     graceMs: 30_000,
+    respawn: opts.respawn,
     launch: () => {
       const worker = cluster.fork(opts.env);
       pipeOutput(worker.process, opts.log);
@@ -72,12 +81,13 @@ export function apiProcess(opts: { name: string; env: NodeJS.ProcessEnv; log: Lo
 }
 
 /** One worker process; ready once it says it polls (over IPC, worker/main.ts). A restart overlaps like the API's. */
-export function workerProcess(opts: { name: string; env: NodeJS.ProcessEnv; log: LogTarget }): ManagedProcess {
+export function workerProcess(opts: ProcessOptions): ManagedProcess {
   const entry = compiledEntry('worker');
   return managedProcess({
     name: opts.name,
     overlap: true,
     graceMs: 30_000,
+    respawn: opts.respawn,
     launch: () => {
       const child = spawn(process.execPath, [entry], { env: opts.env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
       pipeOutput(child, opts.log);

@@ -198,6 +198,8 @@ export async function startTemporalCluster(opts: {
   namespace: string;
   frontendPort?: number;
   uiPort?: number;
+  /** Start the server and the UI again when they crash (children.ts managedProcess). */
+  respawn?: { say: (line: string) => void };
 }): Promise<TemporalCluster> {
   const tools = await ensureTemporalServerTools();
   const configDir = path.join(opts.dir, 'config');
@@ -232,6 +234,7 @@ export async function startTemporalCluster(opts: {
         stdio: ['ignore', log, log],
       }),
     ready: (child) => registerNamespace(address, opts.namespace, alive(child)),
+    respawn: opts.respawn,
   });
   const uiLog = fs.openSync(path.join(opts.dir, 'temporal-ui.log'), 'a');
   const ui = managedProcess({
@@ -241,6 +244,7 @@ export async function startTemporalCluster(opts: {
         stdio: ['ignore', uiLog, uiLog],
       }),
     ready: (child) => waitForPort(uiPort, 'Temporal Web UI', 60_000, alive(child)),
+    respawn: opts.respawn,
   });
   await server.start();
   await ui.start();
