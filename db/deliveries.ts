@@ -333,10 +333,8 @@ export async function claimDueDeliveriesFor(db: Queryable, reqs: readonly ClaimR
     delivery_attempts: number;
     delivery_lease_owner: string;
   };
-  const { rows } = await db.query<Row>({
-    // Prepared once per connection, like claimWithEndpoint: planning it cost about as much as running it.
-    name: 'claim_due_deliveries_for',
-    text: `WITH req AS (
+  const { rows } = await db.query<Row>(
+    `WITH req AS (
        SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::int[], $4::text[]) AS r(endpoint_id, at, lim, owner)
      ), due AS (
        SELECT DISTINCT ON (pick.id) pick.id, req.at, req.owner FROM req CROSS JOIN LATERAL (
@@ -358,8 +356,8 @@ export async function claimDueDeliveriesFor(db: Queryable, reqs: readonly ClaimR
             ${claimedEventColumnsOf('ev')}
      FROM claimed c LEFT JOIN events ev ON ev.id = c.delivery_event_id
      ORDER BY c.delivery_next_attempt_at, c.delivery_created_at`,
-    values: [reqs.map((r) => r.endpointId), reqs.map((r) => r.now), reqs.map((r) => r.limit), reqs.map((r) => r.owner), leaseMs],
-  });
+    [reqs.map((r) => r.endpointId), reqs.map((r) => r.now), reqs.map((r) => r.limit), reqs.map((r) => r.owner), leaseMs],
+  );
   const byOwner = new Map<string, ClaimedDelivery[]>(reqs.map((r) => [r.owner, []]));
   for (const row of rows)
     byOwner.get(row.delivery_lease_owner)?.push({

@@ -148,12 +148,7 @@ export async function getEndpointById(db: Queryable, id: string): Promise<Endpoi
 
 /** Several endpoints by id in one statement (a worker's sessions read theirs together); missing ones are absent. */
 export async function getEndpointsByIds(db: Queryable, ids: readonly string[]): Promise<EndpointRow[]> {
-  // Prepared once per connection: the worker's sessions read their endpoints with it before their POSTs.
-  const { rows } = await db.query<EndpointRow>({
-    name: 'endpoints_by_ids',
-    text: `SELECT ${NAMED_COLUMNS} FROM endpoints WHERE id = ANY($1::uuid[])`,
-    values: [ids],
-  });
+  const { rows } = await db.query<EndpointRow>(`SELECT ${COLUMNS} FROM endpoints WHERE id = ANY($1::uuid[])`, [ids]);
   return rows;
 }
 
