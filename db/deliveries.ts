@@ -1,7 +1,7 @@
 import { DomainError, notFound } from '../core/domain-error.js';
 import type { PageKey } from '../core/paging.js';
 import type { AttemptError } from '../delivery/http-client.js';
-import { EVENT_COLUMNS, eventColumnsOf, type EventRow } from './events.js';
+import { eventColumnsOf, type EventRow } from './events.js';
 import { endpointColumnsAs, endpointFromColumns, type EndpointRow, type HealthStatus } from './endpoints.js';
 import { inPageOrder, keyset } from './keyset.js';
 import type { Queryable } from './pool.js';
@@ -219,6 +219,31 @@ export async function insertEventDeliveries(
   await insertBatchDeliveries(tx, e, [{ ...e, deliveries }]);
 }
 
+/**
+ * What a POST needs of a claimed delivery's event (core/webhook-body.ts): not the stream item's
+ * copy of the payload (`stream_data`) nor the contact references, which every claim would
+ * otherwise read, send and parse again for nothing.
+ */
+export const CLAIMED_EVENT_COLUMNS = [
+  'id',
+  'type',
+  'customer_id',
+  'environment',
+  'channel',
+  'channel_account',
+  'external_id',
+  'data',
+] as const satisfies readonly (keyof EventRow)[];
+export type ClaimedEvent = Pick<EventRow, (typeof CLAIMED_EVENT_COLUMNS)[number]>;
+const claimedEventColumnsOf = (alias: string): string => eventColumnsOf(alias, CLAIMED_EVENT_COLUMNS);
+
+function claimedEventOf(row: Record<string, unknown>): ClaimedEvent | null {
+  if (!row.id) return null;
+  const event: Record<string, unknown> = {};
+  for (const c of CLAIMED_EVENT_COLUMNS) event[c] = row[c];
+  return event as unknown as ClaimedEvent;
+}
+
 export interface ClaimedDelivery {
   id: string;
   event_id: string | null;
@@ -226,7 +251,7 @@ export interface ClaimedDelivery {
   idempotency_key: string;
   attempts: number;
   /** The event as it is at the claim; null when it is gone (deleted since it was stored). */
-  event: EventRow | null;
+  event: ClaimedEvent | null;
 }
 
 /**
@@ -268,7 +293,7 @@ export async function claimWithEndpoint(
                  d.idempotency_key AS delivery_idempotency_key, d.attempts AS delivery_attempts, d.next_attempt_at AS delivery_next_attempt_at
      )
      SELECT c.delivery_id, c.delivery_event_id, c.delivery_event_type, c.delivery_idempotency_key, c.delivery_attempts,
-            ${eventColumnsOf('ev')}, ${endpointColumnsAs('ep', 'endpoint_')}
+            ${claimedEventColumnsOf('ev')}, ${endpointColumnsAs('ep', 'endpoint_')}
      FROM (SELECT *, row_number() OVER (ORDER BY delivery_next_attempt_at) AS n FROM claimed) c
      LEFT JOIN events ev ON ev.id = c.delivery_event_id
      -- The endpoint once, on the first row.
@@ -276,18 +301,14 @@ export async function claimWithEndpoint(
      ORDER BY c.n`,
     values: [endpointId, now, limit, leaseMs, owner],
   });
-  const deliveries = rows.map((row) => {
-    const event: Record<string, unknown> = {};
-    for (const c of EVENT_COLUMNS) event[c] = row[c];
-    return {
-      id: row.delivery_id,
-      event_id: row.delivery_event_id,
-      event_type: row.delivery_event_type,
-      idempotency_key: row.delivery_idempotency_key,
-      attempts: row.delivery_attempts,
-      event: event.id ? (event as unknown as EventRow) : null,
-    };
-  });
+  const deliveries = rows.map((row) => ({
+    id: row.delivery_id,
+    event_id: row.delivery_event_id,
+    event_type: row.delivery_event_type,
+    idempotency_key: row.delivery_idempotency_key,
+    attempts: row.delivery_attempts,
+    event: claimedEventOf(row),
+  }));
   return { deliveries, endpoint: rows[0] ? endpointFromColumns(rows[0], 'endpoint_') : undefined };
 }
 
@@ -304,7 +325,7 @@ export interface ClaimRequest {
  * earliest first, leased to its `owner`. Two requests of one endpoint never get the same delivery.
  */
 export async function claimDueDeliveriesFor(db: Queryable, reqs: readonly ClaimRequest[], leaseMs: number): Promise<ClaimedDelivery[][]> {
-  type Row = Partial<EventRow> & {
+  type Row = Record<string, unknown> & {
     delivery_id: string;
     delivery_event_id: string | null;
     delivery_event_type: string;
@@ -331,28 +352,21 @@ export async function claimDueDeliveriesFor(db: Queryable, reqs: readonly ClaimR
                  d.idempotency_key AS delivery_idempotency_key, d.attempts AS delivery_attempts,
                  d.lease_owner AS delivery_lease_owner, d.next_attempt_at AS delivery_next_attempt_at, d.created_at AS delivery_created_at
      )
-     SELECT c.delivery_id, c.delivery_event_id, c.delivery_event_type, c.delivery_idempotency_key, c.delivery_attempts, c.delivery_lease_owner, ev.*
+     SELECT c.delivery_id, c.delivery_event_id, c.delivery_event_type, c.delivery_idempotency_key, c.delivery_attempts, c.delivery_lease_owner,
+            ${claimedEventColumnsOf('ev')}
      FROM claimed c LEFT JOIN events ev ON ev.id = c.delivery_event_id
      ORDER BY c.delivery_next_attempt_at, c.delivery_created_at`,
     [reqs.map((r) => r.endpointId), reqs.map((r) => r.now), reqs.map((r) => r.limit), reqs.map((r) => r.owner), leaseMs],
   );
   const byOwner = new Map<string, ClaimedDelivery[]>(reqs.map((r) => [r.owner, []]));
-  for (const {
-    delivery_id,
-    delivery_event_id,
-    delivery_event_type,
-    delivery_idempotency_key,
-    delivery_attempts,
-    delivery_lease_owner,
-    ...event
-  } of rows)
-    byOwner.get(delivery_lease_owner)?.push({
-      id: delivery_id,
-      event_id: delivery_event_id,
-      event_type: delivery_event_type,
-      idempotency_key: delivery_idempotency_key,
-      attempts: delivery_attempts,
-      event: event.id ? (event as EventRow) : null,
+  for (const row of rows)
+    byOwner.get(row.delivery_lease_owner)?.push({
+      id: row.delivery_id,
+      event_id: row.delivery_event_id,
+      event_type: row.delivery_event_type,
+      idempotency_key: row.delivery_idempotency_key,
+      attempts: row.delivery_attempts,
+      event: claimedEventOf(row),
     });
   return reqs.map((r) => byOwner.get(r.owner)!);
 }

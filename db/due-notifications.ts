@@ -26,10 +26,12 @@ export function dueChannel(taskQueue: string): string {
 
 export async function notifyDue(db: Queryable, channel: string, due: readonly DueEndpoint[]): Promise<void> {
   if (due.length === 0) return;
-  await db.query(`SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload`, [
-    channel,
-    due.map((d) => `${d.endpointId} ${d.accountId}`),
-  ]);
+  // Prepared once per connection: every publish batch sends one.
+  await db.query({
+    name: 'notify_due',
+    text: `SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload`,
+    values: [channel, due.map((d) => `${d.endpointId} ${d.accountId}`)],
+  });
 }
 
 /** What `notifyDue` sent: null for anything else on the channel. */

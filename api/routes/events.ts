@@ -1,5 +1,6 @@
 /** Publishing events (DECISIONS) and reading the durable stream (SPEC 4.8, 6.5). */
 import Router from '@koa/router';
+import type { Middleware } from 'koa';
 import { parseStreamAfter, parseStreamLimit, streamPaging } from '../../core/stream-paging.js';
 import { readStream } from '../../db/events.js';
 import { publishEvent } from '../../ingest/publish.js';
@@ -9,17 +10,27 @@ import type { ApiDeps } from '../deps.js';
 import { DomainError } from '../../core/domain-error.js';
 import { presentStreamItem } from '../presenters.js';
 
+export const PUBLISH_PATH = '/api/v1/events';
+
+/** POST /api/v1/events after authentication: its scope, then the publish (api/app.ts also serves it without the router). */
+export function publishMiddleware(deps: ApiDeps): Middleware[] {
+  return [
+    requireScope('events:write'),
+    async (ctx) => {
+      const principal = principalOf(ctx);
+      const body = await readJson(ctx, 'invalid_event');
+      const stored = await publishEvent({ db: deps.db, wakes: deps.wakes, now: deps.now }, principal, body);
+      // A repeat of a known event stores nothing and answers with the first one.
+      ctx.status = stored.created ? 201 : 200;
+      ctx.body = { data: presentStreamItem(stored.event) };
+    },
+  ];
+}
+
 export function eventRoutes(deps: ApiDeps): Router {
   const router = new Router();
 
-  router.post('/api/v1/events', requireScope('events:write'), async (ctx) => {
-    const principal = principalOf(ctx);
-    const body = await readJson(ctx, 'invalid_event');
-    const stored = await publishEvent({ db: deps.db, wakes: deps.wakes, now: deps.now }, principal, body);
-    // A repeat of a known event stores nothing and answers with the first one.
-    ctx.status = stored.created ? 201 : 200;
-    ctx.body = { data: presentStreamItem(stored.event) };
-  });
+  router.post(PUBLISH_PATH, ...publishMiddleware(deps));
 
   router.get('/api/v1/events', requireScope('events:read'), async (ctx) => {
     const { accountId, environment } = principalOf(ctx);
