@@ -4,8 +4,9 @@
  * the Free-plan count and every endpoint's delivery commit together or not at all. A batch is
  * two round trips (known keys and endpoints; events and deliveries in one statement) unless
  * the Free-plan count applies, which takes a transaction. Under load a stream has two batches in
- * flight: the second writes its deliveries (most of a batch's work) while the first holds the
- * stream's head, and takes the head only once the first has it, so cursors keep the calls' order.
+ * flight, each writing its deliveries (most of a batch's work) while the other holds the stream's
+ * head: the head's lock, held until commit, orders them, so cursors still commit in order and
+ * without a gap, though two batches in flight at once may take their cursors in either order.
  */
 import crypto from 'node:crypto';
 import { admit, type Admission, type RoutableEndpoint } from '../core/admission.js';
@@ -16,7 +17,6 @@ import { getAccount, type Account, type ChannelAccount } from '../db/directory.j
 import {
   appendEvents,
   appendEventsWithDeliveries,
-  appendWholeEvents,
   ensureStreamHead,
   findEventsByKeys,
   findKnownKeysAndEndpoints,
@@ -26,8 +26,8 @@ import {
   type NewEvent,
 } from '../db/events.js';
 import { countReceived, enqueueNotification } from '../db/plan-usage.js';
-import { isDatabaseUnavailable, transactionOn, withClient, type Db, type DbClient, type Queryable } from '../db/pool.js';
-import { StreamBatcher, type Turn } from './stream-batcher.js';
+import { inTransaction, isDatabaseUnavailable, type Db, type Queryable } from '../db/pool.js';
+import { StreamBatcher } from './stream-batcher.js';
 
 export interface IngestEvent {
   accountId: string;
@@ -74,14 +74,17 @@ export interface StoredEvent {
 
 /** Most events in one transaction: bounds a statement's size and how long the stream's lock is held. */
 const MAX_BATCH = 500;
-/** Tries of a batch whose keys other processes keep committing first; each try knows those keys. */
+/** Tries of a batch whose keys other processes (or its other batch in flight) keep committing first; each try knows those keys. */
 const MAX_TRIES = 5;
 /**
- * Batches of one stream in flight at once. Two: while one holds the stream's head (its events
- * and its commit, in series), the next writes its deliveries; a third would only wait.
+ * Batches of one stream in flight at once (per pool): one writes its deliveries while the other
+ * holds the head (its events and its commit). More would mostly wait for the head.
  */
 const MAX_IN_FLIGHT = 2;
-/** Fewest calls waiting that start a second batch of a stream beside a running one: fewer wait for it, as one batch costs less per event. */
+/**
+ * Fewest calls waiting that start a batch beside a running one (and fewest in each half of a
+ * queue split between two): below that, they wait for it, as one larger batch costs less per event.
+ */
 const MIN_SHARE = 16;
 
 interface Pending {
@@ -101,7 +104,7 @@ const batchers = new WeakMap<Db, StreamBatcher<Pending, StoredEvent>>();
 export async function storeEvent(db: Db, e: IngestEvent, now: Date = new Date()): Promise<StoredEvent> {
   let batcher = batchers.get(db);
   if (!batcher) {
-    batcher = new StreamBatcher((items, turn) => storeBatch(db, items, turn), {
+    batcher = new StreamBatcher((items) => storeBatch(db, items), {
       maxBatch: MAX_BATCH,
       maxInFlight: MAX_IN_FLIGHT,
       minShare: MIN_SHARE,
@@ -141,17 +144,8 @@ function eventRow(e: IngestEvent): NewEvent & { id: string } {
 /** Thrown inside a batch's transaction when another process committed one of its keys first: the batch is redone. */
 class TwinCommitted extends Error {}
 
-/**
- * One batch of one stream, in order: known keys answered without the stream's lock, the rest
- * stored at once. On one connection throughout, taken in the order batches start (the pool
- * serves its waiters in order): a batch waiting for its turn holds one, and the batch it waits
- * for already has its own, so a drained pool cannot leave it waiting for itself.
- */
-function storeBatch(db: Db, items: Pending[], turn: Turn): Promise<StoredEvent[]> {
-  return withClient(db, (client) => storeBatchOn(client, items, turn));
-}
-
-async function storeBatchOn(db: DbClient, items: Pending[], turn: Turn): Promise<StoredEvent[]> {
+/** One batch of one stream, in order: known keys answered without the stream's lock, the rest stored at once. */
+async function storeBatch(db: Db, items: Pending[]): Promise<StoredEvent[]> {
   const { accountId, environment } = items[0]!.e;
   const keys = items.map((i) => i.row.idempotency_key);
   for (let attempt = 1; ; attempt++) {
@@ -169,7 +163,7 @@ async function storeBatchOn(db: DbClient, items: Pending[], turn: Turn): Promise
     let stored = new Map<string, StoredEvent>();
     if (fresh.length > 0) {
       try {
-        stored = await appendBatch(db, fresh, facts.endpoints, turn);
+        stored = await appendBatch(db, fresh, facts.endpoints);
       } catch (err) {
         // The next try's look-up finds the twins that won.
         if ((err instanceof TwinCommitted || isTakenKey(err)) && attempt < MAX_TRIES) continue;
@@ -188,11 +182,9 @@ async function storeBatchOn(db: DbClient, items: Pending[], turn: Turn): Promise
 /**
  * Appends events with distinct new keys and routes them; by key. Unless the Free-plan count
  * decides their deliveries' status (which needs a transaction: the count, in cursor order, after
- * the append), the events and their deliveries go in one autocommitted statement, or, while the
- * previous batch of the stream has not taken the head yet, in a transaction that writes the
- * deliveries at once and appends the events after that batch has (appendOverlapped).
+ * the append), the events and their deliveries go in one autocommitted statement.
  */
-async function appendBatch(db: DbClient, items: Pending[], endpoints: RoutableEndpoint[], turn: Turn): Promise<Map<string, StoredEvent>> {
+async function appendBatch(db: Db, items: Pending[], endpoints: RoutableEndpoint[]): Promise<Map<string, StoredEvent>> {
   const { accountId, environment } = items[0]!.e;
   const admissions = items.map((i) => admit(i.e.def, i.e.customerId, endpoints));
   const counted = items.flatMap((i, index) =>
@@ -210,8 +202,7 @@ async function appendBatch(db: DbClient, items: Pending[], endpoints: RoutableEn
     );
   };
   if (counting.length > 0) {
-    await turn.ready;
-    const { events, deliveries } = await transactionOn(db, (tx) => appendCounted(tx, items, admissions, account!, counting, turn));
+    const { events, deliveries } = await inTransaction(db, (tx) => appendCounted(tx, items, admissions, account!, counting));
     return stored(events, deliveries);
   }
   const deliveries = admissions.map((admitted) =>
@@ -226,39 +217,14 @@ async function appendBatch(db: DbClient, items: Pending[], endpoints: RoutableEn
       held: d.held,
     })),
   );
-  const rows = items.map((i) => i.row);
-  if (!turn.isReady()) return stored(await appendOverlapped(db, items, deliveries, turn), deliveries);
-  const events = await appendEventsWithDeliveries(db, rows, routed);
-  turn.placed();
-  return stored(events, deliveries);
-}
-
-/**
- * The batch's deliveries written while the previous batch of the stream is still on its way to
- * the head; its events appended once that batch holds the head, so they queue behind its commit
- * and take the cursors after its own. Any failure rolls back both.
- */
-function appendOverlapped(db: DbClient, items: Pending[], deliveries: NewEventDelivery[][], turn: Turn): Promise<EventRow[]> {
-  const { accountId, environment } = items[0]!.e;
-  return transactionOn(db, async (tx) => {
-    await insertBatchDeliveries(
-      tx,
-      { accountId, environment },
-      items.map((i, index) => ({
-        eventId: i.row.id,
-        eventType: i.row.type,
-        idempotencyKey: i.row.idempotency_key,
-        deliveries: deliveries[index]!,
-      })),
-    );
-    await turn.ready;
-    const events = await appendWholeEvents(
-      tx,
+  return stored(
+    await appendEventsWithDeliveries(
+      db,
       items.map((i) => i.row),
-    );
-    turn.placed();
-    return events;
-  });
+      routed,
+    ),
+    deliveries,
+  );
 }
 
 /** The batch in a transaction, with the Free-plan count deciding which deliveries are `limited`. */
@@ -268,7 +234,6 @@ async function appendCounted(
   admissions: Admission[][],
   account: Account,
   counting: { index: number; now: Date }[],
-  turn: Turn,
 ): Promise<{ events: EventRow[]; deliveries: NewEventDelivery[][] }> {
   const { accountId, environment } = items[0]!.e;
   const rows = items.map((i) => i.row);
@@ -280,8 +245,6 @@ async function appendCounted(
   }
   // A key another process committed meanwhile left a hole in the cursors: roll back (which returns them) and redo.
   if (events.length < rows.length) throw new TwinCommitted(`${rows.length - events.length} of ${rows.length} keys were taken meanwhile`);
-  // The head is ours until commit: the next batch may queue behind it.
-  turn.placed();
   const limited = await countTowardFreePlan(tx, account, counting);
   const deliveries = admissions.map((admitted, index) => {
     const past = limited.has(index);

@@ -2,9 +2,10 @@
  * The stream under concurrent writers: cursors are contiguous, and a reader that has seen
  * cursor N+1 has seen N (no event commits "behind" a reader).
  */
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { getEventDefinition } from '../../core/catalog/index.js';
 import { readStream } from '../../db/events.js';
+import { createPool, type Db } from '../../db/pool.js';
 import { ingestEvent, storeEvent } from '../../ingest/store-event.js';
 import { createTenant, testDb } from '../support/harness.js';
 
@@ -21,45 +22,69 @@ function demand(n: number) {
   return { data, refs: {} };
 }
 
+const pools: Db[] = [];
+afterAll(() => Promise.all(pools.map((p) => p.end())));
+
+/** `total` events from `writers` writers on each of `dbs` (a pool each, as a process each), while a reader follows the stream. */
+async function writeWhileReading(dbs: Db[], writers: number, total: number) {
+  const tenant = await createTenant();
+  const db = testDb();
+  let next = 0;
+  const write = async (writer: Db) => {
+    for (let n = next++; n < total; n = next++) {
+      const { data, refs } = demand(n);
+      await storeEvent(writer, ingestEvent({ accountId: tenant.accountId, environment: 'live', def, data, refs }));
+    }
+  };
+
+  // A reader tails the stream while the writers run; every page must continue exactly where the last ended.
+  let writing = true;
+  const seen: number[] = [];
+  const reader = (async () => {
+    let after = '0';
+    while (writing || seen.length < total) {
+      const { rows } = await readStream(db, tenant.accountId, 'live', after, 100);
+      for (const r of rows) seen.push(Number(r.cursor));
+      if (rows.length) after = String(rows[rows.length - 1]!.cursor);
+      else await new Promise((r) => setTimeout(r, 5));
+    }
+  })();
+  await Promise.all(dbs.flatMap((writer) => Array.from({ length: writers }, () => write(writer))));
+  writing = false;
+  await reader;
+
+  expect(seen).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+  const { rows } = await db.query(
+    `SELECT count(DISTINCT idempotency_key)::int AS keys, max(cursor)::int AS max FROM events WHERE account_id = $1`,
+    [tenant.accountId],
+  );
+  expect(rows[0]).toEqual({ keys: total, max: total });
+  // Repeating a call returns the same page.
+  const a = await readStream(db, tenant.accountId, 'live', '1500', 100);
+  const b = await readStream(db, tenant.accountId, 'live', '1500', 100);
+  expect(a.rows.map((r) => r.id)).toEqual(b.rows.map((r) => r.id));
+}
+
 describe('stream cursors under concurrency', () => {
   it('thousands of events from concurrent writers walk without a gap or a repeat, while a reader follows', async () => {
-    const tenant = await createTenant();
-    const db = testDb();
-    const total = 2000;
-    const writers = 8;
-    let next = 0;
-    const write = async () => {
-      for (let n = next++; n < total; n = next++) {
-        const { data, refs } = demand(n);
-        await storeEvent(db, ingestEvent({ accountId: tenant.accountId, environment: 'live', def, data, refs }));
-      }
-    };
+    await writeWhileReading([testDb()], 8, 2000);
+  });
 
-    // A reader tails the stream while the writers run; every page must continue exactly where the last ended.
-    let writing = true;
-    const seen: number[] = [];
-    const reader = (async () => {
-      let after = '0';
-      while (writing || seen.length < total) {
-        const { rows } = await readStream(db, tenant.accountId, 'live', after, 100);
-        for (const r of rows) seen.push(Number(r.cursor));
-        if (rows.length) after = String(rows[rows.length - 1]!.cursor);
-        else await new Promise((r) => setTimeout(r, 5));
-      }
-    })();
-    await Promise.all(Array.from({ length: writers }, write));
-    writing = false;
-    await reader;
-
-    expect(seen).toEqual(Array.from({ length: total }, (_, i) => i + 1));
-    const { rows } = await db.query(
-      `SELECT count(DISTINCT idempotency_key)::int AS keys, max(cursor)::int AS max FROM events WHERE account_id = $1`,
-      [tenant.accountId],
-    );
-    expect(rows[0]).toEqual({ keys: total, max: total });
-    // Repeating a call returns the same page.
-    const a = await readStream(db, tenant.accountId, 'live', '1500', 100);
-    const b = await readStream(db, tenant.accountId, 'live', '1500', 100);
-    expect(a.rows.map((r) => r.id)).toEqual(b.rows.map((r) => r.id));
+  it('the same with two batches in flight in each of two processes (64 writers each)', async () => {
+    const dbs = [createPool(inject('databaseUrl'), 4), createPool(inject('databaseUrl'), 4)];
+    pools.push(...dbs);
+    // How many appends each pool has had in flight at once, at most.
+    const most = dbs.map((db) => {
+      const seen = { now: 0, max: 0 };
+      const query = db.query.bind(db) as (...args: unknown[]) => Promise<unknown>;
+      (db as unknown as { query: typeof query }).query = (...args: unknown[]) => {
+        if ((args[0] as { name?: string }).name !== 'append_events_with_deliveries') return query(...args);
+        seen.max = Math.max(seen.max, ++seen.now);
+        return query(...args).finally(() => seen.now--);
+      };
+      return seen;
+    });
+    await writeWhileReading(dbs, 64, 4000);
+    expect(most.map((m) => m.max)).toEqual([2, 2]);
   });
 });
