@@ -196,8 +196,8 @@ export async function findKnownKeysAndEndpoints(
  * appendEvents and their pending deliveries in ONE autocommitted statement: the head (created
  * on first use), the events and the deliveries commit together or not at all, in one round trip
  * instead of a transaction's six. When a key was taken meanwhile (a twin committed by another
- * process, or by the stream's other batch in flight) the statement fails as a whole with division_by_zero, so no cursor is lost: the caller
- * looks again and redoes the batch. Returns the inserted rows, in array order: what Postgres
+ * process, or by the stream's other batch in flight) the statement fails as a whole with
+ * division_by_zero, so no cursor is lost: the caller looks again and redoes the batch. Returns the inserted rows, in array order: what Postgres
  * chose (cursor, created_at) with what was given, so the payloads do not travel back and get
  * parsed again (a stored payload reads back equal, its keys in jsonb's order).
  */
