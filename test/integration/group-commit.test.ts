@@ -31,15 +31,18 @@ async function endpoint(accountId: string, health: 'healthy' | 'paused' | 'unver
 }
 
 const pools: Db[] = [];
+const applicationNames = new Map<Db, string>();
+const applicationNameOf = (db: Db) => applicationNames.get(db)!;
 /**
  * A pool of its own (as another process would have: its own queues), counting the transactions it
  * commits: a COMMIT, or a batch appended in one autocommitted statement (events with their deliveries).
  */
 function countingPool(): { db: Db; commits: () => number } {
-  // Named, so that waitingForHead sees this pool's sessions only.
+  // Named, so that sessionsOf sees this pool's sessions only.
   const url = new URL(inject('databaseUrl'));
   url.searchParams.set('application_name', `group-commit-${pools.length}`);
   const db = createPool(url.toString(), 5);
+  applicationNames.set(db, `group-commit-${pools.length}`);
   pools.push(db);
   let commits = 0;
   const commitsWork = (text: unknown) =>
@@ -91,13 +94,14 @@ async function withHeadHeld<T>(accountId: string, fn: () => Promise<T>): Promise
   }
 }
 
-/** How many of `db`'s sessions wait for a stream's head. */
-async function waitingForHead(db: Db): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM pg_stat_activity
-     WHERE application_name = current_setting('application_name') AND wait_event_type = 'Lock' AND query LIKE '%stream_heads%'`,
+/** The sessions of `db`'s pool: how many wait for a stream's head, and how many wrote deliveries in a transaction still open. */
+async function sessionsOf(db: Db): Promise<{ waitingForHead: number; deliveriesWritten: number }> {
+  const { rows } = await db.query<{ waiting: number; written: number }>(
+    `SELECT count(*) FILTER (WHERE wait_event_type = 'Lock' AND query LIKE '%stream_heads%')::int AS waiting,
+            count(*) FILTER (WHERE state = 'idle in transaction' AND query LIKE 'INSERT INTO deliveries%')::int AS written
+     FROM pg_stat_activity WHERE application_name = current_setting('application_name') AND pid <> pg_backend_pid()`,
   );
-  return rows[0]!.n;
+  return { waitingForHead: rows[0]!.waiting, deliveriesWritten: rows[0]!.written };
 }
 
 describe('group commit', () => {
@@ -233,33 +237,34 @@ describe('group commit', () => {
     expect((await storeEvent(db, demand(tenant.accountId, 'after'))).event.cursor).toBe('20');
   });
 
-  it('two batches in flight: both write their deliveries while another holds the head, then commit one after the other without a gap', async () => {
+  it('two batches in flight: the second writes its deliveries while the first waits for the head, then takes the cursors after it', async () => {
     const tenant = await createTenant();
     const endpoints = [await endpoint(tenant.accountId), await endpoint(tenant.accountId)];
     await storeEvent(testDb(), demand(tenant.accountId, 'first'));
-    const { db, commits } = countingPool();
-    const calls = await withHeadHeld(tenant.accountId, async () => {
+    const { db } = countingPool();
+    const { first, second } = await withHeadHeld(tenant.accountId, async () => {
       const first = oneTo(20).map((n) => storeEvent(db, demand(tenant.accountId, `one_${n}`)));
       await new Promise((r) => setImmediate(r));
       // Arriving while the first batch runs, and enough of them: a batch of their own, beside it.
       const second = oneTo(20).map((n) => storeEvent(db, demand(tenant.accountId, `two_${n}`)));
-      // A batch asks for the head once its deliveries are written: both have got that far.
-      await eventually(async () => (await waitingForHead(db)) === 2, 10_000);
+      // One session waits for the head (the first batch); the other has written its deliveries
+      // and waits for its turn in its transaction, without asking for the head before the first has it.
+      await eventually(async () => {
+        const sessions = await sessionsOf(db);
+        return sessions.waitingForHead === 1 && sessions.deliveriesWritten === 1;
+      }, 10_000);
       return { first, second };
     });
-    const [first, second] = [await Promise.all(calls.first), await Promise.all(calls.second)];
-    expect([...first, ...second].every((s) => s.created)).toBe(true);
+    const stored = await Promise.all([...first, ...second]);
+    expect(stored.every((s) => s.created)).toBe(true);
+    // In call order: the first batch's cursors, then the second's.
+    expect(stored.map((s) => Number(s.event.cursor))).toEqual(oneTo(40).map((n) => n + 1));
     expect(await cursors(tenant.accountId)).toEqual(oneTo(41));
-    // Each batch's cursors are one run, in its calls' order; either batch may have gone first.
-    const runs = [first, second].map((b) => b.map((s) => Number(s.event.cursor)));
-    for (const run of runs) expect(run).toEqual(oneTo(20).map((n) => n + run[0]! - 1));
-    expect(runs.map((r) => r[0]).sort((a, b) => a! - b!)).toEqual([2, 22]);
-    for (const s of [...first, ...second]) expect(s.deliveries.map((d) => d.endpointId).sort()).toEqual([...endpoints].sort());
+    for (const s of stored) expect(s.deliveries.map((d) => d.endpointId).sort()).toEqual([...endpoints].sort());
     expect(await deliveryCount(tenant.accountId)).toBe(41 * 2);
-    expect(commits()).toBe(2);
   });
 
-  it('a twin in each of two batches in flight is stored once, without a hole in the cursors', async () => {
+  it('a twin in each of two batches in flight is stored once, by the earlier batch, without a hole in the cursors', async () => {
     const tenant = await createTenant();
     await endpoint(tenant.accountId);
     await storeEvent(testDb(), demand(tenant.accountId, 'first'));
@@ -268,21 +273,23 @@ describe('group commit', () => {
       const first = oneTo(20).map((n) => storeEvent(db, demand(tenant.accountId, n === 10 ? 'shared' : `one_${n}`)));
       await new Promise((r) => setImmediate(r));
       const second = oneTo(20).map((n) => storeEvent(db, demand(tenant.accountId, n === 5 ? 'shared' : `two_${n}`)));
-      await eventually(async () => (await waitingForHead(db)) === 2, 10_000);
+      await eventually(async () => (await sessionsOf(db)).deliveriesWritten === 1, 10_000);
       return [...first, ...second];
     });
     const stored = await Promise.all(calls);
-    const twins = [stored[9]!, stored[24]!];
-    expect(twins.map((s) => s.created).sort()).toEqual([false, true]);
-    expect(twins[0]!.event.id).toBe(twins[1]!.event.id);
-    expect(twins.find((s) => !s.created)!.deliveries).toEqual([]);
+    const [mine, twin] = [stored[9]!, stored[24]!];
+    expect([mine.created, twin.created]).toEqual([true, false]);
+    expect(twin.event.id).toBe(mine.event.id);
+    expect(twin.deliveries).toEqual([]);
     expect(stored.filter((s) => s.created)).toHaveLength(39);
     expect(await cursors(tenant.accountId)).toEqual(oneTo(40));
-    // The losing batch's deliveries went with its failed statement: one per event.
+    // The second batch's deliveries of the twin were rolled back with its first try.
     expect(await deliveryCount(tenant.accountId)).toBe(40);
+    // Still in call order, the twin left out.
+    expect(stored.filter((s) => s.created).map((s) => Number(s.event.cursor))).toEqual(oneTo(39).map((n) => n + 1));
   });
 
-  it('a batch that fails with another in flight fails only its bad call; every other call is stored once, without a gap', async () => {
+  it("a failed batch's calls, retried alone, keep their cursors before those of the batch in flight after it", async () => {
     const tenant = await createTenant();
     await endpoint(tenant.accountId);
     await storeEvent(testDb(), demand(tenant.accountId, 'first'));
@@ -291,13 +298,41 @@ describe('group commit', () => {
       const first = oneTo(20).map((n) => storeEvent(db, demand(tenant.accountId, `one_${n}`, n === 7 ? 'bad \u0000 title' : undefined)));
       await new Promise((r) => setImmediate(r));
       const second = oneTo(20).map((n) => storeEvent(db, demand(tenant.accountId, `two_${n}`)));
-      await eventually(async () => (await waitingForHead(db)) === 2, 10_000);
+      await eventually(async () => (await sessionsOf(db)).deliveriesWritten === 1, 10_000);
       return [...first, ...second];
     });
     const results = await Promise.allSettled(calls);
     expect(results.map((r) => r.status)).toEqual(oneTo(40).map((n) => (n === 7 ? 'rejected' : 'fulfilled')));
+    const stored = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    expect(stored.map((s) => Number(s.event.cursor))).toEqual(oneTo(39).map((n) => n + 1));
     expect(await cursors(tenant.accountId)).toEqual(oneTo(40));
     expect(await deliveryCount(tenant.accountId)).toBe(40);
+  });
+
+  it('a batch that waits long for its turn rolls back what it wrote and waits holding nothing, then takes the cursors after the batch before', async () => {
+    const tenant = await createTenant();
+    await endpoint(tenant.accountId);
+    await storeEvent(testDb(), demand(tenant.accountId, 'first'));
+    const { db } = countingPool();
+    const calls = await withHeadHeld(tenant.accountId, async () => {
+      const first = oneTo(20).map((n) => storeEvent(db, demand(tenant.accountId, `one_${n}`)));
+      await new Promise((r) => setImmediate(r));
+      const second = oneTo(20).map((n) => storeEvent(db, demand(tenant.accountId, `two_${n}`)));
+      await eventually(async () => (await sessionsOf(db)).deliveriesWritten === 1, 10_000);
+      // A second later (TURN_WAIT_MS) its transaction is gone: nothing of it can hold up another session.
+      await eventually(async () => {
+        const { rows } = await testDb().query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND state LIKE 'idle in transaction%'`,
+          [applicationNameOf(db)],
+        );
+        return rows[0]!.n === 0;
+      }, 10_000);
+      expect((await sessionsOf(db)).waitingForHead).toBe(1);
+      return [...first, ...second];
+    });
+    const stored = await Promise.all(calls);
+    expect(stored.map((s) => Number(s.event.cursor))).toEqual(oneTo(40).map((n) => n + 1));
+    expect(await deliveryCount(tenant.accountId)).toBe(41);
   });
 
   it("a stream's first events arriving together, from two processes at once, start it at 1 without a gap", async () => {

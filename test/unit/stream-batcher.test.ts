@@ -1,6 +1,6 @@
 /** The group-commit queue on its own: which calls share a batch, and what a failed batch does to its callers. */
 import { describe, expect, it } from 'vitest';
-import { StreamBatcher } from '../../ingest/stream-batcher.js';
+import { StreamBatcher, type Turn } from '../../ingest/stream-batcher.js';
 
 /** A batch runner that records its batches and answers each item after `release()` (or at once). */
 function recorder(opts: { fail?: (items: number[]) => Error | undefined; hold?: boolean } = {}) {
@@ -117,5 +117,47 @@ describe('StreamBatcher', () => {
     expect(r.batches).toEqual([[1, 2, 3, 4, 5]]);
     r.release();
     await Promise.all(five);
+  });
+
+  it("gives each batch its turn once the one before it is placed, or has ended, whatever the batches' own pace", async () => {
+    const log: string[] = [];
+    const gates = new Map<number, () => void>();
+    const opened = (first: number) => new Promise<void>((r) => gates.set(first, r));
+    const run = async (items: number[], turn: Turn) => {
+      const first = items[0]!;
+      const gate = opened(first);
+      log.push(`start ${first} (ready: ${turn.isReady()})`);
+      await turn.ready;
+      log.push(`turn ${first}`);
+      await gate;
+      turn.placed();
+      log.push(`placed ${first}`);
+      if (first === 4) throw new Error('batch 4 fails after its place');
+      return items;
+    };
+    const b = new StreamBatcher(run, { maxBatch: 100, maxInFlight: 2, minShare: 1 });
+    const one = b.submit('s', 1);
+    await tick();
+    const two = b.submit('s', 2);
+    await tick();
+    expect(log).toEqual(['start 1 (ready: true)', 'turn 1', 'start 2 (ready: false)']);
+    gates.get(1)!();
+    await tick();
+    expect(log.slice(3)).toEqual(['placed 1', 'turn 2']);
+    expect(await one).toBe(1);
+    const four = b.submit('s', 4);
+    await tick();
+    expect(log.slice(5)).toEqual(['start 4 (ready: false)']);
+    gates.get(2)!();
+    expect(await two).toBe(2);
+    await tick();
+    gates.get(4)!();
+    await expect(four).rejects.toThrow('batch 4 fails');
+    // The lane goes on after a failed batch.
+    const five = b.submit('s', 5);
+    await tick();
+    gates.get(5)!();
+    expect(await five).toBe(5);
+    expect(log.filter((l) => l.startsWith('turn'))).toEqual(['turn 1', 'turn 2', 'turn 4', 'turn 5']);
   });
 });
