@@ -74,11 +74,12 @@ export interface StoredEvent {
 
 /** Most events in one transaction: bounds a statement's size and how long the stream's lock is held. */
 const MAX_BATCH = 500;
-/** Tries of a batch whose keys other processes keep committing first; each try knows those keys. */
+/** Tries of a batch whose keys other processes (or the batch in flight before it) keep committing first; each try knows those keys. */
 const MAX_TRIES = 5;
 /**
- * Batches of one stream in flight at once. Two: while one holds the stream's head (its events
- * and its commit, in series), the next writes its deliveries; a third would only wait.
+ * Batches of one stream in flight at once (per pool). Two: while one holds the stream's head (its
+ * events and its commit, in series), the next writes its deliveries; a third would mostly wait
+ * for the head (not measured apart: this machine's load drowned it).
  */
 const MAX_IN_FLIGHT = 2;
 /**
