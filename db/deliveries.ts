@@ -187,8 +187,10 @@ export async function insertBatchDeliveries(
 ): Promise<void> {
   const rows = events.flatMap((e) => e.deliveries.map((d) => ({ ...d, event: e })));
   if (rows.length === 0) return;
-  await tx.query(
-    `INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status, next_attempt_at, held_since, terminal_reason)
+  await tx.query({
+    // Prepared once per connection: a batch of the ingest's hot path (store-event.ts) runs it.
+    name: 'insert_batch_deliveries',
+    text: `INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status, next_attempt_at, held_since, terminal_reason)
      SELECT $1, d.endpoint_id, d.event_id, d.event_type, d.idempotency_key, $2, d.status,
             CASE WHEN d.status = 'pending' AND NOT d.held THEN now() END,
             -- A held delivery gets no due time; its hold is started by the endpoint's workflow, on the
@@ -197,7 +199,7 @@ export async function insertBatchDeliveries(
             CASE WHEN d.status = 'limited' THEN 'free_plan_limit' END
      FROM unnest($3::uuid[], $4::text[], $5::text[], $6::uuid[], $7::text[], $8::boolean[])
             AS d(event_id, event_type, idempotency_key, endpoint_id, status, held)`,
-    [
+    values: [
       stream.accountId,
       stream.environment,
       rows.map((r) => r.event.eventId),
@@ -207,7 +209,7 @@ export async function insertBatchDeliveries(
       rows.map((r) => r.status),
       rows.map((r) => r.held),
     ],
-  );
+  });
 }
 
 /** The deliveries of one freshly stored event, in the same transaction as the event. */

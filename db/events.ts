@@ -201,13 +201,35 @@ export async function findKnownKeysAndEndpoints(
 }
 
 /**
+ * The head moved by $3 (created on first use) and the events inserted after it, then one row per
+ * event: evaluated once, whatever ev holds, the `whole` column divides by zero when fewer events
+ * went in than given (a key taken meanwhile), which would leave a hole in the cursors.
+ * `after` names a CTE the head must wait for (its row lock is taken once that CTE is done), or none.
+ */
+const appendWholeSql = (after?: string) => `head AS (
+       INSERT INTO stream_heads AS h (account_id, environment, last_cursor)
+       SELECT $1::uuid, $2::text, $3::bigint${after ? ` FROM (SELECT count(*) FROM ${after}) written` : ''}
+       ON CONFLICT (account_id, environment) DO UPDATE SET last_cursor = h.last_cursor + EXCLUDED.last_cursor
+       RETURNING last_cursor - $3 AS base
+     ), ev AS (
+       ${INSERT_EVENTS}
+       RETURNING id, cursor, created_at
+     )
+     SELECT ev.id, ev.cursor, ev.created_at, 1 / ((SELECT count(*) FROM ev) = $3)::int AS whole FROM (SELECT 1) one LEFT JOIN ev ON true ORDER BY ev.cursor`;
+
+/** What Postgres chose (cursor, created_at) with what was given, in array order: the payloads do not travel back to be parsed again. */
+function withChosen(events: (NewEvent & { id: string })[], rows: Pick<EventRow, 'id' | 'cursor' | 'created_at'>[]): EventRow[] {
+  const given = new Map(events.map((e) => [e.id, e]));
+  return rows.map(({ id, cursor, created_at }) => ({ ...given.get(id)!, id, cursor, created_at }));
+}
+
+/**
  * appendEvents and their pending deliveries in ONE autocommitted statement: the head (created
  * on first use), the events and the deliveries commit together or not at all, in one round trip
  * instead of a transaction's six. When a key was taken meanwhile (a twin committed by another
  * process) the statement fails as a whole with division_by_zero, so no cursor is lost: the caller
- * looks again and redoes the batch. Returns the inserted rows, in array order: what Postgres
- * chose (cursor, created_at) with what was given, so the payloads do not travel back and get
- * parsed again (a stored payload reads back equal, its keys in jsonb's order).
+ * looks again and redoes the batch. Returns the inserted rows, in array order (a stored payload
+ * reads back equal, its keys in jsonb's order).
  */
 export async function appendEventsWithDeliveries(
   db: Queryable,
@@ -225,19 +247,9 @@ export async function appendEventsWithDeliveries(
               CASE WHEN NOT d.held THEN now() END
        FROM unnest($19::uuid[], $20::text[], $21::text[], $22::uuid[], $23::boolean[]) AS d(event_id, event_type, idempotency_key, endpoint_id, held)
        RETURNING 1
-     ), head AS (
-       -- Its row needs every delivery written first, so the stream's lock is taken after them (most
+     ), -- The head's row needs every delivery written first, so the stream's lock is taken after them (most
        -- of a batch's work): other processes writing this stream write theirs meanwhile.
-       INSERT INTO stream_heads AS h (account_id, environment, last_cursor)
-       SELECT $1::uuid, $2::text, $3::bigint FROM (SELECT count(*) FROM dl) written
-       ON CONFLICT (account_id, environment) DO UPDATE SET last_cursor = h.last_cursor + EXCLUDED.last_cursor
-       RETURNING last_cursor - $3 AS base
-     ), ev AS (
-       ${INSERT_EVENTS}
-       RETURNING id, cursor, created_at
-     )
-     -- Evaluated once, whatever ev holds: fewer events than given would leave a hole in the cursors.
-     SELECT ev.id, ev.cursor, ev.created_at, 1 / ((SELECT count(*) FROM ev) = $3)::int AS whole FROM (SELECT 1) one LEFT JOIN ev ON true ORDER BY ev.cursor`,
+     ${appendWholeSql('dl')}`,
     values: [
       ...eventParams(events),
       deliveries.map((d) => d.eventId),
@@ -247,8 +259,23 @@ export async function appendEventsWithDeliveries(
       deliveries.map((d) => d.held),
     ],
   });
-  const given = new Map(events.map((e) => [e.id, e]));
-  return rows.map(({ id, cursor, created_at }) => ({ ...given.get(id)!, id, cursor, created_at }));
+  return withChosen(events, rows);
+}
+
+/**
+ * appendEventsWithDeliveries without the deliveries, for a transaction that wrote them before
+ * (a batch that wrote its deliveries while the previous batch of its stream held the head): every
+ * event or none, the statement failing with division_by_zero when a key was taken meanwhile.
+ * Takes the head's row lock, held until the transaction ends.
+ */
+export async function appendWholeEvents(tx: Queryable, events: (NewEvent & { id: string })[]): Promise<EventRow[]> {
+  if (events.length === 0) return [];
+  const { rows } = await tx.query<Pick<EventRow, 'id' | 'cursor' | 'created_at'>>({
+    name: 'append_whole_events',
+    text: `WITH ${appendWholeSql()}`,
+    values: eventParams(events),
+  });
+  return withChosen(events, rows);
 }
 
 /** True for the error appendEventsWithDeliveries fails with when a key was taken meanwhile. */

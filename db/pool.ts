@@ -4,6 +4,8 @@ import { logger } from '../runtime/logger.js';
 // Timestamps come back as Date, bigints (stream cursors) as strings: the API renders cursors as strings anyway.
 export type Db = pg.Pool;
 export type Queryable = pg.Pool | pg.PoolClient;
+/** A connection checked out of a pool (withClient): what a transaction runs on. */
+export type DbClient = pg.PoolClient;
 
 /** How long a checkout waits for a connection: with the server down or the pool drained, callers get an error, never a hang. */
 const CONNECT_TIMEOUT_MS = 5_000;
@@ -63,18 +65,21 @@ export async function pingDatabase(db: Queryable): Promise<void> {
 
 /** Runs `fn` in a transaction, rolling back on any error. */
 export function inTransaction<T>(db: Db, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  return withClient(db, async (client) => {
-    await client.query('BEGIN');
-    try {
-      const result = await fn(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      // ROLLBACK only fails on a dead connection, and withClient discards that client.
-      await client.query('ROLLBACK').catch(() => {});
-      throw err;
-    }
-  });
+  return withClient(db, (client) => transactionOn(client, fn));
+}
+
+/** inTransaction on a client already checked out (withClient), for a caller that also runs statements outside it. */
+export async function transactionOn<T>(client: pg.PoolClient, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  await client.query('BEGIN');
+  try {
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    // ROLLBACK only fails on a dead connection, and withClient discards that client.
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  }
 }
 
 // Socket and DNS failures reaching the server (DNS: a stopped container's name disappears).

@@ -3,7 +3,9 @@
  * together (group commit: ingest/stream-batcher.ts), one commit per batch: the stream append,
  * the Free-plan count and every endpoint's delivery commit together or not at all. A batch is
  * two round trips (known keys and endpoints; events and deliveries in one statement) unless
- * the Free-plan count applies, which takes a transaction.
+ * the Free-plan count applies, which takes a transaction. Under load a stream has two batches in
+ * flight: the second writes its deliveries (most of a batch's work) while the first holds the
+ * stream's head, and takes the head only once the first has it, so cursors keep the calls' order.
  */
 import crypto from 'node:crypto';
 import { admit, type Admission, type RoutableEndpoint } from '../core/admission.js';
@@ -14,6 +16,7 @@ import { getAccount, type Account, type ChannelAccount } from '../db/directory.j
 import {
   appendEvents,
   appendEventsWithDeliveries,
+  appendWholeEvents,
   ensureStreamHead,
   findEventsByKeys,
   findKnownKeysAndEndpoints,
@@ -23,8 +26,8 @@ import {
   type NewEvent,
 } from '../db/events.js';
 import { countReceived, enqueueNotification } from '../db/plan-usage.js';
-import { inTransaction, isDatabaseUnavailable, type Db, type Queryable } from '../db/pool.js';
-import { StreamBatcher } from './stream-batcher.js';
+import { isDatabaseUnavailable, transactionOn, withClient, type Db, type DbClient, type Queryable } from '../db/pool.js';
+import { StreamBatcher, type Turn } from './stream-batcher.js';
 
 export interface IngestEvent {
   accountId: string;
@@ -71,8 +74,27 @@ export interface StoredEvent {
 
 /** Most events in one transaction: bounds a statement's size and how long the stream's lock is held. */
 const MAX_BATCH = 500;
-/** Tries of a batch whose keys other processes keep committing first; each try knows those keys. */
+/** Tries of a batch whose keys other processes (or the batch in flight before it) keep committing first; each try knows those keys. */
 const MAX_TRIES = 5;
+/**
+ * Batches of one stream in flight at once (per pool). Two: while one holds the stream's head (its
+ * events and its commit, in series), the next writes its deliveries; a third would mostly wait
+ * for the head (not measured apart: this machine's load drowned it).
+ */
+const MAX_IN_FLIGHT = 2;
+/**
+ * Fewest calls waiting that start a second batch of a stream beside a running one (and fewest in
+ * each half of a queue split between two): fewer wait for it, as one batch costs less per event.
+ */
+const MIN_SHARE = 16;
+/**
+ * Longest a batch waits for its turn while holding what its deliveries locked (their rows, the
+ * key of their endpoints): past it, it rolls them back and waits holding nothing. A wait in this
+ * process is one Postgres's deadlock detection cannot see (an Account's deletion, or a migration,
+ * waiting for those locks while the batch before waits for it); this bounds it, as Postgres's
+ * deadlock_timeout (1 s) bounds its own.
+ */
+const TURN_WAIT_MS = 1_000;
 
 interface Pending {
   e: IngestEvent;
@@ -91,7 +113,12 @@ const batchers = new WeakMap<Db, StreamBatcher<Pending, StoredEvent>>();
 export async function storeEvent(db: Db, e: IngestEvent, now: Date = new Date()): Promise<StoredEvent> {
   let batcher = batchers.get(db);
   if (!batcher) {
-    batcher = new StreamBatcher((items) => storeBatch(db, items), { maxBatch: MAX_BATCH, failsAll: isDatabaseUnavailable });
+    batcher = new StreamBatcher((items, turn) => storeBatch(db, items, turn), {
+      maxBatch: MAX_BATCH,
+      maxInFlight: MAX_IN_FLIGHT,
+      minShare: MIN_SHARE,
+      failsAll: isDatabaseUnavailable,
+    });
     batchers.set(db, batcher);
   }
   // Built before joining the queue: an event that cannot be built fails its own caller only.
@@ -126,8 +153,17 @@ function eventRow(e: IngestEvent): NewEvent & { id: string } {
 /** Thrown inside a batch's transaction when another process committed one of its keys first: the batch is redone. */
 class TwinCommitted extends Error {}
 
-/** One batch of one stream, in order: known keys answered without the stream's lock, the rest stored at once. */
-async function storeBatch(db: Db, items: Pending[]): Promise<StoredEvent[]> {
+/**
+ * One batch of one stream, in order: known keys answered without the stream's lock, the rest
+ * stored at once. On one connection throughout, taken in the order batches start (the pool
+ * serves its waiters in order): a batch waiting for its turn holds one, and the batch it waits
+ * for already has its own, so a drained pool cannot leave it waiting for itself.
+ */
+function storeBatch(db: Db, items: Pending[], turn: Turn): Promise<StoredEvent[]> {
+  return withClient(db, (client) => storeBatchOn(client, items, turn));
+}
+
+async function storeBatchOn(db: DbClient, items: Pending[], turn: Turn): Promise<StoredEvent[]> {
   const { accountId, environment } = items[0]!.e;
   const keys = items.map((i) => i.row.idempotency_key);
   for (let attempt = 1; ; attempt++) {
@@ -145,7 +181,7 @@ async function storeBatch(db: Db, items: Pending[]): Promise<StoredEvent[]> {
     let stored = new Map<string, StoredEvent>();
     if (fresh.length > 0) {
       try {
-        stored = await appendBatch(db, fresh, facts.endpoints);
+        stored = await appendBatch(db, fresh, facts.endpoints, turn);
       } catch (err) {
         // The next try's look-up finds the twins that won.
         if ((err instanceof TwinCommitted || isTakenKey(err)) && attempt < MAX_TRIES) continue;
@@ -164,9 +200,11 @@ async function storeBatch(db: Db, items: Pending[]): Promise<StoredEvent[]> {
 /**
  * Appends events with distinct new keys and routes them; by key. Unless the Free-plan count
  * decides their deliveries' status (which needs a transaction: the count, in cursor order, after
- * the append), the events and their deliveries go in one autocommitted statement.
+ * the append), the events and their deliveries go in one autocommitted statement, or, while the
+ * previous batch of the stream has not taken the head yet, in a transaction that writes the
+ * deliveries at once and appends the events after that batch has (appendOverlapped).
  */
-async function appendBatch(db: Db, items: Pending[], endpoints: RoutableEndpoint[]): Promise<Map<string, StoredEvent>> {
+async function appendBatch(db: DbClient, items: Pending[], endpoints: RoutableEndpoint[], turn: Turn): Promise<Map<string, StoredEvent>> {
   const { accountId, environment } = items[0]!.e;
   const admissions = items.map((i) => admit(i.e.def, i.e.customerId, endpoints));
   const counted = items.flatMap((i, index) =>
@@ -184,7 +222,8 @@ async function appendBatch(db: Db, items: Pending[], endpoints: RoutableEndpoint
     );
   };
   if (counting.length > 0) {
-    const { events, deliveries } = await inTransaction(db, (tx) => appendCounted(tx, items, admissions, account!, counting));
+    await turn.ready;
+    const { events, deliveries } = await transactionOn(db, (tx) => appendCounted(tx, items, admissions, account!, counting, turn));
     return stored(events, deliveries);
   }
   const deliveries = admissions.map((admitted) =>
@@ -199,14 +238,69 @@ async function appendBatch(db: Db, items: Pending[], endpoints: RoutableEndpoint
       held: d.held,
     })),
   );
-  return stored(
-    await appendEventsWithDeliveries(
-      db,
+  const rows = items.map((i) => i.row);
+  if (!turn.isReady()) {
+    const overlapped = await appendOverlapped(db, items, deliveries, turn);
+    if (overlapped) return stored(overlapped, deliveries);
+    // Rolled back after waiting too long: wait for the turn holding nothing, then go in one statement.
+    await turn.ready;
+  }
+  const events = await appendEventsWithDeliveries(db, rows, routed);
+  turn.placed();
+  return stored(events, deliveries);
+}
+
+/** Thrown inside appendOverlapped's transaction when the turn is TURN_WAIT_MS late: it rolls back. */
+class TurnLate extends Error {}
+
+/**
+ * The batch's deliveries written while the previous batch of the stream is still on its way to
+ * the head; its events appended once that batch holds the head, so they queue behind its commit
+ * and take the cursors after its own. Any failure rolls back both; undefined when rolled back
+ * because the turn was late (TURN_WAIT_MS).
+ */
+async function appendOverlapped(
+  db: DbClient,
+  items: Pending[],
+  deliveries: NewEventDelivery[][],
+  turn: Turn,
+): Promise<EventRow[] | undefined> {
+  try {
+    return await writeThenAppend(db, items, deliveries, turn);
+  } catch (err) {
+    if (err instanceof TurnLate) return undefined;
+    throw err;
+  }
+}
+
+function writeThenAppend(db: DbClient, items: Pending[], deliveries: NewEventDelivery[][], turn: Turn): Promise<EventRow[]> {
+  const { accountId, environment } = items[0]!.e;
+  return transactionOn(db, async (tx) => {
+    await insertBatchDeliveries(
+      tx,
+      { accountId, environment },
+      items.map((i, index) => ({
+        eventId: i.row.id,
+        eventType: i.row.type,
+        idempotencyKey: i.row.idempotency_key,
+        deliveries: deliveries[index]!,
+      })),
+    );
+    if (!(await within(turn.ready, TURN_WAIT_MS))) throw new TurnLate();
+    const events = await appendWholeEvents(
+      tx,
       items.map((i) => i.row),
-      routed,
-    ),
-    deliveries,
-  );
+    );
+    turn.placed();
+    return events;
+  });
+}
+
+/** Whether `p` settles within `ms`. */
+function within(p: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  return Promise.race([p.then(() => true), late]).finally(() => clearTimeout(timer));
 }
 
 /** The batch in a transaction, with the Free-plan count deciding which deliveries are `limited`. */
@@ -216,6 +310,7 @@ async function appendCounted(
   admissions: Admission[][],
   account: Account,
   counting: { index: number; now: Date }[],
+  turn: Turn,
 ): Promise<{ events: EventRow[]; deliveries: NewEventDelivery[][] }> {
   const { accountId, environment } = items[0]!.e;
   const rows = items.map((i) => i.row);
@@ -227,6 +322,8 @@ async function appendCounted(
   }
   // A key another process committed meanwhile left a hole in the cursors: roll back (which returns them) and redo.
   if (events.length < rows.length) throw new TwinCommitted(`${rows.length - events.length} of ${rows.length} keys were taken meanwhile`);
+  // The head is ours until commit: the next batch may queue behind it.
+  turn.placed();
   const limited = await countTowardFreePlan(tx, account, counting);
   const deliveries = admissions.map((admitted, index) => {
     const past = limited.has(index);

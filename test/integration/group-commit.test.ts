@@ -31,15 +31,22 @@ async function endpoint(accountId: string, health: 'healthy' | 'paused' | 'unver
 }
 
 const pools: Db[] = [];
+const applicationNames = new Map<Db, string>();
+const applicationNameOf = (db: Db) => applicationNames.get(db)!;
 /**
  * A pool of its own (as another process would have: its own queues), counting the transactions it
- * commits: a COMMIT, or a batch appended in one autocommitted statement (the stream's head upserted).
+ * commits: a COMMIT, or a batch appended in one autocommitted statement (events with their deliveries).
  */
 function countingPool(): { db: Db; commits: () => number } {
-  const db = createPool(inject('databaseUrl'), 5);
+  // Named, so that sessionsOf sees this pool's sessions only.
+  const url = new URL(inject('databaseUrl'));
+  url.searchParams.set('application_name', `group-commit-${pools.length}`);
+  const db = createPool(url.toString(), 5);
+  applicationNames.set(db, `group-commit-${pools.length}`);
   pools.push(db);
   let commits = 0;
-  const commitsWork = (text: unknown) => text === 'COMMIT' || (typeof text === 'string' && text.includes('INSERT INTO stream_heads AS h'));
+  const commitsWork = (text: unknown) =>
+    text === 'COMMIT' || (typeof text === 'string' && text.includes('INSERT INTO stream_heads AS h') && text.includes('WITH dl AS'));
   db.on('connect', (client) => {
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     (client as unknown as { query: typeof query }).query = (...args: unknown[]) => {
@@ -69,6 +76,33 @@ const cursors = async (accountId: string) =>
     ])
   ).rows.map((r) => Number(r.cursor));
 const oneTo = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
+const deliveryCount = async (accountId: string) =>
+  (await testDb().query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE account_id = $1`, [accountId])).rows[0]!.n;
+
+/** Runs `fn` while another session holds the stream's head (as a batch of another process would), then lets go. */
+async function withHeadHeld<T>(accountId: string, fn: () => Promise<T>): Promise<T> {
+  const blocker = new pg.Client({ connectionString: inject('databaseUrl') });
+  await blocker.connect();
+  try {
+    await blocker.query('BEGIN');
+    await blocker.query(`SELECT 1 FROM stream_heads WHERE account_id = $1 AND environment = 'live' FOR UPDATE`, [accountId]);
+    const result = await fn();
+    await blocker.query('COMMIT');
+    return result;
+  } finally {
+    await blocker.end();
+  }
+}
+
+/** The sessions of `db`'s pool: how many wait for a stream's head, and how many wrote deliveries in a transaction still open. */
+async function sessionsOf(db: Db): Promise<{ waitingForHead: number; deliveriesWritten: number }> {
+  const { rows } = await db.query<{ waiting: number; written: number }>(
+    `SELECT count(*) FILTER (WHERE wait_event_type = 'Lock' AND query LIKE '%stream_heads%')::int AS waiting,
+            count(*) FILTER (WHERE state = 'idle in transaction' AND query LIKE 'INSERT INTO deliveries%')::int AS written
+     FROM pg_stat_activity WHERE application_name = current_setting('application_name') AND pid <> pg_backend_pid()`,
+  );
+  return { waitingForHead: rows[0]!.waiting, deliveriesWritten: rows[0]!.written };
+}
 
 describe('group commit', () => {
   it('200 concurrent calls into one stream: cursors 1..200 without a gap, every event routed, far fewer transactions than events', async () => {
@@ -201,6 +235,104 @@ describe('group commit', () => {
     expect(rows[0]!.n).toBe(19);
     // The stream is not stuck: the next call goes through.
     expect((await storeEvent(db, demand(tenant.accountId, 'after'))).event.cursor).toBe('20');
+  });
+
+  it('two batches in flight: the second writes its deliveries while the first waits for the head, then takes the cursors after it', async () => {
+    const tenant = await createTenant();
+    const endpoints = [await endpoint(tenant.accountId), await endpoint(tenant.accountId)];
+    await storeEvent(testDb(), demand(tenant.accountId, 'first'));
+    const { db } = countingPool();
+    const { first, second } = await withHeadHeld(tenant.accountId, async () => {
+      const first = oneTo(20).map((n) => storeEvent(db, demand(tenant.accountId, `one_${n}`)));
+      await new Promise((r) => setImmediate(r));
+      // Arriving while the first batch runs, and enough of them: a batch of their own, beside it.
+      const second = oneTo(20).map((n) => storeEvent(db, demand(tenant.accountId, `two_${n}`)));
+      // One session waits for the head (the first batch); the other has written its deliveries
+      // and waits for its turn in its transaction, without asking for the head before the first has it.
+      await eventually(async () => {
+        const sessions = await sessionsOf(db);
+        return sessions.waitingForHead === 1 && sessions.deliveriesWritten === 1;
+      }, 10_000);
+      return { first, second };
+    });
+    const stored = await Promise.all([...first, ...second]);
+    expect(stored.every((s) => s.created)).toBe(true);
+    // In call order: the first batch's cursors, then the second's.
+    expect(stored.map((s) => Number(s.event.cursor))).toEqual(oneTo(40).map((n) => n + 1));
+    expect(await cursors(tenant.accountId)).toEqual(oneTo(41));
+    for (const s of stored) expect(s.deliveries.map((d) => d.endpointId).sort()).toEqual([...endpoints].sort());
+    expect(await deliveryCount(tenant.accountId)).toBe(41 * 2);
+  });
+
+  it('a twin in each of two batches in flight is stored once, by the earlier batch, without a hole in the cursors', async () => {
+    const tenant = await createTenant();
+    await endpoint(tenant.accountId);
+    await storeEvent(testDb(), demand(tenant.accountId, 'first'));
+    const { db } = countingPool();
+    const calls = await withHeadHeld(tenant.accountId, async () => {
+      const first = oneTo(20).map((n) => storeEvent(db, demand(tenant.accountId, n === 10 ? 'shared' : `one_${n}`)));
+      await new Promise((r) => setImmediate(r));
+      const second = oneTo(20).map((n) => storeEvent(db, demand(tenant.accountId, n === 5 ? 'shared' : `two_${n}`)));
+      await eventually(async () => (await sessionsOf(db)).deliveriesWritten === 1, 10_000);
+      return [...first, ...second];
+    });
+    const stored = await Promise.all(calls);
+    const [mine, twin] = [stored[9]!, stored[24]!];
+    expect([mine.created, twin.created]).toEqual([true, false]);
+    expect(twin.event.id).toBe(mine.event.id);
+    expect(twin.deliveries).toEqual([]);
+    expect(stored.filter((s) => s.created)).toHaveLength(39);
+    expect(await cursors(tenant.accountId)).toEqual(oneTo(40));
+    // The second batch's deliveries of the twin were rolled back with its first try.
+    expect(await deliveryCount(tenant.accountId)).toBe(40);
+    // Still in call order, the twin left out.
+    expect(stored.filter((s) => s.created).map((s) => Number(s.event.cursor))).toEqual(oneTo(39).map((n) => n + 1));
+  });
+
+  it("a failed batch's calls, retried alone, keep their cursors before those of the batch in flight after it", async () => {
+    const tenant = await createTenant();
+    await endpoint(tenant.accountId);
+    await storeEvent(testDb(), demand(tenant.accountId, 'first'));
+    const { db } = countingPool();
+    const calls = await withHeadHeld(tenant.accountId, async () => {
+      const first = oneTo(20).map((n) => storeEvent(db, demand(tenant.accountId, `one_${n}`, n === 7 ? 'bad \u0000 title' : undefined)));
+      await new Promise((r) => setImmediate(r));
+      const second = oneTo(20).map((n) => storeEvent(db, demand(tenant.accountId, `two_${n}`)));
+      await eventually(async () => (await sessionsOf(db)).deliveriesWritten === 1, 10_000);
+      return [...first, ...second];
+    });
+    const results = await Promise.allSettled(calls);
+    expect(results.map((r) => r.status)).toEqual(oneTo(40).map((n) => (n === 7 ? 'rejected' : 'fulfilled')));
+    const stored = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    expect(stored.map((s) => Number(s.event.cursor))).toEqual(oneTo(39).map((n) => n + 1));
+    expect(await cursors(tenant.accountId)).toEqual(oneTo(40));
+    expect(await deliveryCount(tenant.accountId)).toBe(40);
+  });
+
+  it('a batch that waits long for its turn rolls back what it wrote and waits holding nothing, then takes the cursors after the batch before', async () => {
+    const tenant = await createTenant();
+    await endpoint(tenant.accountId);
+    await storeEvent(testDb(), demand(tenant.accountId, 'first'));
+    const { db } = countingPool();
+    const calls = await withHeadHeld(tenant.accountId, async () => {
+      const first = oneTo(20).map((n) => storeEvent(db, demand(tenant.accountId, `one_${n}`)));
+      await new Promise((r) => setImmediate(r));
+      const second = oneTo(20).map((n) => storeEvent(db, demand(tenant.accountId, `two_${n}`)));
+      await eventually(async () => (await sessionsOf(db)).deliveriesWritten === 1, 10_000);
+      // A second later (TURN_WAIT_MS) its transaction is gone: nothing of it can hold up another session.
+      await eventually(async () => {
+        const { rows } = await testDb().query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND state LIKE 'idle in transaction%'`,
+          [applicationNameOf(db)],
+        );
+        return rows[0]!.n === 0;
+      }, 10_000);
+      expect((await sessionsOf(db)).waitingForHead).toBe(1);
+      return [...first, ...second];
+    });
+    const stored = await Promise.all(calls);
+    expect(stored.map((s) => Number(s.event.cursor))).toEqual(oneTo(40).map((n) => n + 1));
+    expect(await deliveryCount(tenant.accountId)).toBe(41);
   });
 
   it("a stream's first events arriving together, from two processes at once, start it at 1 without a gap", async () => {

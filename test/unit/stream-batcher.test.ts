@@ -1,6 +1,6 @@
 /** The group-commit queue on its own: which calls share a batch, and what a failed batch does to its callers. */
 import { describe, expect, it } from 'vitest';
-import { StreamBatcher } from '../../ingest/stream-batcher.js';
+import { StreamBatcher, type Turn } from '../../ingest/stream-batcher.js';
 
 /** A batch runner that records its batches and answers each item after `release()` (or at once). */
 function recorder(opts: { fail?: (items: number[]) => Error | undefined; hold?: boolean } = {}) {
@@ -73,5 +73,91 @@ describe('StreamBatcher', () => {
     r.batches.length = 0;
     await expect(b.submit('s', 4)).rejects.toBe(down);
     expect(r.batches).toEqual([[4]]);
+  });
+
+  it('with two in flight, enough calls arriving while a batch runs start one beside it; fewer wait for it to end', async () => {
+    const r = recorder({ hold: true });
+    const b = new StreamBatcher(r.run, { maxBatch: 100, maxInFlight: 2, minShare: 3 });
+    const first = b.submit('s', 1);
+    await tick();
+    const few = [2, 3].map((i) => b.submit('s', i));
+    await tick();
+    expect(r.batches).toEqual([[1]]);
+    const more = [4].map((i) => b.submit('s', i));
+    await tick();
+    // Three waiting: a batch of its own, beside the running one.
+    expect(r.batches).toEqual([[1], [2, 3, 4]]);
+    const after = [5, 6].map((i) => b.submit('s', i));
+    await tick();
+    // Both places taken: these wait.
+    expect(r.batches).toEqual([[1], [2, 3, 4]]);
+    r.release();
+    expect(await Promise.all([first, ...few, ...more])).toEqual([10, 20, 30, 40]);
+    await tick();
+    expect(r.batches).toEqual([[1], [2, 3, 4], [5, 6]]);
+    r.release();
+    expect(await Promise.all(after)).toEqual([50, 60]);
+  });
+
+  it('shares a queue long enough for every free place among them', async () => {
+    const r = recorder({ hold: true });
+    const b = new StreamBatcher(r.run, { maxBatch: 100, maxInFlight: 2, minShare: 3 });
+    const calls = [1, 2, 3, 4, 5, 6, 7].map((i) => b.submit('s', i));
+    await tick();
+    expect(r.batches).toEqual([
+      [1, 2, 3, 4],
+      [5, 6, 7],
+    ]);
+    r.release();
+    expect(await Promise.all(calls)).toEqual([10, 20, 30, 40, 50, 60, 70]);
+    // Five calls would not fill two shares of three: one batch.
+    r.batches.length = 0;
+    const five = [1, 2, 3, 4, 5].map((i) => b.submit('t', i));
+    await tick();
+    expect(r.batches).toEqual([[1, 2, 3, 4, 5]]);
+    r.release();
+    await Promise.all(five);
+  });
+
+  it("gives each batch its turn once the one before it is placed, or has ended, whatever the batches' own pace", async () => {
+    const log: string[] = [];
+    const gates = new Map<number, () => void>();
+    const opened = (first: number) => new Promise<void>((r) => gates.set(first, r));
+    const run = async (items: number[], turn: Turn) => {
+      const first = items[0]!;
+      const gate = opened(first);
+      log.push(`start ${first} (ready: ${turn.isReady()})`);
+      await turn.ready;
+      log.push(`turn ${first}`);
+      await gate;
+      turn.placed();
+      log.push(`placed ${first}`);
+      if (first === 4) throw new Error('batch 4 fails after its place');
+      return items;
+    };
+    const b = new StreamBatcher(run, { maxBatch: 100, maxInFlight: 2, minShare: 1 });
+    const one = b.submit('s', 1);
+    await tick();
+    const two = b.submit('s', 2);
+    await tick();
+    expect(log).toEqual(['start 1 (ready: true)', 'turn 1', 'start 2 (ready: false)']);
+    gates.get(1)!();
+    await tick();
+    expect(log.slice(3)).toEqual(['placed 1', 'turn 2']);
+    expect(await one).toBe(1);
+    const four = b.submit('s', 4);
+    await tick();
+    expect(log.slice(5)).toEqual(['start 4 (ready: false)']);
+    gates.get(2)!();
+    expect(await two).toBe(2);
+    await tick();
+    gates.get(4)!();
+    await expect(four).rejects.toThrow('batch 4 fails');
+    // The lane goes on after a failed batch.
+    const five = b.submit('s', 5);
+    await tick();
+    gates.get(5)!();
+    expect(await five).toBe(5);
+    expect(log.filter((l) => l.startsWith('turn'))).toEqual(['turn 1', 'turn 2', 'turn 4', 'turn 5']);
   });
 });
