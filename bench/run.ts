@@ -313,7 +313,11 @@ async function main() {
   /** Until each workflow has handled what it was told and waits on a timer (no activity or signal pending). */
   async function waitIdle(endpointIds: string[]) {
     const { EventType } = proto.temporal.api.enums.v1;
-    const waiting = new Set([EventType.EVENT_TYPE_TIMER_STARTED, EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES]);
+    const waiting = new Set([
+      EventType.EVENT_TYPE_TIMER_STARTED,
+      EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+      EventType.EVENT_TYPE_MARKER_RECORDED,
+    ]);
     const deadline = Date.now() + 60_000;
     await eachOf(endpointIds.length, async (i) => {
       const id = endpointIds[i]!;
