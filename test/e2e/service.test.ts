@@ -73,7 +73,7 @@ describe('the service end to end', () => {
       const handle = new Client({ connection }).workflow.getHandle(endpointWorkflowId(id));
       await eventually(async () => (await handle.query(endpointStateQuery)).wakeups >= 1);
       // Eager dispatch (dev/temporal-servers.ts): each activity (a session among them) came back in
-      // the answer to the workflow task that scheduled it, started the moment it was scheduled.
+      // the answer to the workflow task that scheduled it, started within a millisecond of it.
       // (A started event is written once its activity has ended.)
       const sessions = await eventually(async () => {
         const events = (await handle.fetchHistory()).events ?? [];
@@ -86,7 +86,10 @@ describe('the service end to end', () => {
           .filter((p) => p.started);
         return pairs.some((p) => p.scheduled.activityTaskScheduledEventAttributes!.activityType?.name === 'deliverDue') ? pairs : undefined;
       }, 30_000);
-      for (const { scheduled, started } of sessions) expect(tsToMs(started!.eventTime)).toBe(tsToMs(scheduled.eventTime));
+      // (Through matching the start takes a poll's answer and another write: 2-8 ms here.)
+      expect(sessions.length).toBeGreaterThanOrEqual(3);
+      for (const { scheduled, started } of sessions)
+        expect(tsToMs(started!.eventTime) - tsToMs(scheduled.eventTime)).toBeLessThanOrEqual(1);
     } finally {
       await connection.close();
     }
