@@ -550,8 +550,9 @@ async function main() {
     owed = (await db.query<{ n: number }>(OWED_OF_ACCOUNT, [ingestT.accountId])).rows[0]!.n;
     if (Date.now() - t0 > 180_000) throw new Error(`ingest backlog: ${owed} deliveries still owed after 3 minutes`);
   }
-  // Its sessions linger, then end (a workflow task each).
-  await sleep(LINGER_MS + 1_500);
+  // Its sessions linger, then end (a workflow task each), and Postgres vacuums what the drain
+  // updated: both would count as the idle tree's own use, measured next.
+  await sleep(LINGER_MS + 5_000);
 
   // ---- 6. the first delivery to each fan-out endpoint after it was idle (no session, its workflow
   // waiting on its timer): one event per endpoint, 100 ms apart so that each wake-up is alone, and
