@@ -13,12 +13,6 @@ import type { BatchedCall } from '../runtime/statement-batcher.js';
 import type { Session } from './session-registry.js';
 import type { SessionStopping } from './session-stopping.js';
 
-/**
- * A lingering session looks for due work at least this often even without a poke: work made due
- * by a path that sends no notification (a wake signal to the workflow alone) waits at most this.
- */
-const RECHECK_MS = 1_000;
-
 export interface ClaimLimits {
   db: Db;
   endpointId: string;
@@ -114,7 +108,9 @@ export class DeliveryClaims {
         lastLook = true;
         continue;
       }
-      await this.waitForWork(lingerLeft);
+      const poked = await this.waitForWork(lingerLeft);
+      // The linger ran out with no news: the last look (after `ending`) is the one claim left to make.
+      skipClaim = !poked && this.limits.lingerMs - (Date.now() - this.lastWorkAt) <= 0;
     }
   }
 
@@ -135,12 +131,20 @@ export class DeliveryClaims {
     return true;
   }
 
-  /** Rows due later (earlier failures) come due on their own; new work comes with a poke. */
-  private async waitForWork(lingerLeft: number): Promise<void> {
+  /**
+   * Rows due later (earlier failures) come due on their own; new work comes with a poke, so the
+   * session looks for nothing else until then: every path that makes work due notifies the workers
+   * (a publish, a resend, a recovery; the workflow releases held work only while no session runs),
+   * a notification lost with the listener's connection is found by the sweep that follows its
+   * reconnect, and the last look before the session ends idle takes whatever came meanwhile. (It
+   * looked once a second: five claims per wake-up for nothing, most of a lingering session's cost.)
+   * True when poked (or stopped).
+   */
+  private async waitForWork(lingerLeft: number): Promise<boolean> {
     const { db, endpointId, clock } = this.limits;
     if (this.nextDueMs === undefined || (this.nextDueMs !== null && this.nextDueMs <= clock()))
       this.nextDueMs = (await nextDueAt(db, endpointId))?.getTime() ?? null;
     const untilDue = this.nextDueMs === null ? Infinity : this.nextDueMs - clock();
-    await this.news.wait(Math.max(1, Math.min(lingerLeft, untilDue, RECHECK_MS)));
+    return this.news.wait(Math.max(1, Math.min(lingerLeft, untilDue)));
   }
 }

@@ -19,7 +19,7 @@ import { paceWaitMs } from '../core/pacer.js';
 import { retryDelayMs } from '../core/retry-curve.js';
 import { webhookBody } from '../core/webhook-body.js';
 import { closeForDeletedEvent, countOwed, nextDueAt, releaseLeases, type ClaimedDelivery, type ClaimRequest } from '../db/deliveries.js';
-import { getEndpointById, recordEndpointSuccess, type EndpointRow } from '../db/endpoints.js';
+import { getEndpointById, recordEndpointSuccess, recordHealthySession, type EndpointRow } from '../db/endpoints.js';
 import type { Db } from '../db/pool.js';
 import type { HttpClient, Slot } from '../delivery/http-client.js';
 import { originOf } from '../delivery/origin-slots.js';
@@ -43,6 +43,11 @@ export interface DeliveryRound {
   posts?: number;
   /** Deliveries still owed and not held when the session ended, for the workflow's story (absent from older rounds). */
   owed?: number;
+  /**
+   * Every POST succeeded on an endpoint healthy with no streak, and the session recorded that on the
+   * endpoint itself (`recordHealthySession`): the workflow need not (absent from older rounds).
+   */
+  healthRecorded?: boolean;
 }
 
 export interface SessionDeps {
@@ -72,6 +77,8 @@ export interface SessionRequest {
   owner: string;
   /** The scheduler's clock (the workflow's time, running on). */
   clock: () => number;
+  /** The workflow's time when it asked for the session, which its record of health is as of (its start by `clock` when unset). */
+  observedAtMs?: number;
   limit: number;
   signal: AbortSignal;
 }
@@ -129,6 +136,7 @@ class DeliverySession {
   private lastShownAt = 0;
   /** The endpoint's secrets, decrypted once per ciphertext instead of once per POST. */
   private readonly secrets: Pick<SecretBox, 'open'>;
+  private readonly observedAtMs: number;
 
   constructor(
     private readonly deps: SessionDeps,
@@ -140,6 +148,7 @@ class DeliverySession {
     this.claims = new DeliveryClaims({ ...deps, ...req }, news, this.stopping);
     this.pacing = deps.pacing ?? new Map<string, number>();
     this.secrets = rememberingOpener(deps.secretBox);
+    this.observedAtMs = req.observedAtMs ?? req.clock();
   }
 
   async run(): Promise<DeliveryRound> {
@@ -169,7 +178,24 @@ class DeliverySession {
     const stop = this.stopping.reason;
     const more = stop === 'time' || stop === 'cancelled' || (stop === null && this.claims.claimed >= this.req.limit);
     const [nextDue, owed] = await Promise.all([nextDueAt(db, endpointId), countOwed(db, endpointId)]);
-    return { outcomes: this.outcomes, more, nextDueAtMs: nextDue?.getTime() ?? null, posts: this.done, owed };
+    const healthRecorded = await this.recordIfHealthy(nextDue);
+    return { outcomes: this.outcomes, more, nextDueAtMs: nextDue?.getTime() ?? null, posts: this.done, owed, healthRecorded };
+  }
+
+  /**
+   * A session of successes only leaves a healthy endpoint's health as it was: it records the latest
+   * success itself, one statement, instead of its workflow scheduling `recordHealth` (an activity
+   * and a workflow task more per wake-up). The latest is taken as `afterRound` takes it.
+   */
+  private async recordIfHealthy(nextDue: Date | null): Promise<boolean> {
+    if (this.outcomes.length === 0 || !this.outcomes.every((o) => o.ok)) return false;
+    const last = this.outcomes.reduce((a, b) => (b.atMs >= a.atMs ? b : a));
+    return recordHealthySession(
+      this.deps.db,
+      this.req.endpointId,
+      { lastSuccessAt: new Date(last.atMs), lastResponseCode: last.responseCode, nextAttemptAt: nextDue },
+      new Date(this.observedAtMs),
+    );
   }
 
   private async lane(): Promise<void> {

@@ -107,6 +107,7 @@ async function deliverDue(sessionDeps: SessionDeps, endpointId: string, nowMs: n
       // Never behind the real clock: the workflow's time is that of its last task, and rows stored since
       // (due at their insertion) would otherwise wait out the activity's dispatch delay.
       clock: () => Math.max(startMs + (Date.now() - startedRealMs), Date.now()),
+      observedAtMs: nowMs,
       limit,
       signal: cancellationSignal,
     });

@@ -65,6 +65,9 @@ const IDLE_ENDPOINTS = ((a) => (a === undefined ? 0 : a === '--idle' ? 10_000 : 
 );
 /** The worker's DELIVERY_LINGER_MS (its default): a session's activity is on record only once it has ended. */
 const LINGER_MS = 5_000;
+/** The window over which the tree's idle CPU is measured before the wake-ups, to be taken off their cost. */
+const WAKE_BACKGROUND_MS = 3_000;
+const OWED_OF_ACCOUNT = `SELECT count(*)::int AS n FROM deliveries WHERE account_id = $1 AND status IN ('pending', 'failed') AND event_id IS NOT NULL`;
 // Counts are upper bounds: each phase also stops at its time cap, so a slow machine still finishes in time (the figures say how many were done).
 const SIZE = QUICK
   ? { bareSeconds: 2, e2eEvents: 600, e2eCapSeconds: 3, halfSeconds: 3, drain: 2_000, ingest: 5_000, storeCapSeconds: 3 }
@@ -310,7 +313,11 @@ async function main() {
   /** Until each workflow has handled what it was told and waits on a timer (no activity or signal pending). */
   async function waitIdle(endpointIds: string[]) {
     const { EventType } = proto.temporal.api.enums.v1;
-    const waiting = new Set([EventType.EVENT_TYPE_TIMER_STARTED, EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES]);
+    const waiting = new Set([
+      EventType.EVENT_TYPE_TIMER_STARTED,
+      EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+      EventType.EVENT_TYPE_MARKER_RECORDED,
+    ]);
     const deadline = Date.now() + 60_000;
     await eachOf(endpointIds.length, async (i) => {
       const id = endpointIds[i]!;
@@ -528,13 +535,39 @@ async function main() {
   // ---- 5. ingest into one stream with fan-out 10 (deliveries stay pending: nobody is woken)
   const ingest = await phase(`ingest with fan-out ${INGEST_FANOUT}`, () => store(ingestT, 'ingest', SIZE.ingest, INGEST_WRITERS));
 
+  // ---- 5c. the ingest phase's deliveries (events × fan-out, 50,000) are delivered now, before the
+  // idle phase measures wake-ups on a quiet machine. Nobody was woken for them, so the workers' sweep
+  // (every DUE_SWEEP_MS, for work overdue that long) woke them at some later moment, which could fall
+  // in the idle phase: a 50,000-delivery drain then ran beside its 100 wake-ups (the 24 Nov 02:37
+  // full run: 3,531 commits and 3.3 s of worker CPU in that phase for its 100 deliveries).
+  step(`delivering the ingest phase's backlog before the idle phase`);
+  await notifyDue(
+    db,
+    dueChannel(TASK_QUEUE),
+    ingestT.endpointIds.map((endpointId) => ({ endpointId, accountId: ingestT.accountId })),
+  );
+  for (let owed = 1, t0 = Date.now(); owed > 0; await sleep(250)) {
+    owed = (await db.query<{ n: number }>(OWED_OF_ACCOUNT, [ingestT.accountId])).rows[0]!.n;
+    if (Date.now() - t0 > 180_000) throw new Error(`ingest backlog: ${owed} deliveries still owed after 3 minutes`);
+  }
+  // Its sessions linger, then end (a workflow task each), and Postgres vacuums what the drain
+  // updated: both would count as the idle tree's own use, measured next.
+  await sleep(LINGER_MS + 5_000);
+
   // ---- 6. the first delivery to each fan-out endpoint after it was idle (no session, its workflow
   // waiting on its timer): one event per endpoint, 100 ms apart so that each wake-up is alone, and
   // each wake-up's hops from the workflow's history (read once the sessions have lingered out).
   const e2e100EndMs = phases.find((p) => p.name.startsWith(`end to end, ${FANOUT_ENDPOINTS}`))!.toMs;
-  const idleLeft = e2e100EndMs + LINGER_MS + IDLE_FOR_SECONDS * 1000 - Date.now();
+  const idleLeft = e2e100EndMs + LINGER_MS + IDLE_FOR_SECONDS * 1000 - Date.now() - WAKE_BACKGROUND_MS;
   if (idleLeft > 0) step(`letting the ${FANOUT_ENDPOINTS} endpoints idle ${IDLE_FOR_SECONDS} s (${(idleLeft / 1000).toFixed(0)} s left)`);
   await sleep(idleLeft);
+  // What a wake-up costs, whole: the tree's CPU from the first publish until every session has
+  // lingered out and its workflow gone back to its timer, less what the tree uses idle (measured
+  // just before), per endpoint woken.
+  const background = cpuSeconds(cpuRoots());
+  await sleep(WAKE_BACKGROUND_MS);
+  const beforeWakes = cpuSeconds(cpuRoots());
+  const wakesFromMs = now();
   const firstAfterIdle = await phase(`first delivery after ${IDLE_FOR_SECONDS} s idle`, async () => {
     const sentAt = new Map<string, number>();
     for (const [i, customerId] of fanout.customerIds.entries()) {
@@ -553,7 +586,18 @@ async function main() {
     return sentAt;
   });
   await sleep(LINGER_MS + 1_500);
+  const afterWakes = cpuSeconds(cpuRoots());
+  const wakesMs = now() - wakesFromMs;
   const idleKeys = [...firstAfterIdle.keys()];
+  const cpuPerWakeMs = Object.fromEntries(
+    Object.keys(afterWakes)
+      .filter((k) => k !== 'bench')
+      .map((k) => {
+        const idleRate = (beforeWakes[k]! - (background[k] ?? 0)) / WAKE_BACKGROUND_MS;
+        const used = (afterWakes[k]! - (beforeWakes[k] ?? 0)) * 1000 - idleRate * 1000 * wakesMs;
+        return [k, +Math.max(0, used / idleKeys.length).toFixed(1)];
+      }),
+  );
   const idleLatency = idleKeys.map((k) => receiver.arrivals.get(k)! - firstAfterIdle.get(k)!).sort((a, b) => a - b);
   const hops = (
     await Promise.all(
@@ -571,6 +615,7 @@ async function main() {
   };
   const idleFirst = {
     endpoints: idleKeys.length,
+    cpuPerWakeMs,
     idleSeconds: IDLE_FOR_SECONDS,
     latencyMs: { p50: +pct(idleLatency, 50).toFixed(1), p99: +pct(idleLatency, 99).toFixed(1), max: +idleLatency.at(-1)!.toFixed(1) },
     hops: {
@@ -600,6 +645,10 @@ async function main() {
   const fanoutHistories = await Promise.all(fanout.endpointIds.map((id) => endpointHistory(client, id)));
   fs.writeFileSync(path.join(dir, 'history-single.tsv'), historyTimeline(singleHistory.events, byName('end to end, 1 ').fromMs));
   fs.writeFileSync(path.join(dir, 'history-drain.tsv'), historyTimeline(drainHistory.events, byName('drain').fromMs));
+  fs.writeFileSync(
+    path.join(dir, 'history-fanout.tsv'),
+    historyTimeline(fanoutHistories[0]!.events, byName(`end to end, ${FANOUT_ENDPOINTS}`).fromMs),
+  );
   const costOf = (events: Parameters<typeof historyCost>[0], p: Phase) => historyCost(events, p.fromMs, p.toMs + 1_000);
   const sumCosts = (costs: HistoryCost[]): HistoryCost => ({
     events: costs.reduce((s, c) => s + c.events, 0),
@@ -765,6 +814,9 @@ async function main() {
       cpuSeconds: p.cpu,
       pgCommits: p.pgCommits,
       tlsHandshakes: p.tlsHandshakes,
+      // The monotonic window, for reading the CPU profiles of one phase (bench/profile-summary.ts).
+      fromUs: p.fromUs,
+      toUs: p.toUs,
     })),
     checks: { receiver: receiverStats, recorded, expected },
     explain,
@@ -860,6 +912,14 @@ function printTable(r: Results) {
       ['toSignal', 'signalToTask', 'task', 'taskToActivity', 'sessionToReceipt']
         .map((h) => `${r.idleFirst.hops[h].p50}/${r.idleFirst.hops[h].p99}`)
         .join(', ') + ' ms',
+      '',
+      '',
+    ],
+    [
+      '  CPU per wake-up, session lingering out included, idle tree taken off (ms)',
+      Object.entries(r.idleFirst.cpuPerWakeMs)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', '),
       '',
       '',
     ],

@@ -290,6 +290,28 @@ export async function recordEndpointHealth(db: Queryable, id: string, h: Endpoin
 }
 
 /**
+ * A session that ended with every POST a success, on an endpoint healthy with no streak, records
+ * what the workflow's `recordEndpointHealth` would (its health is unchanged): the latest success,
+ * its code and the next attempt, under the same guards. False when the endpoint is no longer in
+ * that state (or was verified after `observedAt`): the workflow then records it as before.
+ */
+export async function recordHealthySession(
+  db: Queryable,
+  id: string,
+  s: { lastSuccessAt: Date; lastResponseCode: number | null; nextAttemptAt: Date | null },
+  observedAt: Date,
+): Promise<boolean> {
+  const { rowCount } = await db.query({
+    name: 'record_healthy_session',
+    text: `UPDATE endpoints SET last_success_at = $2, last_response_code = $3, next_attempt_at = ${NEXT_ATTEMPT_IF_SENDING('$4')}, updated_at = now()
+     WHERE id = $1 AND deleted_at IS NULL AND health_status = 'healthy' AND failure_streak = 0 AND paused_at IS NULL
+       AND (verified_at IS NULL OR verified_at <= $5)`,
+    values: [id, s.lastSuccessAt, s.lastResponseCode, s.nextAttemptAt, observedAt],
+  });
+  return rowCount === 1;
+}
+
+/**
  * A long delivery session shows its progress: the latest success and its code, while the endpoint
  * is healthy (a failure, a PATCH or a test send goes through the workflow's record instead).
  */

@@ -142,6 +142,10 @@ matching.numTaskqueueReadPartitions:
   - value: 1
 matching.numTaskqueueWritePartitions:
   - value: 1
+# A workflow task that schedules an activity gets it back in its answer (eager dispatch, which
+# the SDK asks for by default): a wake-up's delivery session skips matching.
+system.enableActivityEagerExecution:
+  - value: true
 `;
 
 function uiConfigYaml(frontend: number, uiPort: number, namespace: string): string {

@@ -45,6 +45,11 @@ export async function startTemporalDevServer(
     'default',
     '--log-level',
     'error',
+    // A workflow task that schedules an activity gets it back in its answer (the SDK asks for it by
+    // default), instead of the activity going through matching to a poller: a wake-up's session
+    // starts in 0-1 ms instead of 2-8 ms, and costs the server one round trip and one write less.
+    '--dynamic-config-value',
+    'system.enableActivityEagerExecution=true',
   ];
   if (opts.dbFile) {
     fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });

@@ -1,7 +1,7 @@
 /**
  * Routes news of due deliveries: a notification for an endpoint whose delivery session runs in
  * this worker pokes that session; any other becomes a wake signal to the endpoint's workflow
- * (coalesced, at most one batch in flight). A sweep finds what a lost notification left behind
+ * (sent at once, a bounded number in flight). A sweep finds what a lost notification left behind
  * (no worker listening, a dropped connection), at start, after a reconnect, and every `sweepEveryMs`.
  *
  * One deployment per channel: the sweep wakes every overdue endpoint of the database, so
@@ -11,7 +11,6 @@ import type { SessionRegistry } from '../activities/session-registry.js';
 import { findOverdueEndpoints, parseDuePayload, type DueEndpoint } from '../db/due-notifications.js';
 import { keepListening } from '../db/notification-listener.js';
 import type { Db } from '../db/pool.js';
-import { createCoalescer } from '../runtime/coalescer.js';
 import { logger } from '../runtime/logger.js';
 import type { EndpointWorkflows } from '../temporal/client.js';
 
@@ -23,7 +22,8 @@ export interface DueRouterOptions {
   workflows: Pick<EndpointWorkflows, 'wake'>;
   /** 0: no sweep at all. */
   sweepEveryMs: number;
-  signalWindowMs?: number;
+  /** SIGNALS_IN_FLIGHT unless given. */
+  signalsInFlight?: number;
   /** SIGNAL_EVERY_MS unless given (tests shorten it). */
   signalEveryMs?: number;
 }
@@ -44,6 +44,40 @@ export interface DueRouter {
  * to start at load 9 and 5.6 s at load 16 (at 250 ms each workflow got 2.2 signals; at 1 s, 4.5).
  */
 const SIGNAL_EVERY_MS = 3_000;
+/**
+ * Wake signals sent at once at most; more wait their turn, first come first served. Each goes as
+ * soon as a place is free, never in a batch behind the slowest signal of an earlier one: a hundred
+ * endpoints woken together (the first publishes to idle endpoints) each start their session as
+ * soon as Temporal answers for them. The router's interval per endpoint is what keeps them few.
+ */
+const SIGNALS_IN_FLIGHT = 32;
+
+/** Sends `send(key, value)` for each added key, `limit` at a time; a key already waiting is not queued twice. */
+function createSignalQueue(send: (key: string, value: string) => Promise<void>, limit: number) {
+  const waiting = new Map<string, string>();
+  const inFlight = new Set<Promise<void>>();
+  const pump = () => {
+    for (const [key, value] of waiting) {
+      if (inFlight.size >= limit) return;
+      waiting.delete(key);
+      const sent = send(key, value).finally(() => {
+        inFlight.delete(sent);
+        pump();
+      });
+      inFlight.add(sent);
+    }
+  };
+  return {
+    add(key: string, value: string) {
+      waiting.set(key, value);
+      pump();
+    },
+    /** Resolves once everything added so far has been sent. */
+    async flush(): Promise<void> {
+      while (inFlight.size > 0) await Promise.all(inFlight);
+    },
+  };
+}
 
 /**
  * News for endpoints with no session here, to their workflows: coalesced signals, and until its
@@ -52,13 +86,11 @@ const SIGNAL_EVERY_MS = 3_000;
  */
 function startWaking(o: DueRouterOptions) {
   const signalEveryMs = o.signalEveryMs ?? SIGNAL_EVERY_MS;
-  const signals = createCoalescer<string>(async (batch) => {
-    await Promise.all(
-      [...batch].map(([endpointId, accountId]) =>
-        o.workflows.wake(endpointId, accountId).catch((err) => logger.warn({ err, endpointId }, 'wake signal failed')),
-      ),
-    );
-  }, o.signalWindowMs ?? 5);
+  const signals = createSignalQueue(
+    (endpointId, accountId) =>
+      o.workflows.wake(endpointId, accountId).catch((err) => logger.warn({ err, endpointId }, 'wake signal failed')),
+    o.signalsInFlight ?? SIGNALS_IN_FLIGHT,
+  );
   const signalledAt = new Map<string, number>();
   const trailing = new Map<string, NodeJS.Timeout>();
   const route = (due: DueEndpoint) => {

@@ -70,6 +70,15 @@ interface RunSignals {
  * told of is found by the workers' sweep, which wakes the workflow.)
  */
 const QUIET_RECONCILE = 'quiet-reconcile';
+/**
+ * Since this patch, a session of successes only on a healthy endpoint records its health itself
+ * (`DeliveryRound.healthRecorded`), and the workflow schedules no `recordHealth` after it: a
+ * wake-up costs one activity and two workflow tasks instead of two and three, and no search
+ * attribute update.
+ */
+const SESSION_RECORDS_HEALTH = 'session-records-health';
+const isHealthyNoStreak = (h: { health: string; failureStreak: number; pausedAtMs: number | null }) =>
+  h.health === 'healthy' && h.failureStreak === 0 && h.pausedAtMs === null;
 const RECONCILE_JITTER_MS = 10 * 60 * 1000;
 
 export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: CarriedState): Promise<void> {
@@ -225,7 +234,9 @@ async function deliver(input: EndpointWorkflowInput, state: EndpointWorkflowStat
       if (round.more) continue;
       return;
     }
-    const { health, alerts } = afterRound(endpointHealthOf(state), round.outcomes);
+    const before = endpointHealthOf(state);
+    const { health, alerts } = afterRound(before, round.outcomes);
+    const stayedHealthy = alerts.length === 0 && [before, health].every(isHealthyNoStreak);
     applyHealth(state, health);
     const lastFailure = round.outcomes
       .filter((o) => !o.ok)
@@ -240,12 +251,17 @@ async function deliver(input: EndpointWorkflowInput, state: EndpointWorkflowStat
       await alertOwner.executeWithOptions({ summary: says.alert(alert.streak) }, [input.endpointId, alert.streak, alert.streakStartedAtMs]);
     }
     const nextAttemptAtMs = nextPostAt(state);
-    await recordHealth.executeWithOptions({ summary: says.health(state, nextAttemptAtMs) }, [
-      input.endpointId,
-      { ...health, nextAttemptAtMs, observedAtMs: now },
-    ]);
+    // Successes only, healthy before and after: the session recorded them itself, and the search
+    // attributes (health, streak) have not changed. (patched() is asked only then: its marker goes
+    // in the histories of sessions it applies to.)
+    if (!(round.healthRecorded === true && stayedHealthy && patched(SESSION_RECORDS_HEALTH))) {
+      await recordHealth.executeWithOptions({ summary: says.health(state, nextAttemptAtMs) }, [
+        input.endpointId,
+        { ...health, nextAttemptAtMs, observedAtMs: now },
+      ]);
+      publishSearchAttributes(input, state);
+    }
     state.recordedNextAttemptAtMs = nextAttemptAtMs;
-    publishSearchAttributes(input, state);
     if (state.health === 'paused') {
       // The circuit is open: the backlog is held until a 2xx test.
       await followAdmission(input, state);

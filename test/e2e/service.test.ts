@@ -6,6 +6,7 @@ import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { Client, Connection } from '@temporalio/client';
+import { tsToMs } from '@temporalio/common/lib/time.js';
 import type { RunningApi } from '../../api/server.js';
 import { endpointStateQuery, endpointWorkflowId } from '../../workflows/endpoint-contract.js';
 import { samples } from '../support/catalog-samples.js';
@@ -71,6 +72,24 @@ describe('the service end to end', () => {
     try {
       const handle = new Client({ connection }).workflow.getHandle(endpointWorkflowId(id));
       await eventually(async () => (await handle.query(endpointStateQuery)).wakeups >= 1);
+      // Eager dispatch (dev/temporal-servers.ts): each activity (a session among them) came back in
+      // the answer to the workflow task that scheduled it, started within a millisecond of it.
+      // (A started event is written once its activity has ended.)
+      const sessions = await eventually(async () => {
+        const events = (await handle.fetchHistory()).events ?? [];
+        const pairs = events
+          .filter((e) => e.activityTaskScheduledEventAttributes)
+          .map((scheduled) => ({
+            scheduled,
+            started: events.find((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(scheduled.eventId)),
+          }))
+          .filter((p) => p.started);
+        return pairs.some((p) => p.scheduled.activityTaskScheduledEventAttributes!.activityType?.name === 'deliverDue') ? pairs : undefined;
+      }, 30_000);
+      // (Through matching the start takes a poll's answer and another write: 2-8 ms here.)
+      expect(sessions.length).toBeGreaterThanOrEqual(3);
+      for (const { scheduled, started } of sessions)
+        expect(tsToMs(started!.eventTime) - tsToMs(scheduled.eventTime)).toBeLessThanOrEqual(1);
     } finally {
       await connection.close();
     }

@@ -123,6 +123,34 @@ describe('due-delivery router', () => {
     session.close();
   });
 
+  it('sends each wake signal as soon as a place is free: a slow signal holds back no other endpoint', async () => {
+    const [slow, next] = [await endpointWithDelivery(), await endpointWithDelivery()];
+    const sent: string[] = [];
+    let answerSlow!: () => void;
+    const r = startDueRouter({
+      databaseUrl,
+      db,
+      channel,
+      sessions,
+      workflows: {
+        wake: (endpointId) => {
+          sent.push(endpointId);
+          return endpointId === slow ? new Promise<void>((resolve) => (answerSlow = resolve)) : Promise.resolve();
+        },
+      },
+      sweepEveryMs: 0,
+    });
+    routers.push(r);
+    await r.ready;
+    await notifyDue(db, channel, [{ endpointId: slow, accountId }]);
+    await eventually(async () => sent.includes(slow));
+    // Temporal has not answered for the first one yet.
+    await notifyDue(db, channel, [{ endpointId: next, accountId }]);
+    await eventually(async () => sent.includes(next));
+    answerSlow();
+    expect(sent).toEqual([slow, next]);
+  });
+
   it('wakes a workflow whose session has not started yet at most once per interval (250 ms here): the first news at once, the rest at the end', async () => {
     const r = router(0, 250);
     await r.ready;

@@ -91,11 +91,13 @@ export async function startTestWorker(
  */
 export async function waitIdle(handle: WorkflowHandle): Promise<void> {
   const { EventType } = temporal.api.enums.v1;
-  // A wake-up that moves the wait cancels the old timer and starts a new one: still idle.
+  // A wake-up that moves the wait cancels the old timer and starts a new one: still idle. A
+  // patch's marker (and its search attribute) is recorded by the task that first takes the patched path.
   const waiting = new Set([
     EventType.EVENT_TYPE_TIMER_STARTED,
     EventType.EVENT_TYPE_TIMER_CANCELED,
     EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+    EventType.EVENT_TYPE_MARKER_RECORDED,
   ]);
   await eventually(async () => {
     const events = (await handle.fetchHistory()).events ?? [];

@@ -42,7 +42,16 @@ describe('delivery engine (time skipping)', () => {
       last_response_code: 200,
       next_attempt_at: null,
     });
+    // Successes only: the session recorded them on the endpoint itself, and its workflow scheduled no recordHealth.
+    const { rows } = await testDb().query(`SELECT last_success_at FROM endpoints WHERE id = $1`, [endpointId]);
+    expect(rows[0].last_success_at).not.toBeNull();
+    const scheduled = ((await bed.handle(endpointId).fetchHistory()).events ?? []).flatMap(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? [],
+    );
+    expect(scheduled).toContain('deliverDue');
+    expect(scheduled).not.toContain('recordHealth');
     await bed.recordHistory(endpointId, 'endpoint-delivers-a-batch');
+    await bed.recordHistory(endpointId, 'endpoint-session-records-health');
   });
 
   it('a paused endpoint holds its backlog; a 2xx test through the API closes the circuit and the backlog drains', async () => {

@@ -201,6 +201,34 @@ describe('endpoint workflow with stub activities (time skipping)', () => {
     expect(await state(endpointId)).toMatchObject({ health: 'healthy', failureStreak: 0, sending: true, changesSeen: 0 });
   });
 
+  it('a session of successes that recorded its health itself costs no recordHealth and no search attribute update; one with a failure still does', async () => {
+    let rounds = 0;
+    const { endpointId, accountId, s } = newEndpoint((nowMs) => {
+      rounds++;
+      if (rounds <= 2) return { outcomes: outcomes(nowMs, 3, true), more: false, nextDueAtMs: null, posts: 3, healthRecorded: true };
+      // A failure is the workflow's to record, whatever the round says.
+      return { outcomes: outcomes(nowMs, 1, false), more: false, nextDueAtMs: nowMs + 60_000, posts: 1, healthRecorded: true };
+    });
+    const upserts = async () =>
+      ((await env.client.workflow.getHandle(endpointWorkflowId(endpointId)).fetchHistory()).events ?? []).filter(
+        (e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+      ).length;
+    await workflows().wake(endpointId, accountId);
+    await eventually(async () => (await state(endpointId)).delivered === 3);
+    // The first run's read of the endpoint and its patch markers upsert (once per run); the session adds none.
+    const afterFirst = await upserts();
+    await workflows().wake(endpointId, accountId);
+    await eventually(async () => (await state(endpointId)).delivered === 6);
+    expect(await upserts()).toBe(afterFirst);
+    expect(callsTo(s, 'recordHealth')).toEqual([]);
+    expect(await state(endpointId)).toMatchObject({ health: 'healthy', failureStreak: 0, lastResponseCode: 200 });
+
+    await workflows().wake(endpointId, accountId);
+    await eventually(async () => callsTo(s, 'recordHealth').length === 1);
+    expect(callsTo(s, 'recordHealth')[0]![1]).toMatchObject({ health: 'healthy', failureStreak: 1, lastResponseCode: 500 });
+    await eventually(async () => (await upserts()) === afterFirst + 1);
+  });
+
   it('a failing receiver: one POST at a time on the curve, alerts at 5, 10 and 15, paused and held at 15; a verification resumes it', async () => {
     // Two deliveries stay due, and every POST fails (the session sends at most its limit of them).
     const { endpointId, accountId, s } = newEndpoint((nowMs) => ({
