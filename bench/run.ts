@@ -39,6 +39,7 @@ import { freePort } from '../dev/ports.js';
 import { startTemporalDevServer } from '../dev/temporal-servers.js';
 import { makeLocalTls } from '../dev/tls.js';
 import { projectRoot } from '../dev/tools.js';
+import { loadConfig } from '../runtime/config.js';
 import { ingestEvent, storeEvent } from '../ingest/store-event.js';
 import { SCOPES } from '../security/api-key.js';
 import { signBody } from '../security/signature.js';
@@ -100,6 +101,11 @@ async function eachOf(count: number, fn: (i: number) => Promise<void>): Promise<
       for (let i = next++; i < count; i = next++) await fn(i);
     }),
   );
+}
+/** path, with any leftover of an earlier run (SQLite's -wal and -shm beside it too) removed. */
+function freshFile(file: string): string {
+  for (const suffix of ['', '-wal', '-shm', '-journal']) fs.rmSync(file + suffix, { force: true });
+  return file;
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (sorted: number[], p: number) =>
@@ -173,7 +179,8 @@ async function main() {
     process.env.DATABASE_URL
       ? Promise.resolve({ url: process.env.DATABASE_URL, stop: async () => {} })
       : startEmbeddedPostgres(path.join(dir, 'pg')),
-    startTemporalDevServer({ logFile: logFile('temporal') }),
+    // On a SQLite file like `npm start` (in memory it would hold every history in its heap); a fresh one per run.
+    startTemporalDevServer({ dbFile: freshFile(path.join(dir, 'temporal.db')), logFile: logFile('temporal') }),
     makeLocalTls(path.join(dir, 'tls'), 'bench'),
   ]);
   // Whichever server did start is stopped, even when the other failed.
@@ -719,10 +726,11 @@ async function main() {
         }
       }
     };
-    // In waves the size of half the worker's workflow cache, each let settle (its first runs done) before the
+    // In waves the size of half the worker's workflow cache (WORKER_MAX_CACHED_WORKFLOWS), each let settle (its first runs done) before the
     // next: thousands of first runs at once evict one another from the cache, and every workflow task then
     // replays its history (measured: 3 first runs a second, 0.35 s of CPU each, with 2,000 at once).
-    const WAVE = 500;
+    const cacheSize = loadConfig(serviceEnv()).workerMaxCachedWorkflows;
+    const WAVE = cacheSize > 0 ? Math.max(1, Math.floor(cacheSize / 2)) : 500;
     const quietFor = async (maxMs: number) => {
       for (let last = treeCpu(), t = now(); now() - t < maxMs;) {
         await sleep(2_000);

@@ -11,6 +11,9 @@ import { deliveryTimeoutProblem } from '../core/runtime-limits.js';
 /** What dev mode lets through: the loopback ranges, where a local receiver listens. */
 export const DEV_MODE_CIDRS = ['127.0.0.0/8', '::1/128'];
 
+/** See Config.workerMaxCachedWorkflows. */
+const DEFAULT_MAX_CACHED_WORKFLOWS = 250;
+
 const optional = z
   .string()
   .optional()
@@ -51,6 +54,8 @@ const Env = z.object({
   }),
   DELIVERY_LINGER_MS: count(5_000),
   DUE_SWEEP_MS: count(30_000),
+  // 0 turns the SDK's sticky cache off (every workflow task replays); the SDK makes 1 into 2.
+  WORKER_MAX_CACHED_WORKFLOWS: count(DEFAULT_MAX_CACHED_WORKFLOWS),
   RATE_LIMIT_BURST: count(100),
   RATE_LIMIT_PER_SECOND: count(20),
   WEBHOOK_ALLOW_PRIVATE_CIDRS: list,
@@ -87,6 +92,12 @@ export interface Config {
   deliveryLingerMs: number;
   /** How often a worker looks for due work nobody took (a lost notification); 0 never. */
   dueSweepMs: number;
+  /**
+   * Endpoint workflows a worker keeps in memory between their tasks (the SDK's sticky cache). One that
+   * left it replays its (short: it continues as new) history on its next wake-up; each kept one costs
+   * worker memory whether its endpoint is busy or not, so this sizes the busy set, not the endpoint count.
+   */
+  workerMaxCachedWorkflows: number;
   rateLimit: { capacity: number; refillPerSecond: number };
   allowPrivateCidrs: string[];
   providerAppSecret: string | undefined;
@@ -130,6 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     deliveryTimeoutMs: e.DELIVERY_TIMEOUT_MS,
     deliveryLingerMs: e.DELIVERY_LINGER_MS,
     dueSweepMs: e.DUE_SWEEP_MS,
+    workerMaxCachedWorkflows: e.WORKER_MAX_CACHED_WORKFLOWS,
     rateLimit: { capacity: e.RATE_LIMIT_BURST, refillPerSecond: e.RATE_LIMIT_PER_SECOND },
     allowPrivateCidrs: e.WEBHOOKS_DEV_MODE
       ? [...new Set([...e.WEBHOOK_ALLOW_PRIVATE_CIDRS, ...DEV_MODE_CIDRS])]

@@ -17,6 +17,8 @@ export async function createWorker(opts: {
   taskQueue: string;
   deps: ActivityDeps;
   workflowBundle?: WorkerOptions['workflowBundle'];
+  /** Config.workerMaxCachedWorkflows (WORKER_MAX_CACHED_WORKFLOWS). */
+  maxCachedWorkflows: number;
 }): Promise<Worker> {
   return Worker.create({
     connection: opts.connection,
@@ -25,8 +27,8 @@ export async function createWorker(opts: {
     activities: createActivities(opts.deps),
     // Bundled here rather than by Worker.create so the bundler's webpack report is a debug line, not an info screenful.
     workflowBundle: opts.workflowBundle ?? (await bundleWorkflowCode({ workflowsPath, logger: bundlerLogger(temporalLogger) })),
-    // The workflow is signal-driven and long-lived; a modest cache keeps hot endpoints in memory.
-    maxCachedWorkflows: 1000,
+    // The workflow is signal-driven and long-lived; the cache keeps busy endpoints' workflows in memory.
+    maxCachedWorkflows: opts.maxCachedWorkflows,
     // A delivery session holds its slot while it lingers for more work: one per busy endpoint. They are
     // cheap (promises awaiting sockets), so allow many, or lingering sessions would starve other activities.
     maxConcurrentActivityTaskExecutions: 1000,

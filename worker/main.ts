@@ -37,6 +37,7 @@ export async function runWorker(
       lingerMs: config.deliveryLingerMs,
     },
     workflowBundle: opts.workflowBundlePath ? { codePath: opts.workflowBundlePath } : undefined,
+    maxCachedWorkflows: config.workerMaxCachedWorkflows,
   });
   logger.info({ taskQueue: config.taskQueue }, 'worker started');
   // The SDK already stops the worker on SIGINT/SIGTERM; the signal covers embedded use.

@@ -3,6 +3,9 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../runtime/config.js';
 
+/** The documented default of WORKER_MAX_CACHED_WORKFLOWS (README's configuration table). */
+const DEFAULT_CACHE = 250;
+
 describe('loadConfig', () => {
   it('has the documented defaults for an empty environment', () => {
     expect(loadConfig({})).toMatchObject({
@@ -39,6 +42,16 @@ describe('loadConfig', () => {
       trustProxy: true,
       dataDir: '/tmp/x',
     });
+  });
+
+  it("sizes the worker's workflow cache from WORKER_MAX_CACHED_WORKFLOWS, 0 included, and refuses a bad size", () => {
+    expect(loadConfig({}).workerMaxCachedWorkflows).toBe(DEFAULT_CACHE);
+    expect(loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: '' }).workerMaxCachedWorkflows).toBe(DEFAULT_CACHE);
+    expect(loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: '1000' }).workerMaxCachedWorkflows).toBe(1000);
+    expect(loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: '0' }).workerMaxCachedWorkflows).toBe(0);
+    for (const bad of ['-1', '2.5', 'many']) {
+      expect(() => loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: bad })).toThrow(/WORKER_MAX_CACHED_WORKFLOWS/);
+    }
   });
 
   it('treats an empty value as unset', () => {
