@@ -246,6 +246,26 @@ function claimedEventOf(row: Record<string, unknown>): ClaimedEvent | null {
   return event as unknown as ClaimedEvent;
 }
 
+/** A claim's row: the delivery's columns prefixed `delivery_`, its event's (claimedEventColumnsOf) as they are. */
+type ClaimedRow = Record<string, unknown> & {
+  delivery_id: string;
+  delivery_event_id: string | null;
+  delivery_event_type: string;
+  delivery_idempotency_key: string;
+  delivery_attempts: number;
+};
+
+function claimedDeliveryOf(row: ClaimedRow): ClaimedDelivery {
+  return {
+    id: row.delivery_id,
+    event_id: row.delivery_event_id,
+    event_type: row.delivery_event_type,
+    idempotency_key: row.delivery_idempotency_key,
+    attempts: row.delivery_attempts,
+    event: claimedEventOf(row),
+  };
+}
+
 export interface ClaimedDelivery {
   id: string;
   event_id: string | null;
@@ -271,14 +291,7 @@ export async function claimWithEndpoint(
   leaseMs: number,
   owner: string,
 ): Promise<{ deliveries: ClaimedDelivery[]; endpoint: EndpointRow | undefined }> {
-  type Row = Record<string, unknown> & {
-    delivery_id: string;
-    delivery_event_id: string | null;
-    delivery_event_type: string;
-    delivery_idempotency_key: string;
-    delivery_attempts: number;
-  };
-  const { rows } = await db.query<Row>({
+  const { rows } = await db.query<ClaimedRow>({
     // Prepared once per connection: Postgres planned this statement longer than it ran it.
     name: 'claim_due_deliveries',
     text: `WITH due AS (
@@ -303,14 +316,7 @@ export async function claimWithEndpoint(
      ORDER BY c.n`,
     values: [endpointId, now, limit, leaseMs, owner],
   });
-  const deliveries = rows.map((row) => ({
-    id: row.delivery_id,
-    event_id: row.delivery_event_id,
-    event_type: row.delivery_event_type,
-    idempotency_key: row.delivery_idempotency_key,
-    attempts: row.delivery_attempts,
-    event: claimedEventOf(row),
-  }));
+  const deliveries = rows.map(claimedDeliveryOf);
   return { deliveries, endpoint: rows[0] ? endpointFromColumns(rows[0], 'endpoint_') : undefined };
 }
 
@@ -327,15 +333,7 @@ export interface ClaimRequest {
  * earliest first, leased to its `owner`. Two requests of one endpoint never get the same delivery.
  */
 export async function claimDueDeliveriesFor(db: Queryable, reqs: readonly ClaimRequest[], leaseMs: number): Promise<ClaimedDelivery[][]> {
-  type Row = Record<string, unknown> & {
-    delivery_id: string;
-    delivery_event_id: string | null;
-    delivery_event_type: string;
-    delivery_idempotency_key: string;
-    delivery_attempts: number;
-    delivery_lease_owner: string;
-  };
-  const { rows } = await db.query<Row>(
+  const { rows } = await db.query<ClaimedRow & { delivery_lease_owner: string }>(
     `WITH req AS (
        SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::int[], $4::text[]) AS r(endpoint_id, at, lim, owner)
      ), due AS (
@@ -361,15 +359,7 @@ export async function claimDueDeliveriesFor(db: Queryable, reqs: readonly ClaimR
     [reqs.map((r) => r.endpointId), reqs.map((r) => r.now), reqs.map((r) => r.limit), reqs.map((r) => r.owner), leaseMs],
   );
   const byOwner = new Map<string, ClaimedDelivery[]>(reqs.map((r) => [r.owner, []]));
-  for (const row of rows)
-    byOwner.get(row.delivery_lease_owner)?.push({
-      id: row.delivery_id,
-      event_id: row.delivery_event_id,
-      event_type: row.delivery_event_type,
-      idempotency_key: row.delivery_idempotency_key,
-      attempts: row.delivery_attempts,
-      event: claimedEventOf(row),
-    });
+  for (const row of rows) byOwner.get(row.delivery_lease_owner)?.push(claimedDeliveryOf(row));
   return reqs.map((r) => byOwner.get(r.owner)!);
 }
 

@@ -273,19 +273,20 @@ async function appendOverlapped(
   }
 }
 
+/** The batch's deliveries by event, as insertBatchDeliveries takes them. */
+function eventDeliveries(items: Pending[], deliveries: NewEventDelivery[][]) {
+  return items.map((i, index) => ({
+    eventId: i.row.id,
+    eventType: i.row.type,
+    idempotencyKey: i.row.idempotency_key,
+    deliveries: deliveries[index]!,
+  }));
+}
+
 function writeThenAppend(db: DbClient, items: Pending[], deliveries: NewEventDelivery[][], turn: Turn): Promise<EventRow[]> {
   const { accountId, environment } = items[0]!.e;
   return transactionOn(db, async (tx) => {
-    await insertBatchDeliveries(
-      tx,
-      { accountId, environment },
-      items.map((i, index) => ({
-        eventId: i.row.id,
-        eventType: i.row.type,
-        idempotencyKey: i.row.idempotency_key,
-        deliveries: deliveries[index]!,
-      })),
-    );
+    await insertBatchDeliveries(tx, { accountId, environment }, eventDeliveries(items, deliveries));
     if (!(await within(turn.ready, TURN_WAIT_MS))) throw new TurnLate();
     const events = await appendWholeEvents(
       tx,
@@ -333,16 +334,7 @@ async function appendCounted(
       status: past ? 'limited' : 'pending',
     }));
   });
-  await insertBatchDeliveries(
-    tx,
-    { accountId, environment },
-    items.map((i, index) => ({
-      eventId: i.row.id,
-      eventType: i.row.type,
-      idempotencyKey: i.row.idempotency_key,
-      deliveries: deliveries[index]!,
-    })),
-  );
+  await insertBatchDeliveries(tx, { accountId, environment }, eventDeliveries(items, deliveries));
   return { events, deliveries };
 }
 
