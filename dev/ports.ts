@@ -47,3 +47,13 @@ export async function freePortInRange(min: number, max: number): Promise<number>
   }
   throw new Error(`no free port in [${min}, ${max})`);
 }
+
+/**
+ * A free loopback port for a server that will listen on it later (a child still starting, a
+ * command a test runs after others): below the kernel's ephemeral range (32768 and up), since a
+ * port from freePort() can meanwhile be handed to any outgoing connection (the README test met
+ * EADDRINUSE so, its port taken while the service it had started came up).
+ */
+export function freePortForLater(): Promise<number> {
+  return freePortInRange(20_000, 32_000);
+}
