@@ -1,17 +1,5 @@
 import net from 'node:net';
 
-/** Asks the kernel for a free loopback port. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 export function isPortOpen(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ port, host });
@@ -34,8 +22,8 @@ export async function waitForPort(port: number, what: string, timeoutMs = 120_00
   throw new Error(`${what} did not listen on port ${port} within ${timeoutMs / 1000} s`);
 }
 
-/** A free loopback port in [min, max): for a server that stores its ports as smallint (Temporal's membership table), below 32768. */
-export async function freePortInRange(min: number, max: number): Promise<number> {
+/** A free loopback port in [min, max). */
+async function freePortInRange(min: number, max: number): Promise<number> {
   for (let tries = 0; tries < 200; tries++) {
     const port = min + Math.floor(Math.random() * (max - min));
     const free = await new Promise<boolean>((resolve) => {
@@ -49,11 +37,12 @@ export async function freePortInRange(min: number, max: number): Promise<number>
 }
 
 /**
- * A free loopback port for a server that will listen on it later (a child still starting, a
- * command a test runs after others): below the kernel's ephemeral range (32768 and up), since a
- * port from freePort() can meanwhile be handed to any outgoing connection (the README test met
- * EADDRINUSE so, its port taken while the service it had started came up).
+ * A free loopback port, below the kernel's ephemeral range (32768 and up): the port is listened on
+ * later (a child still starting, a command run after others), and one the kernel handed out
+ * (listen on port 0) could meanwhile go to any outgoing connection or other server. The README
+ * test met that: its listen port, taken so before `npm start` came up, was answering plain HTTP.
+ * Below 32768 also suits a server that keeps its ports as smallint (Temporal's membership table).
  */
-export function freePortForLater(): Promise<number> {
+export function freePort(): Promise<number> {
   return freePortInRange(20_000, 32_000);
 }

@@ -12,7 +12,7 @@ import { msToTs } from '@temporalio/common/lib/time.js';
 import { databaseExists } from '../db/server-databases.js';
 import { ensureSearchAttributes } from '../temporal/client.js';
 import { alive, managedProcess, type ManagedProcess } from './children.js';
-import { freePort, freePortInRange, waitForPort } from './ports.js';
+import { freePort, waitForPort } from './ports.js';
 import { ensureTemporalServerTools, type TemporalServerTools } from './tools.js';
 
 interface PostgresTarget {
@@ -213,8 +213,8 @@ export async function startTemporalCluster(opts: {
   const log = fs.openSync(path.join(opts.dir, 'temporal-server.log'), 'a');
   await setupSchema(tools, opts.databaseUrl, log);
 
-  // Below 32768: the membership table keeps ports as smallint, and the kernel's ephemeral ports start above.
-  const port = () => freePortInRange(20_000, 32_000);
+  // freePort's are below 32768, as the membership table (ports as smallint) needs.
+  const port = freePort;
   const ports: ServerPorts = {
     frontend: opts.frontendPort ?? (await port()),
     frontendHttp: await port(),

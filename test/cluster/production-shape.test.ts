@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { issueApiKey } from '../../db/api-keys.js';
 import { createAccount } from '../../db/directory.js';
 import { createPool, type Db } from '../../db/pool.js';
-import { freePortForLater, isPortOpen } from '../../dev/ports.js';
+import { freePort, isPortOpen } from '../../dev/ports.js';
 import { startProductionShape, type ProductionShape } from '../../dev/production-shape.js';
 import { projectRoot } from '../../dev/tools.js';
 import { SCOPES } from '../../security/api-key.js';
@@ -312,7 +312,7 @@ describe('npm run production', () => {
   it('prints the API and Web UI addresses and a first-start key, serves, and stops in order on Ctrl-C with exit 0', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'production-cli-'));
     fs.chmodSync(dir, 0o755);
-    const [port, temporalPort, uiPort] = [await freePortForLater(), await freePortForLater(), await freePortForLater()];
+    const [port, temporalPort, uiPort] = [await freePort(), await freePort(), await freePort()];
     // What `npm run production` runs after its build (the file's beforeAll built dist/).
     const child = spawn(process.execPath, ['--import', 'tsx', 'dev/production.ts'], {
       cwd: projectRoot,

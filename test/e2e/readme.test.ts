@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePortForLater, isPortOpen } from '../../dev/ports.js';
+import { freePort, isPortOpen } from '../../dev/ports.js';
 import { fillIn, runShell, shBlock, startShell, terminals, type Shell } from '../support/readme-shell.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -54,17 +54,17 @@ beforeAll(async () => {
   home = fs.mkdtempSync(path.join(os.tmpdir(), 'readme-'));
   // Embedded Postgres runs as the `postgres` user on root-only machines: it must reach DATA_DIR.
   fs.chmodSync(home, 0o755);
-  port = await freePortForLater();
-  [listenPort, receiverPort] = [await freePortForLater(), await freePortForLater()];
+  port = await freePort();
+  [listenPort, receiverPort] = [await freePort(), await freePort()];
   const movePorts = (script: string) => movePort(movePort(script, 4000, listenPort), 4200, receiverPort);
   quickstart = terminals(movePorts(shBlock(readme, '## Five-minute quickstart')));
   session = movePorts(shBlock(readme, '## A session with curl'));
   receiverRun = terminals(movePorts(shBlock(receiverReadme, '## Run it')));
   env = userEnv(home, {
     PORT: port,
-    TEMPORAL_PORT: await freePortForLater(),
-    TEMPORAL_UI_PORT: await freePortForLater(),
-    LOCAL_PROVIDER_PORT: await freePortForLater(),
+    TEMPORAL_PORT: await freePort(),
+    TEMPORAL_UI_PORT: await freePort(),
+    LOCAL_PROVIDER_PORT: await freePort(),
   });
   expect(quickstart).toHaveLength(3);
   service = startShell(quickstart[0]!, env, ROOT);

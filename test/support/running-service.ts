@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import { inject } from 'vitest';
 import { startApi, type RunningApi } from '../../api/server.js';
 import { startLocalProvider, type LocalProvider } from '../../dev/local-provider/server.js';
-import { freePortForLater } from '../../dev/ports.js';
+import { freePort } from '../../dev/ports.js';
 import { loadConfig, type Config } from '../../runtime/config.js';
 import { runWorker } from '../../worker/main.js';
 import { createTenant, type Tenant } from './harness.js';
@@ -29,7 +29,7 @@ export async function startService(opts: { name: string; provider?: { statusDela
   let port = 0;
   if (opts.provider) {
     // Each side must know the other's address: the API's port is chosen first.
-    port = await freePortForLater();
+    port = await freePort();
     const appSecret = `${opts.name}-app-secret`;
     const accessToken = `${opts.name}-access-token`;
     provider = await startLocalProvider({
