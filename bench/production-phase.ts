@@ -14,6 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Pool } from 'undici';
+import { apiCaller, type ApiCall } from './api-client.js';
 import { getEventDefinition } from '../core/catalog/index.js';
 import { issueApiKey } from '../db/api-keys.js';
 import { createAccount, createCustomer } from '../db/directory.js';
@@ -175,7 +176,7 @@ async function measure(opts: ProductionPhaseOptions, out: ProductionResults, sto
   stops.push(() => db.end());
   const apiPool = new Pool(shape.apiUrl, { connections: 64, pipelining: 1 });
   stops.push(() => apiPool.close());
-  const bench = new ShapeBench(shape, db, apiPool, receiver);
+  const bench = new ShapeBench(shape, db, apiCaller(apiPool), receiver);
 
   opts.step(`creating tenants: 1 + ${manyEndpoints} (one per Customer) endpoints, verified through the API`);
   const [single, many] = await Promise.all([bench.tenant('single', 1), bench.tenant('many', manyEndpoints)]);
@@ -203,20 +204,9 @@ class ShapeBench {
   constructor(
     private shape: ProductionShape,
     private db: ReturnType<typeof createPool>,
-    private apiPool: Pool,
+    private api: ApiCall,
     private receiver: ReceiverHandle,
   ) {}
-
-  async api(method: string, urlPath: string, key: string, body?: unknown): Promise<{ status: number; body: any }> {
-    const res = await this.apiPool.request({
-      method: method as 'POST',
-      path: urlPath,
-      headers: { 'x-api-key': key, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.body.text();
-    return { status: res.statusCode, body: text ? JSON.parse(text) : null };
-  }
 
   /** An Account with a live key and `endpoints` verified endpoints, one per Customer when more than one. */
   async tenant(name: string, endpoints: number): Promise<Tenant> {

@@ -28,6 +28,7 @@ import { Client, Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import pg from 'pg';
 import { Pool } from 'undici';
+import { apiCaller } from './api-client.js';
 import { getEventDefinition } from '../core/catalog/index.js';
 import { issueApiKey } from '../db/api-keys.js';
 import { createAccount, createCustomer } from '../db/directory.js';
@@ -276,16 +277,7 @@ async function main() {
     temporal: childPid('temporal'),
   });
 
-  async function api(method: string, urlPath: string, key: string, body?: unknown): Promise<{ status: number; body: any }> {
-    const res = await apiPool.request({
-      method: method as 'POST',
-      path: urlPath,
-      headers: { 'x-api-key': key, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.body.text();
-    return { status: res.statusCode, body: text ? JSON.parse(text) : null };
-  }
+  const api = apiCaller(apiPool);
 
   /** An Account with a live key, `endpoints` endpoints created and verified through the API (one per Customer when `perCustomer`). */
   async function tenant(name: string, endpoints: number, perCustomer = false): Promise<Tenant> {
