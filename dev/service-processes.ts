@@ -46,6 +46,9 @@ export interface ProcessOptions {
   respawn?: { say: (line: string) => void };
 }
 
+/** What API and worker processes share: a restart overlaps (the new one ready first), 30 s to finish, a crash respawned when asked. */
+const rollingService = (opts: ProcessOptions) => ({ name: opts.name, overlap: true, graceMs: 30_000, respawn: opts.respawn });
+
 let clusterReady = false;
 const clusterWorkers = new WeakMap<ChildProcess, ClusterWorker>();
 
@@ -58,10 +61,7 @@ export function apiProcess(opts: ProcessOptions): ManagedProcess {
     clusterReady = true;
   }
   return managedProcess({
-    name: opts.name,
-    overlap: true,
-    graceMs: 30_000,
-    respawn: opts.respawn,
+    ...rollingService(opts),
     launch: () => {
       const worker = cluster.fork(opts.env);
       pipeOutput(worker.process, opts.log);
@@ -84,10 +84,7 @@ export function apiProcess(opts: ProcessOptions): ManagedProcess {
 export function workerProcess(opts: ProcessOptions): ManagedProcess {
   const entry = compiledEntry('worker');
   return managedProcess({
-    name: opts.name,
-    overlap: true,
-    graceMs: 30_000,
-    respawn: opts.respawn,
+    ...rollingService(opts),
     launch: () => {
       const child = spawn(process.execPath, [entry], { env: opts.env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
       pipeOutput(child, opts.log);
