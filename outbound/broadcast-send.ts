@@ -4,7 +4,9 @@
  * as status events; the message is tagged with the broadcast so a reply can be traced back to it.
  * A refusal for one recipient is recorded on that recipient (failed, with the reason) and the
  * others go on. A provider that cannot be reached stops the send: the recipient goes back to
- * pending and the caller answers 503; sending again resumes with the recipients left.
+ * pending and the caller answers 503; sending again resumes with the recipients left. One that
+ * took a recipient's send without answering (504 provider_outcome_unknown) stops it too, and that
+ * recipient is failed with the reason, never sent twice.
  */
 import { DomainError } from '../core/domain-error.js';
 import {
@@ -16,7 +18,7 @@ import {
   type RecipientRow,
 } from '../db/broadcasts.js';
 import { logger } from '../runtime/logger.js';
-import { sendMessage, type Principal, type SendDeps } from './send-message.js';
+import { OUTCOME_UNKNOWN, sendMessage, type Principal, type SendDeps } from './send-message.js';
 
 /** Recipients sent at once: the provider's pace, not the platform's, bounds a broadcast. */
 const CONCURRENCY = 4;
@@ -44,6 +46,12 @@ async function sendOne(deps: SendDeps, principal: Principal, b: BroadcastRow, r:
     await tagMessageWithBroadcast(deps.db, message.id, b.id);
     await recordRecipientOutcome(deps.db, r.id, { status: 'sent', messageId: message.id });
   } catch (err) {
+    // The provider may have sent it: the recipient is not sent again (its key would refuse anyway),
+    // and a provider that stops answering stops the broadcast as an outage does.
+    if (err instanceof DomainError && err.code === OUTCOME_UNKNOWN) {
+      await recordRecipientOutcome(deps.db, r.id, { status: 'failed', reason: `${err.code}: ${err.message}` });
+      throw err;
+    }
     if (isOutage(err) || !(err instanceof DomainError)) {
       await recordRecipientOutcome(deps.db, r.id, { status: 'pending' });
       throw err;

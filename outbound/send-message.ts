@@ -18,13 +18,16 @@ import { blocksSending, tokenStatusOfSubcode } from '../core/token-status.js';
 import { getChannelAccountFor, recordTokenStatus, type ChannelAccountRow } from '../db/channel-accounts.js';
 import { registerOutboundMessage, upsertContact, upsertConversation, type MessageRow } from '../db/messaging.js';
 import { inTransaction, type Db } from '../db/pool.js';
-import { completeIdempotencyKey, releaseIdempotencyKey, reserveIdempotencyKey } from '../db/send-idempotency.js';
+import { completeIdempotencyKey, markIdempotencyKeyUnknown, releaseIdempotencyKey, reserveIdempotencyKey } from '../db/send-idempotency.js';
 import { canonicalJson, sha256Hex } from '../core/catalog/canonical-json.js';
 import { GRAPH_CODE, MEDIA_PROCESSING_SUBCODE } from '../core/graph-codes.js';
 import { ProviderError, type ProviderHttp } from '../provider/http.js';
 import { logger } from '../runtime/logger.js';
 import { requireProvider } from './provider-errors.js';
 import { refreshTokenStatus } from './token-status.js';
+
+/** The code of a send the provider may have taken without answering. */
+export const OUTCOME_UNKNOWN = 'provider_outcome_unknown';
 
 /** Seconds a client waits before retrying a send whose media is still processing, or when the provider was unreachable. */
 export const RETRY_AFTER_SECONDS = 5;
@@ -58,6 +61,13 @@ const reconnect = (why: string) =>
 
 /** What a provider refusal means to the sender; the message of the provider is kept for the caller. */
 async function refusalOf(deps: SendDeps, ca: ChannelAccountRow, err: ProviderError): Promise<DomainError> {
+  if (err.outcomeUnknown) {
+    return new DomainError(
+      504,
+      OUTCOME_UNKNOWN,
+      `the messaging provider did not answer (${err.message}); the message may have been sent. Check the conversation before sending it again`,
+    );
+  }
   if (err.status === 0) {
     return new DomainError(503, 'provider_unavailable', 'the messaging provider could not be reached; retry later', {
       'Retry-After': String(RETRY_AFTER_SECONDS),
@@ -156,10 +166,12 @@ async function send(
  * account of the principal's Account and environment. Resolves with the registered message
  * (status `queued`); throws DomainError: 422 invalid_message, 404 not_found, 409
  * reconnect_required, 202 media_not_ready (with Retry-After), 502 provider_error, 503
- * provider_unavailable / provider_not_configured. With `idempotencyKey`, a repeated call with
- * the same key and request answers the first message (`replayed: true`) without sending again;
- * the same key with another request is 422 idempotency_key_reused, one still in flight 409
- * idempotency_key_in_use. A failed send frees its key.
+ * provider_unavailable / provider_not_configured, 504 provider_outcome_unknown. With
+ * `idempotencyKey`, a repeated call with the same key and request answers the first message
+ * (`replayed: true`) without sending again; the same key with another request is 422
+ * idempotency_key_reused, one still in flight 409 idempotency_key_in_use. A failed send frees
+ * its key; one the provider may have taken without answering keeps it, and its retries are 409
+ * send_outcome_unknown: a person must not get the message twice.
  */
 export async function sendMessage(
   deps: SendDeps,
@@ -178,6 +190,13 @@ export async function sendMessage(
     if (found.requestHash !== requestHash) {
       throw new DomainError(422, 'idempotency_key_reused', 'this Idempotency-Key was already used with a different request');
     }
+    if (found.state === 'outcome_unknown') {
+      throw new DomainError(
+        409,
+        'send_outcome_unknown',
+        `an earlier send with this Idempotency-Key got no answer from the provider (${found.since.toISOString()}) and may have been sent, so it is not sent again; send it under a new key if it did not arrive`,
+      );
+    }
     if (found.state === 'in_flight') {
       throw new DomainError(409, 'idempotency_key_in_use', 'a request with this Idempotency-Key is still in flight; retry later', {
         'Retry-After': '1',
@@ -188,7 +207,8 @@ export async function sendMessage(
   try {
     return await send({ ...deps, providerApi }, principal, r, scope);
   } catch (err) {
-    await releaseIdempotencyKey(deps.db, scope);
+    if (err instanceof DomainError && err.code === OUTCOME_UNKNOWN) await markIdempotencyKeyUnknown(deps.db, scope);
+    else await releaseIdempotencyKey(deps.db, scope);
     throw err;
   }
 }

@@ -7,13 +7,19 @@
  */
 import { request } from 'undici';
 
-/** The provider refused (its HTTP status and Graph codes) or was unreachable (status 0). */
+/**
+ * The provider refused (its HTTP status and Graph codes) or was unreachable (status 0).
+ * `outcomeUnknown`: the request may have reached the provider and been acted on (a timeout
+ * waiting for the answer, a connection lost after the request was written, a 2xx answer that
+ * could not be read), so a POST must not be taken as not done.
+ */
 export class ProviderError extends Error {
   constructor(
     readonly status: number,
     message: string,
     readonly providerCode?: number,
     readonly providerSubcode?: number,
+    readonly outcomeUnknown = false,
   ) {
     super(message);
     this.name = 'ProviderError';
@@ -26,6 +32,35 @@ export interface ProviderHttp {
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
+
+/**
+ * Failures that happen before a byte of the request leaves: the provider cannot have seen it.
+ * Anything else (a headers or body timeout, a socket closed or reset mid-exchange) may come
+ * after the provider took the request in.
+ */
+const NOT_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_INVALID_ARG',
+  'ERR_INVALID_URL',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'CERT_HAS_EXPIRED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+]);
+
+function errorCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string') return code;
+  const cause = (err as { cause?: unknown } | null)?.cause;
+  return cause && cause !== err ? errorCode(cause) : undefined;
+}
 
 interface GraphErrorBody {
   error?: { message?: unknown; code?: unknown; error_subcode?: unknown };
@@ -63,19 +98,23 @@ export function createProviderHttp(opts: { baseUrl: string; accessToken: string;
         bodyTimeout: timeout,
       });
     } catch (err) {
-      throw new ProviderError(0, `provider unreachable: ${(err as Error).message}`);
+      const code = errorCode(err);
+      const unknown = method === 'POST' && !(code && NOT_SENT_CODES.has(code));
+      const what = unknown ? 'provider did not answer' : 'provider unreachable';
+      throw new ProviderError(0, `${what}: ${(err as Error).message}`, undefined, undefined, unknown);
     }
     let text: string;
     try {
       text = await res.body.text();
     } catch (err) {
-      throw new ProviderError(0, `provider answer lost: ${(err as Error).message}`);
+      throw new ProviderError(0, `provider answer lost: ${(err as Error).message}`, undefined, undefined, method === 'POST');
     }
     if (res.statusCode < 200 || res.statusCode > 299) throw refusal(res.statusCode, text);
     try {
       return JSON.parse(text) as T;
     } catch {
-      throw new ProviderError(res.statusCode, 'provider answered a body that is not JSON');
+      // A 2xx is an acceptance even when its body cannot be read.
+      throw new ProviderError(res.statusCode, 'provider answered a body that is not JSON', undefined, undefined, method === 'POST');
     }
   }
 

@@ -122,6 +122,6 @@ export const accountPaths: RouteConfig[] = [
     summary: 'Send the template to every pending recipient (scope messages:write); answers when each was attempted',
     security: auth('messages:write'),
     request: { params: idParam },
-    responses: { 200: json(z.object({ data: Broadcast })), ...errors(404, 409, 503) },
+    responses: { 200: json(z.object({ data: Broadcast })), ...errors(404, 409, 503, 504) },
   },
 ];

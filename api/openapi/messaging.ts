@@ -27,7 +27,7 @@ export const messagingPaths: RouteConfig[] = [
         z.union([z.object({ data: OutboundMessage }), ErrorEnvelope]),
         'Accepted: the message, or media_not_ready (error envelope, Retry-After)',
       ),
-      ...errors(404, 409, 502, 503),
+      ...errors(404, 409, 502, 503, 504),
     },
   },
   {

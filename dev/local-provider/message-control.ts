@@ -52,6 +52,7 @@ export const messageControlModule: LocalRouteModule = ({ local }, ctx) => {
     if (!body) return;
     if (typeof body.status_delay_ms === 'number') state.statusDelayMs = body.status_delay_ms;
     if (typeof body.auto_statuses === 'boolean') state.autoStatuses = body.auto_statuses;
-    koa.body = { status_delay_ms: state.statusDelayMs, auto_statuses: state.autoStatuses };
+    if (typeof body.answer_delay_ms === 'number') state.answerDelayMs = body.answer_delay_ms;
+    koa.body = { status_delay_ms: state.statusDelayMs, auto_statuses: state.autoStatuses, answer_delay_ms: state.answerDelayMs };
   });
 };

@@ -93,6 +93,11 @@ function scheduleStatuses(ctx: LocalProviderContext, m: SentMessage): void {
   });
 }
 
+/** A send already taken waits `answerDelayMs` before its answer (the platform may give up first). */
+async function answerLate(ctx: LocalProviderContext): Promise<void> {
+  if (ctx.state.answerDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, ctx.state.answerDelayMs));
+}
+
 /** The media a Cloud API body refers to by id, when it is not processed yet: the send is refused. */
 function unreadyMedia(ctx: LocalProviderContext, body: Record<string, unknown>): string | undefined {
   const type = String(body.type);
@@ -150,6 +155,7 @@ function chatappSend(ctx: LocalProviderContext): RouterMiddleware {
     };
     state.messages.set(m.id, m);
     scheduleStatuses(ctx, m);
+    await answerLate(ctx);
     koa.body = { messaging_product: 'whatsapp', contacts: [{ input: m.to, wa_id: m.to }], messages: [{ id: m.id }] };
   };
 }
@@ -195,6 +201,7 @@ function photoappSend(ctx: LocalProviderContext): RouterMiddleware {
       timers: [],
     };
     state.messages.set(m.id, m);
+    await answerLate(ctx);
     koa.body = { recipient_id: m.to, message_id: m.id };
   };
 }

@@ -75,6 +75,8 @@ export interface LocalProviderState {
   statusDelayMs: number;
   /** Set to false to stop automatic status notifications (a test then drives them). */
   autoStatuses: boolean;
+  /** How long a send waits, once taken, before it answers: a provider slower than the platform's timeout. */
+  answerDelayMs: number;
 }
 
 export function createLocalProviderState(opts: { statusDelayMs?: number } = {}): LocalProviderState {
@@ -88,6 +90,7 @@ export function createLocalProviderState(opts: { statusDelayMs?: number } = {}):
     freeEntryPoints: new Map(),
     statusDelayMs: opts.statusDelayMs ?? 200,
     autoStatuses: true,
+    answerDelayMs: 0,
   };
 }
 

@@ -232,6 +232,38 @@ describe('broadcasts', () => {
     expect(resumed.body.data).toMatchObject({ status: 'sent', counts: { sent: 5, pending: 0 } });
   });
 
+  it('a provider that takes sends without answering stops the send; those recipients are failed, never sent twice', async () => {
+    const s = await setup();
+    const id = await draft(s);
+    const to = numbers(5);
+    await addRecipients(
+      s.tenant.key,
+      id,
+      to.map((to_recipient) => ({ to_recipient })),
+    );
+    const saved = bed.api.deps.providerApi;
+    await bed.control('/settings', { answer_delay_ms: 1_000 });
+    bed.api.deps.providerApi = createProviderHttp({ baseUrl: bed.provider.url, accessToken: PROVIDER_ACCESS_TOKEN, timeoutMs: 200 });
+    try {
+      const res = await send(s.tenant.key, id);
+      expect(res.status).toBe(504);
+      expect(res.body.error.code).toBe('provider_outcome_unknown');
+    } finally {
+      bed.api.deps.providerApi = saved;
+      await bed.control('/settings', { answer_delay_ms: 0 });
+    }
+    const resumed = await send(s.tenant.key, id);
+    expect(resumed.status).toBe(200);
+    const counts = resumed.body.data.counts;
+    expect(counts.pending).toBe(0);
+    expect(counts.failed).toBeGreaterThan(0);
+    expect(counts.sent + counts.failed).toBe(5);
+    const failed = (await bed.api.request('GET', `/api/v1/broadcasts/${id}/recipients?status=failed`, { key: s.tenant.key })).body.data;
+    for (const r of failed) expect(r.failure_reason).toContain('provider_outcome_unknown');
+    // Each number got the template once: the unanswered sends did reach the provider.
+    for (const n of to) expect([...bed.provider.state.messages.values()].filter((m) => m.to === n)).toHaveLength(1);
+  });
+
   it('a claim abandoned by a dead sender is taken again, without a second message when it had been sent', async () => {
     const s = await setup();
     const id = await draft(s);

@@ -5,7 +5,7 @@ import { parseSendRequest } from '../../core/outbound-message.js';
 import { createChannelAccount } from '../../db/directory.js';
 import { createProviderHttp } from '../../provider/http.js';
 import { createTenant, testDb, type Tenant } from '../support/harness.js';
-import { startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
+import { PROVIDER_ACCESS_TOKEN, startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
 
 let bed: ApiWithProvider;
 beforeAll(async () => {
@@ -240,6 +240,63 @@ describe('Idempotency-Key', () => {
     const bad = await withKey(s.tenant.key, 'a'.repeat(256), body);
     expect(bad.status).toBe(422);
     expect(bad.body.error.message).toContain('Idempotency-Key');
+  });
+});
+
+describe('a send the provider may have taken without answering', () => {
+  const withKey = (key: string, idem: string, body: unknown) =>
+    bed.api.request('POST', '/api/v1/messages', { key, body, headers: { 'idempotency-key': idem } });
+  /** The provider takes each send and answers only after 1.5 s; the platform gives up after 200 ms. */
+  async function slowProvider<T>(fn: () => Promise<T>): Promise<T> {
+    const real = bed.api.deps.providerApi;
+    await bed.control('/settings', { answer_delay_ms: 1_500 });
+    bed.api.deps.providerApi = createProviderHttp({ baseUrl: bed.provider.url, accessToken: PROVIDER_ACCESS_TOKEN, timeoutMs: 200 });
+    try {
+      return await fn();
+    } finally {
+      bed.api.deps.providerApi = real;
+      await bed.control('/settings', { answer_delay_ms: 0 });
+    }
+  }
+  const sentTo = (s: Setup, to: string) => [...bed.provider.state.messages.values()].filter((m) => m.from === s.pnid && m.to === to);
+
+  it('is 504 provider_outcome_unknown, and its Idempotency-Key never sends it again, even past the abandonment minute', async () => {
+    const s = await setup();
+    const body = { channel_account_id: s.chatapp, to: '15550002222', type: 'text', text: { body: 'Once only' } };
+    const first = await slowProvider(() => withKey(s.tenant.key, 'maybe-1', body));
+    expect(first.status).toBe(504);
+    expect(first.body.error.code).toBe('provider_outcome_unknown');
+    expect(sentTo(s, '15550002222')).toHaveLength(1);
+
+    const retry = await withKey(s.tenant.key, 'maybe-1', body);
+    expect(retry.status).toBe(409);
+    expect(retry.body.error.code).toBe('send_outcome_unknown');
+    // A reservation older than a minute is taken over as abandoned; this one is not.
+    await testDb().query(
+      `UPDATE message_idempotency_keys SET reserved_at = now() - interval '2 minutes' WHERE key = 'maybe-1' AND account_id = $1`,
+      [s.tenant.accountId],
+    );
+    expect((await withKey(s.tenant.key, 'maybe-1', body)).body.error.code).toBe('send_outcome_unknown');
+    expect(sentTo(s, '15550002222')).toHaveLength(1);
+    expect(await messageCount(s.chatapp)).toBe(0);
+    // A new key is the caller's explicit choice to send again.
+    expect((await withKey(s.tenant.key, 'maybe-2', body)).status).toBe(202);
+    expect(sentTo(s, '15550002222')).toHaveLength(2);
+  });
+
+  it('a provider that refused the connection did not send: the key is freed and the retry sends', async () => {
+    const s = await setup();
+    const body = { channel_account_id: s.chatapp, to: '15550003333', type: 'text', text: { body: 'x' } };
+    const real = bed.api.deps.providerApi;
+    try {
+      bed.api.deps.providerApi = createProviderHttp({ baseUrl: 'http://127.0.0.1:1/v24.0', accessToken: 'x' });
+      expect((await withKey(s.tenant.key, 'down-1', body)).body.error.code).toBe('provider_unavailable');
+    } finally {
+      bed.api.deps.providerApi = real;
+    }
+    const retry = await withKey(s.tenant.key, 'down-1', body);
+    expect(retry.status).toBe(202);
+    expect(sentTo(s, '15550003333')).toHaveLength(1);
   });
 });
 
