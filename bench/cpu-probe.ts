@@ -6,6 +6,8 @@
  *   npx tsx bench/cpu-probe.ts [--rounds=4] [--events=4000] [--profile=api,worker] [--pgss] [--node=<arg>]...
  *
  * --profile: CPU profiles of the API and worker, summarised over rounds 2.. (the warm ones).
+ * --fresh-tenant: each round to an Account of its own, no ANALYZE between rounds (else one Account,
+ *   analyzed after each round as autovacuum would have on a database older than a minute).
  * --pgss: pg_stat_statements (planning too) per round, and auto_explain of statements over 15 ms
  *   in .data/cpu-probe/postgres.log. --node=<flag>: a Node flag for the API and the worker.
  * Per process, the CPU of its threads by name: `main` (JavaScript), `node` (V8's compiler and
@@ -47,6 +49,8 @@ const EVENTS = Number(opt('events', '4000'));
 const PROFILE = opt('profile', '').split(',').filter(Boolean);
 const NODE_ARGS = argv.filter((a) => a.startsWith('--node=')).map((a) => a.slice('--node='.length));
 const PGSS = argv.includes('--pgss');
+/** Each round publishes to an Account of its own, and nothing is analyzed between rounds (as in bench/run.ts). */
+const FRESH = argv.includes('--fresh-tenant');
 const CONCURRENCY = 16;
 const dir = path.join(projectRoot, '.data', 'cpu-probe');
 const def = getEventDefinition('crm.demand.created')!;
@@ -193,13 +197,18 @@ async function main() {
     cleanups.push(() => apiPool.close());
     const api = apiCaller(apiPool);
 
-    const account = await createAccount(db, { name: 'probe', ownerEmail: 'p@example.com', plan: 'paid' });
-    const { key } = await issueApiKey(db, { accountId: account.id, environment: 'live', scopes: [...SCOPES] });
-    const created = await api('POST', '/api/v1/webhooks', key, { url: `https://127.0.0.1:${receiver.port}/h/1`, events: ['crm'] });
-    if (created.status !== 201) throw new Error(JSON.stringify(created.body));
-    receiver.secrets({ '/h/1': created.body.data.secret });
-    const tested = await api('POST', `/api/v1/webhooks/${created.body.data.id}/test`, key);
-    if (tested.status !== 200) throw new Error(JSON.stringify(tested.body));
+    /** An Account with one verified endpoint: the one of every round, or one per round with --fresh-tenant. */
+    const makeTenant = async (n: number) => {
+      const account = await createAccount(db, { name: `probe ${n}`, ownerEmail: 'p@example.com', plan: 'paid' });
+      const { key } = await issueApiKey(db, { accountId: account.id, environment: 'live', scopes: [...SCOPES] });
+      const created = await api('POST', '/api/v1/webhooks', key, { url: `https://127.0.0.1:${receiver.port}/h/${n}`, events: ['crm'] });
+      if (created.status !== 201) throw new Error(JSON.stringify(created.body));
+      receiver.secrets({ [`/h/${n}`]: created.body.data.secret });
+      const tested = await api('POST', `/api/v1/webhooks/${created.body.data.id}/test`, key);
+      if (tested.status !== 200) throw new Error(JSON.stringify(tested.body));
+      return key;
+    };
+    const keys = FRESH ? await Promise.all(Array.from({ length: ROUNDS }, (_, i) => makeTenant(i + 1))) : [await makeTenant(1)];
     await sleep(2000);
 
     const roots = () => ({
@@ -212,6 +221,7 @@ async function main() {
     const commits = async () =>
       Number((await db.query(`SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()`)).rows[0].n);
     for (let r = 1; r <= ROUNDS; r++) {
+      const key = keys[FRESH ? r - 1 : 0]!;
       const sentAt = new Map<string, number>();
       const fromUs = Number(process.hrtime.bigint() / 1000n);
       if (PGSS) await db.query('SELECT pg_stat_statements_reset()');
@@ -240,7 +250,7 @@ async function main() {
       const c1 = await commits();
       // As autovacuum would have by now on a database older than a minute (see FINDINGS: the
       // known-key look-up scans the stream on the cursor index while events has no statistics).
-      await db.query('ANALYZE');
+      if (!FRESH) await db.query('ANALYZE');
       const per = (k: string) => {
         const u = ((t1s[k]!.user - t0s[k]!.user) * 1000) / EVENTS;
         const s = ((t1s[k]!.sys - t0s[k]!.sys) * 1000) / EVENTS;
