@@ -8,6 +8,7 @@
  * --profile: CPU profiles of the API and worker, summarised over rounds 2.. (the warm ones).
  * --fresh-tenant: each round to an Account of its own, no ANALYZE between rounds (else one Account,
  *   analyzed after each round as autovacuum would have on a database older than a minute).
+ * --pg=name=value: a Postgres setting for the run (ALTER SYSTEM), e.g. --pg=random_page_cost=1.1.
  * --pgss: pg_stat_statements (planning too) per round, and auto_explain of statements over 15 ms
  *   in .data/cpu-probe/postgres.log. --node=<flag>: a Node flag for the API and the worker.
  * Per process, the CPU of its threads by name: `main` (JavaScript), `node` (V8's compiler and
@@ -49,6 +50,8 @@ const EVENTS = Number(opt('events', '4000'));
 const PROFILE = opt('profile', '').split(',').filter(Boolean);
 const NODE_ARGS = argv.filter((a) => a.startsWith('--node=')).map((a) => a.slice('--node='.length));
 const PGSS = argv.includes('--pgss');
+/** --pg=name=value: Postgres settings (ALTER SYSTEM, then a restart), e.g. --pg=random_page_cost=1.1. */
+const PG_SETTINGS = argv.filter((a) => a.startsWith('--pg=')).map((a) => a.slice('--pg='.length).split('=') as [string, string]);
 /** Each round publishes to an Account of its own, and nothing is analyzed between rounds (as in bench/run.ts). */
 const FRESH = argv.includes('--fresh-tenant');
 const CONCURRENCY = 16;
@@ -107,18 +110,20 @@ async function main() {
   try {
     const startPg = async () => {
       const first = await startEmbeddedPostgres(path.join(dir, 'pg'));
-      if (!PGSS) return first;
+      if (!PGSS && PG_SETTINGS.length === 0) return first;
       const c = new pg.Client({ connectionString: first.url });
       await c.connect();
-      await c.query(`ALTER SYSTEM SET shared_preload_libraries = pg_stat_statements, auto_explain`);
-      for (const [k, v] of [
-        ['auto_explain.log_min_duration', '15'],
-        ['auto_explain.log_analyze', 'on'],
-        ['auto_explain.log_buffers', 'on'],
-        ['log_autovacuum_min_duration', '0'],
-      ])
-        await c.query(`ALTER SYSTEM SET ${k} = '${v}'`);
-      await c.query(`ALTER SYSTEM SET pg_stat_statements.track_planning = on`);
+      for (const [k, v] of PG_SETTINGS) await c.query(`ALTER SYSTEM SET ${k} = '${v}'`);
+      if (PGSS)
+        for (const [k, v] of [
+          ['shared_preload_libraries', 'pg_stat_statements, auto_explain'],
+          ['pg_stat_statements.track_planning', 'on'],
+          ['auto_explain.log_min_duration', '15'],
+          ['auto_explain.log_analyze', 'on'],
+          ['auto_explain.log_buffers', 'on'],
+          ['log_autovacuum_min_duration', '0'],
+        ])
+          await c.query(`ALTER SYSTEM SET ${k} = ${k === 'shared_preload_libraries' ? v : `'${v}'`}`);
       await c.end();
       await first.stop();
       const log = fs.createWriteStream(path.join(dir, 'postgres.log'));
