@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { startServices, type ServiceConfig } from '../bootstrap/services.js';
 import { dueChannel } from '../db/due-notifications.js';
 import { createDueWakes } from '../ingest/due-wakes.js';
-import { endpointWorkflows } from '../temporal/client.js';
+import { endpointWorkflows, temporalCall } from '../temporal/client.js';
 import type { Resolver } from '../security/destination-policy.js';
 import { createProviderHttp } from '../provider/http.js';
 import { createApiKeyCache } from './api-key-cache.js';
@@ -39,7 +39,9 @@ export async function startApi(config: ServiceConfig, opts: { resolver?: Resolve
       ? createProviderHttp({ baseUrl: config.providerApiUrl, accessToken: config.providerAccessToken ?? '' })
       : undefined,
     temporalHealthy: async () => {
-      await temporal.connection.withDeadline(Date.now() + 2_000, () => temporal.connection.workflowService.getSystemInfo({}));
+      await temporalCall(temporal.connection, () =>
+        temporal.connection.withDeadline(Date.now() + 2_000, () => temporal.connection.workflowService.getSystemInfo({})),
+      );
       return true;
     },
   });

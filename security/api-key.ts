@@ -27,5 +27,6 @@ export function generateApiKey(environment: Environment): { key: string; hash: B
  * database finds the row by hash, and the caller never compares key material itself.
  */
 export function hashApiKey(key: string): Buffer {
-  return crypto.createHash('sha256').update(key, 'utf8').digest();
+  // One-shot: no Hash object per request (the API hashes the key of every request).
+  return crypto.hash('sha256', key, 'buffer');
 }
