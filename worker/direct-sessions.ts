@@ -100,7 +100,8 @@ export function createDirectSessions(o: {
   return {
     async start(due) {
       if (stop.signal.aborted || running.size >= (o.maxSessions ?? MAX_DIRECT_SESSIONS)) return { kind: 'workflow' };
-      const owner = `direct/${crypto.randomUUID()}`;
+      // Says which process holds it (pid), for an operator looking at the endpoint row.
+      const owner = `direct/${process.pid}/${crypto.randomUUID()}`;
       const lease = await leases.take(due.endpointId, owner, 'direct');
       if (!lease.granted) return lease.heldMs === null ? { kind: 'workflow' } : { kind: 'busy', inMs: lease.heldMs };
       if (stop.signal.aborted) {

@@ -32,7 +32,7 @@ export interface DueRouterOptions {
   signalEveryMs?: number;
   /** Healthy endpoints' sessions run here, without their workflows (DIRECT_SESSIONS); none when unset. */
   direct?: DirectSessions;
-  /** How often lost sessions' leases are looked for (half the session lease unless given). */
+  /** How often lost sessions' leases are looked for (half the session lease unless given; never without the sweep). */
   lostEveryMs?: number;
 }
 
@@ -227,14 +227,19 @@ export function startDueRouter(o: DueRouterOptions): DueRouter {
     every();
   }
   // Sessions lost with their worker (kill -9): their leases lapse, and their endpoints are routed again.
-  const lostTimer = o.direct
-    ? setInterval(() => {
-        takeBackLostSessions(o.db).then(
-          (lost) => lost.forEach(route),
-          (err) => logger.warn({ err }, 'look for lost delivery sessions failed; the next one tries again'),
-        );
-      }, o.lostEveryMs ?? SESSION_LEASE_MS / 2)
-    : undefined;
+  // Of the whole database, like the sweep: off with it (deployments sharing a database).
+  const lostTimer =
+    o.direct && o.sweepEveryMs > 0
+      ? setInterval(
+          () => {
+            takeBackLostSessions(o.db).then(
+              (lost) => lost.forEach(route),
+              (err) => logger.warn({ err }, 'look for lost delivery sessions failed; the next one tries again'),
+            );
+          },
+          o.lostEveryMs ?? SESSION_LEASE_MS / 2,
+        )
+      : undefined;
 
   return {
     ready: listener.ready,

@@ -261,7 +261,12 @@ async function deliver(input: EndpointWorkflowInput, state: EndpointWorkflowStat
  * health and streak, alerts, the record of health, the pause. False when delivering stops here
  * (paused, or nothing more to do now while healthy). `observedAtMs`: when the session was asked for.
  */
-async function applyRound(input: EndpointWorkflowInput, state: EndpointWorkflowState, round: DeliveryRound, observedAtMs: number): Promise<boolean> {
+async function applyRound(
+  input: EndpointWorkflowInput,
+  state: EndpointWorkflowState,
+  round: DeliveryRound,
+  observedAtMs: number,
+): Promise<boolean> {
   state.nextDueAtMs = round.nextDueAtMs;
   if (round.owed !== undefined) state.owed = round.owed;
   if (round.outcomes.length === 0) return round.more;
