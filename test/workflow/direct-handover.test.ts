@@ -5,7 +5,6 @@
  * then on it sends one POST at a time on the curve, through its own sessions, until a success.
  * Its own file: the worker's sessions take the endpoints' session leases here.
  */
-import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { endpointStateQuery } from '../../workflows/endpoint-contract.js';
 import { createTenant, eventually, testDb } from '../support/harness.js';
