@@ -134,13 +134,13 @@ export async function runDeliverySession(deps: SessionDeps, req: SessionRequest)
   }
   // Opened in the same tick as a direct session's call: news from now on pokes it.
   const news = deps.sessions.open(req.endpointId);
-  const letGo = leases?.hold({ endpointId: req.endpointId, owner: req.owner, shortClaims: !!req.leased });
+  const held = leases?.hold({ endpointId: req.endpointId, owner: req.owner }, !!req.leased);
   let round: DeliveryRound;
   try {
-    round = await new DeliverySession(deps, req, readEndpoint, news).run();
+    round = await new DeliverySession(deps, req, readEndpoint, news, held?.claims).run();
   } finally {
     news.close();
-    letGo?.();
+    held?.release();
   }
   // A workflow session that may have work left loops on its own; any other looks for news it missed.
   const handover = needsWorkflow(round);
@@ -173,9 +173,11 @@ class DeliverySession {
     private readonly req: SessionRequest,
     private readonly readEndpoint: () => Promise<EndpointRow | undefined>,
     news: Session,
+    /** The deliveries claimed under a short lease and not yet taken to the end, which the worker renews (a direct session's). */
+    private readonly leased?: Set<string>,
   ) {
     this.stopping = new SessionStopping(news);
-    this.claims = new DeliveryClaims({ ...deps, ...req }, news, this.stopping);
+    this.claims = new DeliveryClaims({ ...deps, ...req, leased }, news, this.stopping);
     this.pacing = deps.pacing ?? new Map<string, number>();
     this.secrets = rememberingOpener(deps.secretBox);
     this.observedAtMs = req.observedAtMs ?? req.clock();
@@ -240,6 +242,8 @@ class DeliverySession {
       try {
         const outcome = await this.attempt(endpoint, d, slot!);
         this.done++;
+        // Its record, on its way, ends the lease.
+        this.leased?.delete(d.id);
         if (!outcome) continue;
         this.outcomes = compactOutcomes([...this.outcomes, outcome]);
         if (!outcome.ok) this.stopping.halt('failure');

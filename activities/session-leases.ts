@@ -25,8 +25,12 @@ import { logger } from '../runtime/logger.js';
 export interface SessionLeases {
   readonly leaseMs: number;
   take(endpointId: string, owner: string, kind: SessionKind): Promise<LeaseAnswer>;
-  /** Renews the lease while the session lives; call the answer when it ends. */
-  hold(lease: HeldLease): () => void;
+  /**
+   * Renews the lease while the session lives, and with `shortClaims` (a direct session's) the
+   * deliveries it has claimed and not yet taken to the end, which it adds to and deletes from
+   * `claims`; `release` when it ends.
+   */
+  hold(lease: HeldLease, shortClaims: boolean): HeldSession;
   /**
    * Gives the lease back; `handover`: the session's round goes to its workflow (no session starts
    * until it is taken in). With `tellIfDue`, work due meanwhile goes to the `onFreed` listeners.
@@ -35,10 +39,16 @@ export interface SessionLeases {
   onFreed(listener: (due: DueEndpoint) => void): void;
 }
 
+export interface HeldSession {
+  /** Ids of the deliveries the session holds under a short lease (none: the session's claims are leased for LEASE_MS). */
+  claims: Set<string> | undefined;
+  release(): void;
+}
+
 export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?: number } = {}): SessionLeases {
   const leaseMs = o.leaseMs ?? SESSION_LEASE_MS;
   const renewEveryMs = o.renewEveryMs ?? Math.min(HEARTBEAT_EVERY_MS, leaseMs / 5);
-  const held = new Map<string, HeldLease>();
+  const held = new Map<string, HeldLease & { claims: Set<string> | undefined }>();
   const freedListeners: ((due: DueEndpoint) => void)[] = [];
   let timer: NodeJS.Timeout | undefined;
   let renewing = false;
@@ -47,8 +57,9 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
     if (renewing || held.size === 0) return;
     renewing = true;
     const leases = [...held.values()];
+    const claims = leases.flatMap((l) => [...(l.claims ?? [])].map((id) => ({ id, owner: l.owner })));
     try {
-      const kept = await renewSessionLeases(db, leases, leaseMs);
+      const kept = await renewSessionLeases(db, leases, claims, leaseMs);
       for (const l of leases)
         if (!kept.has(l.owner) && held.has(l.owner)) logger.warn({ endpointId: l.endpointId, owner: l.owner }, 'session lease lost');
     } catch (err) {
@@ -61,15 +72,19 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
   return {
     leaseMs,
     take: (endpointId, owner, kind) => takeSessionLease(db, endpointId, owner, kind, leaseMs, HANDOVER_TIMEOUT_MS),
-    hold(lease) {
-      held.set(lease.owner, lease);
+    hold(lease, shortClaims) {
+      const claims = shortClaims ? new Set<string>() : undefined;
+      held.set(lease.owner, { ...lease, claims });
       timer ??= setInterval(() => void renew(), renewEveryMs).unref();
-      return () => {
-        held.delete(lease.owner);
-        if (held.size === 0) {
-          clearInterval(timer);
-          timer = undefined;
-        }
+      return {
+        claims,
+        release() {
+          held.delete(lease.owner);
+          if (held.size === 0) {
+            clearInterval(timer);
+            timer = undefined;
+          }
+        },
       };
     },
     async end(endpointId, owner, { handover, tellIfDue }) {

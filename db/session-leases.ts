@@ -87,30 +87,32 @@ export async function endSessionLease(
 export interface HeldLease {
   endpointId: string;
   owner: string;
-  /** The session's claimed deliveries have short leases, renewed with the endpoint's (a direct session's). */
-  shortClaims: boolean;
 }
 
 /**
  * Renews, in one statement, the leases of a worker's live sessions for `leaseMs` more: the
- * endpoint's, and for sessions with short claims their claimed deliveries' (through the due
- * index). Answers the owners whose endpoint lease is still theirs.
+ * endpoint's, and the deliveries in `claims` (a direct session's, claimed and not yet recorded, by
+ * id: a backlog's size costs nothing). Answers the owners whose endpoint lease is still theirs.
  */
-export async function renewSessionLeases(db: Queryable, leases: readonly HeldLease[], leaseMs: number): Promise<Set<string>> {
+export async function renewSessionLeases(
+  db: Queryable,
+  leases: readonly HeldLease[],
+  claims: readonly { id: string; owner: string }[],
+  leaseMs: number,
+): Promise<Set<string>> {
   if (leases.length === 0) return new Set();
   const { rows } = await db.query<{ owner: string }>({
     name: 'renew_session_leases',
-    text: `WITH l AS (
-       SELECT * FROM unnest($1::uuid[], $2::text[], $3::bool[]) AS l(endpoint_id, owner, short)
-     ), claims AS (
-       UPDATE deliveries d SET leased_until = now() + ${secs('$4')}
-       FROM l WHERE l.short AND d.endpoint_id = l.endpoint_id AND d.status IN ('pending', 'failed')
-         AND d.lease_owner = l.owner AND d.leased_until IS NOT NULL
+    text: `WITH claims AS (
+       UPDATE deliveries d SET leased_until = now() + ${secs('$5')}
+       FROM unnest($3::uuid[], $4::text[]) AS c(id, owner)
+       WHERE d.id = c.id AND d.lease_owner = c.owner AND d.leased_until IS NOT NULL
      )
-     UPDATE endpoints e SET session_until = now() + ${secs('$4')}
-     FROM l WHERE e.id = l.endpoint_id AND e.session_owner = l.owner
+     UPDATE endpoints e SET session_until = now() + ${secs('$5')}
+     FROM unnest($1::uuid[], $2::text[]) AS l(endpoint_id, owner)
+     WHERE e.id = l.endpoint_id AND e.session_owner = l.owner
      RETURNING e.session_owner AS owner`,
-    values: [leases.map((l) => l.endpointId), leases.map((l) => l.owner), leases.map((l) => l.shortClaims), leaseMs],
+    values: [leases.map((l) => l.endpointId), leases.map((l) => l.owner), claims.map((c) => c.id), claims.map((c) => c.owner), leaseMs],
   });
   return new Set(rows.map((r) => r.owner));
 }
