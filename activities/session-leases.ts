@@ -60,8 +60,10 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
     const claims = leases.flatMap((l) => [...(l.claims ?? [])].map((id) => ({ id, owner: l.owner })));
     try {
       const kept = await renewSessionLeases(db, leases, claims, leaseMs);
+      // Not renewed: the row was busy (the next round renews it), or the lease lapsed and was taken back.
       for (const l of leases)
-        if (!kept.has(l.owner) && held.has(l.owner)) logger.warn({ endpointId: l.endpointId, owner: l.owner }, 'session lease lost');
+        if (!kept.has(l.owner) && held.has(l.owner))
+          logger.debug({ endpointId: l.endpointId, owner: l.owner }, 'session lease not renewed');
     } catch (err) {
       logger.warn({ err }, 'session leases not renewed; the next renewal tries again');
     } finally {

@@ -92,7 +92,7 @@ export interface HeldLease {
 /**
  * Renews, in one statement, the leases of a worker's live sessions for `leaseMs` more: the
  * endpoint's, and the deliveries in `claims` (a direct session's, claimed and not yet recorded, by
- * id: a backlog's size costs nothing). Answers the owners whose endpoint lease is still theirs.
+ * id: a backlog's size costs nothing). Answers the owners whose endpoint lease was renewed (not one locked meanwhile).
  */
 export async function renewSessionLeases(
   db: Queryable,
@@ -103,14 +103,21 @@ export async function renewSessionLeases(
   if (leases.length === 0) return new Set();
   const { rows } = await db.query<{ owner: string }>({
     name: 'renew_session_leases',
+    // Rows locked meanwhile are skipped, never waited for: a record or a release is ending that
+    // delivery's lease anyway (waiting, in another order than the record's, deadlocked with it),
+    // and an endpoint row is renewed by the next round, well within the lease.
     text: `WITH claims AS (
        UPDATE deliveries d SET leased_until = now() + ${secs('$5')}
-       FROM unnest($3::uuid[], $4::text[]) AS c(id, owner)
-       WHERE d.id = c.id AND d.lease_owner = c.owner AND d.leased_until IS NOT NULL
+       WHERE d.id IN (
+         SELECT x.id FROM deliveries x JOIN unnest($3::uuid[], $4::text[]) AS c(id, owner) ON x.id = c.id AND x.lease_owner = c.owner
+         WHERE x.leased_until IS NOT NULL FOR UPDATE OF x SKIP LOCKED
+       )
      )
      UPDATE endpoints e SET session_until = now() + ${secs('$5')}
-     FROM unnest($1::uuid[], $2::text[]) AS l(endpoint_id, owner)
-     WHERE e.id = l.endpoint_id AND e.session_owner = l.owner
+     WHERE e.id IN (
+       SELECT y.id FROM endpoints y JOIN unnest($1::uuid[], $2::text[]) AS l(endpoint_id, owner) ON y.id = l.endpoint_id AND y.session_owner = l.owner
+       FOR UPDATE OF y SKIP LOCKED
+     )
      RETURNING e.session_owner AS owner`,
     values: [leases.map((l) => l.endpointId), leases.map((l) => l.owner), claims.map((c) => c.id), claims.map((c) => c.owner), leaseMs],
   });
