@@ -209,8 +209,11 @@ class DeliverySession {
     const { endpointId } = this.req;
     const stop = this.stopping.reason;
     const more = stop === 'time' || stop === 'cancelled' || (stop === null && this.claims.claimed >= this.req.limit);
-    const [nextDue, owed] = await Promise.all([nextDueAt(db, endpointId), countOwed(db, endpointId)]);
+    // What is owed is for the workflow's story: a direct session tells it only a round it hands over.
+    const direct = this.req.leased !== undefined;
+    const [nextDue, counted] = await Promise.all([nextDueAt(db, endpointId), direct ? undefined : countOwed(db, endpointId)]);
     const healthRecorded = await this.recordIfHealthy(nextDue);
+    const owed = counted ?? (healthRecorded || this.outcomes.length === 0 ? undefined : await countOwed(db, endpointId));
     return { outcomes: this.outcomes, more, nextDueAtMs: nextDue?.getTime() ?? null, posts: this.done, owed, healthRecorded };
   }
 
