@@ -28,6 +28,8 @@ export interface ClaimLimits {
   maxSessionMs: number;
   /** The worker's shared claims (one statement for many sessions); one statement per claim when unset. */
   claim?: BatchedCall<ClaimRequest, ClaimedDelivery[]>;
+  /** Ids of the deliveries claimed under a short lease that the worker renews (a direct session's). */
+  leased?: Set<string>;
 }
 
 /** A claimed delivery; with the endpoint the claim read when the lane waited for that claim, so its POST starts at once. */
@@ -126,6 +128,7 @@ export class DeliveryClaims {
     if (rows.length === 0) return false;
     this.claimedEndpoint = endpoint;
     this.claimedCount += rows.length;
+    for (const r of rows) this.limits.leased?.add(r.id);
     this.queue.push(...rows);
     this.lastWorkAt = Date.now();
     return true;

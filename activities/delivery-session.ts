@@ -30,6 +30,7 @@ import { originShareWaits, webhookSends } from '../runtime/metrics.js';
 import { rememberingOpener, type SecretBox } from '../security/secret-box.js';
 import type { AttemptRecorder } from './attempt-recorder.js';
 import { DeliveryClaims } from './delivery-claims.js';
+import type { SessionLeases } from './session-leases.js';
 import type { Session, SessionRegistry } from './session-registry.js';
 import { SessionStopping } from './session-stopping.js';
 
@@ -69,6 +70,8 @@ export interface SessionDeps {
   readEndpoint?: BatchedCall<string, EndpointRow | undefined>;
   /** The worker's claims, shared by its sessions likewise; one statement per claim when unset. */
   claim?: BatchedCall<ClaimRequest, ClaimedDelivery[]>;
+  /** The endpoints' session leases (one session per endpoint across workers), when direct sessions run; none when unset. */
+  leases?: SessionLeases;
 }
 
 export interface SessionRequest {
@@ -81,6 +84,8 @@ export interface SessionRequest {
   observedAtMs?: number;
   limit: number;
   signal: AbortSignal;
+  /** A direct session (started by the due router, no workflow task) has taken its lease already, reading this endpoint. */
+  leased?: EndpointRow;
 }
 
 /** The latest success shows on the endpoint at most this often while a session runs. */
@@ -106,16 +111,41 @@ function currentEndpoint(deps: SessionDeps, endpointId: string): () => Promise<E
 
 const sending = (e: EndpointRow | undefined): e is EndpointRow => !!e && !e.deleted_at && sends(e.active, e.health_status);
 
+const nothingDone = (): DeliveryRound => ({ outcomes: [], more: false, nextDueAtMs: null, posts: 0 });
+
+/** The workflow must apply the round (a failure, or successes the session could not record itself): it is handed over. */
+export const needsWorkflow = (round: DeliveryRound): boolean => round.outcomes.length > 0 && round.healthRecorded !== true;
+
 export async function runDeliverySession(deps: SessionDeps, req: SessionRequest): Promise<DeliveryRound> {
   const readEndpoint = currentEndpoint(deps, req.endpointId);
+  const { leases } = deps;
+  let opened = req.leased;
+  if (leases && !opened) {
+    const lease = await leases.take(req.endpointId, req.owner, 'workflow');
+    // A direct session runs (it does the work, and looks again when it ends), or a round handed over
+    // by one waits for this workflow: an empty round, and the workflow takes that round in next.
+    if (!lease.granted) return nothingDone();
+    opened = lease.endpoint;
+  }
   // A PATCH (deactivation, new url) may be committed before its signal reaches the workflow.
-  if (!sending(await readEndpoint())) return { outcomes: [], more: false, nextDueAtMs: null, posts: 0 };
+  if (!sending(opened ?? (await readEndpoint()))) {
+    await leases?.end(req.endpointId, req.owner, { handover: false, tellIfDue: false });
+    return nothingDone();
+  }
+  // Opened in the same tick as a direct session's call: news from now on pokes it.
   const news = deps.sessions.open(req.endpointId);
+  const held = leases?.hold({ endpointId: req.endpointId, owner: req.owner }, !!req.leased);
+  let round: DeliveryRound;
   try {
-    return await new DeliverySession(deps, req, readEndpoint, news).run();
+    round = await new DeliverySession(deps, req, readEndpoint, news, held?.claims).run();
   } finally {
     news.close();
+    held?.release();
   }
+  // A workflow session that may have work left loops on its own; any other looks for news it missed.
+  const handover = needsWorkflow(round);
+  await leases?.end(req.endpointId, req.owner, { handover, tellIfDue: !handover && (!!req.leased || !round.more) });
+  return round;
 }
 
 /**
@@ -143,9 +173,11 @@ class DeliverySession {
     private readonly req: SessionRequest,
     private readonly readEndpoint: () => Promise<EndpointRow | undefined>,
     news: Session,
+    /** The deliveries claimed under a short lease and not yet taken to the end, which the worker renews (a direct session's). */
+    private readonly leased?: Set<string>,
   ) {
     this.stopping = new SessionStopping(news);
-    this.claims = new DeliveryClaims({ ...deps, ...req }, news, this.stopping);
+    this.claims = new DeliveryClaims({ ...deps, ...req, leased }, news, this.stopping);
     this.pacing = deps.pacing ?? new Map<string, number>();
     this.secrets = rememberingOpener(deps.secretBox);
     this.observedAtMs = req.observedAtMs ?? req.clock();
@@ -177,8 +209,11 @@ class DeliverySession {
     const { endpointId } = this.req;
     const stop = this.stopping.reason;
     const more = stop === 'time' || stop === 'cancelled' || (stop === null && this.claims.claimed >= this.req.limit);
-    const [nextDue, owed] = await Promise.all([nextDueAt(db, endpointId), countOwed(db, endpointId)]);
+    // What is owed is for the workflow's story: a direct session tells it only a round it hands over.
+    const direct = this.req.leased !== undefined;
+    const [nextDue, counted] = await Promise.all([nextDueAt(db, endpointId), direct ? undefined : countOwed(db, endpointId)]);
     const healthRecorded = await this.recordIfHealthy(nextDue);
+    const owed = counted ?? (healthRecorded || this.outcomes.length === 0 ? undefined : await countOwed(db, endpointId));
     return { outcomes: this.outcomes, more, nextDueAtMs: nextDue?.getTime() ?? null, posts: this.done, owed, healthRecorded };
   }
 
@@ -210,6 +245,8 @@ class DeliverySession {
       try {
         const outcome = await this.attempt(endpoint, d, slot!);
         this.done++;
+        // Its record, on its way, ends the lease.
+        this.leased?.delete(d.id);
         if (!outcome) continue;
         this.outcomes = compactOutcomes([...this.outcomes, outcome]);
         if (!outcome.ok) this.stopping.halt('failure');

@@ -26,7 +26,9 @@ import { createStatementBatcher } from '../runtime/statement-batcher.js';
 import type { SecretBox } from '../security/secret-box.js';
 import { runDeliverySession, type DeliveryRound, type SessionDeps } from './delivery-session.js';
 import { createAttemptRecorder } from './attempt-recorder.js';
+import type { SessionLeases } from './session-leases.js';
 import { createSessionRegistry, type SessionRegistry } from './session-registry.js';
+import { endHandover } from '../db/session-leases.js';
 
 export type { DeliveryRound };
 
@@ -55,12 +57,14 @@ export interface ActivityDeps {
   lingerMs?: number;
   /** How long a session runs at most, so its workflow looks at its endpoint now and then (SESSION_MS; tests shorten it). */
   maxSessionMs?: number;
+  /** The endpoints' session leases, when this worker runs direct sessions beside its workflows' (worker/direct-sessions.ts). */
+  leases?: SessionLeases;
 }
 
 const ms = (d: Date | null) => (d ? d.getTime() : null);
 
 /** What the worker's sessions share: its registry, its recorder, the pace of each throttled endpoint. */
-function sessionDepsOf(deps: ActivityDeps): SessionDeps {
+export function sessionDepsOf(deps: ActivityDeps): SessionDeps {
   const maxSessionMs = deps.maxSessionMs ?? SESSION_MS;
   // The workflow's start-to-close for deliverDue leaves room for SESSION_MS of dispatching only.
   if (maxSessionMs > SESSION_MS) throw new Error(`maxSessionMs must be at most ${SESSION_MS} ms (core/runtime-limits.ts)`);
@@ -80,6 +84,7 @@ function sessionDepsOf(deps: ActivityDeps): SessionDeps {
       return ids.map((id) => rows.get(id));
     }),
     claim: createStatementBatcher((reqs: ClaimRequest[]) => claimDueDeliveriesFor(deps.db, reqs, LEASE_MS)),
+    leases: deps.leases,
   };
 }
 
@@ -116,9 +121,9 @@ async function deliverDue(sessionDeps: SessionDeps, endpointId: string, nowMs: n
   }
 }
 
-export function createActivities(deps: ActivityDeps) {
+/** `sessionDeps`: what the worker's direct sessions share with these (worker/direct-sessions.ts); its own when absent. */
+export function createActivities(deps: ActivityDeps, sessionDeps = sessionDepsOf(deps)) {
   const { db } = deps;
-  const sessionDeps = sessionDepsOf(deps);
 
   return {
     async loadEndpointSnapshot(endpointId: string): Promise<EndpointSnapshot | null> {
@@ -169,6 +174,8 @@ export function createActivities(deps: ActivityDeps) {
         },
         new Date(h.observedAtMs),
       );
+      // Every round that left a hand-over (db/session-leases.ts) comes here: it is taken in, sessions may start again.
+      if (deps.leases) await endHandover(db, endpointId);
     },
 
     async recordNextAttempt(endpointId: string, nextAttemptAtMs: number | null): Promise<void> {

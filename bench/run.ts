@@ -919,9 +919,12 @@ function printTable(r: Results) {
     ],
     [
       '  hops p50 / p99: publish → signal, → workflow task, task, → session, session → receipt',
-      ['toSignal', 'signalToTask', 'task', 'taskToActivity', 'sessionToReceipt']
-        .map((h) => `${r.idleFirst.hops[h].p50}/${r.idleFirst.hops[h].p99}`)
-        .join(', ') + ' ms',
+      // No wake-up in any history: direct sessions (DIRECT_SESSIONS) took them all, with no workflow task.
+      r.idleFirst.hops.traced === 0
+        ? 'none in the workflows: direct sessions'
+        : ['toSignal', 'signalToTask', 'task', 'taskToActivity', 'sessionToReceipt']
+            .map((h) => `${r.idleFirst.hops[h].p50}/${r.idleFirst.hops[h].p99}`)
+            .join(', ') + ' ms',
       '',
       '',
     ],

@@ -102,7 +102,11 @@ export function currentDetails(ref: { endpointId: string; accountId: string }, s
   ];
   if (s.pausedAtMs) lines.push(`- **paused at**: ${iso(s.pausedAtMs)} (a 2xx test closes the circuit)`);
   if (doing) lines.push(`- **now**: ${doing}`);
-  lines.push('', `_${s.delivered ?? 0} POSTs by this run and its predecessors; as of ${iso(nowMs)}_`);
+  // Direct sessions of successes (worker/direct-sessions.ts) tell the workflow nothing: the endpoint and its deliveries show them.
+  lines.push(
+    '',
+    `_${s.delivered ?? 0} POSTs by this run's sessions and its predecessors' (and direct sessions that failed; other direct sessions' successes show on the endpoint, not here); as of ${iso(nowMs)}_`,
+  );
   return lines.join('\n');
 }
 

@@ -32,3 +32,14 @@ export function deliveryTimeoutProblem(deliveryTimeoutMs: number): string | null
     return `must be at most ${MAX_POST_MS} ms: a POST started at the end of a ${SESSION_MS} ms delivery session must end within the activity's ${DELIVER_DUE_TIMEOUT_MS} ms start-to-close`;
   return null;
 }
+
+/**
+ * An endpoint's session lease (at most one session per endpoint across workers, migration 0019):
+ * renewed every HEARTBEAT_EVERY_MS while its session lives, so one lost with its worker is taken
+ * over within this long (10 s), as a lost activity session is retried within its heartbeat timeout.
+ * A direct session's claimed deliveries get the same short, renewed lease (not LEASE_MS): nothing
+ * would release them early, since no retry of it comes.
+ */
+export const SESSION_LEASE_MS = HEARTBEAT_TIMEOUT_MS;
+/** A round handed to the workflow and not taken in after this long (Temporal unreachable meanwhile) no longer holds sessions back. */
+export const HANDOVER_TIMEOUT_MS = 60_000;

@@ -45,7 +45,7 @@ const COLUMNS = `*, json_build_object('ts', created_at::text, 'id', id) AS page_
  * the record of a synchronous send, so no engine path (claim, hold, release, expiry, closing)
  * may ever change it, even when that send failed.
  */
-const OWED = `status IN ('pending', 'failed') AND event_id IS NOT NULL`;
+export const OWED = `status IN ('pending', 'failed') AND event_id IS NOT NULL`;
 
 export interface AttemptRecord {
   startedAt: Date;

@@ -26,6 +26,11 @@ const flag = z
   .enum(['', '0', '1', 'false', 'true'])
   .optional()
   .transform((v) => v === '1' || v === 'true');
+/** A flag that is on unless set to 0 or false. */
+const onUnlessOff = z
+  .enum(['', '0', '1', 'false', 'true'])
+  .optional()
+  .transform((v) => v !== '0' && v !== 'false');
 const list = z
   .string()
   .optional()
@@ -54,6 +59,7 @@ const Env = z.object({
   }),
   DELIVERY_LINGER_MS: count(5_000),
   DUE_SWEEP_MS: count(30_000),
+  DIRECT_SESSIONS: onUnlessOff,
   // 0 turns the SDK's sticky cache off (every workflow task replays); the SDK makes 1 into 2.
   WORKER_MAX_CACHED_WORKFLOWS: count(DEFAULT_MAX_CACHED_WORKFLOWS),
   RATE_LIMIT_BURST: count(100),
@@ -92,6 +98,8 @@ export interface Config {
   deliveryLingerMs: number;
   /** How often a worker looks for due work nobody took (a lost notification); 0 never. */
   dueSweepMs: number;
+  /** DIRECT_SESSIONS (on unless `false`): a worker runs a healthy endpoint's delivery sessions itself, without a workflow task (worker/direct-sessions.ts). */
+  directSessions: boolean;
   /**
    * Endpoint workflows a worker keeps in memory between their tasks (the SDK's sticky cache). One that
    * left it replays its (short: it continues as new) history on its next wake-up; each kept one costs
@@ -141,6 +149,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     deliveryTimeoutMs: e.DELIVERY_TIMEOUT_MS,
     deliveryLingerMs: e.DELIVERY_LINGER_MS,
     dueSweepMs: e.DUE_SWEEP_MS,
+    directSessions: e.DIRECT_SESSIONS,
     workerMaxCachedWorkflows: e.WORKER_MAX_CACHED_WORKFLOWS,
     rateLimit: { capacity: e.RATE_LIMIT_BURST, refillPerSecond: e.RATE_LIMIT_PER_SECOND },
     allowPrivateCidrs: e.WEBHOOKS_DEV_MODE

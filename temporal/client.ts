@@ -1,6 +1,13 @@
 /** Temporal connections and the one way the API talks to endpoint workflows. */
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
-import { endpointChangedSignal, endpointWorkflowId, wakeSignal, type EndpointChange } from '../workflows/endpoint-contract.js';
+import {
+  endpointChangedSignal,
+  endpointWorkflowId,
+  roundHandedOverSignal,
+  wakeSignal,
+  type EndpointChange,
+  type HandedOverRound,
+} from '../workflows/endpoint-contract.js';
 import { customSearchAttributes } from '../workflows/search-attributes.js';
 import { workflowStaticDetails, workflowSummary } from '../core/endpoint-story.js';
 import { logger } from '../runtime/logger.js';
@@ -69,6 +76,8 @@ export interface EndpointWorkflows {
   notify(endpointId: string, accountId: string, change: EndpointChange, url?: string): Promise<void>;
   /** Coalesced wake-up: there are deliveries waiting in Postgres. */
   wake(endpointId: string, accountId: string, url?: string): Promise<void>;
+  /** A direct session's round for the workflow to apply (worker/direct-sessions.ts); starts it if needed (it may have continued as new). */
+  handOver(endpointId: string, accountId: string, handed: HandedOverRound): Promise<void>;
 }
 
 /** How long an API request waits on Temporal for one signal before giving up on it. */
@@ -117,6 +126,17 @@ export function endpointWorkflows(client: Client, taskQueue: string): EndpointWo
           signal: wakeSignal,
           signalArgs: [],
           ...metadata({ endpointId, accountId, url }),
+        }),
+      ),
+    handOver: (endpointId, accountId, handed) =>
+      signalWithStart(endpointId, accountId, ({ workflowId }) =>
+        client.workflow.signalWithStart('endpointWorkflow', {
+          workflowId,
+          taskQueue,
+          args: [{ endpointId, accountId }],
+          signal: roundHandedOverSignal,
+          signalArgs: [handed],
+          ...metadata({ endpointId, accountId }),
         }),
       ),
   };

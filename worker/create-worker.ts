@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities/index.js';
+import type { SessionDeps } from '../activities/delivery-session.js';
 import { bundlerLogger, temporalLogger } from './temporal-logging.js';
 
 const require = createRequire(import.meta.url);
@@ -16,6 +17,8 @@ export async function createWorker(opts: {
   namespace: string;
   taskQueue: string;
   deps: ActivityDeps;
+  /** What the worker's direct sessions share with its activities (worker/direct-sessions.ts); their own when absent. */
+  sessionDeps?: SessionDeps;
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Config.workerMaxCachedWorkflows (WORKER_MAX_CACHED_WORKFLOWS). */
   maxCachedWorkflows: number;
@@ -24,7 +27,7 @@ export async function createWorker(opts: {
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
-    activities: createActivities(opts.deps),
+    activities: createActivities(opts.deps, opts.sessionDeps),
     // Bundled here rather than by Worker.create so the bundler's webpack report is a debug line, not an info screenful.
     workflowBundle: opts.workflowBundle ?? (await bundleWorkflowCode({ workflowsPath, logger: bundlerLogger(temporalLogger) })),
     // The workflow is signal-driven and long-lived; the cache keeps busy endpoints' workflows in memory.

@@ -1,7 +1,8 @@
 /**
  * Routes news of due deliveries: a notification for an endpoint whose delivery session runs in
- * this worker pokes that session; any other becomes a wake signal to the endpoint's workflow
- * (sent at once, a bounded number in flight). A sweep finds what a lost notification left behind
+ * this worker pokes that session; with direct sessions (worker/direct-sessions.ts), one for a
+ * healthy endpoint starts its session here, with no workflow task; any other becomes a wake signal
+ * to the endpoint's workflow (sent at once, a bounded number in flight). A sweep finds what a lost notification left behind
  * (no worker listening, a dropped connection), at start, after a reconnect, and every `sweepEveryMs`.
  *
  * One deployment per channel: the sweep wakes every overdue endpoint of the database, so
@@ -9,10 +10,13 @@
  */
 import type { SessionRegistry } from '../activities/session-registry.js';
 import { findOverdueEndpoints, parseDuePayload, type DueEndpoint } from '../db/due-notifications.js';
+import { takeBackLostSessions } from '../db/session-leases.js';
 import { keepListening } from '../db/notification-listener.js';
 import type { Db } from '../db/pool.js';
+import { SESSION_LEASE_MS } from '../core/runtime-limits.js';
 import { logger } from '../runtime/logger.js';
 import type { EndpointWorkflows } from '../temporal/client.js';
+import type { DirectSessions } from './direct-sessions.js';
 
 export interface DueRouterOptions {
   databaseUrl: string;
@@ -26,6 +30,10 @@ export interface DueRouterOptions {
   signalsInFlight?: number;
   /** SIGNAL_EVERY_MS unless given (tests shorten it). */
   signalEveryMs?: number;
+  /** Healthy endpoints' sessions run here, without their workflows (DIRECT_SESSIONS); none when unset. */
+  direct?: DirectSessions;
+  /** How often lost sessions' leases are looked for (half the session lease unless given; never without the sweep). */
+  lostEveryMs?: number;
 }
 
 export interface DueRouter {
@@ -93,8 +101,7 @@ function startWaking(o: DueRouterOptions) {
   );
   const signalledAt = new Map<string, number>();
   const trailing = new Map<string, NodeJS.Timeout>();
-  const route = (due: DueEndpoint) => {
-    if (o.sessions.poke(due.endpointId)) return;
+  const wake = (due: DueEndpoint) => {
     const now = Date.now();
     const last = signalledAt.get(due.endpointId);
     if (last === undefined || now - last >= signalEveryMs) {
@@ -109,6 +116,14 @@ function startWaking(o: DueRouterOptions) {
       route(due);
     };
     trailing.set(due.endpointId, setTimeout(retry, last + signalEveryMs - now));
+  };
+  const { start: startDirect, stop: stopDirect } = directStarts(o, wake, (due) => route(due));
+  const route = (due: DueEndpoint) => {
+    if (o.sessions.poke(due.endpointId)) return;
+    // Its workflow was signalled moments ago (it was no endpoint for a direct session): the same again, coalesced.
+    const last = signalledAt.get(due.endpointId);
+    if (o.direct && (last === undefined || Date.now() - last >= signalEveryMs)) startDirect(due);
+    else wake(due);
   };
   // A session opened here: its first claim covers the news so far, and news after it pokes it.
   o.sessions.onOpen((endpointId) => {
@@ -126,7 +141,55 @@ function startWaking(o: DueRouterOptions) {
     async close() {
       clearInterval(forgetOld);
       for (const timer of trailing.values()) clearTimeout(timer);
+      stopDirect();
+      await o.direct?.close();
       await signals.flush();
+    },
+  };
+}
+
+/**
+ * News for an endpoint with no session here, to a direct session: started, or `wake` (its workflow
+ * must look), or, while another session holds the endpoint, looked at again when that lease would
+ * lapse (a live holder renews it, and looks for due work itself when it gives it back; a lost one
+ * lets it lapse, and this worker takes over).
+ */
+function directStarts(o: DueRouterOptions, wake: (due: DueEndpoint) => void, route: (due: DueEndpoint) => void) {
+  const starting = new Set<string>();
+  const later = new Map<string, NodeJS.Timeout>();
+  const start = (due: DueEndpoint) => {
+    // Its session opens before its first claim, which takes the work of this news too.
+    if (starting.has(due.endpointId)) return;
+    starting.add(due.endpointId);
+    o.direct!.start(due).then(
+      (r) => {
+        starting.delete(due.endpointId);
+        if (r.kind === 'workflow') wake(due);
+        else if (r.kind === 'busy' && !later.has(due.endpointId)) {
+          const again = () => {
+            later.delete(due.endpointId);
+            route(due);
+          };
+          later.set(due.endpointId, setTimeout(again, Math.max(50, r.inMs + 50)));
+        }
+      },
+      (err) => {
+        starting.delete(due.endpointId);
+        logger.warn({ err, endpointId: due.endpointId }, 'direct session not started; its workflow is woken instead');
+        wake(due);
+      },
+    );
+  };
+  o.sessions.onOpen((endpointId) => {
+    clearTimeout(later.get(endpointId));
+    later.delete(endpointId);
+  });
+  o.direct?.onFreed(route);
+  return {
+    start,
+    stop() {
+      for (const timer of later.values()) clearTimeout(timer);
+      later.clear();
     },
   };
 }
@@ -163,6 +226,20 @@ export function startDueRouter(o: DueRouterOptions): DueRouter {
     };
     every();
   }
+  // Sessions lost with their worker (kill -9): their leases lapse, and their endpoints are routed again.
+  // Of the whole database, like the sweep: off with it (deployments sharing a database).
+  const lostTimer =
+    o.direct && o.sweepEveryMs > 0
+      ? setInterval(
+          () => {
+            takeBackLostSessions(o.db).then(
+              (lost) => lost.forEach(route),
+              (err) => logger.warn({ err }, 'look for lost delivery sessions failed; the next one tries again'),
+            );
+          },
+          o.lostEveryMs ?? SESSION_LEASE_MS / 2,
+        )
+      : undefined;
 
   return {
     ready: listener.ready,
@@ -170,6 +247,7 @@ export function startDueRouter(o: DueRouterOptions): DueRouter {
     async close() {
       closed = true;
       clearTimeout(sweepTimer);
+      clearInterval(lostTimer);
       await listener?.close();
       await stopWaking();
     },

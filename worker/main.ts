@@ -6,11 +6,14 @@ import { loadServiceConfig, startServices, type ServiceConfig } from '../bootstr
 import { logger } from '../runtime/logger.js';
 import { endpointWorkflows, ensureSearchAttributes } from '../temporal/client.js';
 import type { Resolver } from '../security/destination-policy.js';
+import { sessionDepsOf, type ActivityDeps } from '../activities/index.js';
+import { createSessionLeases } from '../activities/session-leases.js';
 import { createSessionRegistry } from '../activities/session-registry.js';
 import { dueChannel } from '../db/due-notifications.js';
 import { createDueWakes } from '../ingest/due-wakes.js';
 import { createWorker } from './create-worker.js';
 import { runCrmOutboxSweep } from './crm-outbox-sweep.js';
+import { createDirectSessions } from './direct-sessions.js';
 import { startDueRouter } from './due-router.js';
 import { runOutboxSender } from './outbox-sender.js';
 import { installTemporalLogging } from './temporal-logging.js';
@@ -25,17 +28,23 @@ export async function runWorker(
   await ensureSearchAttributes(temporal.connection, config.temporalNamespace);
   const sessions = createSessionRegistry();
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const workflows = endpointWorkflows(temporal.client, config.taskQueue);
+  const deps: ActivityDeps = {
+    db,
+    httpClient,
+    secretBox: services.secretBox,
+    sessions,
+    lingerMs: config.deliveryLingerMs,
+    leases: config.directSessions ? createSessionLeases(db) : undefined,
+  };
+  // One recorder, one set of shared reads and claims, for the workflows' sessions and the direct ones.
+  const sessionDeps = sessionDepsOf(deps);
   const worker = await createWorker({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
-    deps: {
-      db,
-      httpClient,
-      secretBox: services.secretBox,
-      sessions,
-      lingerMs: config.deliveryLingerMs,
-    },
+    deps,
+    sessionDeps,
     workflowBundle: opts.workflowBundlePath ? { codePath: opts.workflowBundlePath } : undefined,
     maxCachedWorkflows: config.workerMaxCachedWorkflows,
   });
@@ -49,8 +58,9 @@ export async function runWorker(
     db,
     channel: dueChannel(config.taskQueue),
     sessions,
-    workflows: endpointWorkflows(temporal.client, config.taskQueue),
+    workflows,
     sweepEveryMs: config.dueSweepMs,
+    direct: deps.leases ? createDirectSessions({ deps: { ...sessionDeps, leases: deps.leases }, workflows }) : undefined,
   });
   const outboxStop = new AbortController();
   const outbox = runOutboxSender(db, { smtpUrl: config.smtpUrl, from: config.smtpFrom, signal: outboxStop.signal });

@@ -3,6 +3,7 @@
  * workflow and by the code that signals it, so names cannot drift apart.
  */
 import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { DeliveryRound } from '../activities/delivery-session.js';
 import type { EndpointHealth } from '../core/health.js';
 
 export type EndpointChange = 'created' | 'updated' | 'verified' | 'deleted';
@@ -21,6 +22,16 @@ export interface EndpointWorkflowInput {
 export const endpointChangedSignal = defineSignal<[{ change: EndpointChange }]>('endpointChanged');
 /** Coalesced "there is work in Postgres": never one signal per event. */
 export const wakeSignal = defineSignal<[]>('wake');
+/**
+ * A direct session's round (worker/direct-sessions.ts: run by a worker without a workflow task, on
+ * a healthy endpoint) that the workflow must apply as if its own session had it: a failure, or
+ * successes it could not record. `observedAtMs`: when the session opened (a verification after it wins).
+ */
+export interface HandedOverRound {
+  round: DeliveryRound;
+  observedAtMs: number;
+}
+export const roundHandedOverSignal = defineSignal<[HandedOverRound]>('roundHandedOver');
 export const endpointStateQuery = defineQuery<EndpointWorkflowState>('state');
 
 /**
@@ -35,7 +46,11 @@ export interface EndpointWorkflowState extends EndpointHealth {
   sending: boolean;
   nextDueAtMs: number | null;
   nextExpiryAtMs: number | null;
-  /** POSTs made by this run and its predecessors. */
+  /**
+   * POSTs made by this run's and its predecessors' own sessions and by the direct sessions whose
+   * rounds were handed over to them (failures); not those of direct sessions of successes only,
+   * which tell the workflow nothing (the deliveries' records count every POST).
+   */
   delivered: number;
   /** The `next_attempt_at` last written to the endpoint, so it is written only when it moves. */
   recordedNextAttemptAtMs: number | null;

@@ -25,13 +25,16 @@ import {
   applyHealth,
   endpointChangedSignal,
   endpointStateQuery,
+  roundHandedOverSignal,
   wakeSignal,
   withDefaults,
   type CarriedState,
   type EndpointChange,
   type EndpointWorkflowInput,
   type EndpointWorkflowState,
+  type HandedOverRound,
 } from './endpoint-contract.js';
+import type { DeliveryRound } from '../activities/index.js';
 import { AccountIdAttribute, EndpointHealthAttribute, FailureStreakAttribute } from './search-attributes.js';
 
 const { loadEndpointSnapshot, closeEndpoint } = proxyActivities<EndpointActivities>({
@@ -61,6 +64,8 @@ interface RunSignals {
   changesThisRun: number;
   /** The last wait ran out at the reconcile interval, with no signal. */
   reconciled: boolean;
+  /** Rounds of direct sessions handed over and not yet applied. */
+  handedOver: HandedOverRound[];
 }
 
 /**
@@ -80,19 +85,28 @@ const SESSION_RECORDS_HEALTH = 'session-records-health';
 const isHealthyNoStreak = (h: { health: string; failureStreak: number; pausedAtMs: number | null }) =>
   h.health === 'healthy' && h.failureStreak === 0 && h.pausedAtMs === null;
 const RECONCILE_JITTER_MS = 10 * 60 * 1000;
+/**
+ * Since this patch, workers run a healthy endpoint's sessions themselves (worker/direct-sessions.ts)
+ * and hand a round with a failure over by signal: the workflow applies it as it applies its own
+ * session's rounds (`applyRound`), before it delivers again (then on the curve, one POST at a time).
+ */
+const DIRECT_SESSIONS = 'direct-sessions';
 
 export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: CarriedState): Promise<void> {
   const state = withDefaults(carried);
   // Every run starts with a pass, as if woken, and reads the endpoint before anything else: a first
   // run knows nothing of it yet (it may have been started by a wake-up alone), and a continued run
   // may carry changes it was told of.
-  const run: RunSignals = { pending: [], woken: true, reload: true, changesThisRun: 0, reconciled: false };
+  const run: RunSignals = { pending: [], woken: true, reload: true, changesThisRun: 0, reconciled: false, handedOver: [] };
 
   setHandler(endpointChangedSignal, ({ change }) => {
     run.pending.push(change);
   });
   setHandler(wakeSignal, () => {
     run.woken = true;
+  });
+  setHandler(roundHandedOverSignal, (handed) => {
+    run.handedOver.push(handed);
   });
   setHandler(endpointStateQuery, () => state);
 
@@ -109,6 +123,10 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: C
     }
     const wasSending = state.sending;
     await followAdmission(input, state);
+    // (patched() asked only when a round was handed over: its marker goes in those histories only.)
+    if (run.handedOver.length > 0 && patched(DIRECT_SESSIONS)) {
+      for (const handed of run.handedOver.splice(0)) await applyRound(input, state, handed.round, handed.observedAtMs);
+    }
     const quiet = run.reconciled && !wasWoken && state.sending === wasSending && patched(QUIET_RECONCILE);
     run.reconciled = false;
     if (!quiet) await deliver(input, state);
@@ -139,7 +157,7 @@ async function idle(input: EndpointWorkflowInput, state: EndpointWorkflowState, 
   // Deterministic in a workflow (seeded per run): idle endpoints created together reconcile apart.
   const jitter = wait.reconcile && patched(QUIET_RECONCILE) ? Math.floor(Math.random() * RECONCILE_JITTER_MS) : 0;
   const delayMs = wait.delayMs + jitter;
-  const signalled = await condition(() => run.pending.length > 0 || run.woken, delayMs, {
+  const signalled = await condition(() => run.pending.length > 0 || run.woken || run.handedOver.length > 0, delayMs, {
     summary: waitSummary(state, { ...wait, delayMs }, Date.now()),
   });
   if (!signalled && wait.reconcile) run.reload = run.reconciled = true;
@@ -228,47 +246,64 @@ async function deliver(input: EndpointWorkflowInput, state: EndpointWorkflowStat
     const summary = deliverSummary(state);
     tell(input, state, summary);
     const round = await deliverDue.executeWithOptions({ summary }, [input.endpointId, now, roundLimit(state)]);
-    state.nextDueAtMs = round.nextDueAtMs;
-    if (round.owed !== undefined) state.owed = round.owed;
     if (round.outcomes.length === 0) {
+      state.nextDueAtMs = round.nextDueAtMs;
+      if (round.owed !== undefined) state.owed = round.owed;
       if (round.more) continue;
       return;
     }
-    const before = endpointHealthOf(state);
-    const { health, alerts } = afterRound(before, round.outcomes);
-    const stayedHealthy = alerts.length === 0 && [before, health].every(isHealthyNoStreak);
-    applyHealth(state, health);
-    const lastFailure = round.outcomes
-      .filter((o) => !o.ok)
-      .sort((a, b) => a.atMs - b.atMs)
-      .at(-1);
-    if (lastFailure) {
-      state.lastError = lastFailure.error ?? null;
-      state.lastFailureCode = lastFailure.responseCode;
-    }
-    state.delivered += round.posts ?? round.outcomes.length;
-    for (const alert of alerts) {
-      await alertOwner.executeWithOptions({ summary: says.alert(alert.streak) }, [input.endpointId, alert.streak, alert.streakStartedAtMs]);
-    }
-    const nextAttemptAtMs = nextPostAt(state);
-    // Successes only, healthy before and after: the session recorded them itself, and the search
-    // attributes (health, streak) have not changed. (patched() is asked only then: its marker goes
-    // in the histories of sessions it applies to.)
-    if (!(round.healthRecorded === true && stayedHealthy && patched(SESSION_RECORDS_HEALTH))) {
-      await recordHealth.executeWithOptions({ summary: says.health(state, nextAttemptAtMs) }, [
-        input.endpointId,
-        { ...health, nextAttemptAtMs, observedAtMs: now },
-      ]);
-      publishSearchAttributes(input, state);
-    }
-    state.recordedNextAttemptAtMs = nextAttemptAtMs;
-    if (state.health === 'paused') {
-      // The circuit is open: the backlog is held until a 2xx test.
-      await followAdmission(input, state);
-      return;
-    }
-    if (!round.more && state.failureStreak === 0) return;
+    if (!(await applyRound(input, state, round, now))) return;
   }
+}
+
+/**
+ * Takes in what a round of POSTs did (its own session's, or a direct session's handed over):
+ * health and streak, alerts, the record of health, the pause. False when delivering stops here
+ * (paused, or nothing more to do now while healthy). `observedAtMs`: when the session was asked for.
+ */
+async function applyRound(
+  input: EndpointWorkflowInput,
+  state: EndpointWorkflowState,
+  round: DeliveryRound,
+  observedAtMs: number,
+): Promise<boolean> {
+  state.nextDueAtMs = round.nextDueAtMs;
+  if (round.owed !== undefined) state.owed = round.owed;
+  if (round.outcomes.length === 0) return round.more;
+  const before = endpointHealthOf(state);
+  const { health, alerts } = afterRound(before, round.outcomes);
+  const stayedHealthy = alerts.length === 0 && [before, health].every(isHealthyNoStreak);
+  applyHealth(state, health);
+  const lastFailure = round.outcomes
+    .filter((o) => !o.ok)
+    .sort((a, b) => a.atMs - b.atMs)
+    .at(-1);
+  if (lastFailure) {
+    state.lastError = lastFailure.error ?? null;
+    state.lastFailureCode = lastFailure.responseCode;
+  }
+  state.delivered += round.posts ?? round.outcomes.length;
+  for (const alert of alerts) {
+    await alertOwner.executeWithOptions({ summary: says.alert(alert.streak) }, [input.endpointId, alert.streak, alert.streakStartedAtMs]);
+  }
+  const nextAttemptAtMs = nextPostAt(state);
+  // Successes only, healthy before and after: the session recorded them itself, and the search
+  // attributes (health, streak) have not changed. (patched() is asked only then: its marker goes
+  // in the histories of sessions it applies to.)
+  if (!(round.healthRecorded === true && stayedHealthy && patched(SESSION_RECORDS_HEALTH))) {
+    await recordHealth.executeWithOptions({ summary: says.health(state, nextAttemptAtMs) }, [
+      input.endpointId,
+      { ...health, nextAttemptAtMs, observedAtMs },
+    ]);
+    publishSearchAttributes(input, state);
+  }
+  state.recordedNextAttemptAtMs = nextAttemptAtMs;
+  if (state.health === 'paused') {
+    // The circuit is open: the backlog is held until a 2xx test.
+    await followAdmission(input, state);
+    return false;
+  }
+  return round.more || state.failureStreak > 0;
 }
 
 /** Keeps the endpoint's `next_attempt_at` true when the schedule moves outside a round (a hold, a release, a verification). */

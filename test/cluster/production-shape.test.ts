@@ -181,7 +181,11 @@ async function allDelivered(endpointId: string, expected: number) {
 async function sessionWorkerPid(endpointId: string): Promise<number | undefined> {
   const { raw } = await temporal.workflow.getHandle(endpointWorkflowId(endpointId)).describe();
   const identity = raw.pendingActivities?.find((a) => a.activityType?.name === 'deliverDue')?.lastWorkerIdentity;
-  return identity ? Number(identity.split('@')[0]) : undefined;
+  if (identity) return Number(identity.split('@')[0]);
+  // A direct session (worker/direct-sessions.ts) runs with no activity: its lease on the endpoint names its process.
+  const { rows } = await db.query<{ owner: string | null }>(`SELECT session_owner AS owner FROM endpoints WHERE id = $1`, [endpointId]);
+  const direct = rows[0]?.owner?.match(/^direct\/(\d+)\//);
+  return direct ? Number(direct[1]) : undefined;
 }
 
 const cmdline = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);

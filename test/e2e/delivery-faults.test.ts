@@ -169,6 +169,12 @@ describe('delivery faults on real components', () => {
 });
 
 describe('delivery sessions on real components', () => {
+  // The workflow's own lingering session: a worker with direct sessions off (with them on, the same
+  // bursts ride one direct session and reach the workflow not at all: test/e2e/direct-sessions.test.ts).
+  beforeAll(async () => {
+    await Promise.all(workers.splice(0).map((w) => w.kill()));
+    workers.push(await startWorkerProcess(taskQueue, { DIRECT_SESSIONS: 'false' }));
+  }, 120_000);
   const { EventType } = proto.api.enums.v1;
   const historySince = async (endpointId: string, afterEventId: number) => {
     const events = ((await temporal.workflow.getHandle(endpointWorkflowId(endpointId)).fetchHistory()).events ?? []).filter(

@@ -14,6 +14,7 @@ import { dueChannel, notifyDue } from '../../db/due-notifications.js';
 import { migrate } from '../../db/migrate.js';
 import { createPool, type Db } from '../../db/pool.js';
 import { endpointWorkflows } from '../../temporal/client.js';
+import type { DirectSessions, DirectStart } from '../../worker/direct-sessions.js';
 import { startDueRouter, type DueRouter } from '../../worker/due-router.js';
 import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
 import { eventually } from '../support/harness.js';
@@ -227,5 +228,54 @@ describe('due-delivery router', () => {
       return poked;
     });
     session.close();
+  });
+
+  it('with direct sessions: a started one costs no signal; one for the workflow is signalled as before; a busy endpoint is looked at again when the lease of its holder would lapse', async () => {
+    const [started, toWorkflow, busy] = [await endpointWithDelivery(), await endpointWithDelivery(), await endpointWithDelivery()];
+    const answers = new Map<string, DirectStart[]>([
+      [started, [{ kind: 'started' }]],
+      [toWorkflow, [{ kind: 'workflow' }]],
+      [busy, [{ kind: 'busy', inMs: 300 }, { kind: 'started' }]],
+    ]);
+    const asked: string[] = [];
+    const freed: ((due: { endpointId: string; accountId: string }) => void)[] = [];
+    const direct: DirectSessions = {
+      start: async (due) => {
+        asked.push(due.endpointId);
+        const list = answers.get(due.endpointId)!;
+        return list.length > 1 ? list.shift()! : list[0]!;
+      },
+      onFreed: (listener) => freed.push(listener),
+      close: async () => {},
+    };
+    const r = startDueRouter({
+      databaseUrl,
+      db,
+      channel,
+      sessions,
+      workflows: endpointWorkflows(temporalClient, taskQueue),
+      sweepEveryMs: 0,
+      signalEveryMs: 60_000,
+      direct,
+    });
+    routers.push(r);
+    await r.ready;
+    await notifyDue(
+      db,
+      channel,
+      [started, toWorkflow, busy].map((endpointId) => ({ endpointId, accountId })),
+    );
+    await eventually(async () => (await wakeSignals(toWorkflow)) === 1);
+    // The busy one: asked once, then again once its holder's lease would have lapsed (300 ms), not signalled.
+    await eventually(async () => asked.filter((id) => id === busy).length === 2);
+    // More news for the endpoint just signalled goes to its workflow's interval, not to a direct session again.
+    await notifyDue(db, channel, [{ endpointId: toWorkflow, accountId }]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(asked.filter((id) => id === toWorkflow)).toHaveLength(1);
+    expect(await wakeSignals(started)).toBe(0);
+    expect(await wakeSignals(busy)).toBe(0);
+    // Work found when a session gave its lease back is routed like news.
+    freed.forEach((tell) => tell({ endpointId: started, accountId }));
+    await eventually(async () => asked.filter((id) => id === started).length === 2);
   });
 });

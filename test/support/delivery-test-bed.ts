@@ -29,7 +29,8 @@ export interface DeliveryView {
   last_attempt_at: Date | null;
 }
 
-export function deliveryTestBed() {
+/** `directSessions`: the worker's sessions take the endpoints' leases, and `bed.direct` starts direct sessions (worker/direct-sessions.ts). */
+export function deliveryTestBed(o: { directSessions?: boolean } = {}) {
   let env: Awaited<ReturnType<typeof timeSkippingEnvironment>>;
   let worker: Awaited<ReturnType<typeof startTestWorker>>;
   let receiver: Receiver;
@@ -41,7 +42,7 @@ export function deliveryTestBed() {
   beforeAll(async () => {
     env = await timeSkippingEnvironment();
     [worker, receiver] = await Promise.all([
-      startTestWorker(env.nativeConnection, { allowLoopback: true, resolver, client: env.client }),
+      startTestWorker(env.nativeConnection, { allowLoopback: true, resolver, client: env.client, directSessions: o.directSessions }),
       startReceiver(),
     ]);
     api = await startTestApi({ allowLoopback: true, resolver, temporalAddress: env.address, taskQueue: worker.taskQueue });
@@ -70,6 +71,10 @@ export function deliveryTestBed() {
     },
     get api() {
       return api;
+    },
+    /** The worker's direct sessions (with `directSessions`). */
+    get direct() {
+      return worker.direct;
     },
     hosts,
     workflows: () => endpointWorkflows(env.client, worker.taskQueue),

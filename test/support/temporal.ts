@@ -5,7 +5,9 @@ import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
-import { createActivities } from '../../activities/index.js';
+import { createActivities, sessionDepsOf, type ActivityDeps } from '../../activities/index.js';
+import { createSessionLeases } from '../../activities/session-leases.js';
+import { createDirectSessions, type DirectSessions } from '../../worker/direct-sessions.js';
 import { createSessionRegistry } from '../../activities/session-registry.js';
 import { dueChannel } from '../../db/due-notifications.js';
 import { startTimeSkippingTestServer } from '../../dev/temporal-servers.js';
@@ -45,8 +47,10 @@ export async function startTestWorker(
     /** With a client, the worker listens for due deliveries (of its task queue) as in production, without the sweep. */
     client?: Client;
     lingerMs?: number;
+    /** Sessions take the endpoints' session leases, and (with a client) healthy endpoints' news starts direct sessions. */
+    directSessions?: boolean;
   } = {},
-): Promise<{ worker: Worker; taskQueue: string; running: Promise<void>; httpClient: HttpClient }> {
+): Promise<{ worker: Worker; taskQueue: string; running: Promise<void>; httpClient: HttpClient; direct?: DirectSessions }> {
   const taskQueue = opts.taskQueue ?? `test-${crypto.randomUUID()}`;
   const policy = createDestinationPolicy({
     allowCidrs: opts.allowLoopback ? ['127.0.0.0/8'] : [],
@@ -54,19 +58,26 @@ export async function startTestWorker(
   });
   const httpClient = createHttpClient({ policy, timeoutMs: opts.timeoutMs ?? 10_000 });
   const sessions = createSessionRegistry();
+  const deps: ActivityDeps = {
+    db: testDb(),
+    secretBox: createSecretBox(TEST_ENCRYPTION_KEY),
+    httpClient,
+    sessions,
+    lingerMs: opts.lingerMs,
+    leases: opts.directSessions ? createSessionLeases(testDb()) : undefined,
+  };
+  const sessionDeps = sessionDepsOf(deps);
   const worker = await Worker.create({
     connection,
     namespace: 'default',
     taskQueue,
     workflowBundle: { codePath: inject('workflowBundlePath') },
-    activities: createActivities({
-      db: testDb(),
-      secretBox: createSecretBox(TEST_ENCRYPTION_KEY),
-      httpClient,
-      sessions,
-      lingerMs: opts.lingerMs,
-    }),
+    activities: createActivities(deps, sessionDeps),
   });
+  const direct =
+    opts.client && deps.leases
+      ? createDirectSessions({ deps: { ...sessionDeps, leases: deps.leases }, workflows: endpointWorkflows(opts.client, taskQueue) })
+      : undefined;
   const router = opts.client
     ? startDueRouter({
         databaseUrl: inject('databaseUrl'),
@@ -75,6 +86,7 @@ export async function startTestWorker(
         sessions,
         workflows: endpointWorkflows(opts.client, taskQueue),
         sweepEveryMs: 0,
+        direct,
       })
     : null;
   await router?.ready;
@@ -82,7 +94,7 @@ export async function startTestWorker(
     await router?.close();
     await httpClient.close();
   });
-  return { worker, taskQueue, running, httpClient };
+  return { worker, taskQueue, running, httpClient, direct };
 }
 
 /**

@@ -17,7 +17,8 @@ export interface WorkerProcess {
   kill(): Promise<void>;
 }
 
-export async function startWorkerProcess(taskQueue: string): Promise<WorkerProcess> {
+/** `env`: settings beside the test's (e.g. DIRECT_SESSIONS=false). */
+export async function startWorkerProcess(taskQueue: string, env: Record<string, string> = {}): Promise<WorkerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', entry], {
     env: {
       ...process.env,
@@ -32,6 +33,7 @@ export async function startWorkerProcess(taskQueue: string): Promise<WorkerProce
       WEBHOOK_ALLOW_PRIVATE_CIDRS: '127.0.0.0/8',
       NODE_EXTRA_CA_CERTS: inject('tls').caFile,
       WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

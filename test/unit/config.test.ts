@@ -54,6 +54,15 @@ describe('loadConfig', () => {
     }
   });
 
+  it('runs direct sessions unless DIRECT_SESSIONS is false or 0, and refuses anything else', () => {
+    expect(loadConfig({}).directSessions).toBe(true);
+    expect(loadConfig({ DIRECT_SESSIONS: '' }).directSessions).toBe(true);
+    expect(loadConfig({ DIRECT_SESSIONS: 'true' }).directSessions).toBe(true);
+    expect(loadConfig({ DIRECT_SESSIONS: 'false' }).directSessions).toBe(false);
+    expect(loadConfig({ DIRECT_SESSIONS: '0' }).directSessions).toBe(false);
+    expect(() => loadConfig({ DIRECT_SESSIONS: 'off' })).toThrow(/DIRECT_SESSIONS/);
+  });
+
   it('treats an empty value as unset', () => {
     expect(loadConfig({ PORT: '', DATABASE_URL: '', WEBHOOK_ALLOW_PRIVATE_CIDRS: '' })).toMatchObject({
       port: 3000,

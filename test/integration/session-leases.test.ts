@@ -1,0 +1,163 @@
+/**
+ * The endpoint row's session lease (migration 0019) on real Postgres: one session per endpoint,
+ * direct or the workflow's; a workflow session finding a direct one running returns an empty round
+ * and sends nothing; a handed-over round holds sessions back until the workflow has taken it in;
+ * a lost session's lease lapses and is taken back; a direct session's claims have short leases,
+ * renewed while it lives, and work due when a session ends is told to the router.
+ */
+import crypto from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAttemptRecorder } from '../../activities/attempt-recorder.js';
+import { runDeliverySession, type SessionDeps } from '../../activities/delivery-session.js';
+import { createSessionLeases } from '../../activities/session-leases.js';
+import { createSessionRegistry } from '../../activities/session-registry.js';
+import { claimDueDeliveriesFor, type ClaimRequest } from '../../db/deliveries.js';
+import type { DueEndpoint } from '../../db/due-notifications.js';
+import { endHandover, takeBackLostSessions, takeSessionLease } from '../../db/session-leases.js';
+import { createHttpClient, type HttpClient } from '../../delivery/http-client.js';
+import { createDestinationPolicy } from '../../security/destination-policy.js';
+import { createTenant, eventually, startTestApi, storeDemandEvent, testDb, type Tenant, type TestApi } from '../support/harness.js';
+import { startReceiver, type Receiver } from '../support/https-receiver.js';
+
+let api: TestApi;
+let receiver: Receiver;
+let tenant: Tenant;
+let httpClient: HttpClient;
+
+beforeAll(async () => {
+  [receiver, tenant] = await Promise.all([startReceiver(), createTenant()]);
+  api = await startTestApi({ allowLoopback: true });
+  httpClient = createHttpClient({ policy: createDestinationPolicy({ allowCidrs: ['127.0.0.0/8'] }), timeoutMs: 5_000 });
+});
+afterAll(async () => {
+  await httpClient.close();
+  await api.close();
+  await receiver.close();
+});
+
+/** A healthy, verified endpoint with `backlog` deliveries due. */
+async function endpointWithBacklog(backlog: number) {
+  const prefix = `/lease/${crypto.randomUUID()}`;
+  const created = await api.request('POST', '/api/v1/webhooks', {
+    key: tenant.key,
+    body: { url: `https://127.0.0.1:${receiver.port}${prefix}`, events: ['crm'] },
+  });
+  expect(created.status).toBe(201);
+  const id: string = created.body.data.id;
+  await testDb().query(`UPDATE endpoints SET health_status = 'healthy', verified_at = now() WHERE id = $1`, [id]);
+  for (let n = 0; n < backlog; n++) await storeDemandEvent(tenant.accountId, `${prefix}_${n}`);
+  return { id, prefix, posts: () => receiver.received.filter((r) => r.path.startsWith(prefix)) };
+}
+
+const LEASE_MS = 1_000;
+const take = (id: string, owner: string, kind: 'direct' | 'workflow') => takeSessionLease(testDb(), id, owner, kind, LEASE_MS, 60_000);
+const leaseOf = async (id: string) =>
+  (await testDb().query(`SELECT session_owner, session_until, handover_at FROM endpoints WHERE id = $1`, [id])).rows[0];
+
+function sessionDeps(leaseMs = LEASE_MS): SessionDeps & { leases: ReturnType<typeof createSessionLeases> } {
+  const leases = createSessionLeases(testDb(), { leaseMs, renewEveryMs: leaseMs / 5 });
+  return {
+    db: testDb(),
+    secretBox: api.deps.secretBox,
+    httpClient,
+    sessions: createSessionRegistry(),
+    recorder: createAttemptRecorder(testDb()),
+    concurrency: 4,
+    lingerMs: 0,
+    maxSessionMs: 30_000,
+    claim: async (req: ClaimRequest) => (await claimDueDeliveriesFor(testDb(), [req], leaseMs))[0]!,
+    leases,
+  };
+}
+const request = (endpointId: string, owner: string) => ({
+  endpointId,
+  owner,
+  clock: Date.now,
+  limit: 100,
+  signal: new AbortController().signal,
+});
+
+describe('session leases', () => {
+  it('one holder at a time: a second direct session is told how long the first holds it; a workflow session gets an empty round and sends nothing', async () => {
+    const e = await endpointWithBacklog(3);
+    const first = await take(e.id, 'direct/a', 'direct');
+    expect(first.granted).toBe(true);
+    const second = await take(e.id, 'direct/b', 'direct');
+    expect(second.granted).toBe(false);
+    expect(second.granted === false && second.heldMs).toBeGreaterThan(0);
+    // The workflow's own session (deliverDue) finds the direct one running: no POST, nothing claimed.
+    const round = await runDeliverySession(sessionDeps(), request(e.id, 'run/activity'));
+    expect(round).toMatchObject({ outcomes: [], posts: 0, more: false });
+    expect(e.posts()).toHaveLength(0);
+    expect(
+      (await testDb().query(`SELECT count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 AND lease_owner IS NOT NULL`, [e.id])).rows[0]
+        .n,
+    ).toBe(0);
+    // Its lease lapsed (no renewal): taken back once, then anyone may take it.
+    await new Promise((r) => setTimeout(r, LEASE_MS + 50));
+    expect((await takeBackLostSessions(testDb())).map((l) => l.endpointId)).toContain(e.id);
+    expect((await takeBackLostSessions(testDb())).map((l) => l.endpointId)).not.toContain(e.id);
+    expect((await take(e.id, 'direct/b', 'direct')).granted).toBe(true);
+  });
+
+  it('a session with a failure ends with a hand-over: no session starts until the workflow has taken it in', async () => {
+    const e = await endpointWithBacklog(2);
+    receiver.replyOn(e.prefix, { status: 500 });
+    try {
+      const deps = sessionDeps();
+      const lease = await take(e.id, 'direct/fails', 'direct');
+      expect(lease.granted).toBe(true);
+      const round = await runDeliverySession(deps, {
+        ...request(e.id, 'direct/fails'),
+        leased: lease.granted ? lease.endpoint : undefined,
+      });
+      expect(round.outcomes.some((o) => !o.ok)).toBe(true);
+      expect(round.healthRecorded).toBe(false);
+      expect(await leaseOf(e.id)).toMatchObject({ session_owner: null });
+      expect((await leaseOf(e.id)).handover_at).not.toBeNull();
+      // Neither kind starts: the direct one goes to the workflow (heldMs null), the workflow's own waits for the round.
+      expect(await take(e.id, 'direct/next', 'direct')).toEqual({ granted: false, heldMs: null });
+      expect((await take(e.id, 'run/activity', 'workflow')).granted).toBe(false);
+      await endHandover(testDb(), e.id);
+      expect((await take(e.id, 'run/activity', 'workflow')).granted).toBe(true);
+    } finally {
+      receiver.replyOn(e.prefix, null);
+    }
+  });
+
+  it('a direct session leases its claims briefly and renews them while it lives; work due when it ends is told', async () => {
+    const e = await endpointWithBacklog(6);
+    const DELAY_MS = 700;
+    receiver.replyOn(e.prefix, { status: 200, delayMs: DELAY_MS });
+    try {
+      const deps = sessionDeps();
+      const freed: DueEndpoint[] = [];
+      deps.leases.onFreed((due) => freed.push(due));
+      const lease = await take(e.id, 'direct/renews', 'direct');
+      const running = runDeliverySession(deps, { ...request(e.id, 'direct/renews'), leased: lease.granted ? lease.endpoint : undefined });
+      // Claimed with a lease of LEASE_MS, not minutes; still held past it, since the session renews it.
+      const claimed = await eventually(async () => {
+        const { rows } = await testDb().query(
+          `SELECT leased_until FROM deliveries WHERE endpoint_id = $1 AND lease_owner = 'direct/renews' AND leased_until IS NOT NULL`,
+          [e.id],
+        );
+        return rows.length > 0 ? rows : undefined;
+      });
+      for (const r of claimed) expect(r.leased_until.getTime()).toBeLessThan(Date.now() + LEASE_MS + 1_000);
+      await new Promise((r) => setTimeout(r, LEASE_MS + 200));
+      expect((await leaseOf(e.id)).session_owner).toBe('direct/renews');
+      expect((await take(e.id, 'direct/other', 'direct')).granted).toBe(false);
+      const round = await running;
+      expect(round).toMatchObject({ posts: 6, healthRecorded: true });
+      expect(await leaseOf(e.id)).toMatchObject({ session_owner: null, handover_at: null });
+      expect(freed).toEqual([]);
+      // News committed while a session ends (its pokes refused, its last look done): found when it gives its lease back.
+      expect((await take(e.id, 'direct/ending', 'direct')).granted).toBe(true);
+      await storeDemandEvent(tenant.accountId, `${e.prefix}_late`);
+      await deps.leases.end(e.id, 'direct/ending', { handover: false, tellIfDue: true });
+      expect(freed).toEqual([{ endpointId: e.id, accountId: tenant.accountId }]);
+    } finally {
+      receiver.replyOn(e.prefix, null);
+    }
+  });
+});
