@@ -7,6 +7,7 @@
  *   npm run bench:ingest
  *   BENCH_ROUNDS=5 BENCH_EVENTS=5000 BENCH_WRITERS=64 BENCH_FANOUT=10 npm run bench:ingest
  *   BENCH_PG_SETTINGS='shared_buffers=512MB,wal_compression=lz4' npm run bench:ingest   # on top of the defaults
+ *   BENCH_SQL='DROP INDEX deliveries_event' npm run bench:ingest    # a schema experiment, run after the migrations
  */
 import path from 'node:path';
 import pg from 'pg';
@@ -59,6 +60,8 @@ async function main() {
   try {
     await migrate(database.url);
     const db = createPool(database.url, 20);
+    // An experiment's schema change (an index dropped, a default changed), after the migrations.
+    if (process.env.BENCH_SQL) await db.query(process.env.BENCH_SQL);
     const account = await createAccount(db, { name: 'bench-ingest', ownerEmail: 'bench@example.com', plan: 'paid' });
     for (let i = 0; i < FANOUT; i++) {
       await db.query(
@@ -105,7 +108,7 @@ async function main() {
         Array.from({ length: WRITERS }, async () => {
           for (let n = next++; n < EVENTS; n = next++) {
             const entityId = `r${round}_${serial + n}`;
-            const data = def.data.parse(demandData(entityId, `c_${n}`));
+            const data = def.data.parse(process.env.BENCH_SMALL ? demandData(entityId, `c_${n}`, '') : demandData(entityId, `c_${n}`));
             await storeEvent(db, ingestEvent({ accountId: account.id, environment: 'live', def, data, contactRef: `c_${n}` }));
           }
         }),

@@ -117,7 +117,7 @@ const INSERT_EVENTS = `INSERT INTO events (id, account_id, environment, cursor, 
      SELECT coalesce(e.id, gen_random_uuid()), $1, $2, head.base + e.n, e.type, e.idempotency_key, e.customer_id, e.channel, e.channel_account_id, e.channel_account,
             e.external_id, e.message_id, e.message_resource_id, e.contact_ref,
             -- A list per row travels as a JSON array: unnest would flatten a two-dimensional text[].
-            ARRAY(SELECT jsonb_array_elements_text(e.contact_refs)), e.data, e.stream_data, e.occurred_at
+            ARRAY(SELECT jsonb_array_elements_text(e.contact_refs)), e.data, coalesce(e.stream_data, e.data), e.occurred_at
      FROM head,
           unnest($4::text[], $5::text[], $6::uuid[], $7::text[], $8::uuid[], $9::jsonb[], $10::text[], $11::text[], $12::uuid[], $13::text[],
                  $14::jsonb[], $15::jsonb[], $16::timestamptz[], $17::uuid[], $18::jsonb[])
@@ -133,6 +133,7 @@ function eventParams(events: (NewEvent & { id?: string })[]): unknown[] {
     throw new Error('appendEvents: every event must belong to one stream');
   }
   const column = <K extends keyof NewEvent>(k: K) => events.map((e) => e[k]);
+  const data = events.map((e) => json(e.data));
   return [
     account_id,
     environment,
@@ -147,8 +148,12 @@ function eventParams(events: (NewEvent & { id?: string })[]): unknown[] {
     column('message_id'),
     column('message_resource_id'),
     column('contact_ref'),
-    events.map((e) => json(e.data)),
-    events.map((e) => json(e.stream_data)),
+    data,
+    // Most stream items carry the webhook payload as it is: sent once (null: the same as data), parsed once.
+    events.map((e, i) => {
+      const streamData = json(e.stream_data);
+      return streamData === data[i] ? null : streamData;
+    }),
     column('occurred_at'),
     events.map((e) => e.id ?? null),
     events.map((e) => JSON.stringify(e.contact_refs)),
