@@ -245,24 +245,25 @@ export async function appendEventsWithDeliveries(
   deliveries: RoutedDelivery[],
 ): Promise<EventRow[]> {
   if (events.length === 0) return [];
+  const position = new Map(events.map((e, i) => [e.id, i + 1]));
   const { rows } = await db.query<Pick<EventRow, 'id' | 'cursor' | 'created_at'>>({
     // Prepared once per connection: planning this statement cost about as much as running it.
     name: 'append_events_with_deliveries',
     text: `WITH dl AS (
        INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status, next_attempt_at)
-       SELECT $1, d.endpoint_id, d.event_id, d.event_type, d.idempotency_key, $2, 'pending',
+       SELECT $1, d.endpoint_id, ev.id, ev.type, ev.idempotency_key, $2, 'pending',
               -- A held delivery gets no due time; its hold is started by the endpoint's workflow, on its clock.
               CASE WHEN NOT d.held THEN now() END
-       FROM unnest($19::uuid[], $20::text[], $21::text[], $22::uuid[], $23::boolean[]) AS d(event_id, event_type, idempotency_key, endpoint_id, held)
+       -- The event's id, type and key travel once per event (in the events' arrays) and are joined by the event's position (n).
+       FROM unnest($19::int[], $20::uuid[], $21::boolean[]) AS d(n, endpoint_id, held)
+       JOIN unnest($17::uuid[], $4::text[], $5::text[]) WITH ORDINALITY AS ev(id, type, idempotency_key, n) ON ev.n = d.n
        RETURNING 1
      ), -- The head's row needs every delivery written first, so the stream's lock is taken after them (most
        -- of a batch's work): other processes writing this stream write theirs meanwhile.
      ${appendWholeSql('dl')}`,
     values: [
       ...eventParams(events),
-      deliveries.map((d) => d.eventId),
-      deliveries.map((d) => d.eventType),
-      deliveries.map((d) => d.idempotencyKey),
+      deliveries.map((d) => position.get(d.eventId)!),
       deliveries.map((d) => d.endpointId),
       deliveries.map((d) => d.held),
     ],
