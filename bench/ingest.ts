@@ -8,6 +8,7 @@
  *   BENCH_ROUNDS=5 BENCH_EVENTS=5000 BENCH_WRITERS=64 BENCH_FANOUT=10 npm run bench:ingest
  *   BENCH_PG_SETTINGS='shared_buffers=512MB,wal_compression=lz4' npm run bench:ingest   # on top of the defaults
  *   BENCH_SQL='DROP INDEX deliveries_event' npm run bench:ingest    # a schema experiment, run after the migrations
+ *   BENCH_CHECKPOINT=1 npm run bench:ingest    # a checkpoint before each round
  */
 import path from 'node:path';
 import pg from 'pg';
@@ -100,6 +101,8 @@ async function main() {
     };
     let serial = 0;
     for (let round = 1; round <= ROUNDS; round++) {
+      // What a checkpoint costs the writes after it (full-page images of every page first touched again).
+      if (process.env.BENCH_CHECKPOINT) await db.query('CHECKPOINT');
       await db.query('SELECT pg_stat_force_next_flush()');
       const before = await stats();
       const t0 = performance.now();
