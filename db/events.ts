@@ -79,8 +79,12 @@ export async function findEventsByKeys(
   keys: string[],
 ): Promise<Map<string, EventRow>> {
   if (keys.length === 0) return new Map();
+  // One probe of the idempotency key index per key, whatever the statistics (see findKnownKeysAndEndpoints).
   const { rows } = await db.query<EventRow>(
-    `SELECT * FROM events WHERE account_id = $1 AND environment = $2 AND idempotency_key = ANY($3::text[])`,
+    `SELECT f.* FROM unnest($3::text[]) AS w(key)
+     CROSS JOIN LATERAL (SELECT * FROM events WHERE (account_id, environment, idempotency_key) >= ($1::uuid, $2::text, w.key)
+                         ORDER BY account_id, environment, idempotency_key LIMIT 1) f
+     WHERE f.account_id = $1 AND f.environment = $2 AND f.idempotency_key = w.key`,
     [accountId, environment, keys],
   );
   return new Map(rows.map((r) => [r.idempotency_key, r]));

@@ -1,10 +1,10 @@
 /**
- * The publish's known-key look-up (findKnownKeysAndEndpoints) probes the idempotency key index
+ * The publish's known-key look-ups (findKnownKeysAndEndpoints, findEventsByKeys) probe the idempotency key index
  * once per key, however long the stream and whatever the statistics: a stream that grew since
  * the table's last ANALYZE once made each probe read the whole stream on the cursor index.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { findKnownKeysAndEndpoints } from '../../db/events.js';
+import { findEventsByKeys, findKnownKeysAndEndpoints } from '../../db/events.js';
 import { createTenant, testDb } from '../support/harness.js';
 
 /** Blocks of `events` and its indexes this transaction has read so far (its own statistics, no other session's). */
@@ -15,7 +15,7 @@ describe('known-key look-up', () => {
   const client = testDb().connect();
   afterAll(async () => (await client).release());
 
-  it('reads a few blocks per key on a 15,000-event stream that no ANALYZE has seen, and finds the known keys', async () => {
+  it('reads a few blocks per key on a 15,000-event stream that no ANALYZE has seen, and finds the known keys and their events', async () => {
     const t = await createTenant();
     const db = testDb();
     // Events as the ingest writes them (keys and ~1 KiB payloads of its shape), in one statement.
@@ -36,6 +36,12 @@ describe('known-key look-up', () => {
       expect(found.knownKeys.sort()).toEqual([...known].sort());
       // An index descent is 2-4 blocks (3 levels and the heap for visibility); a scan of the stream is thousands.
       expect(read).toBeLessThanOrEqual(keys.length * 6);
+      // The events of known keys (a redelivery's answer), read the same way.
+      const events = await findEventsByKeys(c, t.accountId, 'live', keys);
+      const readEvents = (await c.query<{ n: number }>(EVENT_BLOCKS)).rows[0]!.n - before - read;
+      expect([...events.keys()].sort()).toEqual([...known].sort());
+      expect(events.get(known[0]!)?.cursor).toBe('7');
+      expect(readEvents).toBeLessThanOrEqual(keys.length * 6);
     } finally {
       await c.query('ROLLBACK');
     }
