@@ -30,6 +30,13 @@ export function leaveSignalsToCaller(): void {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK']) exitHook.unhookEvent(signal);
 }
 
+/** The server's settings beyond the defaults. */
+const SERVER_SETTINGS: Record<string, string> = {
+  listen_addresses: '127.0.0.1',
+  unix_socket_directories: '',
+  max_connections: '200',
+};
+
 interface ConnectionFile {
   port: number;
   password: string;
@@ -60,7 +67,11 @@ export async function runningEmbeddedPostgresUrl(dataDir: string): Promise<strin
   return undefined;
 }
 
-export async function startEmbeddedPostgres(dataDir: string, log: (line: string) => void = () => {}): Promise<RunningPostgres> {
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  log: (line: string) => void = () => {},
+  settings: Record<string, string> = {},
+): Promise<RunningPostgres> {
   const pgDir = path.join(dataDir, 'postgres');
   const connFile = path.join(dataDir, 'postgres.json');
   fs.mkdirSync(dataDir, { recursive: true });
@@ -83,7 +94,7 @@ export async function startEmbeddedPostgres(dataDir: string, log: (line: string)
     // Postgres refuses to run as root; on root-only machines the package runs it as a `postgres` user.
     createPostgresUser: os.userInfo().uid === 0,
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
+    postgresFlags: Object.entries({ ...SERVER_SETTINGS, ...settings }).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
     onLog: log,
     onError: (e) => log(String(e)),
   });
