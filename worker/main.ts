@@ -35,7 +35,9 @@ export async function runWorker(
     secretBox: services.secretBox,
     sessions,
     lingerMs: config.deliveryLingerMs,
-    leases: config.directSessions ? createSessionLeases(db) : undefined,
+    // Taken by the workflows' sessions even with direct sessions off here: a deployment whose
+    // workers differ in DIRECT_SESSIONS (a rolling change of it) still runs one session per endpoint.
+    leases: createSessionLeases(db),
   };
   // One recorder, one set of shared reads and claims, for the workflows' sessions and the direct ones.
   const sessionDeps = sessionDepsOf(deps);
@@ -60,7 +62,7 @@ export async function runWorker(
     sessions,
     workflows,
     sweepEveryMs: config.dueSweepMs,
-    direct: deps.leases ? createDirectSessions({ deps: { ...sessionDeps, leases: deps.leases }, workflows }) : undefined,
+    direct: config.directSessions ? createDirectSessions({ deps: { ...sessionDeps, leases: deps.leases! }, workflows }) : undefined,
   });
   const outboxStop = new AbortController();
   const outbox = runOutboxSender(db, { smtpUrl: config.smtpUrl, from: config.smtpFrom, signal: outboxStop.signal });
