@@ -60,7 +60,12 @@ export async function runningEmbeddedPostgresUrl(dataDir: string): Promise<strin
   return undefined;
 }
 
-export async function startEmbeddedPostgres(dataDir: string, log: (line: string) => void = () => {}): Promise<RunningPostgres> {
+/** `extraFlags`: more server options (`-c name=value`), e.g. the bench's pg_stat_statements. */
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  log: (line: string) => void = () => {},
+  extraFlags: string[] = [],
+): Promise<RunningPostgres> {
   const pgDir = path.join(dataDir, 'postgres');
   const connFile = path.join(dataDir, 'postgres.json');
   fs.mkdirSync(dataDir, { recursive: true });
@@ -83,7 +88,7 @@ export async function startEmbeddedPostgres(dataDir: string, log: (line: string)
     // Postgres refuses to run as root; on root-only machines the package runs it as a `postgres` user.
     createPostgresUser: os.userInfo().uid === 0,
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200', ...extraFlags],
     onLog: log,
     onError: (e) => log(String(e)),
   });
