@@ -19,7 +19,7 @@ import { paceWaitMs } from '../core/pacer.js';
 import { retryDelayMs } from '../core/retry-curve.js';
 import { webhookBody } from '../core/webhook-body.js';
 import { closeForDeletedEvent, countOwed, nextDueAt, releaseLeases, type ClaimedDelivery, type ClaimRequest } from '../db/deliveries.js';
-import { getEndpointById, recordEndpointSuccess, recordHealthySession, type EndpointRow } from '../db/endpoints.js';
+import { getEndpointById, recordEndpointSuccesses, recordHealthySession, type EndpointRow, type SuccessShown } from '../db/endpoints.js';
 import type { Db } from '../db/pool.js';
 import type { HttpClient, Slot } from '../delivery/http-client.js';
 import { originOf } from '../delivery/origin-slots.js';
@@ -69,6 +69,8 @@ export interface SessionDeps {
   readEndpoint?: BatchedCall<string, EndpointRow | undefined>;
   /** The worker's claims, shared by its sessions likewise; one statement per claim when unset. */
   claim?: BatchedCall<ClaimRequest, ClaimedDelivery[]>;
+  /** The worker's displays of the latest success, shared by its sessions (`showSuccesses`); one statement each when unset. */
+  showSuccess?: (shown: SuccessShown) => void;
 }
 
 export interface SessionRequest {
@@ -311,7 +313,9 @@ class DeliverySession {
     if (outcome.atMs - this.lastShownAt < SHOW_SUCCESS_EVERY_MS) return;
     this.lastShownAt = outcome.atMs;
     const { endpointId } = this.req;
-    recordEndpointSuccess(this.deps.db, endpointId, new Date(outcome.atMs), outcome.responseCode).catch((err) =>
+    const shown = { id: endpointId, at: new Date(outcome.atMs), responseCode: outcome.responseCode };
+    if (this.deps.showSuccess) return this.deps.showSuccess(shown);
+    recordEndpointSuccesses(this.deps.db, [shown]).catch((err) =>
       logger.warn({ err, endpointId }, 'latest success not shown on the endpoint'),
     );
   }

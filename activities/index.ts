@@ -27,6 +27,7 @@ import type { SecretBox } from '../security/secret-box.js';
 import { runDeliverySession, type DeliveryRound, type SessionDeps } from './delivery-session.js';
 import { createAttemptRecorder } from './attempt-recorder.js';
 import { createSessionRegistry, type SessionRegistry } from './session-registry.js';
+import { showSuccesses } from './success-display.js';
 
 export type { DeliveryRound };
 
@@ -80,6 +81,8 @@ function sessionDepsOf(deps: ActivityDeps): SessionDeps {
       return ids.map((id) => rows.get(id));
     }),
     claim: createStatementBatcher((reqs: ClaimRequest[]) => claimDueDeliveriesFor(deps.db, reqs, LEASE_MS)),
+    // Each session shows its latest success once a second: with 100 sessions, 100 commits a second alone.
+    showSuccess: showSuccesses(deps.db),
   };
 }
 

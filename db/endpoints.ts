@@ -311,15 +311,33 @@ export async function recordHealthySession(
   return rowCount === 1;
 }
 
+export interface SuccessShown {
+  id: string;
+  at: Date;
+  responseCode: number | null;
+}
+
 /**
- * A long delivery session shows its progress: the latest success and its code, while the endpoint
- * is healthy (a failure, a PATCH or a test send goes through the workflow's record instead).
+ * Long delivery sessions show their progress: the latest success and its code, while the endpoint
+ * is healthy (a failure, a PATCH or a test send goes through the workflow's record instead). Any
+ * number of endpoints in one statement; an endpoint given twice takes its latest. (Two workers'
+ * statements locking the same rows in another order could deadlock; one fails, and is only a
+ * display missed: the next comes a second later.)
  */
-export async function recordEndpointSuccess(db: Queryable, id: string, at: Date, responseCode: number | null): Promise<void> {
-  await db.query(
-    `UPDATE endpoints SET last_success_at = $2, last_response_code = $3, updated_at = now()
-     WHERE id = $1 AND deleted_at IS NULL AND health_status = 'healthy' AND failure_streak = 0
-       AND (last_success_at IS NULL OR last_success_at < $2)`,
-    [id, at, responseCode],
-  );
+export async function recordEndpointSuccesses(db: Queryable, shown: readonly SuccessShown[]): Promise<void> {
+  const latest = new Map<string, SuccessShown>();
+  for (const s of shown) {
+    const had = latest.get(s.id);
+    if (!had || had.at < s.at) latest.set(s.id, s);
+  }
+  if (latest.size === 0) return;
+  const rows = [...latest.values()];
+  await db.query({
+    name: 'record_endpoint_successes',
+    text: `UPDATE endpoints e SET last_success_at = s.at, last_response_code = s.code, updated_at = now()
+     FROM unnest($1::uuid[], $2::timestamptz[], $3::int[]) AS s(id, at, code)
+     WHERE e.id = s.id AND e.deleted_at IS NULL AND e.health_status = 'healthy' AND e.failure_streak = 0
+       AND (e.last_success_at IS NULL OR e.last_success_at < s.at)`,
+    values: [rows.map((r) => r.id), rows.map((r) => r.at), rows.map((r) => r.responseCode)],
+  });
 }
