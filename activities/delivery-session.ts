@@ -18,7 +18,15 @@ import { compactOutcomes, sends, type AttemptOutcome } from '../core/health.js';
 import { paceWaitMs } from '../core/pacer.js';
 import { retryDelayMs } from '../core/retry-curve.js';
 import { webhookBody } from '../core/webhook-body.js';
-import { closeForDeletedEvent, countOwed, nextDueAt, releaseLeases, type ClaimedDelivery, type ClaimRequest } from '../db/deliveries.js';
+import {
+  closeForDeletedEvent,
+  countOwed,
+  nextDueAt,
+  releaseLeases,
+  type ClaimedDelivery,
+  type ClaimedWithEndpoint,
+  type ClaimRequest,
+} from '../db/deliveries.js';
 import { getEndpointById, recordEndpointSuccesses, recordHealthySession, type EndpointRow, type SuccessShown } from '../db/endpoints.js';
 import type { Db } from '../db/pool.js';
 import type { HttpClient, Slot } from '../delivery/http-client.js';
@@ -68,7 +76,7 @@ export interface SessionDeps {
   /** The worker's reads of endpoints, shared by its sessions (one statement for many); one read per call when unset. */
   readEndpoint?: BatchedCall<string, EndpointRow | undefined>;
   /** The worker's claims, shared by its sessions likewise; one statement per claim when unset. */
-  claim?: BatchedCall<ClaimRequest, ClaimedDelivery[]>;
+  claim?: BatchedCall<ClaimRequest, ClaimedWithEndpoint | ClaimedDelivery[]>;
   /** The worker's displays of the latest success, shared by its sessions (`showSuccesses`); one statement each when unset. */
   showSuccess?: (shown: SuccessShown) => void;
 }

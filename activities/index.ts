@@ -9,7 +9,7 @@ import { endpointLabel } from '../core/endpoint-story.js';
 import { HOLD_MS } from '../core/health.js';
 import { HEARTBEAT_EVERY_MS, LEASE_MS, SESSION_MS } from '../core/runtime-limits.js';
 import {
-  claimDueDeliveriesFor,
+  claimWithEndpointsFor,
   exhaustOpenDeliveries,
   expireHeldDeliveries,
   holdOpenDeliveries,
@@ -80,7 +80,7 @@ function sessionDepsOf(deps: ActivityDeps): SessionDeps {
       const rows = new Map((await getEndpointsByIds(deps.db, ids)).map((r) => [r.id, r]));
       return ids.map((id) => rows.get(id));
     }),
-    claim: createStatementBatcher((reqs: ClaimRequest[]) => claimDueDeliveriesFor(deps.db, reqs, LEASE_MS)),
+    claim: createStatementBatcher((reqs: ClaimRequest[]) => claimWithEndpointsFor(deps.db, reqs, LEASE_MS)),
     // Each session shows its latest success once a second: with 100 sessions, 100 commits a second alone.
     showSuccess: showSuccesses(deps.db),
   };

@@ -148,7 +148,12 @@ export async function getEndpointById(db: Queryable, id: string): Promise<Endpoi
 
 /** Several endpoints by id in one statement (a worker's sessions read theirs together); missing ones are absent. */
 export async function getEndpointsByIds(db: Queryable, ids: readonly string[]): Promise<EndpointRow[]> {
-  const { rows } = await db.query<EndpointRow>(`SELECT ${COLUMNS} FROM endpoints WHERE id = ANY($1::uuid[])`, [ids]);
+  // Prepared: a worker's sessions read their endpoints through it before every POST.
+  const { rows } = await db.query<EndpointRow>({
+    name: 'endpoints_by_ids',
+    text: `SELECT ${NAMED_COLUMNS} FROM endpoints WHERE id = ANY($1::uuid[])`,
+    values: [ids],
+  });
   return rows;
 }
 

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { showSuccesses } from '../../activities/success-display.js';
+import { claimWithEndpointsFor } from '../../db/deliveries.js';
 import { areCustomersOfAccounts, createCustomer } from '../../db/directory.js';
 import { recordEndpointSuccesses } from '../../db/endpoints.js';
 import { findKnownKeysAndEndpoints } from '../../db/events.js';
@@ -156,5 +157,29 @@ describe('known keys and routable endpoints of a publish batch', () => {
     const sandbox = await findKnownKeysAndEndpoints(testDb(), t.accountId, 'sandbox', keys, [null]);
     expect(sandbox.knownKeys).toEqual([]);
     expect(sandbox.endpoints.map((e) => e.id)).toEqual([wide]);
+  });
+});
+
+describe('claims shared by sessions, with their endpoints', () => {
+  it('each request that got deliveries gets its endpoint as the claim read it; one that got none gets none', async () => {
+    const t = await createTenant();
+    const [a, b, idle] = [await endpoint(t.accountId), await endpoint(t.accountId), await endpoint(t.accountId)];
+    for (let i = 0; i < 3; i++) await storeDemandEvent(t.accountId, `with_endpoint_${i}`);
+    await testDb().query(`UPDATE deliveries SET next_attempt_at = NULL WHERE endpoint_id = $1`, [idle]);
+    await testDb().query(`UPDATE endpoints SET rate_limit = 7 WHERE id = $1`, [b]);
+    const now = new Date(Date.now() + 1_000);
+    const got = await claimWithEndpointsFor(
+      testDb(),
+      [
+        { endpointId: a, now, limit: 2, owner: 'a' },
+        { endpointId: b, now, limit: 1, owner: 'b' },
+        { endpointId: b, now, limit: 5, owner: 'b2' },
+        { endpointId: idle, now, limit: 5, owner: 'idle' },
+      ],
+      60_000,
+    );
+    expect(got.map((g) => g.deliveries.length)).toEqual([2, 1, 2, 0]);
+    expect(got.map((g) => g.endpoint?.id)).toEqual([a, b, b, undefined]);
+    expect(got[1]!.endpoint).toMatchObject({ rate_limit: 7, health_status: 'healthy', active: true });
   });
 });
