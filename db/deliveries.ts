@@ -456,14 +456,16 @@ export async function recordDeliveryAttempts(db: Queryable, results: readonly At
  * answer later than the truth, and a retried round releases its leases at once.
  */
 export async function nextDueAt(db: Queryable, endpointId: string): Promise<Date | null> {
-  const { rows } = await db.query<{ at: Date | null }>(
-    `SELECT min(greatest(next_attempt_at, coalesce(leased_until, next_attempt_at))) AS at FROM (
+  // Prepared (every session asks it at its end, a lingering one also while it waits): one plan, on the due index.
+  const { rows } = await db.query<{ at: Date | null }>({
+    name: 'next_due_at',
+    text: `SELECT min(greatest(next_attempt_at, coalesce(leased_until, next_attempt_at))) AS at FROM (
        SELECT next_attempt_at, leased_until FROM deliveries
        WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL AND next_attempt_at IS NOT NULL
        ORDER BY next_attempt_at LIMIT 64
      ) earliest`,
-    [endpointId],
-  );
+    values: [endpointId],
+  });
   return rows[0]!.at;
 }
 
@@ -516,12 +518,14 @@ export const OWED_COUNT_CAP = 10_000;
 
 /** How many deliveries the endpoint owes and does not hold (up to OWED_COUNT_CAP). */
 export async function countOwed(db: Queryable, endpointId: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM (
+  // Prepared, as nextDueAt: every session's report asks both.
+  const { rows } = await db.query<{ n: number }>({
+    name: 'count_owed',
+    text: `SELECT count(*)::int AS n FROM (
        SELECT 1 FROM deliveries WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL LIMIT ${OWED_COUNT_CAP}
      ) owed`,
-    [endpointId],
-  );
+    values: [endpointId],
+  });
   return rows[0]!.n;
 }
 
