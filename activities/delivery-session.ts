@@ -20,14 +20,13 @@ import { retryDelayMs } from '../core/retry-curve.js';
 import { webhookBody } from '../core/webhook-body.js';
 import {
   closeForDeletedEvent,
-  countOwed,
-  nextDueAt,
   releaseLeases,
+  reportSession,
   type ClaimedDelivery,
   type ClaimedWithEndpoint,
   type ClaimRequest,
 } from '../db/deliveries.js';
-import { getEndpointById, recordEndpointSuccesses, recordHealthySession, type EndpointRow, type SuccessShown } from '../db/endpoints.js';
+import { getEndpointById, recordEndpointSuccesses, type EndpointRow, type SuccessShown } from '../db/endpoints.js';
 import type { Db } from '../db/pool.js';
 import type { HttpClient, Slot } from '../delivery/http-client.js';
 import { originOf } from '../delivery/origin-slots.js';
@@ -53,7 +52,7 @@ export interface DeliveryRound {
   owed?: number;
   /**
    * Every POST succeeded on an endpoint healthy with no streak, and the session recorded that on the
-   * endpoint itself (`recordHealthySession`): the workflow need not (absent from older rounds).
+   * endpoint itself (`reportSession`): the workflow need not (absent from older rounds).
    */
   healthRecorded?: boolean;
 }
@@ -181,31 +180,30 @@ class DeliverySession {
     }
   }
 
-  /** What the workflow learns; `more` when it ended with work possibly left due. */
+  /** What the workflow learns; `more` when it ended with work possibly left due. One statement (`reportSession`). */
   private async report(): Promise<DeliveryRound> {
-    const { db } = this.deps;
-    const { endpointId } = this.req;
     const stop = this.stopping.reason;
     const more = stop === 'time' || stop === 'cancelled' || (stop === null && this.claims.claimed >= this.req.limit);
-    const [nextDue, owed] = await Promise.all([nextDueAt(db, endpointId), countOwed(db, endpointId)]);
-    const healthRecorded = await this.recordIfHealthy(nextDue);
-    return { outcomes: this.outcomes, more, nextDueAtMs: nextDue?.getTime() ?? null, posts: this.done, owed, healthRecorded };
+    const r = await reportSession(this.deps.db, this.req.endpointId, this.healthySession(), new Date(this.observedAtMs));
+    return {
+      outcomes: this.outcomes,
+      more,
+      nextDueAtMs: r.nextDueAt?.getTime() ?? null,
+      posts: this.done,
+      owed: r.owed,
+      healthRecorded: r.healthRecorded,
+    };
   }
 
   /**
    * A session of successes only leaves a healthy endpoint's health as it was: it records the latest
-   * success itself, one statement, instead of its workflow scheduling `recordHealth` (an activity
-   * and a workflow task more per wake-up). The latest is taken as `afterRound` takes it.
+   * success itself, in its report's statement, instead of its workflow scheduling `recordHealth` (an
+   * activity and a workflow task more per wake-up). The latest is taken as `afterRound` takes it.
    */
-  private async recordIfHealthy(nextDue: Date | null): Promise<boolean> {
-    if (this.outcomes.length === 0 || !this.outcomes.every((o) => o.ok)) return false;
+  private healthySession(): { lastSuccessAt: Date; lastResponseCode: number | null } | null {
+    if (this.outcomes.length === 0 || !this.outcomes.every((o) => o.ok)) return null;
     const last = this.outcomes.reduce((a, b) => (b.atMs >= a.atMs ? b : a));
-    return recordHealthySession(
-      this.deps.db,
-      this.req.endpointId,
-      { lastSuccessAt: new Date(last.atMs), lastResponseCode: last.responseCode, nextAttemptAt: nextDue },
-      new Date(this.observedAtMs),
-    );
+    return { lastSuccessAt: new Date(last.atMs), lastResponseCode: last.responseCode };
   }
 
   private async lane(): Promise<void> {

@@ -11,7 +11,7 @@ import { logger } from '../runtime/logger.js';
  * The worker's sessions show their latest successes together: one statement per `windowMs` for
  * every endpoint with news (the latest of each), instead of one commit per endpoint each second
  * (100 sessions: 100 commits a second). Only a display: a session's last success is recorded with
- * its end (`recordHealthySession`), and a success never replaces a later one.
+ * its end (`reportSession`), and a success never replaces a later one.
  */
 export function showSuccesses(db: Db, windowMs = 250): (shown: SuccessShown) => void {
   const coalescer = createCoalescer<SuccessShown>(

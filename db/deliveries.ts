@@ -2,7 +2,7 @@ import { DomainError, notFound } from '../core/domain-error.js';
 import type { PageKey } from '../core/paging.js';
 import type { AttemptError } from '../delivery/http-client.js';
 import { eventColumnsOf, type EventRow } from './events.js';
-import { endpointColumnsAs, endpointFromColumns, type EndpointRow, type HealthStatus } from './endpoints.js';
+import { endpointColumnsAs, endpointFromColumns, healthySessionUpdate, type EndpointRow, type HealthStatus } from './endpoints.js';
 import { inPageOrder, keyset } from './keyset.js';
 import type { Queryable } from './pool.js';
 
@@ -527,6 +527,47 @@ export async function countOwed(db: Queryable, endpointId: string): Promise<numb
     values: [endpointId],
   });
   return rows[0]!.n;
+}
+
+export interface SessionReport {
+  nextDueAt: Date | null;
+  owed: number;
+  healthRecorded: boolean;
+}
+
+/**
+ * What a delivery session reports at its end, in one statement instead of three: `nextDueAt`,
+ * `countOwed` and, for a session of successes only (`healthy` given), its record of health
+ * (`healthySessionUpdate`, db/endpoints.ts) with that next due time, all in the same snapshot.
+ */
+export async function reportSession(
+  db: Queryable,
+  endpointId: string,
+  healthy: { lastSuccessAt: Date; lastResponseCode: number | null } | null,
+  observedAt: Date,
+): Promise<SessionReport> {
+  const { rows } = await db.query<{ at: Date | null; owed: number; recorded: number }>({
+    name: 'report_session',
+    text: `WITH due AS (
+       SELECT min(greatest(next_attempt_at, coalesce(leased_until, next_attempt_at))) AS at FROM (
+         SELECT next_attempt_at, leased_until FROM deliveries
+         WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL AND next_attempt_at IS NOT NULL
+         ORDER BY next_attempt_at LIMIT 64
+       ) earliest
+     ), owed AS (
+       SELECT count(*)::int AS n FROM (
+         SELECT 1 FROM deliveries WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL LIMIT ${OWED_COUNT_CAP}
+       ) o
+     ), healthy AS (
+       ${healthySessionUpdate({ id: '$1', lastSuccessAt: '$2', lastResponseCode: '$3', nextAttemptAt: '(SELECT at FROM due)', observedAt: '$4' })}
+         AND $2::timestamptz IS NOT NULL
+       RETURNING 1
+     )
+     SELECT (SELECT at FROM due) AS at, (SELECT n FROM owed) AS owed, (SELECT count(*) FROM healthy)::int AS recorded`,
+    values: [endpointId, healthy?.lastSuccessAt ?? null, healthy?.lastResponseCode ?? null, observedAt],
+  });
+  const r = rows[0]!;
+  return { nextDueAt: r.at, owed: r.owed, healthRecorded: r.recorded === 1 };
 }
 
 /** Manual resend: a limited, exhausted or failed delivery is due again at once. Test sends cannot be resent. */

@@ -297,23 +297,21 @@ export async function recordEndpointHealth(db: Queryable, id: string, h: Endpoin
 /**
  * A session that ended with every POST a success, on an endpoint healthy with no streak, records
  * what the workflow's `recordEndpointHealth` would (its health is unchanged): the latest success,
- * its code and the next attempt, under the same guards. False when the endpoint is no longer in
- * that state (or was verified after `observedAt`): the workflow then records it as before.
+ * its code and the next attempt, under the same guards. It changes no row when the endpoint is no
+ * longer in that state (or was verified after `observedAt`): the workflow then records it as
+ * before. The UPDATE, its values given as SQL expressions: `reportSession` (db/deliveries.ts) runs it.
  */
-export async function recordHealthySession(
-  db: Queryable,
-  id: string,
-  s: { lastSuccessAt: Date; lastResponseCode: number | null; nextAttemptAt: Date | null },
-  observedAt: Date,
-): Promise<boolean> {
-  const { rowCount } = await db.query({
-    name: 'record_healthy_session',
-    text: `UPDATE endpoints SET last_success_at = $2, last_response_code = $3, next_attempt_at = ${NEXT_ATTEMPT_IF_SENDING('$4')}, updated_at = now()
-     WHERE id = $1 AND deleted_at IS NULL AND health_status = 'healthy' AND failure_streak = 0 AND paused_at IS NULL
-       AND (verified_at IS NULL OR verified_at <= $5)`,
-    values: [id, s.lastSuccessAt, s.lastResponseCode, s.nextAttemptAt, observedAt],
-  });
-  return rowCount === 1;
+export function healthySessionUpdate(v: {
+  id: string;
+  lastSuccessAt: string;
+  lastResponseCode: string;
+  nextAttemptAt: string;
+  observedAt: string;
+}): string {
+  return `UPDATE endpoints SET last_success_at = ${v.lastSuccessAt}, last_response_code = ${v.lastResponseCode},
+       next_attempt_at = ${NEXT_ATTEMPT_IF_SENDING(v.nextAttemptAt)}, updated_at = now()
+     WHERE id = ${v.id} AND deleted_at IS NULL AND health_status = 'healthy' AND failure_streak = 0 AND paused_at IS NULL
+       AND (verified_at IS NULL OR verified_at <= ${v.observedAt})`;
 }
 
 export interface SuccessShown {

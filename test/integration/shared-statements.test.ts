@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { showSuccesses } from '../../activities/success-display.js';
-import { claimWithEndpointsFor } from '../../db/deliveries.js';
+import { claimWithEndpointsFor, reportSession } from '../../db/deliveries.js';
 import { areCustomersOfAccounts, createCustomer } from '../../db/directory.js';
 import { recordEndpointSuccesses } from '../../db/endpoints.js';
 import { findKnownKeysAndEndpoints } from '../../db/events.js';
@@ -181,5 +181,39 @@ describe('claims shared by sessions, with their endpoints', () => {
     expect(got.map((g) => g.deliveries.length)).toEqual([2, 1, 2, 0]);
     expect(got.map((g) => g.endpoint?.id)).toEqual([a, b, b, undefined]);
     expect(got[1]!.endpoint).toMatchObject({ rate_limit: 7, health_status: 'healthy', active: true });
+  });
+});
+
+describe('a session’s report', () => {
+  it('next due time, deliveries owed and the healthy session’s record, in one statement', async () => {
+    const t = await createTenant();
+    const id = await endpoint(t.accountId);
+    for (let i = 0; i < 3; i++) await storeDemandEvent(t.accountId, `report_${i}`);
+    const later = new Date(Date.now() + 60_000);
+    await testDb().query(`UPDATE deliveries SET next_attempt_at = $2 WHERE endpoint_id = $1`, [id, later]);
+    const observedAt = new Date();
+    const lastSuccessAt = new Date(Date.now() - 5_000);
+    const report = await reportSession(testDb(), id, { lastSuccessAt, lastResponseCode: 204 }, observedAt);
+    expect(report).toEqual({ nextDueAt: later, owed: 3, healthRecorded: true });
+    const { rows } = await testDb().query(`SELECT last_success_at, last_response_code, next_attempt_at FROM endpoints WHERE id = $1`, [id]);
+    expect(rows[0]).toEqual({ last_success_at: lastSuccessAt, last_response_code: 204, next_attempt_at: later });
+  });
+
+  it('no record without a session of successes, on an endpoint no longer healthy, or verified after the session’s time', async () => {
+    const t = await createTenant();
+    const [plain, degraded, reverified] = [
+      await endpoint(t.accountId),
+      await endpoint(t.accountId, { health: 'degraded', streak: 1 }),
+      await endpoint(t.accountId),
+    ];
+    const observedAt = new Date(Date.now() - 10_000);
+    await testDb().query(`UPDATE endpoints SET verified_at = now() WHERE id = $1`, [reverified]);
+    const success = { lastSuccessAt: new Date(), lastResponseCode: 200 };
+    expect(await reportSession(testDb(), plain, null, observedAt)).toEqual({ nextDueAt: null, owed: 0, healthRecorded: false });
+    expect((await reportSession(testDb(), degraded, success, observedAt)).healthRecorded).toBe(false);
+    expect((await reportSession(testDb(), reverified, success, observedAt)).healthRecorded).toBe(false);
+    expect(await shown(plain)).toEqual({ at: null, code: null });
+    expect(await shown(degraded)).toEqual({ at: null, code: null });
+    expect(await shown(reverified)).toEqual({ at: null, code: null });
   });
 });
