@@ -341,11 +341,16 @@ export interface ClaimedWithEndpoint {
  * requests of one endpoint never get the same delivery.
  */
 export async function claimWithEndpointsFor(db: Queryable, reqs: readonly ClaimRequest[], leaseMs: number): Promise<ClaimedWithEndpoint[]> {
-  // Prepared: planning it cost Postgres more than running it (0.47 ms a call, 2 claims per 23 deliveries).
+  // Prepared, and planned once (below).
   const { rows } = await db.query<ClaimedRow & { delivery_lease_owner: string }>({
     name: 'claim_due_deliveries_for',
     text: `WITH req AS (
        SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::int[], $4::text[]) AS r(endpoint_id, at, lim, owner)
+       -- Always true (a claim asks for 1 to 32), and estimated at one row whether the arrays are known
+       -- or not: the prepared statement's generic plan then costs what a custom one does, and Postgres
+       -- keeps it instead of planning every call (0.44 ms a call, more than running it). The arrays are
+       -- all the parameters there are, and a custom plan learns only their length from them.
+       WHERE r.lim BETWEEN 1 AND 1000000
      ), due AS (
        SELECT DISTINCT ON (pick.id) pick.id, req.at, req.owner FROM req CROSS JOIN LATERAL (
          SELECT id, next_attempt_at, created_at FROM deliveries

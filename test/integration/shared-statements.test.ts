@@ -4,13 +4,13 @@
  * window), the Customer checks of concurrent publishes (one statement for those waiting together),
  * and the publish's read of known keys and routable endpoints (only the batch's Customers' endpoints).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { showSuccesses } from '../../activities/success-display.js';
 import { claimWithEndpointsFor, reportSession } from '../../db/deliveries.js';
 import { areCustomersOfAccounts, createCustomer } from '../../db/directory.js';
 import { recordEndpointSuccesses } from '../../db/endpoints.js';
 import { findKnownKeysAndEndpoints } from '../../db/events.js';
-import type { Db } from '../../db/pool.js';
+import { createPool, type Db } from '../../db/pool.js';
 import { createTenant, startTestApi, storeDemandEvent, testDb, type TestApi } from '../support/harness.js';
 
 async function endpoint(accountId: string, over: { customerId?: string; health?: string; streak?: number } = {}): Promise<string> {
@@ -181,6 +181,23 @@ describe('claims shared by sessions, with their endpoints', () => {
     expect(got.map((g) => g.deliveries.length)).toEqual([2, 1, 2, 0]);
     expect(got.map((g) => g.endpoint?.id)).toEqual([a, b, b, undefined]);
     expect(got[1]!.endpoint).toMatchObject({ rate_limit: 7, health_status: 'healthy', active: true });
+  });
+
+  it('is planned once per connection, not at every call', async () => {
+    const t = await createTenant();
+    const id = await endpoint(t.accountId);
+    // One connection: prepared statements are per connection.
+    const one = createPool(inject('databaseUrl'), 1);
+    try {
+      for (let i = 0; i < 8; i++)
+        await claimWithEndpointsFor(one, [{ endpointId: id, now: new Date(), limit: 32, owner: `p${i}` }], 60_000);
+      const { rows } = await one.query(
+        `SELECT generic_plans::int AS generic FROM pg_prepared_statements WHERE name = 'claim_due_deliveries_for'`,
+      );
+      expect(rows[0].generic).toBeGreaterThan(0);
+    } finally {
+      await one.end();
+    }
   });
 });
 
