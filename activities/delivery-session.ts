@@ -18,8 +18,15 @@ import { compactOutcomes, sends, type AttemptOutcome } from '../core/health.js';
 import { paceWaitMs } from '../core/pacer.js';
 import { retryDelayMs } from '../core/retry-curve.js';
 import { webhookBody } from '../core/webhook-body.js';
-import { closeForDeletedEvent, countOwed, nextDueAt, releaseLeases, type ClaimedDelivery, type ClaimRequest } from '../db/deliveries.js';
-import { getEndpointById, recordEndpointSuccess, recordHealthySession, type EndpointRow } from '../db/endpoints.js';
+import {
+  closeForDeletedEvent,
+  releaseLeases,
+  reportSession,
+  type ClaimedDelivery,
+  type ClaimedWithEndpoint,
+  type ClaimRequest,
+} from '../db/deliveries.js';
+import { getEndpointById, recordEndpointSuccesses, type EndpointRow, type SuccessShown } from '../db/endpoints.js';
 import type { Db } from '../db/pool.js';
 import type { HttpClient, Slot } from '../delivery/http-client.js';
 import { originOf } from '../delivery/origin-slots.js';
@@ -46,7 +53,7 @@ export interface DeliveryRound {
   owed?: number;
   /**
    * Every POST succeeded on an endpoint healthy with no streak, and the session recorded that on the
-   * endpoint itself (`recordHealthySession`): the workflow need not (absent from older rounds).
+   * endpoint itself (`reportSession`): the workflow need not (absent from older rounds).
    */
   healthRecorded?: boolean;
 }
@@ -69,9 +76,11 @@ export interface SessionDeps {
   /** The worker's reads of endpoints, shared by its sessions (one statement for many); one read per call when unset. */
   readEndpoint?: BatchedCall<string, EndpointRow | undefined>;
   /** The worker's claims, shared by its sessions likewise; one statement per claim when unset. */
-  claim?: BatchedCall<ClaimRequest, ClaimedDelivery[]>;
-  /** The endpoints' session leases (one session per endpoint across workers), when direct sessions run; none when unset. */
+  claim?: BatchedCall<ClaimRequest, ClaimedWithEndpoint | ClaimedDelivery[]>;
+  /** The endpoints' session leases (one session per endpoint across workers); none when unset. */
   leases?: SessionLeases;
+  /** The worker's displays of the latest success, shared by its sessions (`showSuccesses`); one statement each when unset. */
+  showSuccess?: (shown: SuccessShown) => void;
 }
 
 export interface SessionRequest {
@@ -177,7 +186,7 @@ class DeliverySession {
     private readonly leased?: Set<string>,
   ) {
     this.stopping = new SessionStopping(news);
-    this.claims = new DeliveryClaims({ ...deps, ...req, leased }, news, this.stopping);
+    this.claims = new DeliveryClaims({ ...deps, ...req, leased, shortLeaseMs: deps.leases?.leaseMs }, news, this.stopping);
     this.pacing = deps.pacing ?? new Map<string, number>();
     this.secrets = rememberingOpener(deps.secretBox);
     this.observedAtMs = req.observedAtMs ?? req.clock();
@@ -203,34 +212,30 @@ class DeliverySession {
     }
   }
 
-  /** What the workflow learns; `more` when it ended with work possibly left due. */
+  /** What the workflow learns; `more` when it ended with work possibly left due. One statement (`reportSession`). */
   private async report(): Promise<DeliveryRound> {
-    const { db } = this.deps;
-    const { endpointId } = this.req;
     const stop = this.stopping.reason;
     const more = stop === 'time' || stop === 'cancelled' || (stop === null && this.claims.claimed >= this.req.limit);
-    // What is owed is for the workflow's story: a direct session tells it only a round it hands over.
-    const direct = this.req.leased !== undefined;
-    const [nextDue, counted] = await Promise.all([nextDueAt(db, endpointId), direct ? undefined : countOwed(db, endpointId)]);
-    const healthRecorded = await this.recordIfHealthy(nextDue);
-    const owed = counted ?? (healthRecorded || this.outcomes.length === 0 ? undefined : await countOwed(db, endpointId));
-    return { outcomes: this.outcomes, more, nextDueAtMs: nextDue?.getTime() ?? null, posts: this.done, owed, healthRecorded };
+    const r = await reportSession(this.deps.db, this.req.endpointId, this.healthySession(), new Date(this.observedAtMs));
+    return {
+      outcomes: this.outcomes,
+      more,
+      nextDueAtMs: r.nextDueAt?.getTime() ?? null,
+      posts: this.done,
+      owed: r.owed,
+      healthRecorded: r.healthRecorded,
+    };
   }
 
   /**
    * A session of successes only leaves a healthy endpoint's health as it was: it records the latest
-   * success itself, one statement, instead of its workflow scheduling `recordHealth` (an activity
-   * and a workflow task more per wake-up). The latest is taken as `afterRound` takes it.
+   * success itself, in its report's statement, instead of its workflow scheduling `recordHealth` (an
+   * activity and a workflow task more per wake-up). The latest is taken as `afterRound` takes it.
    */
-  private async recordIfHealthy(nextDue: Date | null): Promise<boolean> {
-    if (this.outcomes.length === 0 || !this.outcomes.every((o) => o.ok)) return false;
+  private healthySession(): { lastSuccessAt: Date; lastResponseCode: number | null } | null {
+    if (this.outcomes.length === 0 || !this.outcomes.every((o) => o.ok)) return null;
     const last = this.outcomes.reduce((a, b) => (b.atMs >= a.atMs ? b : a));
-    return recordHealthySession(
-      this.deps.db,
-      this.req.endpointId,
-      { lastSuccessAt: new Date(last.atMs), lastResponseCode: last.responseCode, nextAttemptAt: nextDue },
-      new Date(this.observedAtMs),
-    );
+    return { lastSuccessAt: new Date(last.atMs), lastResponseCode: last.responseCode };
   }
 
   private async lane(): Promise<void> {
@@ -348,7 +353,9 @@ class DeliverySession {
     if (outcome.atMs - this.lastShownAt < SHOW_SUCCESS_EVERY_MS) return;
     this.lastShownAt = outcome.atMs;
     const { endpointId } = this.req;
-    recordEndpointSuccess(this.deps.db, endpointId, new Date(outcome.atMs), outcome.responseCode).catch((err) =>
+    const shown = { id: endpointId, at: new Date(outcome.atMs), responseCode: outcome.responseCode };
+    if (this.deps.showSuccess) return this.deps.showSuccess(shown);
+    recordEndpointSuccesses(this.deps.db, [shown]).catch((err) =>
       logger.warn({ err, endpointId }, 'latest success not shown on the endpoint'),
     );
   }

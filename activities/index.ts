@@ -9,7 +9,7 @@ import { endpointLabel } from '../core/endpoint-story.js';
 import { HOLD_MS } from '../core/health.js';
 import { HEARTBEAT_EVERY_MS, LEASE_MS, SESSION_MS } from '../core/runtime-limits.js';
 import {
-  claimDueDeliveriesFor,
+  claimWithEndpointsFor,
   exhaustOpenDeliveries,
   expireHeldDeliveries,
   holdOpenDeliveries,
@@ -29,6 +29,7 @@ import { createAttemptRecorder } from './attempt-recorder.js';
 import type { SessionLeases } from './session-leases.js';
 import { createSessionRegistry, type SessionRegistry } from './session-registry.js';
 import { endHandover } from '../db/session-leases.js';
+import { showSuccesses } from './success-display.js';
 
 export type { DeliveryRound };
 
@@ -83,8 +84,10 @@ export function sessionDepsOf(deps: ActivityDeps): SessionDeps {
       const rows = new Map((await getEndpointsByIds(deps.db, ids)).map((r) => [r.id, r]));
       return ids.map((id) => rows.get(id));
     }),
-    claim: createStatementBatcher((reqs: ClaimRequest[]) => claimDueDeliveriesFor(deps.db, reqs, LEASE_MS)),
+    claim: createStatementBatcher((reqs: ClaimRequest[]) => claimWithEndpointsFor(deps.db, reqs, LEASE_MS)),
     leases: deps.leases,
+    // Each session shows its latest success once a second: with 100 sessions, 100 commits a second alone.
+    showSuccess: showSuccesses(deps.db),
   };
 }
 

@@ -8,6 +8,7 @@
  *   npm run bench -- --quick       # smaller sizes, about 1.5 minutes with the production phase
  *   npm run bench -- --profile     # also CPU-profiles the API and worker (summary printed at the end)
  *   npm run bench -- --explain     # also EXPLAIN ANALYZE of the hot statements and an fsync experiment
+ *   npm run bench -- --statements  # also each phase's statements (pg_stat_statements) in statements.txt beside the logs
  *   npm run bench -- --idle-for=20 # the fan-out endpoints idle 20 s, not 60 (10 with --quick), before their first delivery is timed
  *   npm run bench -- --idle        # also the idle cost of 10,000 verified endpoints (--idle=N for N): minutes
  *   DATABASE_URL=...               # a server to create a scratch database on, instead of embedded Postgres
@@ -47,6 +48,13 @@ import { signBody } from '../security/signature.js';
 import { endpointWorkflows } from '../temporal/client.js';
 import { endpointWorkflowId } from '../workflows/endpoint-contract.js';
 import { explainHotQueries } from './explain.js';
+import {
+  enableStatementStats,
+  readStatementStats,
+  resetStatementStats,
+  STATEMENT_STATS_SETTINGS,
+  writeStatementStats,
+} from './statements.js';
 import { endpointHistory, historyCost, historyTimeline, signalsAfter, wakeHops, type HistoryCost } from './history.js';
 import { childPid, cpuSeconds, startService, treeMemory, type Service } from './processes.js';
 import { summarizeProfile } from './profile-summary.js';
@@ -59,6 +67,7 @@ const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
 const PROFILE = args.has('--profile');
 const EXPLAIN = args.has('--explain');
+const STATEMENTS = args.has('--statements');
 /** How long the fan-out endpoints stay idle before the "first delivery after idle" phase (issue #15: a minute). */
 const IDLE_FOR_SECONDS = Number([...args].find((a) => a.startsWith('--idle-for='))?.split('=')[1] ?? (QUICK ? 10 : 60));
 /** Endpoints of the idle-cost phase (`--idle`, `--idle=N`); 0: no such phase. */
@@ -181,7 +190,13 @@ async function main() {
   const started = await Promise.allSettled([
     process.env.DATABASE_URL
       ? Promise.resolve({ url: process.env.DATABASE_URL, stop: async () => {} })
-      : startEmbeddedPostgres(path.join(dir, 'pg')),
+      : STATEMENTS
+        ? startEmbeddedPostgres(
+            path.join(dir, 'pg'),
+            (line) => fs.appendFileSync(logFile('postgres'), `${line}\n`),
+            STATEMENT_STATS_SETTINGS,
+          )
+        : startEmbeddedPostgres(path.join(dir, 'pg')),
     // On a SQLite file like `npm start` (in memory it would hold every history in its heap); a fresh one per run.
     startTemporalDevServer({ dbFile: freshFile(path.join(dir, 'temporal.db')), logFile: logFile('temporal') }),
     makeLocalTls(path.join(dir, 'tls'), 'bench'),
@@ -201,6 +216,8 @@ async function main() {
   cleanups.push({ name: 'scratch database', fn: () => database.drop() });
   await migrate(database.url);
   const db = createPool(database.url, CONCURRENCY + 4);
+  if (STATEMENTS) await enableStatementStats(db);
+  fs.rmSync(path.join(dir, 'statements.txt'), { force: true });
   cleanups.push({
     name: 'bench pool',
     fn: () => {
@@ -378,6 +395,7 @@ async function main() {
     await sleep(300); // let the previous phase's stragglers settle
     const commits = await pgCommits();
     const handshakes = (await receiver.stats()).connections;
+    if (STATEMENTS) await resetStatementStats(db);
     const cpu0 = cpuSeconds(cpuRoots());
     const p = { name, fromMs: Date.now(), fromUs: monoUs() } as Phase;
     const result = await fn();
@@ -386,6 +404,10 @@ async function main() {
     p.cpu = Object.fromEntries(Object.keys(cpu1).map((k) => [k, +(cpu1[k]! - (cpu0[k] ?? 0)).toFixed(2)]));
     await sleep(1_100); // Postgres flushes a backend's statistics about once a second
     p.pgCommits = (await pgCommits()) - commits;
+    if (STATEMENTS) {
+      const r = result as { events?: number; deliveries?: number } | undefined;
+      writeStatementStats(path.join(dir, 'statements.txt'), name, r?.events ?? r?.deliveries ?? 0, await readStatementStats(db));
+    }
     p.tlsHandshakes = (await receiver.stats()).connections - handshakes;
     phases.push(p);
     return result;

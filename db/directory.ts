@@ -59,6 +59,24 @@ export async function getCustomerOfAccount(db: Queryable, accountId: string, cus
   return rows[0];
 }
 
+/**
+ * Which of `pairs` (an Account and a Customer id) name a Customer of that Account, in one
+ * statement: true or false for each pair, in order.
+ */
+export async function areCustomersOfAccounts(
+  db: Queryable,
+  pairs: readonly { accountId: string; customerId: string }[],
+): Promise<boolean[]> {
+  const { rows } = await db.query<{ i: string }>({
+    name: 'are_customers_of_accounts',
+    text: `SELECT r.i FROM unnest($1::uuid[], $2::uuid[]) WITH ORDINALITY AS r(account_id, customer_id, i)
+     JOIN customers c ON c.id = r.customer_id AND c.account_id = r.account_id`,
+    values: [pairs.map((p) => p.accountId), pairs.map((p) => p.customerId)],
+  });
+  const found = new Set(rows.map((r) => Number(r.i) - 1));
+  return pairs.map((_, i) => found.has(i));
+}
+
 export async function createChannelAccount(
   db: Queryable,
   c: {

@@ -148,7 +148,12 @@ export async function getEndpointById(db: Queryable, id: string): Promise<Endpoi
 
 /** Several endpoints by id in one statement (a worker's sessions read theirs together); missing ones are absent. */
 export async function getEndpointsByIds(db: Queryable, ids: readonly string[]): Promise<EndpointRow[]> {
-  const { rows } = await db.query<EndpointRow>(`SELECT ${COLUMNS} FROM endpoints WHERE id = ANY($1::uuid[])`, [ids]);
+  // Prepared: a worker's sessions read their endpoints through it before every POST.
+  const { rows } = await db.query<EndpointRow>({
+    name: 'endpoints_by_ids',
+    text: `SELECT ${NAMED_COLUMNS} FROM endpoints WHERE id = ANY($1::uuid[])`,
+    values: [ids],
+  });
   return rows;
 }
 
@@ -292,34 +297,50 @@ export async function recordEndpointHealth(db: Queryable, id: string, h: Endpoin
 /**
  * A session that ended with every POST a success, on an endpoint healthy with no streak, records
  * what the workflow's `recordEndpointHealth` would (its health is unchanged): the latest success,
- * its code and the next attempt, under the same guards. False when the endpoint is no longer in
- * that state (or was verified after `observedAt`): the workflow then records it as before.
+ * its code and the next attempt, under the same guards. It changes no row when the endpoint is no
+ * longer in that state (or was verified after `observedAt`): the workflow then records it as
+ * before. The UPDATE, its values given as SQL expressions: `reportSession` (db/deliveries.ts) runs it.
  */
-export async function recordHealthySession(
-  db: Queryable,
-  id: string,
-  s: { lastSuccessAt: Date; lastResponseCode: number | null; nextAttemptAt: Date | null },
-  observedAt: Date,
-): Promise<boolean> {
-  const { rowCount } = await db.query({
-    name: 'record_healthy_session',
-    text: `UPDATE endpoints SET last_success_at = $2, last_response_code = $3, next_attempt_at = ${NEXT_ATTEMPT_IF_SENDING('$4')}, updated_at = now()
-     WHERE id = $1 AND deleted_at IS NULL AND health_status = 'healthy' AND failure_streak = 0 AND paused_at IS NULL
-       AND (verified_at IS NULL OR verified_at <= $5)`,
-    values: [id, s.lastSuccessAt, s.lastResponseCode, s.nextAttemptAt, observedAt],
-  });
-  return rowCount === 1;
+export function healthySessionUpdate(v: {
+  id: string;
+  lastSuccessAt: string;
+  lastResponseCode: string;
+  nextAttemptAt: string;
+  observedAt: string;
+}): string {
+  return `UPDATE endpoints SET last_success_at = ${v.lastSuccessAt}, last_response_code = ${v.lastResponseCode},
+       next_attempt_at = ${NEXT_ATTEMPT_IF_SENDING(v.nextAttemptAt)}, updated_at = now()
+     WHERE id = ${v.id} AND deleted_at IS NULL AND health_status = 'healthy' AND failure_streak = 0 AND paused_at IS NULL
+       AND (verified_at IS NULL OR verified_at <= ${v.observedAt})`;
+}
+
+export interface SuccessShown {
+  id: string;
+  at: Date;
+  responseCode: number | null;
 }
 
 /**
- * A long delivery session shows its progress: the latest success and its code, while the endpoint
- * is healthy (a failure, a PATCH or a test send goes through the workflow's record instead).
+ * Long delivery sessions show their progress: the latest success and its code, while the endpoint
+ * is healthy (a failure, a PATCH or a test send goes through the workflow's record instead). Any
+ * number of endpoints in one statement; an endpoint given twice takes its latest. (Two workers'
+ * statements locking the same rows in another order could deadlock; one fails, and is only a
+ * display missed: the next comes a second later.)
  */
-export async function recordEndpointSuccess(db: Queryable, id: string, at: Date, responseCode: number | null): Promise<void> {
-  await db.query(
-    `UPDATE endpoints SET last_success_at = $2, last_response_code = $3, updated_at = now()
-     WHERE id = $1 AND deleted_at IS NULL AND health_status = 'healthy' AND failure_streak = 0
-       AND (last_success_at IS NULL OR last_success_at < $2)`,
-    [id, at, responseCode],
-  );
+export async function recordEndpointSuccesses(db: Queryable, shown: readonly SuccessShown[]): Promise<void> {
+  const latest = new Map<string, SuccessShown>();
+  for (const s of shown) {
+    const had = latest.get(s.id);
+    if (!had || had.at < s.at) latest.set(s.id, s);
+  }
+  if (latest.size === 0) return;
+  const rows = [...latest.values()];
+  await db.query({
+    name: 'record_endpoint_successes',
+    text: `UPDATE endpoints e SET last_success_at = s.at, last_response_code = s.code, updated_at = now()
+     FROM unnest($1::uuid[], $2::timestamptz[], $3::int[]) AS s(id, at, code)
+     WHERE e.id = s.id AND e.deleted_at IS NULL AND e.health_status = 'healthy' AND e.failure_streak = 0
+       AND (e.last_success_at IS NULL OR e.last_success_at < s.at)`,
+    values: [rows.map((r) => r.id), rows.map((r) => r.at), rows.map((r) => r.responseCode)],
+  });
 }

@@ -169,7 +169,13 @@ async function storeBatchOn(db: DbClient, items: Pending[], turn: Turn): Promise
   for (let attempt = 1; ; attempt++) {
     // Provider redeliveries are common: answer them without taking the stream's lock. One round
     // trip also reads the endpoints to route to (as a statement of a transaction would: read committed).
-    const facts = await findKnownKeysAndEndpoints(db, accountId, environment, [...new Set(keys)]);
+    const facts = await findKnownKeysAndEndpoints(
+      db,
+      accountId,
+      environment,
+      [...new Set(keys)],
+      items.map((i) => i.e.customerId),
+    );
     const known =
       facts.knownKeys.length > 0 ? await findEventsByKeys(db, accountId, environment, facts.knownKeys) : new Map<string, EventRow>();
     // The first call of each new key stores it; its twins later in the batch answer with that event.

@@ -31,7 +31,7 @@ describe('known-key look-up', () => {
     await c.query('BEGIN');
     try {
       const before = (await c.query<{ n: number }>(EVENT_BLOCKS)).rows[0]!.n;
-      const found = await findKnownKeysAndEndpoints(c, t.accountId, 'live', keys);
+      const found = await findKnownKeysAndEndpoints(c, t.accountId, 'live', keys, []);
       const read = (await c.query<{ n: number }>(EVENT_BLOCKS)).rows[0]!.n - before;
       expect(found.knownKeys.sort()).toEqual([...known].sort());
       // An index descent is 2-4 blocks (3 levels and the heap for visibility); a scan of the stream is thousands.

@@ -1,0 +1,55 @@
+/**
+ * `npm run bench -- --statements`: which statements each phase ran, from pg_stat_statements
+ * (shipped with the embedded build, loaded only with this flag: it costs a little on every
+ * statement). Reset at a phase's start, read at its end, written to statements.txt beside the logs.
+ */
+import fs from 'node:fs';
+import type pg from 'pg';
+
+/** Postgres server flags that load the extension (given at start, so only for a server the bench starts). */
+export const STATEMENT_STATS_SETTINGS = { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track_planning': 'on' };
+
+export interface StatementStat {
+  calls: number;
+  rows: number;
+  execMs: number;
+  planMs: number;
+  /** Blocks dirtied and WAL written: what a statement costs the commit and the checkpointer. */
+  dirtied: number;
+  walKiB: number;
+  query: string;
+}
+
+export async function enableStatementStats(db: pg.Pool): Promise<void> {
+  await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+}
+
+export async function resetStatementStats(db: pg.Pool): Promise<void> {
+  await db.query('SELECT pg_stat_statements_reset()');
+}
+
+/** This database's statements since the last reset, most total time first. */
+export async function readStatementStats(db: pg.Pool, top = 20): Promise<StatementStat[]> {
+  const { rows } = await db.query<StatementStat>(
+    `SELECT calls::int, rows::int, round(total_exec_time::numeric, 1)::float AS "execMs", round(total_plan_time::numeric, 1)::float AS "planMs",
+            shared_blks_dirtied::int AS dirtied, round(wal_bytes / 1024)::int AS "walKiB", regexp_replace(query, '\\s+', ' ', 'g') AS query
+     FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+     WHERE d.datname = current_database() AND query NOT LIKE '%pg_stat_statements%'
+     ORDER BY total_exec_time + total_plan_time DESC LIMIT $1`,
+    [top],
+  );
+  return rows;
+}
+
+export function writeStatementStats(file: string, phase: string, deliveries: number, stats: StatementStat[]): void {
+  const per = (n: number) => (deliveries > 0 ? (n / deliveries).toFixed(3) : '-');
+  const lines = [
+    `== ${phase} (${deliveries} deliveries; per delivery or event: calls, exec+plan ms)`,
+    ...stats.map(
+      (s) =>
+        `${String(s.calls).padStart(7)} ${per(s.calls).padStart(6)}  ${String(s.execMs).padStart(8)} + ${String(s.planMs).padStart(6)} ms ${per(s.execMs + s.planMs).padStart(6)}  rows ${String(s.rows).padStart(6)} dirtied ${String(s.dirtied).padStart(5)} wal ${String(s.walKiB).padStart(6)} KiB  ${s.query.slice(0, 160)}`,
+    ),
+    '',
+  ];
+  fs.appendFileSync(file, lines.join('\n') + '\n');
+}

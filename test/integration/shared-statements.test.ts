@@ -1,0 +1,236 @@
+/**
+ * Statements shared by many callers, so that a hundred endpoints or Customers cost Postgres a few
+ * statements instead of one each: the latest successes of a worker's sessions (one statement per
+ * window), the Customer checks of concurrent publishes (one statement for those waiting together),
+ * and the publish's read of known keys and routable endpoints (only the batch's Customers' endpoints).
+ */
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { showSuccesses } from '../../activities/success-display.js';
+import { claimWithEndpointsFor, reportSession } from '../../db/deliveries.js';
+import { areCustomersOfAccounts, createCustomer } from '../../db/directory.js';
+import { recordEndpointSuccesses } from '../../db/endpoints.js';
+import { findKnownKeysAndEndpoints } from '../../db/events.js';
+import { createPool, type Db } from '../../db/pool.js';
+import { createTenant, startTestApi, storeDemandEvent, testDb, type TestApi } from '../support/harness.js';
+
+async function endpoint(accountId: string, over: { customerId?: string; health?: string; streak?: number } = {}): Promise<string> {
+  const { rows } = await testDb().query<{ id: string }>(
+    `INSERT INTO endpoints (account_id, customer_id, url, events, secret_ciphertext, health_status, failure_streak)
+     VALUES ($1, $2, 'https://public.example/h', '{crm}', '\\x00', $3, $4) RETURNING id`,
+    [accountId, over.customerId ?? null, over.health ?? 'healthy', over.streak ?? 0],
+  );
+  return rows[0]!.id;
+}
+
+async function shown(id: string): Promise<{ at: Date | null; code: number | null }> {
+  const { rows } = await testDb().query(`SELECT last_success_at AS at, last_response_code AS code FROM endpoints WHERE id = $1`, [id]);
+  return rows[0];
+}
+
+/** The pool, counting the statements sent through it. */
+function counting(db: Db): { db: Db; statements: () => number } {
+  let n = 0;
+  const proxy = new Proxy(db, {
+    get(target, prop, receiver) {
+      if (prop === 'query')
+        return (...args: unknown[]) => {
+          n++;
+          return (target.query as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      return Reflect.get(target, prop, receiver);
+    },
+  });
+  return { db: proxy, statements: () => n };
+}
+
+describe('latest successes shown on endpoints', () => {
+  it('many endpoints in one statement; the latest of an endpoint given twice; never an older over a later; never on a failing endpoint', async () => {
+    const t = await createTenant();
+    const [a, b, failing, ahead] = [
+      await endpoint(t.accountId),
+      await endpoint(t.accountId),
+      await endpoint(t.accountId, { health: 'degraded', streak: 2 }),
+      await endpoint(t.accountId),
+    ];
+    const at = (s: number) => new Date(Date.UTC(2026, 10, 24, 6, 0, s));
+    await recordEndpointSuccesses(testDb(), [{ id: ahead, at: at(50), responseCode: 204 }]);
+    await recordEndpointSuccesses(testDb(), [
+      { id: a, at: at(2), responseCode: 200 },
+      { id: b, at: at(1), responseCode: 201 },
+      { id: a, at: at(1), responseCode: 202 },
+      { id: failing, at: at(1), responseCode: 200 },
+      { id: ahead, at: at(10), responseCode: 200 },
+    ]);
+    expect(await shown(a)).toEqual({ at: at(2), code: 200 });
+    expect(await shown(b)).toEqual({ at: at(1), code: 201 });
+    expect(await shown(failing)).toEqual({ at: null, code: null });
+    expect(await shown(ahead)).toEqual({ at: at(50), code: 204 });
+  });
+
+  it('two sessions’ displays within the window go in one statement, and both land', async () => {
+    const t = await createTenant();
+    const [a, b] = [await endpoint(t.accountId), await endpoint(t.accountId)];
+    const { db, statements } = counting(testDb());
+    const show = showSuccesses(db, 50);
+    const at = new Date(Date.now() - 1_000);
+    show({ id: a, at, responseCode: 200 });
+    show({ id: b, at, responseCode: 201 });
+    show({ id: a, at: new Date(at.getTime() + 1), responseCode: 202 });
+    expect(statements()).toBe(0);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(statements()).toBe(1);
+    expect(await shown(a)).toEqual({ at: new Date(at.getTime() + 1), code: 202 });
+    expect(await shown(b)).toEqual({ at, code: 201 });
+  });
+});
+
+describe('customer checks of publishes', () => {
+  let api: TestApi;
+  beforeAll(async () => {
+    api = await startTestApi();
+  });
+  afterAll(async () => {
+    await api.close();
+  });
+
+  it('one statement answers each pair: a Customer of another Account is not one of this Account', async () => {
+    const [t, other] = [await createTenant(), await createTenant()];
+    const unknown = '00000000-0000-4000-8000-000000000000';
+    expect(
+      await areCustomersOfAccounts(testDb(), [
+        { accountId: t.accountId, customerId: t.customerId },
+        { accountId: t.accountId, customerId: other.customerId },
+        { accountId: other.accountId, customerId: other.customerId },
+        { accountId: t.accountId, customerId: unknown },
+        { accountId: t.accountId, customerId: t.customerId },
+      ]),
+    ).toEqual([true, false, true, false, true]);
+  });
+
+  it('concurrent publishes each get their own verdict', async () => {
+    const [t, other] = [await createTenant(), await createTenant()];
+    const second = await createCustomer(testDb(), { accountId: t.accountId, name: 'Customer B' });
+    const customers = [t.customerId, other.customerId, second.id, other.customerId, t.customerId, second.id];
+    const statuses = await Promise.all(
+      customers.map((customerId, i) =>
+        api
+          .request('POST', '/api/v1/events', {
+            key: t.key,
+            body: {
+              type: 'crm.demand.created',
+              customer_id: customerId,
+              data: {
+                entity_type: 'demand',
+                entity_id: `cc_${i}`,
+                before_data: null,
+                after_data: { id: `cc_${i}`, version: 1, status: 'open', contact_id: 'c', title: 'x' },
+                actor_user_id: null,
+              },
+            },
+          })
+          .then((r) => [r.status, r.body?.error?.code ?? null]),
+      ),
+    );
+    expect(statuses).toEqual(customers.map((c) => (c === other.customerId ? [422, 'invalid_event'] : [201, null])));
+  });
+});
+
+describe('known keys and routable endpoints of a publish batch', () => {
+  it('known keys of this stream only; endpoints of the batch’s Customers and of the whole Account, not of other Customers', async () => {
+    const [t, other] = [await createTenant(), await createTenant()];
+    const second = await createCustomer(testDb(), { accountId: t.accountId, name: 'Customer B' });
+    const third = await createCustomer(testDb(), { accountId: t.accountId, name: 'Customer C' });
+    const [wide, ofFirst, ofSecond, ofThird] = [
+      await endpoint(t.accountId),
+      await endpoint(t.accountId, { customerId: t.customerId }),
+      await endpoint(t.accountId, { customerId: second.id }),
+      await endpoint(t.accountId, { customerId: third.id }),
+    ];
+    await storeDemandEvent(t.accountId, 'known_1');
+    await storeDemandEvent(other.accountId, 'known_2');
+    const keys = ['crm:demand:known_1:1', 'crm:demand:known_2:1', 'crm:demand:known_0:1', 'crm:demand:known_10:1'];
+    const live = await findKnownKeysAndEndpoints(testDb(), t.accountId, 'live', keys, [t.customerId, null, second.id, t.customerId]);
+    expect(live.knownKeys).toEqual(['crm:demand:known_1:1']);
+    expect(live.endpoints.map((e) => e.id).sort()).toEqual([wide, ofFirst, ofSecond].sort());
+    expect(live.endpoints.map((e) => e.id)).not.toContain(ofThird);
+    // The same key in the other environment is another stream's.
+    const sandbox = await findKnownKeysAndEndpoints(testDb(), t.accountId, 'sandbox', keys, [null]);
+    expect(sandbox.knownKeys).toEqual([]);
+    expect(sandbox.endpoints.map((e) => e.id)).toEqual([wide]);
+  });
+});
+
+describe('claims shared by sessions, with their endpoints', () => {
+  it('each request that got deliveries gets its endpoint as the claim read it; one that got none gets none', async () => {
+    const t = await createTenant();
+    const [a, b, idle] = [await endpoint(t.accountId), await endpoint(t.accountId), await endpoint(t.accountId)];
+    for (let i = 0; i < 3; i++) await storeDemandEvent(t.accountId, `with_endpoint_${i}`);
+    await testDb().query(`UPDATE deliveries SET next_attempt_at = NULL WHERE endpoint_id = $1`, [idle]);
+    await testDb().query(`UPDATE endpoints SET rate_limit = 7 WHERE id = $1`, [b]);
+    const now = new Date(Date.now() + 1_000);
+    const got = await claimWithEndpointsFor(
+      testDb(),
+      [
+        { endpointId: a, now, limit: 2, owner: 'a' },
+        { endpointId: b, now, limit: 1, owner: 'b' },
+        { endpointId: b, now, limit: 5, owner: 'b2' },
+        { endpointId: idle, now, limit: 5, owner: 'idle' },
+      ],
+      60_000,
+    );
+    expect(got.map((g) => g.deliveries.length)).toEqual([2, 1, 2, 0]);
+    expect(got.map((g) => g.endpoint?.id)).toEqual([a, b, b, undefined]);
+    expect(got[1]!.endpoint).toMatchObject({ rate_limit: 7, health_status: 'healthy', active: true });
+  });
+
+  it('is planned once per connection, not at every call', async () => {
+    const t = await createTenant();
+    const id = await endpoint(t.accountId);
+    // One connection: prepared statements are per connection.
+    const one = createPool(inject('databaseUrl'), 1);
+    try {
+      for (let i = 0; i < 8; i++)
+        await claimWithEndpointsFor(one, [{ endpointId: id, now: new Date(), limit: 32, owner: `p${i}` }], 60_000);
+      const { rows } = await one.query(
+        `SELECT generic_plans::int AS generic FROM pg_prepared_statements WHERE name = 'claim_due_deliveries_for'`,
+      );
+      expect(rows[0].generic).toBeGreaterThan(0);
+    } finally {
+      await one.end();
+    }
+  });
+});
+
+describe('a session’s report', () => {
+  it('next due time, deliveries owed and the healthy session’s record, in one statement', async () => {
+    const t = await createTenant();
+    const id = await endpoint(t.accountId);
+    for (let i = 0; i < 3; i++) await storeDemandEvent(t.accountId, `report_${i}`);
+    const later = new Date(Date.now() + 60_000);
+    await testDb().query(`UPDATE deliveries SET next_attempt_at = $2 WHERE endpoint_id = $1`, [id, later]);
+    const observedAt = new Date();
+    const lastSuccessAt = new Date(Date.now() - 5_000);
+    const report = await reportSession(testDb(), id, { lastSuccessAt, lastResponseCode: 204 }, observedAt);
+    expect(report).toEqual({ nextDueAt: later, owed: 3, healthRecorded: true });
+    const { rows } = await testDb().query(`SELECT last_success_at, last_response_code, next_attempt_at FROM endpoints WHERE id = $1`, [id]);
+    expect(rows[0]).toEqual({ last_success_at: lastSuccessAt, last_response_code: 204, next_attempt_at: later });
+  });
+
+  it('no record without a session of successes, on an endpoint no longer healthy, or verified after the session’s time', async () => {
+    const t = await createTenant();
+    const [plain, degraded, reverified] = [
+      await endpoint(t.accountId),
+      await endpoint(t.accountId, { health: 'degraded', streak: 1 }),
+      await endpoint(t.accountId),
+    ];
+    const observedAt = new Date(Date.now() - 10_000);
+    await testDb().query(`UPDATE endpoints SET verified_at = now() WHERE id = $1`, [reverified]);
+    const success = { lastSuccessAt: new Date(), lastResponseCode: 200 };
+    expect(await reportSession(testDb(), plain, null, observedAt)).toEqual({ nextDueAt: null, owed: 0, healthRecorded: false });
+    expect((await reportSession(testDb(), degraded, success, observedAt)).healthRecorded).toBe(false);
+    expect((await reportSession(testDb(), reverified, success, observedAt)).healthRecorded).toBe(false);
+    expect(await shown(plain)).toEqual({ at: null, code: null });
+    expect(await shown(degraded)).toEqual({ at: null, code: null });
+    expect(await shown(reverified)).toEqual({ at: null, code: null });
+  });
+});
