@@ -137,7 +137,10 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: C
     // have one, and its history would grow without end. Nothing is lost by going now, since the next
     // run starts by re-reading the endpoint and looking for due work (the signals only say "look").
     const forced = input.continueAsNewAfterChanges != null && run.changesThisRun >= input.continueAsNewAfterChanges;
-    if (workflowInfo().continueAsNewSuggested || forced) {
+    // A handed-over round that came meanwhile is applied first: unlike a change or a wake-up, which
+    // the next run's opening pass makes good, it would be lost with this run. (Never the case in
+    // histories from before direct sessions, so their commands stay the same.)
+    if ((workflowInfo().continueAsNewSuggested || forced) && run.handedOver.length === 0) {
       await condition(allHandlersFinished);
       state.changesSeen += run.pending.length;
       await continueAsNew<typeof endpointWorkflow>(input, state);

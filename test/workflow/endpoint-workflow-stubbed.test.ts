@@ -17,6 +17,7 @@ import {
   endpointChangedSignal,
   endpointStateQuery,
   endpointWorkflowId,
+  roundHandedOverSignal,
   wakeSignal,
   type EndpointChange,
   type EndpointWorkflowInput,
@@ -31,7 +32,7 @@ type Call = { [K in keyof Activities]: { name: K; args: Parameters<Activities[K]
 interface Script {
   /** The endpoint row as Postgres would have it; recordHealth writes to it as the real activity does. */
   snapshot: EndpointSnapshot | null;
-  round(nowMs: number, limit: number): DeliveryRound;
+  round(nowMs: number, limit: number): DeliveryRound | Promise<DeliveryRound>;
   calls: Call[];
 }
 
@@ -59,7 +60,7 @@ const activities: Activities = {
     return 0;
   },
   async deliverDue(endpointId, nowMs, limit) {
-    return withinLimit(called('deliverDue', endpointId, nowMs, limit).round(nowMs, limit), limit);
+    return withinLimit(await called('deliverDue', endpointId, nowMs, limit).round(nowMs, limit), limit);
   },
   async recordHealth(endpointId, h) {
     const s = called('recordHealth', endpointId, h);
@@ -227,6 +228,35 @@ describe('endpoint workflow with stub activities (time skipping)', () => {
     await eventually(async () => callsTo(s, 'recordHealth').length === 1);
     expect(callsTo(s, 'recordHealth')[0]![1]).toMatchObject({ health: 'healthy', failureStreak: 1, lastResponseCode: 500 });
     await eventually(async () => (await upserts()) === afterFirst + 1);
+  });
+
+  it('a round handed over while the run is about to continue as new is applied first, not lost with the run', async () => {
+    let handOver!: () => Promise<void>;
+    const { endpointId, accountId, s } = newEndpoint(async (nowMs) => {
+      // The direct session's failure reaches the workflow while its own session runs: after this
+      // pass looked for handed-over rounds, before it continues as new (forced after one change).
+      if (callsTo(s, 'deliverDue').length === 1) await handOver();
+      return nothingDue;
+    });
+    const handle = () => env.client.workflow.getHandle(endpointWorkflowId(endpointId));
+    handOver = () =>
+      handle().signal(roundHandedOverSignal, {
+        round: { outcomes: outcomes(Date.now(), 1, false), more: false, nextDueAtMs: Date.now() + 60_000, posts: 1 },
+        observedAtMs: Date.now(),
+      });
+    const started = await env.client.workflow.signalWithStart('endpointWorkflow', {
+      workflowId: endpointWorkflowId(endpointId),
+      taskQueue,
+      args: [{ endpointId, accountId, continueAsNewAfterChanges: 1 }],
+      signal: endpointChangedSignal,
+      signalArgs: [{ change: 'updated' }],
+    });
+    await eventually(async () => callsTo(s, 'recordHealth').length === 1);
+    expect(callsTo(s, 'recordHealth')[0]![1]).toMatchObject({ health: 'healthy', failureStreak: 1, lastResponseCode: 500 });
+    await eventually(async () => ((await state(endpointId)).failureStreak === 1 ? true : undefined));
+    // It did continue as new, with the round in its carried state.
+    await eventually(async () => ((await handle().describe()).runId !== started.signaledRunId ? true : undefined));
+    expect(await state(endpointId)).toMatchObject({ failureStreak: 1, delivered: 1, lastFailureCode: 500 });
   });
 
   it('a failing receiver: one POST at a time on the curve, alerts at 5, 10 and 15, paused and held at 15; a verification resumes it', async () => {
