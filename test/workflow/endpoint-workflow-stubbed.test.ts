@@ -231,19 +231,18 @@ describe('endpoint workflow with stub activities (time skipping)', () => {
   });
 
   it('a round handed over while the run is about to continue as new is applied first, not lost with the run', async () => {
-    let handOver!: () => Promise<void>;
-    const { endpointId, accountId, s } = newEndpoint(async (nowMs) => {
-      // The direct session's failure reaches the workflow while its own session runs: after this
-      // pass looked for handed-over rounds, before it continues as new (forced after one change).
-      if (callsTo(s, 'deliverDue').length === 1) await handOver();
-      return nothingDue;
-    });
-    const handle = () => env.client.workflow.getHandle(endpointWorkflowId(endpointId));
-    handOver = () =>
-      handle().signal(roundHandedOverSignal, {
+    const handle = (id: string) => env.client.workflow.getHandle(endpointWorkflowId(id));
+    const handOver = (id: string) =>
+      handle(id).signal(roundHandedOverSignal, {
         round: { outcomes: outcomes(Date.now(), 1, false), more: false, nextDueAtMs: Date.now() + 60_000, posts: 1 },
         observedAtMs: Date.now(),
       });
+    const { endpointId, accountId, s } = newEndpoint(async () => {
+      // The direct session's failure reaches the workflow while its own session runs: after this
+      // pass looked for handed-over rounds, before it continues as new (forced after one change).
+      if (callsTo(s, 'deliverDue').length === 1) await handOver(endpointId);
+      return nothingDue;
+    });
     const started = await env.client.workflow.signalWithStart('endpointWorkflow', {
       workflowId: endpointWorkflowId(endpointId),
       taskQueue,
@@ -255,7 +254,7 @@ describe('endpoint workflow with stub activities (time skipping)', () => {
     expect(callsTo(s, 'recordHealth')[0]![1]).toMatchObject({ health: 'healthy', failureStreak: 1, lastResponseCode: 500 });
     await eventually(async () => ((await state(endpointId)).failureStreak === 1 ? true : undefined));
     // It did continue as new, with the round in its carried state.
-    await eventually(async () => ((await handle().describe()).runId !== started.signaledRunId ? true : undefined));
+    await eventually(async () => ((await handle(endpointId).describe()).runId !== started.signaledRunId ? true : undefined));
     expect(await state(endpointId)).toMatchObject({ failureStreak: 1, delivered: 1, lastFailureCode: 500 });
   });
 
