@@ -5,8 +5,7 @@
  * a lost session's lease lapses and is taken back; a direct session's claims have short leases,
  * renewed while it lives, and work due when a session ends is told to the router.
  */
-import crypto from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createAttemptRecorder } from '../../activities/attempt-recorder.js';
 import { runDeliverySession, type SessionDeps } from '../../activities/delivery-session.js';
 import { createSessionLeases } from '../../activities/session-leases.js';
@@ -14,40 +13,10 @@ import { createSessionRegistry } from '../../activities/session-registry.js';
 import { claimDueDeliveriesFor, type ClaimRequest } from '../../db/deliveries.js';
 import type { DueEndpoint } from '../../db/due-notifications.js';
 import { endHandover, takeBackLostSessions, takeSessionLease } from '../../db/session-leases.js';
-import { createHttpClient, type HttpClient } from '../../delivery/http-client.js';
-import { createDestinationPolicy } from '../../security/destination-policy.js';
-import { createTenant, eventually, startTestApi, storeDemandEvent, testDb, type Tenant, type TestApi } from '../support/harness.js';
-import { startReceiver, type Receiver } from '../support/https-receiver.js';
+import { eventually, storeDemandEvent, testDb } from '../support/harness.js';
+import { sessionTestBed } from '../support/session-test-bed.js';
 
-let api: TestApi;
-let receiver: Receiver;
-let tenant: Tenant;
-let httpClient: HttpClient;
-
-beforeAll(async () => {
-  [receiver, tenant] = await Promise.all([startReceiver(), createTenant()]);
-  api = await startTestApi({ allowLoopback: true });
-  httpClient = createHttpClient({ policy: createDestinationPolicy({ allowCidrs: ['127.0.0.0/8'] }), timeoutMs: 5_000 });
-});
-afterAll(async () => {
-  await httpClient.close();
-  await api.close();
-  await receiver.close();
-});
-
-/** A healthy, verified endpoint with `backlog` deliveries due. */
-async function endpointWithBacklog(backlog: number) {
-  const prefix = `/lease/${crypto.randomUUID()}`;
-  const created = await api.request('POST', '/api/v1/webhooks', {
-    key: tenant.key,
-    body: { url: `https://127.0.0.1:${receiver.port}${prefix}`, events: ['crm'] },
-  });
-  expect(created.status).toBe(201);
-  const id: string = created.body.data.id;
-  await testDb().query(`UPDATE endpoints SET health_status = 'healthy', verified_at = now() WHERE id = $1`, [id]);
-  for (let n = 0; n < backlog; n++) await storeDemandEvent(tenant.accountId, `${prefix}_${n}`);
-  return { id, prefix, posts: () => receiver.received.filter((r) => r.path.startsWith(prefix)) };
-}
+const bed = sessionTestBed('lease');
 
 const LEASE_MS = 1_000;
 const take = (id: string, owner: string, kind: 'direct' | 'workflow') => takeSessionLease(testDb(), id, owner, kind, LEASE_MS, 60_000);
@@ -58,8 +27,8 @@ function sessionDeps(leaseMs = LEASE_MS): SessionDeps & { leases: ReturnType<typ
   const leases = createSessionLeases(testDb(), { leaseMs, renewEveryMs: leaseMs / 5 });
   return {
     db: testDb(),
-    secretBox: api.deps.secretBox,
-    httpClient,
+    secretBox: bed.api.deps.secretBox,
+    httpClient: bed.httpClient,
     sessions: createSessionRegistry(),
     recorder: createAttemptRecorder(testDb()),
     concurrency: 4,
@@ -79,7 +48,7 @@ const request = (endpointId: string, owner: string) => ({
 
 describe('session leases', () => {
   it('one holder at a time: a second direct session is told how long the first holds it; a workflow session gets an empty round and sends nothing', async () => {
-    const e = await endpointWithBacklog(3);
+    const e = await bed.endpointWithBacklog(3);
     const first = await take(e.id, 'direct/a', 'direct');
     expect(first.granted).toBe(true);
     const second = await take(e.id, 'direct/b', 'direct');
@@ -101,8 +70,8 @@ describe('session leases', () => {
   });
 
   it('a session with a failure ends with a hand-over: no session starts until the workflow has taken it in', async () => {
-    const e = await endpointWithBacklog(2);
-    receiver.replyOn(e.prefix, { status: 500 });
+    const e = await bed.endpointWithBacklog(2);
+    bed.receiver.replyOn(e.prefix, { status: 500 });
     try {
       const deps = sessionDeps();
       const lease = await take(e.id, 'direct/fails', 'direct');
@@ -121,14 +90,14 @@ describe('session leases', () => {
       await endHandover(testDb(), e.id);
       expect((await take(e.id, 'run/activity', 'workflow')).granted).toBe(true);
     } finally {
-      receiver.replyOn(e.prefix, null);
+      bed.receiver.replyOn(e.prefix, null);
     }
   });
 
   it('a direct session leases its claims briefly and renews them while it lives; work due when it ends is told', async () => {
-    const e = await endpointWithBacklog(6);
+    const e = await bed.endpointWithBacklog(6);
     const DELAY_MS = 700;
-    receiver.replyOn(e.prefix, { status: 200, delayMs: DELAY_MS });
+    bed.receiver.replyOn(e.prefix, { status: 200, delayMs: DELAY_MS });
     try {
       const deps = sessionDeps();
       const freed: DueEndpoint[] = [];
@@ -153,11 +122,11 @@ describe('session leases', () => {
       expect(freed).toEqual([]);
       // News committed while a session ends (its pokes refused, its last look done): found when it gives its lease back.
       expect((await take(e.id, 'direct/ending', 'direct')).granted).toBe(true);
-      await storeDemandEvent(tenant.accountId, `${e.prefix}_late`);
+      await storeDemandEvent(bed.tenant.accountId, `${e.prefix}_late`);
       await deps.leases.end(e.id, 'direct/ending', { handover: false, tellIfDue: true });
-      expect(freed).toEqual([{ endpointId: e.id, accountId: tenant.accountId }]);
+      expect(freed).toEqual([{ endpointId: e.id, accountId: bed.tenant.accountId }]);
     } finally {
-      receiver.replyOn(e.prefix, null);
+      bed.receiver.replyOn(e.prefix, null);
     }
   });
 });

@@ -2,47 +2,16 @@
  * A delivery session lingering with nothing due: it waits for news (a poke), not on a clock, and
  * claims once more only for its last look before it ends idle; a poke while it lingers is taken.
  */
-import crypto from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createAttemptRecorder } from '../../activities/attempt-recorder.js';
 import { runDeliverySession, type SessionDeps } from '../../activities/delivery-session.js';
 import { createSessionRegistry } from '../../activities/session-registry.js';
 import { LEASE_MS } from '../../core/runtime-limits.js';
 import { claimDueDeliveriesFor, type ClaimRequest } from '../../db/deliveries.js';
-import { createHttpClient, type HttpClient } from '../../delivery/http-client.js';
-import { createDestinationPolicy } from '../../security/destination-policy.js';
-import { createTenant, startTestApi, storeDemandEvent, testDb, type Tenant, type TestApi } from '../support/harness.js';
-import { startReceiver, type Receiver } from '../support/https-receiver.js';
+import { storeDemandEvent, testDb } from '../support/harness.js';
+import { sessionTestBed } from '../support/session-test-bed.js';
 
-let api: TestApi;
-let receiver: Receiver;
-let tenant: Tenant;
-let httpClient: HttpClient;
-
-beforeAll(async () => {
-  [receiver, tenant] = await Promise.all([startReceiver(), createTenant()]);
-  api = await startTestApi({ allowLoopback: true });
-  httpClient = createHttpClient({ policy: createDestinationPolicy({ allowCidrs: ['127.0.0.0/8'] }), timeoutMs: 5_000 });
-});
-afterAll(async () => {
-  await httpClient.close();
-  await api.close();
-  await receiver.close();
-});
-
-/** A healthy, verified endpoint with `backlog` deliveries due. */
-async function endpointWithBacklog(backlog: number) {
-  const prefix = `/linger/${crypto.randomUUID()}`;
-  const created = await api.request('POST', '/api/v1/webhooks', {
-    key: tenant.key,
-    body: { url: `https://127.0.0.1:${receiver.port}${prefix}`, events: ['crm'] },
-  });
-  expect(created.status).toBe(201);
-  const id: string = created.body.data.id;
-  await testDb().query(`UPDATE endpoints SET health_status = 'healthy', verified_at = now() WHERE id = $1`, [id]);
-  for (let n = 0; n < backlog; n++) await storeDemandEvent(tenant.accountId, `${prefix}_${n}`);
-  return { id, prefix, posts: () => receiver.received.filter((r) => r.path.startsWith(prefix)) };
-}
+const bed = sessionTestBed('linger');
 
 /** A session lingering `lingerMs`, with its claims counted. */
 function lingeringSession(endpointId: string, lingerMs: number) {
@@ -50,8 +19,8 @@ function lingeringSession(endpointId: string, lingerMs: number) {
   const sessions = createSessionRegistry();
   const deps: SessionDeps = {
     db: testDb(),
-    secretBox: api.deps.secretBox,
-    httpClient,
+    secretBox: bed.api.deps.secretBox,
+    httpClient: bed.httpClient,
     sessions,
     recorder: createAttemptRecorder(testDb()),
     concurrency: 4,
@@ -69,7 +38,7 @@ function lingeringSession(endpointId: string, lingerMs: number) {
 
 describe('a lingering delivery session', () => {
   it('claims once for its work and once for its last look, however long it lingers', async () => {
-    const e = await endpointWithBacklog(3);
+    const e = await bed.endpointWithBacklog(3);
     const s = lingeringSession(e.id, 2_500);
     const round = await s.running;
     expect(round).toMatchObject({ posts: 3, more: false, healthRecorded: true });
@@ -80,10 +49,10 @@ describe('a lingering delivery session', () => {
   });
 
   it('takes work it is poked about while it lingers, and ends idle after lingering again', async () => {
-    const e = await endpointWithBacklog(1);
+    const e = await bed.endpointWithBacklog(1);
     const s = lingeringSession(e.id, 1_500);
     while (e.posts().length < 1) await new Promise((r) => setTimeout(r, 20));
-    await storeDemandEvent(tenant.accountId, `${e.prefix}_late`);
+    await storeDemandEvent(bed.tenant.accountId, `${e.prefix}_late`);
     expect(s.sessions.poke(e.id)).toBe(true);
     const round = await s.running;
     expect(round).toMatchObject({ posts: 2, more: false });

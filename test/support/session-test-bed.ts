@@ -1,0 +1,63 @@
+/**
+ * What the delivery-session integration tests share: a test API, an HTTPS receiver, a tenant and
+ * the worker's HTTP client (loopback allowed), started before the file's tests and closed after,
+ * and healthy endpoints with a backlog due.
+ */
+import crypto from 'node:crypto';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { createHttpClient, type HttpClient } from '../../delivery/http-client.js';
+import { createDestinationPolicy } from '../../security/destination-policy.js';
+import { createTenant, startTestApi, storeDemandEvent, testDb, type Tenant, type TestApi } from './harness.js';
+import { startReceiver, type Receiver } from './https-receiver.js';
+
+export interface SessionTestBed {
+  readonly api: TestApi;
+  readonly receiver: Receiver;
+  readonly tenant: Tenant;
+  readonly httpClient: HttpClient;
+  /** A healthy, verified endpoint (its url under `/<area>/<uuid>`) with `backlog` deliveries due. */
+  endpointWithBacklog(backlog: number): Promise<{ id: string; prefix: string; posts: () => Receiver['received'] }>;
+}
+
+export function sessionTestBed(area: string): SessionTestBed {
+  let api: TestApi;
+  let receiver: Receiver;
+  let tenant: Tenant;
+  let httpClient: HttpClient;
+  beforeAll(async () => {
+    [receiver, tenant] = await Promise.all([startReceiver(), createTenant()]);
+    api = await startTestApi({ allowLoopback: true });
+    httpClient = createHttpClient({ policy: createDestinationPolicy({ allowCidrs: ['127.0.0.0/8'] }), timeoutMs: 5_000 });
+  });
+  afterAll(async () => {
+    await httpClient.close();
+    await api.close();
+    await receiver.close();
+  });
+  return {
+    get api() {
+      return api;
+    },
+    get receiver() {
+      return receiver;
+    },
+    get tenant() {
+      return tenant;
+    },
+    get httpClient() {
+      return httpClient;
+    },
+    async endpointWithBacklog(backlog) {
+      const prefix = `/${area}/${crypto.randomUUID()}`;
+      const created = await api.request('POST', '/api/v1/webhooks', {
+        key: tenant.key,
+        body: { url: `https://127.0.0.1:${receiver.port}${prefix}`, events: ['crm'] },
+      });
+      expect(created.status).toBe(201);
+      const id: string = created.body.data.id;
+      await testDb().query(`UPDATE endpoints SET health_status = 'healthy', verified_at = now() WHERE id = $1`, [id]);
+      for (let n = 0; n < backlog; n++) await storeDemandEvent(tenant.accountId, `${prefix}_${n}`);
+      return { id, prefix, posts: () => receiver.received.filter((r) => r.path.startsWith(prefix)) };
+    },
+  };
+}
