@@ -19,10 +19,8 @@ import type { SessionLeases } from '../activities/session-leases.js';
 import { doublingBackoffMs } from '../core/backoff.js';
 import { HANDOVER_TIMEOUT_MS } from '../core/runtime-limits.js';
 import { BATCH } from '../core/schedule.js';
-import { claimDueDeliveriesFor, type ClaimRequest } from '../db/deliveries.js';
 import type { DueEndpoint } from '../db/due-notifications.js';
 import { logger } from '../runtime/logger.js';
-import { createStatementBatcher } from '../runtime/statement-batcher.js';
 import type { EndpointWorkflows } from '../temporal/client.js';
 
 /** What became of news for an endpoint with no session here. */
@@ -50,12 +48,10 @@ export function createDirectSessions(o: {
   workflows: Pick<EndpointWorkflows, 'handOver'>;
   maxSessions?: number;
 }): DirectSessions {
+  // The worker's shared claim: a direct session's requests ask for the session lease's time
+  // (DeliveryClaims), renewed while the session lives, not LEASE_MS: no retry releases them.
   const { leases } = o.deps;
-  // Claims leased for the session lease's time, renewed while the session lives (not LEASE_MS: no retry releases them).
-  const deps: SessionDeps = {
-    ...o.deps,
-    claim: createStatementBatcher((reqs: ClaimRequest[]) => claimDueDeliveriesFor(o.deps.db, reqs, leases.leaseMs)),
-  };
+  const deps: SessionDeps = o.deps;
   const running = new Set<Promise<void>>();
   const stop = new AbortController();
   // Every running session listens for the worker's stop.
