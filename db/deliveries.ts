@@ -466,22 +466,21 @@ export async function recordDeliveryAttempts(db: Queryable, results: readonly At
 }
 
 /**
- * When the next open, unheld delivery of the endpoint is due (a leased one when its lease ends);
- * null when none is. It looks at the 64 earliest only, in index order, so it costs the same
- * at any backlog: only a lease on all 64 of them (lost rounds not yet retried) could make it
- * answer later than the truth, and a retried round releases its leases at once.
+ * When the next open, unheld delivery of the endpoint `$1` is due (a leased one when its lease
+ * ends), as `at`; null when none is. It looks at the 64 earliest only, in index order, so it costs
+ * the same at any backlog: only a lease on all 64 of them (lost rounds not yet retried) could make
+ * it answer later than the truth, and a retried round releases its leases at once.
  */
+const NEXT_DUE_SQL = `SELECT min(greatest(next_attempt_at, coalesce(leased_until, next_attempt_at))) AS at FROM (
+  SELECT next_attempt_at, leased_until FROM deliveries
+  WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL AND next_attempt_at IS NOT NULL
+  ORDER BY next_attempt_at LIMIT 64
+) earliest`;
+
+/** `NEXT_DUE_SQL` for one endpoint (a session's report reads it with the rest: `reportSession`). */
 export async function nextDueAt(db: Queryable, endpointId: string): Promise<Date | null> {
-  // Prepared (every session asks it at its end, a lingering one also while it waits): one plan, on the due index.
-  const { rows } = await db.query<{ at: Date | null }>({
-    name: 'next_due_at',
-    text: `SELECT min(greatest(next_attempt_at, coalesce(leased_until, next_attempt_at))) AS at FROM (
-       SELECT next_attempt_at, leased_until FROM deliveries
-       WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL AND next_attempt_at IS NOT NULL
-       ORDER BY next_attempt_at LIMIT 64
-     ) earliest`,
-    values: [endpointId],
-  });
+  // Prepared (a lingering session asks it while it waits): one plan, on the due index.
+  const { rows } = await db.query<{ at: Date | null }>({ name: 'next_due_at', text: NEXT_DUE_SQL, values: [endpointId] });
   return rows[0]!.at;
 }
 
@@ -532,18 +531,10 @@ export async function expireHeldDeliveries(
 /** Counting stops here: the workflow's story says "10000+" rather than scan a huge backlog. */
 export const OWED_COUNT_CAP = 10_000;
 
-/** How many deliveries the endpoint owes and does not hold (up to OWED_COUNT_CAP). */
-export async function countOwed(db: Queryable, endpointId: string): Promise<number> {
-  // Prepared, as nextDueAt: every session's report asks both.
-  const { rows } = await db.query<{ n: number }>({
-    name: 'count_owed',
-    text: `SELECT count(*)::int AS n FROM (
-       SELECT 1 FROM deliveries WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL LIMIT ${OWED_COUNT_CAP}
-     ) owed`,
-    values: [endpointId],
-  });
-  return rows[0]!.n;
-}
+/** How many deliveries the endpoint `$1` owes and does not hold (up to OWED_COUNT_CAP), as `n`. */
+const OWED_COUNT_SQL = `SELECT count(*)::int AS n FROM (
+  SELECT 1 FROM deliveries WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL LIMIT ${OWED_COUNT_CAP}
+) owed`;
 
 export interface SessionReport {
   nextDueAt: Date | null;
@@ -553,7 +544,7 @@ export interface SessionReport {
 
 /**
  * What a delivery session reports at its end, in one statement instead of three: `nextDueAt`,
- * `countOwed` and, for a session of successes only (`healthy` given), its record of health
+ * the count of what it owes and, for a session of successes only (`healthy` given), its record of health
  * (`healthySessionUpdate`, db/endpoints.ts) with that next due time, all in the same snapshot.
  */
 export async function reportSession(
@@ -564,17 +555,7 @@ export async function reportSession(
 ): Promise<SessionReport> {
   const { rows } = await db.query<{ at: Date | null; owed: number; recorded: number }>({
     name: 'report_session',
-    text: `WITH due AS (
-       SELECT min(greatest(next_attempt_at, coalesce(leased_until, next_attempt_at))) AS at FROM (
-         SELECT next_attempt_at, leased_until FROM deliveries
-         WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL AND next_attempt_at IS NOT NULL
-         ORDER BY next_attempt_at LIMIT 64
-       ) earliest
-     ), owed AS (
-       SELECT count(*)::int AS n FROM (
-         SELECT 1 FROM deliveries WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL LIMIT ${OWED_COUNT_CAP}
-       ) o
-     ), healthy AS (
+    text: `WITH due AS (${NEXT_DUE_SQL}), owed AS (${OWED_COUNT_SQL}), healthy AS (
        ${healthySessionUpdate({ id: '$1', lastSuccessAt: '$2', lastResponseCode: '$3', nextAttemptAt: '(SELECT at FROM due)', observedAt: '$4' })}
          AND $2::timestamptz IS NOT NULL
        RETURNING 1

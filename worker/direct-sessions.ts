@@ -5,7 +5,7 @@
  * costs Temporal nothing. The endpoint row's session lease (activities/session-leases.ts) keeps it
  * to one session per endpoint across workers, direct or the workflow's.
  *
- * A session of successes records them itself (`recordHealthySession`) and tells the workflow
+ * A session of successes records them itself (`reportSession`) and tells the workflow
  * nothing. A round with a failure (the session stops at its first, as every session does) is
  * handed to the endpoint's workflow by signal, which applies it as it applies its own rounds;
  * the lease leaves a hand-over mark meanwhile, so no session starts until the workflow has taken
