@@ -27,7 +27,7 @@ export interface ClaimLimits {
   lingerMs: number;
   maxSessionMs: number;
   /** The worker's shared claims (one statement for many sessions); one statement per claim when unset. */
-  claim?: BatchedCall<ClaimRequest, ClaimedWithEndpoint | ClaimedDelivery[]>;
+  claim?: BatchedCall<ClaimRequest, ClaimedWithEndpoint>;
   /** Ids of the deliveries claimed under a short lease that the worker renews (a direct session's). */
   leased?: Set<string>;
   /** That short lease, which its claims take from the start (LEASE_MS when unset). */
@@ -129,7 +129,7 @@ export class DeliveryClaims {
     const got = claim
       ? await claim({ endpointId, now: new Date(clock()), limit: want, owner, leaseMs })
       : await claimWithEndpoint(db, endpointId, new Date(clock()), want, leaseMs, owner);
-    const { deliveries: rows, endpoint } = Array.isArray(got) ? { deliveries: got, endpoint: undefined } : got;
+    const { deliveries: rows, endpoint } = got;
     this.drained = rows.length < want;
     if (rows.length === 0) return false;
     this.claimedEndpoint = endpoint;

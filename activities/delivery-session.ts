@@ -76,7 +76,7 @@ export interface SessionDeps {
   /** The worker's reads of endpoints, shared by its sessions (one statement for many); one read per call when unset. */
   readEndpoint?: BatchedCall<string, EndpointRow | undefined>;
   /** The worker's claims, shared by its sessions likewise; one statement per claim when unset. */
-  claim?: BatchedCall<ClaimRequest, ClaimedWithEndpoint | ClaimedDelivery[]>;
+  claim?: BatchedCall<ClaimRequest, ClaimedWithEndpoint>;
   /** The endpoints' session leases (one session per endpoint across workers); none when unset. */
   leases?: SessionLeases;
   /** The worker's displays of the latest success, shared by its sessions (`showSuccesses`); one statement each when unset. */

@@ -398,11 +398,6 @@ export async function claimWithEndpointsFor(db: Queryable, reqs: readonly ClaimR
   return reqs.map((r) => byOwner.get(r.owner)!);
 }
 
-/** `claimWithEndpointsFor`'s deliveries alone. */
-export async function claimDueDeliveriesFor(db: Queryable, reqs: readonly ClaimRequest[], leaseMs: number): Promise<ClaimedDelivery[][]> {
-  return (await claimWithEndpointsFor(db, reqs, leaseMs)).map((c) => c.deliveries);
-}
-
 /**
  * Gives back what a round leased and did not record: the deliveries it never attempted (it
  * stopped early), or, on a retry of the round, the POSTs its lost attempt had in flight.

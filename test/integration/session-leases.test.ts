@@ -10,7 +10,7 @@ import { createAttemptRecorder } from '../../activities/attempt-recorder.js';
 import { runDeliverySession, type SessionDeps } from '../../activities/delivery-session.js';
 import { createSessionLeases } from '../../activities/session-leases.js';
 import { createSessionRegistry } from '../../activities/session-registry.js';
-import { claimDueDeliveriesFor, type ClaimRequest } from '../../db/deliveries.js';
+import { claimWithEndpointsFor, type ClaimRequest } from '../../db/deliveries.js';
 import type { DueEndpoint } from '../../db/due-notifications.js';
 import { endHandover, takeBackLostSessions, takeSessionLease } from '../../db/session-leases.js';
 import { eventually, storeDemandEvent, testDb } from '../support/harness.js';
@@ -34,7 +34,7 @@ function sessionDeps(leaseMs = LEASE_MS): SessionDeps & { leases: ReturnType<typ
     concurrency: 4,
     lingerMs: 0,
     maxSessionMs: 30_000,
-    claim: async (req: ClaimRequest) => (await claimDueDeliveriesFor(testDb(), [req], leaseMs))[0]!,
+    claim: async (req: ClaimRequest) => (await claimWithEndpointsFor(testDb(), [req], leaseMs))[0]!,
     leases,
   };
 }

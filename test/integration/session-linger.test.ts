@@ -7,7 +7,7 @@ import { createAttemptRecorder } from '../../activities/attempt-recorder.js';
 import { runDeliverySession, type SessionDeps } from '../../activities/delivery-session.js';
 import { createSessionRegistry } from '../../activities/session-registry.js';
 import { LEASE_MS } from '../../core/runtime-limits.js';
-import { claimDueDeliveriesFor, type ClaimRequest } from '../../db/deliveries.js';
+import { claimWithEndpointsFor, type ClaimRequest } from '../../db/deliveries.js';
 import { storeDemandEvent, testDb } from '../support/harness.js';
 import { sessionTestBed } from '../support/session-test-bed.js';
 
@@ -28,7 +28,7 @@ function lingeringSession(endpointId: string, lingerMs: number) {
     maxSessionMs: 30_000,
     claim: async (req: ClaimRequest) => {
       claims.push(Date.now());
-      return (await claimDueDeliveriesFor(testDb(), [req], LEASE_MS))[0]!;
+      return (await claimWithEndpointsFor(testDb(), [req], LEASE_MS))[0]!;
     },
   };
   const startedAt = Date.now();

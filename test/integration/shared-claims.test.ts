@@ -1,9 +1,9 @@
 /**
- * A worker's sessions of many endpoints claim in one statement (claimDueDeliveriesFor): each gets
+ * A worker's sessions of many endpoints claim in one statement (claimWithEndpointsFor): each gets
  * its own endpoint's due deliveries, earliest first, up to its limit, leased to it alone.
  */
 import { describe, expect, it } from 'vitest';
-import { claimDueDeliveriesFor } from '../../db/deliveries.js';
+import { claimWithEndpointsFor } from '../../db/deliveries.js';
 import { createTenant, storeDemandEvent, testDb } from '../support/harness.js';
 
 async function endpoint(accountId: string): Promise<string> {
@@ -20,16 +20,18 @@ describe('claims shared by sessions', () => {
     const [a, b] = [await endpoint(tenant.accountId), await endpoint(tenant.accountId)];
     for (let i = 0; i < 5; i++) await storeDemandEvent(tenant.accountId, `shared_${i}`);
     const now = new Date(Date.now() + 1_000);
-    const [forA, forB, forB2, none] = await claimDueDeliveriesFor(
-      testDb(),
-      [
-        { endpointId: a, now, limit: 3, owner: 'a' },
-        { endpointId: b, now, limit: 2, owner: 'b' },
-        { endpointId: b, now, limit: 10, owner: 'b2' },
-        { endpointId: a, now: new Date(0), limit: 10, owner: 'early' },
-      ],
-      60_000,
-    );
+    const [forA, forB, forB2, none] = (
+      await claimWithEndpointsFor(
+        testDb(),
+        [
+          { endpointId: a, now, limit: 3, owner: 'a' },
+          { endpointId: b, now, limit: 2, owner: 'b' },
+          { endpointId: b, now, limit: 10, owner: 'b2' },
+          { endpointId: a, now: new Date(0), limit: 10, owner: 'early' },
+        ],
+        60_000,
+      )
+    ).map((c) => c.deliveries);
     expect(forA).toHaveLength(3);
     expect(forA!.every((d) => d.event !== null)).toBe(true);
     // Earliest first: the first three events stored.
