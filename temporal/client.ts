@@ -6,6 +6,7 @@ import {
   roundHandedOverSignal,
   wakeSignal,
   type EndpointChange,
+  type EndpointWorkflowInput,
   type HandedOverRound,
 } from '../workflows/endpoint-contract.js';
 import { customSearchAttributes } from '../workflows/search-attributes.js';
@@ -84,13 +85,27 @@ export interface EndpointWorkflows {
 const SIGNAL_DEADLINE_MS = 3_000;
 
 export function endpointWorkflows(client: Client, taskQueue: string): EndpointWorkflows {
-  async function signalWithStart(endpointId: string, accountId: string, signal: (args: { workflowId: string }) => Promise<unknown>) {
-    const send = (args: { workflowId: string }) =>
-      temporalCall(client.connection, () => client.connection.withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () => signal(args)));
+  /**
+   * What starts the endpoint's workflow when a signal finds it not running. `staticSummary` and
+   * `staticDetails` are what the Web UI's list shows of it (ignored when it already runs);
+   * continue-as-new drops them (its command carries no user metadata), and the current details,
+   * which every run sets, repeat them.
+   */
+  const startOptions = (ref: { endpointId: string; accountId: string; url?: string }) => ({
+    workflowId: endpointWorkflowId(ref.endpointId),
+    taskQueue,
+    args: [{ endpointId: ref.endpointId, accountId: ref.accountId }] as [EndpointWorkflowInput],
+    staticSummary: workflowSummary(ref),
+    staticDetails: workflowStaticDetails(ref),
+  });
+  /** Sends `signalWithStart` (one of the calls below) within SIGNAL_DEADLINE_MS, again when it raced a continue-as-new. */
+  async function send(signalWithStart: () => Promise<unknown>): Promise<void> {
+    const once = () =>
+      temporalCall(client.connection, () => client.connection.withDeadline(Date.now() + SIGNAL_DEADLINE_MS, signalWithStart));
     // A signal racing a continue-as-new can be answered NOT_FOUND; the retry lands on the new run.
     for (let attempt = 1; ; attempt++) {
       try {
-        await send({ workflowId: endpointWorkflowId(endpointId) });
+        await once();
         return;
       } catch (err) {
         if (attempt >= 5 || !(err instanceof WorkflowNotFoundError)) throw err;
@@ -98,45 +113,29 @@ export function endpointWorkflows(client: Client, taskQueue: string): EndpointWo
       }
     }
   }
-  // What the Web UI's list shows of a workflow this call starts (ignored when it already runs).
-  // Continue-as-new drops it (its command carries no user metadata); the current details, which
-  // every run sets, repeat it.
-  const metadata = (ref: { endpointId: string; accountId: string; url?: string }) => ({
-    staticSummary: workflowSummary(ref),
-    staticDetails: workflowStaticDetails(ref),
-  });
   return {
     notify: (endpointId, accountId, change, url) =>
-      signalWithStart(endpointId, accountId, ({ workflowId }) =>
+      send(() =>
         client.workflow.signalWithStart('endpointWorkflow', {
-          workflowId,
-          taskQueue,
-          args: [{ endpointId, accountId }],
+          ...startOptions({ endpointId, accountId, url }),
           signal: endpointChangedSignal,
           signalArgs: [{ change }],
-          ...metadata({ endpointId, accountId, url }),
         }),
       ),
     wake: (endpointId, accountId, url) =>
-      signalWithStart(endpointId, accountId, ({ workflowId }) =>
+      send(() =>
         client.workflow.signalWithStart('endpointWorkflow', {
-          workflowId,
-          taskQueue,
-          args: [{ endpointId, accountId }],
+          ...startOptions({ endpointId, accountId, url }),
           signal: wakeSignal,
           signalArgs: [],
-          ...metadata({ endpointId, accountId, url }),
         }),
       ),
     handOver: (endpointId, accountId, handed) =>
-      signalWithStart(endpointId, accountId, ({ workflowId }) =>
+      send(() =>
         client.workflow.signalWithStart('endpointWorkflow', {
-          workflowId,
-          taskQueue,
-          args: [{ endpointId, accountId }],
+          ...startOptions({ endpointId, accountId }),
           signal: roundHandedOverSignal,
           signalArgs: [handed],
-          ...metadata({ endpointId, accountId }),
         }),
       ),
   };
