@@ -4,58 +4,24 @@
  * session that ends stops its waiting lanes and gives their deliveries back.
  */
 import crypto from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createAttemptRecorder } from '../../activities/attempt-recorder.js';
 import { runDeliverySession, type SessionDeps } from '../../activities/delivery-session.js';
 import { createSessionRegistry } from '../../activities/session-registry.js';
-import { createHttpClient, type HttpClient } from '../../delivery/http-client.js';
-import { createDestinationPolicy } from '../../security/destination-policy.js';
-import { createTenant, eventually, startTestApi, storeDemandEvent, testDb, type Tenant, type TestApi } from '../support/harness.js';
-import { startReceiver, type Receiver } from '../support/https-receiver.js';
+import { eventually, testDb } from '../support/harness.js';
+import { sessionTestBed } from '../support/session-test-bed.js';
 
-let api: TestApi;
-let receiver: Receiver;
-let tenant: Tenant;
 /** One connection per origin: a session's second lane waits for the first one's POST to end. */
-let httpClient: HttpClient;
-
-beforeAll(async () => {
-  [receiver, tenant] = await Promise.all([startReceiver(), createTenant()]);
-  api = await startTestApi({ allowLoopback: true });
-  httpClient = createHttpClient({
-    policy: createDestinationPolicy({ allowCidrs: ['127.0.0.0/8'] }),
-    timeoutMs: 5_000,
-    maxConnectionsPerOrigin: 1,
-  });
-});
-afterAll(async () => {
-  await httpClient.close();
-  await api.close();
-  await receiver.close();
-});
+const bed = sessionTestBed('shares', { maxConnectionsPerOrigin: 1 });
 
 const hmac = (secret: string, body: Buffer) => crypto.createHmac('sha256', secret).update(body).digest('hex');
-
-/** A healthy endpoint with three deliveries due. */
-async function endpointWithBacklog(secret: string) {
-  const prefix = `/shares/${crypto.randomUUID()}`;
-  const created = await api.request('POST', '/api/v1/webhooks', {
-    key: tenant.key,
-    body: { url: `https://127.0.0.1:${receiver.port}${prefix}`, events: ['crm'], secret },
-  });
-  expect(created.status).toBe(201);
-  const id: string = created.body.data.id;
-  await testDb().query(`UPDATE endpoints SET health_status = 'healthy', verified_at = now() WHERE id = $1`, [id]);
-  for (let n = 0; n < 3; n++) await storeDemandEvent(tenant.accountId, `${prefix}_${n}`);
-  return { id, prefix, posts: () => receiver.received.filter((r) => r.path.startsWith(prefix)) };
-}
 
 /** One session of three lanes, as the worker runs it, on the one-connection client. */
 function session(endpointId: string, maxSessionMs: number) {
   const deps: SessionDeps = {
     db: testDb(),
-    secretBox: api.deps.secretBox,
-    httpClient,
+    secretBox: bed.api.deps.secretBox,
+    httpClient: bed.httpClient,
     sessions: createSessionRegistry(),
     recorder: createAttemptRecorder(testDb()),
     concurrency: 3,
@@ -69,13 +35,13 @@ function session(endpointId: string, maxSessionMs: number) {
 describe('delivery sessions waiting for a share of an origin', () => {
   it('sign with the secret committed while they waited, and send what they hold once the session is idle', async () => {
     const [oldSecret, newSecret] = ['whsec_share_wait_old_0001', 'whsec_share_wait_new_0002'];
-    const e = await endpointWithBacklog(oldSecret);
+    const e = await bed.endpointWithBacklog(3, oldSecret);
     let answer!: () => void;
-    receiver.replyOn(e.prefix, { status: 200, hold: new Promise<void>((r) => (answer = r)) });
+    bed.receiver.replyOn(e.prefix, { status: 200, hold: new Promise<void>((r) => (answer = r)) });
     const running = session(e.id, 30_000);
     // The first lane's POST is held; the other two lanes wait for the endpoint's one connection.
     await eventually(async () => e.posts().length === 1);
-    const patched = await api.request('PATCH', `/api/v1/webhooks/${e.id}`, { key: tenant.key, body: { secret: newSecret } });
+    const patched = await bed.api.request('PATCH', `/api/v1/webhooks/${e.id}`, { key: bed.tenant.key, body: { secret: newSecret } });
     expect(patched.status).toBe(200);
     answer();
     // The first lane then finds nothing more to claim (idle): the two waiting lanes still send theirs.
@@ -88,10 +54,10 @@ describe('delivery sessions waiting for a share of an origin', () => {
   });
 
   it('stop waiting when the session ends, and give their deliveries back', async () => {
-    const e = await endpointWithBacklog('whsec_share_wait_time_0003');
+    const e = await bed.endpointWithBacklog(3, 'whsec_share_wait_time_0003');
     // 600 ms a POST, one at a time: the third would start past the session's 1 s, which no lane
     // checks while it waits for a share (the first finds nothing more to claim: the session is idle).
-    receiver.replyOn(e.prefix, { status: 200, delayMs: 600 });
+    bed.receiver.replyOn(e.prefix, { status: 200, delayMs: 600 });
     const round = await session(e.id, 1_000);
     expect(round.posts).toBeLessThan(3);
     expect(round.more).toBe(true);

@@ -15,11 +15,12 @@ export interface SessionTestBed {
   readonly receiver: Receiver;
   readonly tenant: Tenant;
   readonly httpClient: HttpClient;
-  /** A healthy, verified endpoint (its url under `/<area>/<uuid>`) with `backlog` deliveries due. */
-  endpointWithBacklog(backlog: number): Promise<{ id: string; prefix: string; posts: () => Receiver['received'] }>;
+  /** A healthy, verified endpoint (its url under `/<area>/<uuid>`, its `secret` when given) with `backlog` deliveries due. */
+  endpointWithBacklog(backlog: number, secret?: string): Promise<{ id: string; prefix: string; posts: () => Receiver['received'] }>;
 }
 
-export function sessionTestBed(area: string): SessionTestBed {
+/** `maxConnectionsPerOrigin`: the HTTP client's cap (the worker's 16 when unset). */
+export function sessionTestBed(area: string, o: { maxConnectionsPerOrigin?: number } = {}): SessionTestBed {
   let api: TestApi;
   let receiver: Receiver;
   let tenant: Tenant;
@@ -27,7 +28,11 @@ export function sessionTestBed(area: string): SessionTestBed {
   beforeAll(async () => {
     [receiver, tenant] = await Promise.all([startReceiver(), createTenant()]);
     api = await startTestApi({ allowLoopback: true });
-    httpClient = createHttpClient({ policy: createDestinationPolicy({ allowCidrs: ['127.0.0.0/8'] }), timeoutMs: 5_000 });
+    httpClient = createHttpClient({
+      policy: createDestinationPolicy({ allowCidrs: ['127.0.0.0/8'] }),
+      timeoutMs: 5_000,
+      maxConnectionsPerOrigin: o.maxConnectionsPerOrigin,
+    });
   });
   afterAll(async () => {
     await httpClient.close();
@@ -47,11 +52,11 @@ export function sessionTestBed(area: string): SessionTestBed {
     get httpClient() {
       return httpClient;
     },
-    async endpointWithBacklog(backlog) {
+    async endpointWithBacklog(backlog, secret) {
       const prefix = `/${area}/${crypto.randomUUID()}`;
       const created = await api.request('POST', '/api/v1/webhooks', {
         key: tenant.key,
-        body: { url: `https://127.0.0.1:${receiver.port}${prefix}`, events: ['crm'] },
+        body: { url: `https://127.0.0.1:${receiver.port}${prefix}`, events: ['crm'], ...(secret ? { secret } : {}) },
       });
       expect(created.status).toBe(201);
       const id: string = created.body.data.id;
