@@ -6,9 +6,8 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChannelAccount } from '../../db/directory.js';
-import { createProviderHttp } from '../../provider/http.js';
 import { createTenant, eventually, testDb, type Tenant } from '../support/harness.js';
-import { connectChatappNumber, PROVIDER_ACCESS_TOKEN, startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
+import { connectChatappNumber, startApiWithProvider, type ApiWithProvider, unreachableProvider } from '../support/local-provider.js';
 
 let bed: ApiWithProvider;
 beforeAll(async () => {
@@ -216,14 +215,8 @@ describe('broadcasts', () => {
       id,
       numbers(5).map((to_recipient) => ({ to_recipient })),
     );
-    const saved = bed.api.deps.providerApi;
-    bed.api.deps.providerApi = createProviderHttp({ baseUrl: 'http://127.0.0.1:9/v24.0', accessToken: PROVIDER_ACCESS_TOKEN });
-    try {
-      const res = await send(s.tenant.key, id);
-      expect(res.status).toBe(503);
-    } finally {
-      bed.api.deps.providerApi = saved;
-    }
+    const res = await bed.withProvider(unreachableProvider(), () => send(s.tenant.key, id));
+    expect(res.status).toBe(503);
     const stopped = (await get(s.tenant.key, id)).body.data;
     expect(stopped).toMatchObject({ status: 'sending', counts: { total: 5, pending: 5, sending: 0, sent: 0 } });
 
@@ -241,17 +234,9 @@ describe('broadcasts', () => {
       id,
       to.map((to_recipient) => ({ to_recipient })),
     );
-    const saved = bed.api.deps.providerApi;
-    await bed.control('/settings', { answer_delay_ms: 1_000 });
-    bed.api.deps.providerApi = createProviderHttp({ baseUrl: bed.provider.url, accessToken: PROVIDER_ACCESS_TOKEN, timeoutMs: 200 });
-    try {
-      const res = await send(s.tenant.key, id);
-      expect(res.status).toBe(504);
-      expect(res.body.error.code).toBe('provider_outcome_unknown');
-    } finally {
-      bed.api.deps.providerApi = saved;
-      await bed.control('/settings', { answer_delay_ms: 0 });
-    }
+    const res = await bed.withSlowProvider({ answerDelayMs: 1_000, timeoutMs: 200 }, () => send(s.tenant.key, id));
+    expect(res.status).toBe(504);
+    expect(res.body.error.code).toBe('provider_outcome_unknown');
     const resumed = await send(s.tenant.key, id);
     expect(resumed.status).toBe(200);
     const counts = resumed.body.data.counts;

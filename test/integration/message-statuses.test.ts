@@ -6,9 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChannelAccount } from '../../db/directory.js';
 import { registerOutboundMessage } from '../../db/messaging.js';
-import { createProviderHttp } from '../../provider/http.js';
 import { createTenant, eventually, testDb, type Tenant } from '../support/harness.js';
-import { startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
+import { startApiWithProvider, type ApiWithProvider, unreachableProvider } from '../support/local-provider.js';
 
 let bed: ApiWithProvider;
 beforeAll(async () => {
@@ -207,14 +206,10 @@ describe('quality updates re-read the numbers', () => {
 
   it('a provider that cannot be reached loses no event; the re-read is skipped', async () => {
     const s = await setup();
-    const real = bed.api.deps.providerApi;
-    bed.api.deps.providerApi = createProviderHttp({ baseUrl: 'http://127.0.0.1:1/v24.0', accessToken: 'x' });
-    try {
-      const res = await bed.control(`/phone_numbers/${s.pnid}/quality`, { messaging_limit_tier: 'TIER_100K', quality_rating: 'RED' });
-      expect(res.notification_status).toBe(200);
-    } finally {
-      bed.api.deps.providerApi = real;
-    }
+    const res = await bed.withProvider(unreachableProvider(), () =>
+      bed.control(`/phone_numbers/${s.pnid}/quality`, { messaging_limit_tier: 'TIER_100K', quality_rating: 'RED' }),
+    );
+    expect(res.notification_status).toBe(200);
     expect(await types(s.tenant)).toEqual(['chatapp.phone_number.quality_updated']);
     const ca = (await bed.api.request('GET', `/api/v1/channel_accounts/${s.id}`, { key: s.tenant.key })).body.data;
     expect(ca).toMatchObject({ quality_rating: null, messaging_limit_tier: null, numbers_read_at: null });

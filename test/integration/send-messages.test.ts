@@ -3,9 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson, sha256Hex } from '../../core/catalog/canonical-json.js';
 import { parseSendRequest } from '../../core/outbound-message.js';
 import { createChannelAccount } from '../../db/directory.js';
-import { createProviderHttp } from '../../provider/http.js';
 import { createTenant, testDb, type Tenant } from '../support/harness.js';
-import { PROVIDER_ACCESS_TOKEN, startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
+import { startApiWithProvider, type ApiWithProvider, unreachableProvider } from '../support/local-provider.js';
 
 let bed: ApiWithProvider;
 beforeAll(async () => {
@@ -159,20 +158,13 @@ describe('POST /api/v1/messages on chatapp', () => {
   it('an unreachable provider is 503 provider_unavailable with Retry-After, an unconfigured one 503 provider_not_configured', async () => {
     const s = await setup();
     const body = { channel_account_id: s.chatapp, to: '15550001111', type: 'text', text: { body: 'x' } };
-    const real = bed.api.deps.providerApi;
-    try {
-      bed.api.deps.providerApi = createProviderHttp({ baseUrl: 'http://127.0.0.1:1/v24.0', accessToken: 'x' });
-      const down = await send(s.tenant.key, body);
-      expect(down.status).toBe(503);
-      expect(down.body.error.code).toBe('provider_unavailable');
-      expect(down.headers.get('retry-after')).toBe('5');
-      bed.api.deps.providerApi = undefined;
-      const unset = await send(s.tenant.key, body);
-      expect(unset.status).toBe(503);
-      expect(unset.body.error.code).toBe('provider_not_configured');
-    } finally {
-      bed.api.deps.providerApi = real;
-    }
+    const down = await bed.withProvider(unreachableProvider(), () => send(s.tenant.key, body));
+    expect(down.status).toBe(503);
+    expect(down.body.error.code).toBe('provider_unavailable');
+    expect(down.headers.get('retry-after')).toBe('5');
+    const unset = await bed.withProvider(undefined, () => send(s.tenant.key, body));
+    expect(unset.status).toBe(503);
+    expect(unset.body.error.code).toBe('provider_not_configured');
     expect(await messageCount(s.chatapp)).toBe(0);
   });
 });
@@ -247,17 +239,7 @@ describe('a send the provider may have taken without answering', () => {
   const withKey = (key: string, idem: string, body: unknown) =>
     bed.api.request('POST', '/api/v1/messages', { key, body, headers: { 'idempotency-key': idem } });
   /** The provider takes each send and answers only after 1.5 s; the platform gives up after 200 ms. */
-  async function slowProvider<T>(fn: () => Promise<T>): Promise<T> {
-    const real = bed.api.deps.providerApi;
-    await bed.control('/settings', { answer_delay_ms: 1_500 });
-    bed.api.deps.providerApi = createProviderHttp({ baseUrl: bed.provider.url, accessToken: PROVIDER_ACCESS_TOKEN, timeoutMs: 200 });
-    try {
-      return await fn();
-    } finally {
-      bed.api.deps.providerApi = real;
-      await bed.control('/settings', { answer_delay_ms: 0 });
-    }
-  }
+  const slowProvider = <T>(fn: () => Promise<T>) => bed.withSlowProvider({ answerDelayMs: 1_500, timeoutMs: 200 }, fn);
   const sentTo = (s: Setup, to: string) => [...bed.provider.state.messages.values()].filter((m) => m.from === s.pnid && m.to === to);
 
   it('is 504 provider_outcome_unknown, and its Idempotency-Key never sends it again, even past the abandonment minute', async () => {
@@ -287,13 +269,8 @@ describe('a send the provider may have taken without answering', () => {
   it('a provider that refused the connection did not send: the key is freed and the retry sends', async () => {
     const s = await setup();
     const body = { channel_account_id: s.chatapp, to: '15550003333', type: 'text', text: { body: 'x' } };
-    const real = bed.api.deps.providerApi;
-    try {
-      bed.api.deps.providerApi = createProviderHttp({ baseUrl: 'http://127.0.0.1:1/v24.0', accessToken: 'x' });
-      expect((await withKey(s.tenant.key, 'down-1', body)).body.error.code).toBe('provider_unavailable');
-    } finally {
-      bed.api.deps.providerApi = real;
-    }
+    const down = await bed.withProvider(unreachableProvider(), () => withKey(s.tenant.key, 'down-1', body));
+    expect(down.body.error.code).toBe('provider_unavailable');
     const retry = await withKey(s.tenant.key, 'down-1', body);
     expect(retry.status).toBe(202);
     expect(sentTo(s, '15550003333')).toHaveLength(1);

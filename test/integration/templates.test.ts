@@ -147,13 +147,8 @@ describe('templates', () => {
 
   it('a sync without a provider is 503, a provider refusal 502', async () => {
     const s = await setup();
-    const saved = bed.api.deps.providerApi;
-    bed.api.deps.providerApi = undefined;
-    try {
-      expect((await sync(s.tenant.key, s.channelAccountId)).body.error.code).toBe('provider_not_configured');
-    } finally {
-      bed.api.deps.providerApi = saved;
-    }
+    const unset = await bed.withProvider(undefined, () => sync(s.tenant.key, s.channelAccountId));
+    expect(unset.body.error.code).toBe('provider_not_configured');
     const ghost = await createChannelAccount(testDb(), {
       accountId: s.tenant.accountId,
       channel: 'chatapp',

@@ -1,6 +1,6 @@
 /** The test API wired to a local provider (dev/local-provider), both on loopback ports. */
 import { startLocalProvider, type LocalProvider } from '../../dev/local-provider/server.js';
-import { createProviderHttp } from '../../provider/http.js';
+import { createProviderHttp, type ProviderHttp } from '../../provider/http.js';
 import { createChannelAccount } from '../../db/directory.js';
 import { PROVIDER_APP_SECRET, startTestApi, testDb, type Tenant, type TestApi } from './harness.js';
 
@@ -11,8 +11,15 @@ export interface ApiWithProvider {
   provider: LocalProvider;
   /** Calls a test-control route of the local provider (`/_local/...`). */
   control<T = any>(path: string, body?: unknown): Promise<T>;
+  /** Runs `fn` with the API's provider client swapped for `providerApi` (undefined: none), then puts the real one back. */
+  withProvider<T>(providerApi: ProviderHttp | undefined, fn: () => Promise<T>): Promise<T>;
+  /** Runs `fn` while the provider answers each send it took `answerDelayMs` late and the API's client gives up after `timeoutMs`. */
+  withSlowProvider<T>(o: { answerDelayMs: number; timeoutMs: number }, fn: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
+
+/** A provider client for a port nothing listens on: every call fails to connect, so nothing is ever sent. */
+export const unreachableProvider = (): ProviderHttp => createProviderHttp({ baseUrl: 'http://127.0.0.1:1/v24.0', accessToken: 'x' });
 
 export async function startApiWithProvider(
   opts: Parameters<typeof startTestApi>[0] & { statusDelayMs?: number } = {},
@@ -26,7 +33,7 @@ export async function startApiWithProvider(
   });
   // The API reads its deps at each request, so the client can join once the provider's port is known.
   api.deps.providerApi = createProviderHttp({ baseUrl: provider.url, accessToken: PROVIDER_ACCESS_TOKEN });
-  return {
+  const bed: ApiWithProvider = {
     api,
     provider,
     async control(path, body) {
@@ -39,11 +46,29 @@ export async function startApiWithProvider(
       if (!res.ok) throw new Error(`local provider ${path}: ${res.status} ${JSON.stringify(json)}`);
       return json as never;
     },
+    async withProvider(providerApi, fn) {
+      const real = api.deps.providerApi;
+      api.deps.providerApi = providerApi;
+      try {
+        return await fn();
+      } finally {
+        api.deps.providerApi = real;
+      }
+    },
+    async withSlowProvider({ answerDelayMs, timeoutMs }, fn) {
+      await bed.control('/settings', { answer_delay_ms: answerDelayMs });
+      try {
+        return await bed.withProvider(createProviderHttp({ baseUrl: provider.url, accessToken: PROVIDER_ACCESS_TOKEN, timeoutMs }), fn);
+      } finally {
+        await bed.control('/settings', { answer_delay_ms: 0 });
+      }
+    },
     async close() {
       await provider.close();
       await api.close();
     },
   };
+  return bed;
 }
 
 export interface ConnectedNumber {
