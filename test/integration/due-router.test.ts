@@ -55,7 +55,7 @@ afterAll(async () => {
   await admin.end();
 });
 
-function router(sweepEveryMs = 0, signalEveryMs?: number): DueRouter {
+function router(sweepEveryMs = 0, signalEveryMs?: number, direct?: DirectSessions): DueRouter {
   const r = startDueRouter({
     databaseUrl,
     db,
@@ -64,6 +64,7 @@ function router(sweepEveryMs = 0, signalEveryMs?: number): DueRouter {
     workflows: endpointWorkflows(temporalClient, taskQueue),
     sweepEveryMs,
     signalEveryMs,
+    direct,
   });
   routers.push(r);
   return r;
@@ -248,17 +249,7 @@ describe('due-delivery router', () => {
       onFreed: (listener) => freed.push(listener),
       close: async () => {},
     };
-    const r = startDueRouter({
-      databaseUrl,
-      db,
-      channel,
-      sessions,
-      workflows: endpointWorkflows(temporalClient, taskQueue),
-      sweepEveryMs: 0,
-      signalEveryMs: 60_000,
-      direct,
-    });
-    routers.push(r);
+    const r = router(0, 60_000, direct);
     await r.ready;
     await notifyDue(
       db,
