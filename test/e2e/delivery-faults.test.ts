@@ -5,53 +5,24 @@
  * of a busy endpoint, as it runs in production (woken through Postgres, lingering for more).
  */
 import crypto from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createTenant, eventually, startTestApi, storeDemandEvent, testDb, type Tenant, type TestApi } from '../support/harness.js';
-import { startReceiver, type ReceivedRequest, type Receiver } from '../support/https-receiver.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { eventually, storeDemandEvent, testDb } from '../support/harness.js';
+import type { ReceivedRequest } from '../support/https-receiver.js';
 import { expectOnlyUnrecordedResent } from '../support/resends.js';
 import { demandEvent } from '../support/kit.js';
 import { waitIdle } from '../support/temporal.js';
-import { startWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
+import { startWorkerProcess } from '../support/worker-process.js';
+import { hmac, workerProcessBed } from '../support/worker-process-bed.js';
 import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
 
-const taskQueue = `faults-${crypto.randomUUID()}`;
+const bed = workerProcessBed('faults', 1);
 const BACKLOG = 300;
-
-let api: TestApi;
-let temporal: Client;
-let receiver: Receiver;
-let tenant: Tenant;
-const workers: WorkerProcess[] = [];
-
-beforeAll(async () => {
-  [receiver, tenant] = await Promise.all([startReceiver(), createTenant()]);
-  api = await startTestApi({ allowLoopback: true, taskQueue });
-  temporal = new Client({ connection: await Connection.connect({ address: inject('devServerAddress') }) });
-  workers.push(await startWorkerProcess(taskQueue));
-}, 120_000);
-afterAll(async () => {
-  await Promise.all(workers.map((w) => w.kill()));
-  await api.close();
-  await temporal.connection.close();
-  await receiver.close();
-});
-
-const hmac = (secret: string, body: Buffer) => crypto.createHmac('sha256', secret).update(body).digest('hex');
-const posts = (prefix: string): ReceivedRequest[] =>
-  receiver.received.filter((r) => r.path.startsWith(prefix) && r.headers['x-webhook-event'] !== 'webhook.test');
 
 /** A verified endpoint on the local receiver, through the API. */
 async function endpoint(prefix: string, secret: string): Promise<string> {
-  receiver.reply({ status: 200 });
-  const created = await api.request('POST', '/api/v1/webhooks', {
-    key: tenant.key,
-    body: { url: `https://127.0.0.1:${receiver.port}${prefix}`, events: ['crm'], secret },
-  });
-  expect(created.status).toBe(201);
-  expect((await api.request('POST', `/api/v1/webhooks/${created.body.data.id}/test`, { key: tenant.key })).status).toBe(200);
-  return created.body.data.id;
+  bed.receiver.reply({ status: 200 });
+  return bed.verifiedEndpoint(prefix, secret);
 }
 
 /**
@@ -59,10 +30,10 @@ async function endpoint(prefix: string, secret: string): Promise<string> {
  * at once, and a slow receiver makes that round last seconds.
  */
 async function backlog(endpointId: string, tag: string): Promise<void> {
-  await waitIdle(temporal.workflow.getHandle(endpointWorkflowId(endpointId)));
-  receiver.reply({ status: 200, delayMs: 200 });
-  for (let n = 0; n < BACKLOG; n++) await storeDemandEvent(tenant.accountId, `${tag}_${n}`);
-  await api.deps.workflows.wake(endpointId, tenant.accountId);
+  await waitIdle(bed.temporal.workflow.getHandle(endpointWorkflowId(endpointId)));
+  bed.receiver.reply({ status: 200, delayMs: 200 });
+  for (let n = 0; n < BACKLOG; n++) await storeDemandEvent(bed.tenant.accountId, `${tag}_${n}`);
+  await bed.api.deps.workflows.wake(endpointId, bed.tenant.accountId);
 }
 
 const statuses = async (endpointId: string) =>
@@ -94,22 +65,22 @@ describe('delivery faults on real components', () => {
     const prefix = `/crash/${crypto.randomUUID()}`;
     const id = await endpoint(prefix, 'whsec_crash_test_secret_0001');
     await backlog(id, 'crash');
-    await eventually(async () => posts(prefix).length >= 40);
-    await workers.shift()!.kill();
+    await eventually(async () => bed.posts(prefix).length >= 40);
+    await bed.workers.shift()!.kill();
     const recordedBeforeKill = new Set((await statuses(id)).filter((d) => d.status === 'success').map((d) => d.idempotency_key));
-    const sentBeforeRestart = new Set(posts(prefix).map((p) => String(p.headers['x-idempotency-key'])));
+    const sentBeforeRestart = new Set(bed.posts(prefix).map((p) => String(p.headers['x-idempotency-key'])));
     expect(recordedBeforeKill.size).toBeLessThan(BACKLOG);
 
-    const replacement = await startWorkerProcess(taskQueue);
-    workers.push(replacement);
-    const resumed = await eventually(async () => posts(prefix).find((p) => p.atMs > replacement.readyAtMs), 60_000);
+    const replacement = await startWorkerProcess(bed.taskQueue);
+    bed.workers.push(replacement);
+    const resumed = await eventually(async () => bed.posts(prefix).find((p) => p.atMs > replacement.readyAtMs), 60_000);
     console.log(`deliveries resumed ${resumed.atMs - replacement.readyAtMs} ms after the new worker started`);
     expect(resumed.atMs - replacement.readyAtMs).toBeLessThan(15_000);
 
     await allDelivered(id);
     // Sent again: only POSTs the dead worker had made but not recorded: per lane, the one in flight and at
     // most one answered whose record had not landed (records are batched over a few ms; a POST takes 200 ms here).
-    expectOnlyUnrecordedResent(posts(prefix), { expected: BACKLOG, sentBefore: sentBeforeRestart, recordedBefore: recordedBeforeKill });
+    expectOnlyUnrecordedResent(bed.posts(prefix), { expected: BACKLOG, sentBefore: sentBeforeRestart, recordedBefore: recordedBeforeKill });
   }, 180_000);
 
   it('a secret rotated in the middle of a round signs every POST that starts after the PATCH', async () => {
@@ -117,16 +88,16 @@ describe('delivery faults on real components', () => {
     const [oldSecret, newSecret] = ['whsec_rotation_old_secret_0001', 'whsec_rotation_new_secret_0002'];
     const id = await endpoint(prefix, oldSecret);
     await backlog(id, 'rotate');
-    await eventually(async () => posts(prefix).length >= 40);
+    await eventually(async () => bed.posts(prefix).length >= 40);
     // The change commits while the PATCH is answered: after `sentAt`, before `answeredAt`.
     const sentAt = Date.now();
-    const patched = await api.request('PATCH', `/api/v1/webhooks/${id}`, { key: tenant.key, body: { secret: newSecret } });
+    const patched = await bed.api.request('PATCH', `/api/v1/webhooks/${id}`, { key: bed.tenant.key, body: { secret: newSecret } });
     const answeredAt = Date.now();
     expect(patched.status).toBe(200);
     await allDelivered(id);
 
     const started = await attemptStarts(id);
-    const all = posts(prefix);
+    const all = bed.posts(prefix);
     expect(started.size).toBe(BACKLOG);
     const startOf = (p: ReceivedRequest) => started.get(String(p.headers['x-idempotency-key']))!;
     const signedWith = (secret: string) => (p: ReceivedRequest) => p.headers['x-webhook-signature'] === hmac(secret, p.body);
@@ -145,9 +116,9 @@ describe('delivery faults on real components', () => {
     const prefix = `/deactivate/${crypto.randomUUID()}`;
     const id = await endpoint(prefix, 'whsec_deactivation_secret_0001');
     await backlog(id, 'deactivate');
-    await eventually(async () => posts(prefix).length >= 40);
+    await eventually(async () => bed.posts(prefix).length >= 40);
     const sentAt = Date.now();
-    const patched = await api.request('PATCH', `/api/v1/webhooks/${id}`, { key: tenant.key, body: { active: false } });
+    const patched = await bed.api.request('PATCH', `/api/v1/webhooks/${id}`, { key: bed.tenant.key, body: { active: false } });
     const answeredAt = Date.now();
     expect(patched.body.data).toMatchObject({ active: false, next_attempt_at: null });
 
@@ -162,7 +133,7 @@ describe('delivery faults on real components', () => {
     // No POST started after the change committed, and none went unrecorded (every POST received has its attempt).
     expect(started.filter((t) => t > answeredAt)).toEqual([]);
     expect(started.filter((t) => t < sentAt).length).toBeGreaterThanOrEqual(40);
-    expect(posts(prefix)).toHaveLength(started.length);
+    expect(bed.posts(prefix)).toHaveLength(started.length);
     expect(rows.filter((d) => d.status === 'success')).toHaveLength(started.length);
     expect(started.length).toBeLessThan(BACKLOG);
   }, 180_000);
@@ -172,12 +143,12 @@ describe('delivery sessions on real components', () => {
   // The workflow's own lingering session: a worker with direct sessions off (with them on, the same
   // bursts ride one direct session and reach the workflow not at all: test/e2e/direct-sessions.test.ts).
   beforeAll(async () => {
-    await Promise.all(workers.splice(0).map((w) => w.kill()));
-    workers.push(await startWorkerProcess(taskQueue, { DIRECT_SESSIONS: 'false' }));
+    await Promise.all(bed.workers.splice(0).map((w) => w.kill()));
+    bed.workers.push(await startWorkerProcess(bed.taskQueue, { DIRECT_SESSIONS: 'false' }));
   }, 120_000);
   const { EventType } = proto.api.enums.v1;
   const historySince = async (endpointId: string, afterEventId: number) => {
-    const events = ((await temporal.workflow.getHandle(endpointWorkflowId(endpointId)).fetchHistory()).events ?? []).filter(
+    const events = ((await bed.temporal.workflow.getHandle(endpointWorkflowId(endpointId)).fetchHistory()).events ?? []).filter(
       (e) => Number(e.eventId) > afterEventId,
     );
     const atMs = (e: (typeof events)[number]) => Number(e.eventTime!.seconds) * 1000 + Math.floor((e.eventTime!.nanos ?? 0) / 1e6);
@@ -196,8 +167,8 @@ describe('delivery sessions on real components', () => {
     const prefix = `/bursts/${crypto.randomUUID()}`;
     const secret = 'whsec_bursts_secret_0001';
     const id = await endpoint(prefix, secret);
-    await waitIdle(temporal.workflow.getHandle(endpointWorkflowId(id)));
-    receiver.reply({ status: 200 });
+    await waitIdle(bed.temporal.workflow.getHandle(endpointWorkflowId(id)));
+    bed.receiver.reply({ status: 200 });
     const before = await historySince(id, 0);
 
     // 10 bursts of 20 publishes, 200 ms apart: well inside the worker's 5 s linger.
@@ -206,14 +177,14 @@ describe('delivery sessions on real components', () => {
     for (let b = 0; b < BURSTS; b++) {
       const answers = await Promise.all(
         Array.from({ length: PER_BURST }, (_, n) =>
-          api.request('POST', '/api/v1/events', { key: tenant.key, body: demandEvent(`burst_${id}_${b}_${n}`) }),
+          bed.api.request('POST', '/api/v1/events', { key: bed.tenant.key, body: demandEvent(`burst_${id}_${b}_${n}`) }),
         ),
       );
       expect(answers.map((a) => a.status)).toEqual(Array(PER_BURST).fill(201));
       await new Promise((r) => setTimeout(r, 200));
     }
     const all = await eventually(async () => {
-      const received = posts(prefix);
+      const received = bed.posts(prefix);
       return received.length >= BURSTS * PER_BURST ? received : undefined;
     }, 60_000);
     expect(new Set(all.map((p) => p.headers['x-idempotency-key'])).size).toBe(BURSTS * PER_BURST);

@@ -5,58 +5,32 @@
  * on the curve; a worker killed mid-session loses nothing and another takes over within seconds.
  */
 import crypto from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createTenant, eventually, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
-import { startReceiver, type ReceivedRequest, type Receiver } from '../support/https-receiver.js';
+import { describe, expect, it } from 'vitest';
+import { eventually, testDb } from '../support/harness.js';
+import type { ReceivedRequest } from '../support/https-receiver.js';
 import { expectOnlyUnrecordedResent } from '../support/resends.js';
 import { demandEvent } from '../support/kit.js';
 import { waitIdle } from '../support/temporal.js';
-import { startWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
+import { hmac, workerProcessBed } from '../support/worker-process-bed.js';
 import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
 
-const taskQueue = `direct-${crypto.randomUUID()}`;
+const bed = workerProcessBed('direct', 2);
 
-let api: TestApi;
-let temporal: Client;
-let receiver: Receiver;
-let tenant: Tenant;
-const workers: WorkerProcess[] = [];
-
-beforeAll(async () => {
-  [receiver, tenant] = await Promise.all([startReceiver(), createTenant()]);
-  api = await startTestApi({ allowLoopback: true, taskQueue });
-  temporal = new Client({ connection: await Connection.connect({ address: inject('devServerAddress') }) });
-  workers.push(...(await Promise.all([startWorkerProcess(taskQueue), startWorkerProcess(taskQueue)])));
-}, 120_000);
-afterAll(async () => {
-  await Promise.all(workers.map((w) => w.kill()));
-  await api.close();
-  await temporal.connection.close();
-  await receiver.close();
-});
-
-const hmac = (secret: string, body: Buffer) => crypto.createHmac('sha256', secret).update(body).digest('hex');
-const posts = (prefix: string): ReceivedRequest[] =>
-  receiver.received.filter((r) => r.path.startsWith(prefix) && r.headers['x-webhook-event'] !== 'webhook.test');
-const handle = (id: string) => temporal.workflow.getHandle(endpointWorkflowId(id));
+const handle = (id: string) => bed.temporal.workflow.getHandle(endpointWorkflowId(id));
 const history = async (id: string) => (await handle(id).fetchHistory()).events ?? [];
 
 /** A verified endpoint on the local receiver, through the API, its workflow idle. */
 async function endpoint(prefix: string, secret: string): Promise<string> {
-  const created = await api.request('POST', '/api/v1/webhooks', {
-    key: tenant.key,
-    body: { url: `https://127.0.0.1:${receiver.port}${prefix}`, events: ['crm'], secret },
-  });
-  expect(created.status).toBe(201);
-  expect((await api.request('POST', `/api/v1/webhooks/${created.body.data.id}/test`, { key: tenant.key })).status).toBe(200);
-  await waitIdle(handle(created.body.data.id));
-  return created.body.data.id;
+  const id = await bed.verifiedEndpoint(prefix, secret);
+  await waitIdle(handle(id));
+  return id;
 }
 
 async function publish(tag: string, n: number): Promise<void> {
   const answers = await Promise.all(
-    Array.from({ length: n }, (_, i) => api.request('POST', '/api/v1/events', { key: tenant.key, body: demandEvent(`${tag}_${i}`) })),
+    Array.from({ length: n }, (_, i) =>
+      bed.api.request('POST', '/api/v1/events', { key: bed.tenant.key, body: demandEvent(`${tag}_${i}`) }),
+    ),
   );
   expect(answers.map((a) => a.status)).toEqual(Array(n).fill(201));
 }
@@ -96,7 +70,7 @@ describe('direct sessions', () => {
       await new Promise((r) => setTimeout(r, 200));
     }
     await allSucceeded(id, 100);
-    const all = posts(prefix);
+    const all = bed.posts(prefix);
     expect(new Set(all.map((p) => p.headers['x-idempotency-key'])).size).toBe(100);
     for (const p of all) expect(p.headers['x-webhook-signature']).toBe(hmac(secret, p.body));
     // The session recorded its successes on the endpoint itself.
@@ -110,7 +84,7 @@ describe('direct sessions', () => {
     const prefix = `/one-session/${crypto.randomUUID()}`;
     const id = await endpoint(prefix, 'whsec_direct_one_session_01');
     const DELAY_MS = 300;
-    receiver.replyOn(prefix, { status: 200, delayMs: DELAY_MS });
+    bed.receiver.replyOn(prefix, { status: 200, delayMs: DELAY_MS });
     try {
       for (let b = 0; b < 6; b++) {
         await publish(`one_${id}_${b}`, 25);
@@ -118,9 +92,9 @@ describe('direct sessions', () => {
       }
       await allSucceeded(id, 150);
     } finally {
-      receiver.replyOn(prefix, null);
+      bed.receiver.replyOn(prefix, null);
     }
-    const all = posts(prefix);
+    const all = bed.posts(prefix);
     expect(new Set(all.map((p) => p.headers['x-idempotency-key'])).size).toBe(150);
     // A session has 16 lanes: two sessions side by side would reach up to 32.
     const most = mostInFlight(all, DELAY_MS);
@@ -131,7 +105,7 @@ describe('direct sessions', () => {
   it('a failure in a direct session goes to the workflow: one failure of the streak, then nothing before the curve says', async () => {
     const prefix = `/fails/${crypto.randomUUID()}`;
     const id = await endpoint(prefix, 'whsec_direct_fails_secret_1');
-    receiver.replyOn(prefix, { status: 500, body: 'down', delayMs: 50 });
+    bed.receiver.replyOn(prefix, { status: 500, body: 'down', delayMs: 50 });
     try {
       await publish(`fails_${id}_a`, 30);
       const row = await eventually(async () => {
@@ -147,17 +121,17 @@ describe('direct sessions', () => {
       expect(signals).toContain('roundHandedOver');
       const activities = events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
       expect(activities).toContain('recordHealth');
-      const burst = posts(prefix).length;
+      const burst = bed.posts(prefix).length;
       expect(burst).toBeGreaterThanOrEqual(1);
       expect(burst).toBeLessThanOrEqual(16);
       // More news while failing: no direct session starts, and the curve's first step is a minute.
       await publish(`fails_${id}_b`, 10);
       await new Promise((r) => setTimeout(r, 3_000));
-      expect(posts(prefix)).toHaveLength(burst);
+      expect(bed.posts(prefix)).toHaveLength(burst);
       const failed = (await statuses(id)).filter((d) => d.status === 'failed');
       expect(failed).toHaveLength(burst);
     } finally {
-      receiver.replyOn(prefix, null);
+      bed.receiver.replyOn(prefix, null);
     }
   }, 120_000);
 
@@ -165,29 +139,29 @@ describe('direct sessions', () => {
     const prefix = `/killed/${crypto.randomUUID()}`;
     const id = await endpoint(prefix, 'whsec_direct_killed_secre_1');
     const COUNT = 200;
-    receiver.replyOn(prefix, { status: 200, delayMs: 200 });
+    bed.receiver.replyOn(prefix, { status: 200, delayMs: 200 });
     try {
       await publish(`killed_${id}`, COUNT);
-      await eventually(async () => posts(prefix).length >= 30);
+      await eventually(async () => bed.posts(prefix).length >= 30);
       const { rows } = await testDb().query<{ session_owner: string | null }>(`SELECT session_owner FROM endpoints WHERE id = $1`, [id]);
       const pid = Number(rows[0]!.session_owner?.split('/')[1]);
-      const victim = workers.find((w) => w.child.pid === pid);
+      const victim = bed.workers.find((w) => w.child.pid === pid);
       expect(victim).toBeDefined();
       await victim!.kill();
       const killedAt = Date.now();
-      workers.splice(workers.indexOf(victim!), 1);
+      bed.workers.splice(bed.workers.indexOf(victim!), 1);
       const recordedBeforeKill = new Set((await statuses(id)).filter((d) => d.status === 'success').map((d) => d.idempotency_key));
-      const sentBeforeKill = new Set(posts(prefix).map((p) => String(p.headers['x-idempotency-key'])));
+      const sentBeforeKill = new Set(bed.posts(prefix).map((p) => String(p.headers['x-idempotency-key'])));
       expect(recordedBeforeKill.size).toBeLessThan(COUNT);
 
-      const resumed = await eventually(async () => posts(prefix).find((p) => p.atMs > killedAt + 250), 60_000);
+      const resumed = await eventually(async () => bed.posts(prefix).find((p) => p.atMs > killedAt + 250), 60_000);
       console.log(`deliveries resumed ${resumed.atMs - killedAt} ms after the kill`);
       // The lease (10 s) lapses and the other worker's look for lost sessions (every 5 s) takes it.
       expect(resumed.atMs - killedAt).toBeLessThan(17_000);
       await allSucceeded(id, COUNT, 90_000);
-      expectOnlyUnrecordedResent(posts(prefix), { expected: COUNT, sentBefore: sentBeforeKill, recordedBefore: recordedBeforeKill });
+      expectOnlyUnrecordedResent(bed.posts(prefix), { expected: COUNT, sentBefore: sentBeforeKill, recordedBefore: recordedBeforeKill });
     } finally {
-      receiver.replyOn(prefix, null);
+      bed.receiver.replyOn(prefix, null);
     }
   }, 180_000);
 });
