@@ -1,4 +1,7 @@
+import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 
 export function isPortOpen(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
@@ -22,16 +25,85 @@ export async function waitForPort(port: number, what: string, timeoutMs = 120_00
   throw new Error(`${what} did not listen on port ${port} within ${timeoutMs / 1000} s`);
 }
 
-/** A free loopback port in [min, max). */
+/** Polls until `url` answers HTTP/1.1 (any status below 500): a port merely open could be another server's. */
+export async function waitForHttp(url: string, what: string, timeoutMs = 60_000, isAlive: () => boolean = () => true): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const answered = await fetch(url, { signal: AbortSignal.timeout(2_000) })
+      .then(async (res) => (await res.arrayBuffer(), res.status < 500))
+      .catch(() => false);
+    if (answered) return;
+    if (!isAlive()) throw new Error(`${what} exited before answering at ${url}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${what} did not answer at ${url} within ${timeoutMs / 1000} s`);
+}
+
+/**
+ * Ports handed out on this machine and not yet listened on: one file per port, naming the process
+ * that took it. A bind check alone cannot see them: two launches (test files run side by side, or
+ * the ten ports of one Temporal cluster) could each find the same port free and the later
+ * starter would meet the other's server there. CI met that: the Web UI's port answered HTTP/2,
+ * a Temporal frontend started on it first.
+ */
+const RESERVATIONS = path.join(os.tmpdir(), 'webhook-platform-ports');
+const reservedHere = new Set<number>();
+let releasesAtExit = false;
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function releaseAll(): void {
+  for (const port of reservedHere) fs.rmSync(path.join(RESERVATIONS, String(port)), { force: true });
+}
+
+/** True when this process now holds the port's reservation; one left by a process that is gone is taken over. */
+function reserve(port: number): boolean {
+  const file = path.join(RESERVATIONS, String(port));
+  for (let tries = 0; tries < 2; tries++) {
+    try {
+      if (!releasesAtExit) {
+        fs.mkdirSync(RESERVATIONS, { recursive: true, mode: 0o1777 });
+        process.once('exit', releaseAll);
+        releasesAtExit = true;
+      }
+      fs.writeFileSync(file, String(process.pid), { flag: 'wx' });
+      reservedHere.add(port);
+      return true;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // Not a folder this user may write (another user's): go on with the bind check alone.
+      if (code !== 'EEXIST') return code === 'EACCES' || code === 'EPERM';
+      const owner = Number(fs.readFileSync(file, 'utf8'));
+      if (owner === process.pid || (owner && isAlive(owner))) return false;
+      fs.rmSync(file, { force: true });
+    }
+  }
+  return false;
+}
+
+function release(port: number): void {
+  if (reservedHere.delete(port)) fs.rmSync(path.join(RESERVATIONS, String(port)), { force: true });
+}
+
+/** A loopback port in [min, max) that is free now and handed to no other caller on this machine. */
 async function freePortInRange(min: number, max: number): Promise<number> {
   for (let tries = 0; tries < 200; tries++) {
     const port = min + Math.floor(Math.random() * (max - min));
+    if (!reserve(port)) continue;
     const free = await new Promise<boolean>((resolve) => {
       const server = net.createServer();
       server.once('error', () => resolve(false));
       server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
     });
     if (free) return port;
+    release(port);
   }
   throw new Error(`no free port in [${min}, ${max})`);
 }
@@ -42,7 +114,13 @@ async function freePortInRange(min: number, max: number): Promise<number> {
  * (listen on port 0) could meanwhile go to any outgoing connection or other server. The README
  * test met that: its listen port, taken so before `npm start` came up, was answering plain HTTP.
  * Below 32768 also suits a server that keeps its ports as smallint (Temporal's membership table).
+ * It stays reserved for this process until it exits.
  */
 export function freePort(): Promise<number> {
   return freePortInRange(20_000, 32_000);
+}
+
+/** `wanted` when nothing listens there yet, else undefined (the caller then takes a free port). */
+export async function preferredPort(wanted: number): Promise<number | undefined> {
+  return (await isPortOpen(wanted)) ? undefined : wanted;
 }

@@ -9,7 +9,7 @@ import { loadConfig } from '../runtime/config.js';
 import { leaveSignalsToCaller } from './embedded-postgres.js';
 import { bootstrapLocalAccount } from './local-account.js';
 import { onParentGone, runInOwnProcessGroup } from './own-process-group.js';
-import { isPortOpen } from './ports.js';
+import { isPortOpen, preferredPort } from './ports.js';
 import { productionDataDir, startProductionShape, type ProductionShape } from './production-shape.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -17,10 +17,6 @@ const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 const processes = z.coerce.number().int().min(1).max(64);
 
 /** The configured port when it is free; otherwise a free one. */
-async function preferredPort(wanted: number): Promise<number | undefined> {
-  return (await isPortOpen(wanted)) ? undefined : wanted;
-}
-
 function printStarted(shape: ProductionShape, started: number, keys: { liveKey?: string; keyCommand: string }): void {
   say('');
   say(`Production shape up in ${((Date.now() - started) / 1000).toFixed(1)} s:`);

@@ -17,7 +17,7 @@ import { addWaba, newNumericId } from './local-provider/state.js';
 import { leaveSignalsToCaller, startEmbeddedPostgres } from './embedded-postgres.js';
 import { onParentGone, runInOwnProcessGroup } from './own-process-group.js';
 import { bootstrapLocalAccount } from './local-account.js';
-import { isPortOpen } from './ports.js';
+import { preferredPort } from './ports.js';
 import { startTemporalDevServer } from './temporal-servers.js';
 
 // The logger batches its lines: what it holds goes first, so the output keeps its order.
@@ -30,10 +30,6 @@ const LOCAL_PROVIDER_PORT = Number(process.env.LOCAL_PROVIDER_PORT ?? 4100);
 const stops: Array<() => Promise<void>> = [];
 
 /** The configured port when it is free; otherwise the dev server picks one. */
-async function preferredPort(wanted: number): Promise<number | undefined> {
-  return (await isPortOpen(wanted)) ? undefined : wanted;
-}
-
 /**
  * Without PROVIDER_API_URL the local provider stands in for the messaging provider (its send
  * API, statuses, templates, signup), posting its signed notifications to this API. It keeps

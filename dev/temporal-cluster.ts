@@ -12,7 +12,7 @@ import { msToTs } from '@temporalio/common/lib/time.js';
 import { databaseExists } from '../db/server-databases.js';
 import { ensureSearchAttributes } from '../temporal/client.js';
 import { alive, managedProcess, type ManagedProcess } from './children.js';
-import { freePort, waitForPort } from './ports.js';
+import { freePort, waitForHttp } from './ports.js';
 import { ensureTemporalServerTools, type TemporalServerTools } from './tools.js';
 
 interface PostgresTarget {
@@ -247,7 +247,8 @@ export async function startTemporalCluster(opts: {
       spawn(tools.uiServer, ['--root', opts.dir, '--config', 'ui-config', '--env', 'production', 'start'], {
         stdio: ['ignore', uiLog, uiLog],
       }),
-    ready: (child) => waitForPort(uiPort, 'Temporal Web UI', 60_000, alive(child)),
+    ready: (child) =>
+      waitForHttp(`http://127.0.0.1:${uiPort}/api/v1/namespaces/${opts.namespace}`, 'Temporal Web UI', 60_000, alive(child)),
     respawn: opts.respawn,
   });
   await server.start();
