@@ -17,7 +17,7 @@ import { createTenant, startTestApi, type Tenant, type TestApi } from '../suppor
 
 const exec = promisify(execFile);
 const PACKAGES = ['sdk', 'cli', 'mcp'] as const;
-const VERSION = '0.11.0';
+const VERSION = '0.12.0';
 
 /** The environment without the npm_* variables of an enclosing `npm test`, which would steer the child npm. */
 const cleanEnv = () =>
@@ -46,7 +46,7 @@ beforeAll(async () => {
   const pack = await npm(projectRoot, ['pack', '--ignore-scripts', '--json', '--pack-destination', tarballs, ...workspaces]);
   packed = JSON.parse(pack.stdout);
   fs.writeFileSync(path.join(scratch, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module' }));
-  // The SDK tarball goes in alongside: the CLI depends on @webhook-platform/sdk 0.11.0.
+  // The SDK tarball goes in alongside: the CLI depends on @webhook-platform/sdk 0.12.0.
   const files = packed.map((p) => path.join(tarballs, p.filename));
   await npm(scratch, ['install', '--prefer-offline', '--no-audit', '--no-fund', ...files]);
   [api, tenant] = await Promise.all([startTestApi(), createTenant()]);

@@ -1,8 +1,8 @@
-/** The SDK's error model (SPEC 7), 429 retries and the stream reader, against a tiny scripted HTTP server. */
+/** The SDK's error model (SPEC 7), its timeout and retries, and the stream reader, against a tiny scripted HTTP server. */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WebhookPlatform, WebhookPlatformError } from '@webhook-platform/sdk';
+import { WebhookPlatform, WebhookPlatformError, type ClientOptions } from '@webhook-platform/sdk';
 
 interface Seen {
   method: string;
@@ -25,13 +25,19 @@ beforeAll(async () => {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1`;
 });
-afterAll(() => new Promise<void>((r) => server.close(() => r())));
+afterAll(
+  () =>
+    new Promise<void>((r) => {
+      server.close(() => r());
+      server.closeAllConnections();
+    }),
+);
 
 const json = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
   res.writeHead(status, { 'content-type': 'application/json', ...headers });
   res.end(JSON.stringify(body));
 };
-const client = (o: { maxRetries?: number } = {}) => new WebhookPlatform({ baseUrl: base, apiKey: 'wh_live_test', ...o });
+const client = (o: Partial<ClientOptions> = {}) => new WebhookPlatform({ baseUrl: base, apiKey: 'wh_live_test', ...o });
 
 async function failure(p: Promise<unknown>): Promise<WebhookPlatformError> {
   const err = await p.then(
@@ -50,7 +56,9 @@ describe('SDK error model', () => {
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((r) => closed.close(() => r()));
-    const err = await failure(new WebhookPlatform({ baseUrl: `http://127.0.0.1:${port}/api/v1`, anonymous: true }).webhooks.list());
+    const err = await failure(
+      new WebhookPlatform({ baseUrl: `http://127.0.0.1:${port}/api/v1`, anonymous: true, maxRetries: 0 }).webhooks.list(),
+    );
     expect(err).toMatchObject({ status: 0, code: 'network_error' });
     expect(err.message).toContain('ECONNREFUSED');
   });
@@ -88,7 +96,7 @@ describe('SDK error model', () => {
       res.writeHead(502, { 'content-type': 'text/html' });
       res.end('<html>Bad gateway</html>');
     };
-    const err = await failure(client().webhooks.list());
+    const err = await failure(client({ maxRetries: 0 }).webhooks.list());
     expect(err).toMatchObject({ status: 0, code: 'malformed_response' });
     expect(err.message).toContain('502');
   });
@@ -132,6 +140,75 @@ describe('SDK error model', () => {
     seen.length = 0;
     await failure(client({ maxRetries: 0 }).events.list());
     expect(seen).toHaveLength(1);
+  });
+});
+
+describe('SDK timeout and retries of what is safe to send again', () => {
+  const fast = { timeoutMs: 200, defaultRetryDelayMs: 10, maxRetries: 2 };
+  const unavailable = (res: http.ServerResponse) => json(res, 503, { error: { code: 'unavailable', message: 'try again' } });
+  const event = { type: 'crm.demand.created', data: {} } as never;
+  const stored = { id: endpoint.id, cursor: '1', type: 'crm.demand.created', created_at: '2026-11-24T00:00:00.000Z', data: {} };
+
+  it('a request with no answer fails with timeout: a GET after its retries, a create once', async () => {
+    const hanging: http.ServerResponse[] = [];
+    handler = (_req, res) => void hanging.push(res);
+    try {
+      seen.length = 0;
+      expect(await failure(client(fast).events.list())).toMatchObject({ status: 0, code: 'timeout' });
+      expect(seen.map((s) => s.method)).toEqual(['GET', 'GET', 'GET']);
+      seen.length = 0;
+      const err = await failure(client(fast).webhooks.create({ url: endpoint.url, events: ['crm'] }));
+      expect(err).toMatchObject({ status: 0, code: 'timeout' });
+      expect(err.message).toContain('within 200 ms');
+      expect(seen.map((s) => s.method)).toEqual(['POST']);
+    } finally {
+      for (const res of hanging) res.destroy();
+    }
+  });
+
+  it('a 503 is retried for a publish (its idempotency key makes a repeat safe), never for a create', async () => {
+    seen.length = 0;
+    let calls = 0;
+    handler = (_req, res) => (++calls === 1 ? unavailable(res) : json(res, 201, { data: stored }));
+    const published = await client(fast).events.publish(event);
+    expect(published).toMatchObject({ created: true, event: { id: endpoint.id } });
+    expect(seen.map((s) => s.url)).toEqual(['/api/v1/events', '/api/v1/events']);
+    seen.length = 0;
+    handler = (_req, res) => unavailable(res);
+    expect(await failure(client(fast).webhooks.create({ url: endpoint.url, events: ['crm'] }))).toMatchObject({
+      status: 503,
+      code: 'unavailable',
+    });
+    expect(seen).toHaveLength(1);
+  });
+
+  it('a connection cut before the answer: a send with an idempotency key is sent again under that key, one without is not', async () => {
+    const message = { id: endpoint.id, status: 'queued' };
+    let calls = 0;
+    handler = (req, res) => (++calls % 2 === 1 ? req.socket.destroy() : json(res, 201, { data: message }));
+    const body = { channel_account_id: endpoint.id, to: '15550001234', type: 'text', text: { body: 'hi' } } as never;
+    seen.length = 0;
+    expect(await client(fast).messages.send(body, { idempotencyKey: 'order-42' })).toEqual(message);
+    expect(seen.map((s) => s.headers['idempotency-key'])).toEqual(['order-42', 'order-42']);
+    seen.length = 0;
+    expect(await failure(client(fast).messages.send(body))).toMatchObject({ status: 0, code: 'network_error' });
+    expect(seen).toHaveLength(1);
+  });
+
+  it("the caller's signal ends a request at once: its own abort error, no retry", async () => {
+    const hanging: http.ServerResponse[] = [];
+    handler = (_req, res) => void hanging.push(res);
+    try {
+      seen.length = 0;
+      const err = await client({ ...fast, timeoutMs: 10_000 })
+        .events.list({}, { signal: AbortSignal.timeout(100) })
+        .catch((e: unknown) => e);
+      expect(err).not.toBeInstanceOf(WebhookPlatformError);
+      expect((err as Error).name).toBe('TimeoutError');
+      expect(seen).toHaveLength(1);
+    } finally {
+      for (const res of hanging) res.destroy();
+    }
   });
 });
 

@@ -18,7 +18,7 @@ import { LiveStream, streamReader, type StreamReader } from './live-stream.js';
 export { WebhookPlatform, WebhookPlatformError } from '@webhook-platform/sdk';
 export { headCursor, streamReader, type StreamReader } from './live-stream.js';
 
-export const VERSION = '0.11.0';
+export const VERSION = '0.12.0';
 export const CATALOG_URI = 'webhooks://event-types';
 export const LIVE_URI = 'webhooks://events/live';
 

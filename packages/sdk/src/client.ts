@@ -1,10 +1,10 @@
-/** The REST client: one typed method per /api/v1 operation, the error model of SPEC 7, 429 retries. */
+/** The REST client: one typed method per /api/v1 operation, the error model of SPEC 7, a per-request timeout and retries. */
 import { WebhookPlatformError } from './errors.js';
 import type { components, paths } from './openapi.js';
 import { ROUTES, type RouteName, type Shape } from './routes.js';
 import { EventStream, type StreamOptions } from './stream.js';
 
-export const SDK_VERSION = '0.11.0';
+export const SDK_VERSION = '0.12.0';
 export const DEFAULT_BASE_URL = 'http://localhost:3000/api/v1';
 
 type Schemas = components['schemas'];
@@ -67,10 +67,16 @@ export interface ClientOptions {
   anonymous?: boolean;
   /** Default: the global fetch (Node 20.19+). */
   fetch?: typeof fetch;
-  /** Retries of a 429 answer, each after its Retry-After. Default 2. */
+  /**
+   * Retries of a 429 answer, each after its Retry-After; and, for a request that is safe to send
+   * again (a GET, an event publish, a send with an idempotency key), of a network failure, a
+   * timeout and a 502, 503 or 504. Default 2.
+   */
   maxRetries?: number;
-  /** Delay before a 429 retry when the answer has no Retry-After. Default 1000 ms. */
+  /** Delay before a retry when the answer has no Retry-After; doubles with each retry. Default 1000 ms. */
   defaultRetryDelayMs?: number;
+  /** A request with no complete answer by then fails with code `timeout` (status 0). Default 30000 ms; 0 waits forever. */
+  timeoutMs?: number;
   userAgent?: string;
 }
 
@@ -83,6 +89,9 @@ interface CallArgs {
   body?: unknown;
   signal?: AbortSignal;
 }
+
+/** Answers that mean the request may not have been handled, so a request safe to repeat is sent again. */
+const TRANSIENT_STATUSES = new Set([502, 503, 504]);
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -109,6 +118,12 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** The most telling part of a fetch failure: undici's cause code (ECONNREFUSED, UND_ERR_SOCKET), else a message. */
+function causeOf(err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ?? cause?.message ?? (err as Error).message;
+}
+
 function checkShape(shape: Shape, body: unknown, what: string): void {
   const data = isObject(body) ? body.data : undefined;
   const ok =
@@ -131,6 +146,7 @@ export class WebhookPlatform {
   readonly #fetch: typeof fetch;
   readonly #maxRetries: number;
   readonly #defaultRetryDelayMs: number;
+  readonly #timeoutMs: number;
   readonly #userAgent: string;
 
   constructor(options: ClientOptions = {}) {
@@ -146,6 +162,7 @@ export class WebhookPlatform {
     this.#fetch = f;
     this.#maxRetries = options.maxRetries ?? 2;
     this.#defaultRetryDelayMs = options.defaultRetryDelayMs ?? 1000;
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
     this.#userAgent = options.userAgent ?? `webhook-platform-sdk/${SDK_VERSION}`;
   }
 
@@ -302,20 +319,32 @@ export class WebhookPlatform {
     if (args.body !== undefined) headers['content-type'] = 'application/json';
     const body = args.body === undefined ? undefined : JSON.stringify(args.body);
 
+    // Sending these again cannot do a thing twice: a read, a publish (the event's idempotency key
+    // makes a repeat answer the stored event), a send under an idempotency key.
+    const repeatable = method === 'GET' || name === 'publishEvent' || args.headers?.['idempotency-key'] !== undefined;
     for (let attempt = 0; ; attempt++) {
+      const retry = attempt < this.#maxRetries;
+      const backoff = (retryAfter?: number) =>
+        sleep(retryAfter !== undefined ? retryAfter * 1000 : this.#defaultRetryDelayMs * 2 ** attempt, args.signal);
+      const timeout = this.#timeoutMs > 0 ? AbortSignal.timeout(this.#timeoutMs) : undefined;
+      const signal = timeout && args.signal ? AbortSignal.any([args.signal, timeout]) : (timeout ?? args.signal);
       let res: Response;
       let text: string;
       try {
-        res = await this.#fetch(url, { method, headers, body, signal: args.signal });
+        res = await this.#fetch(url, { method, headers, body, signal });
         text = await res.text();
       } catch (err) {
         if (args.signal?.aborted) throw err;
-        const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-        throw WebhookPlatformError.network(`${what}: ${cause?.code ?? cause?.message ?? (err as Error).message}`, err);
+        const failure = timeout?.aborted
+          ? new WebhookPlatformError(0, 'timeout', `${what}: no complete answer within ${this.#timeoutMs} ms`, { cause: err })
+          : WebhookPlatformError.network(`${what}: ${causeOf(err)}`, err);
+        if (!(repeatable && retry)) throw failure;
+        await backoff();
+        continue;
       }
       const retryAfter = parseRetryAfter(res.headers.get('retry-after'));
-      if (res.status === 429 && attempt < this.#maxRetries) {
-        await sleep(retryAfter !== undefined ? retryAfter * 1000 : this.#defaultRetryDelayMs * 2 ** attempt, args.signal);
+      if (retry && (res.status === 429 || (repeatable && TRANSIENT_STATUSES.has(res.status)))) {
+        await backoff(retryAfter);
         continue;
       }
       return { status: res.status, body: this.#interpret(route.shape, what, res.status, text, retryAfter) };

@@ -1,7 +1,8 @@
 /**
  * The one error type of the SDK (SPEC 7). `status` is the HTTP status, or 0 when no answer
- * within the contract arrived: `network_error` (nothing came back) or `malformed_response`
- * (the answer is not JSON or not the documented shape).
+ * within the contract arrived: `network_error` (nothing came back), `timeout` (no complete
+ * answer within the client's timeoutMs) or `malformed_response` (the answer is not JSON or not
+ * the documented shape).
  */
 export class WebhookPlatformError extends Error {
   override readonly name = 'WebhookPlatformError';
