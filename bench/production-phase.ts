@@ -133,7 +133,7 @@ export async function runProductionPhase(opts: ProductionPhaseOptions): Promise<
 
 async function measure(opts: ProductionPhaseOptions, out: ProductionResults, stops: (() => Promise<unknown>)[]): Promise<void> {
   const manyEndpoints = opts.quick ? 20 : 100;
-  const size = opts.quick ? { events: 600, capSeconds: 3, warmup: 100 } : { events: 4_000, capSeconds: 20, warmup: 400 };
+  const size = opts.quick ? { events: 600, capSeconds: 3, warmup: 100 } : { events: 4_000, capSeconds: 20, warmup: 4_000 };
   fs.rmSync(opts.dir, { recursive: true, force: true });
   fs.mkdirSync(opts.dir, { recursive: true });
   // Embedded Postgres runs as a `postgres` user when the bench runs as root: it must reach its folder.
@@ -310,7 +310,7 @@ class ShapeBench {
 export function printProductionTable(r: ProductionResults, barePerSecond: number): void {
   const n = (x: number) => x.toLocaleString('en-US');
   const lat = (l: Latency) => `p50 ${l.p50} / p99 ${l.p99} / max ${l.max} ms`;
-  const ratio = (x: number) => `${(x / barePerSecond).toFixed(3)}×`;
+  const ratio = (x: number) => (Number.isFinite(barePerSecond) ? `${(x / barePerSecond).toFixed(3)}×` : '');
   const cpu = (m: Measured) =>
     `${m.cpuMsPerDelivery.total} ms (API ${m.cpuMsPerDelivery.api}, worker ${m.cpuMsPerDelivery.worker}, ` +
     `Postgres ${m.cpuMsPerDelivery.postgres}, Temporal ${m.cpuMsPerDelivery.temporal})`;

@@ -13,6 +13,7 @@
  *   npm run bench -- --idle        # also the idle cost of 10,000 verified endpoints (--idle=N for N): minutes
  *   DATABASE_URL=...               # a server to create a scratch database on, instead of embedded Postgres
  *   npm run bench -- --no-production                        # skips the production-shape phase
+ *   npm run bench -- --production-only                      # the production-shape phase alone (no bare loop to compare with)
  *   npm run bench -- --api-processes=3 --worker-processes=2 # sizes it (2 and 2 by default)
  *
  * Then, with all of that stopped, a phase on the production shape (bench/production-phase.ts):
@@ -184,6 +185,22 @@ async function main() {
   }
   console.error(`bench pid ${process.pid}, logs in ${dir}`);
   const step = (what: string) => console.error(`[${((Date.now() - startedAt) / 1000).toFixed(1).padStart(5)} s] ${what}`);
+  const productionPhase = () =>
+    runProductionPhase({
+      quick: QUICK,
+      argv: process.argv.slice(2),
+      dir: path.join(dir, 'production'),
+      step,
+      defer: (name, fn) => cleanups.push({ name, fn }),
+    });
+  if (args.has('--production-only')) {
+    const production = await productionPhase();
+    await cleanUp();
+    printProductionTable(production, NaN);
+    console.log(JSON.stringify({ production }));
+    if (!productionOk(production)) process.exitCode = 1;
+    return;
+  }
 
   // ---- the stack
   step('starting Postgres, Temporal dev server, TLS');
@@ -857,15 +874,7 @@ async function main() {
   await cleanUp();
 
   // ---- the production shape, once the development shape is stopped (bench/production-phase.ts)
-  const production = args.has('--no-production')
-    ? undefined
-    : await runProductionPhase({
-        quick: QUICK,
-        argv: process.argv.slice(2),
-        dir: path.join(dir, 'production'),
-        step,
-        defer: (name, fn) => cleanups.push({ name, fn }),
-      });
+  const production = args.has('--no-production') ? undefined : await productionPhase();
   Object.assign(results, { production });
 
   printTable(results);
