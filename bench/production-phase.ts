@@ -26,6 +26,13 @@ import { SCOPES } from '../security/api-key.js';
 import { demandData, demandKey } from './demand-events.js';
 import { childPid, cpuSeconds, startService } from './processes.js';
 import { connectReceiver, type ReceiverHandle } from './receiver-client.js';
+import {
+  enableStatementStats,
+  readStatementStats,
+  resetStatementStats,
+  STATEMENT_STATS_SETTINGS,
+  writeStatementStats,
+} from './statements.js';
 import { printColumns } from './table.js';
 
 export interface ProductionPhaseOptions {
@@ -133,6 +140,7 @@ export async function runProductionPhase(opts: ProductionPhaseOptions): Promise<
 
 async function measure(opts: ProductionPhaseOptions, out: ProductionResults, stops: (() => Promise<unknown>)[]): Promise<void> {
   const manyEndpoints = opts.quick ? 20 : 100;
+  const statements = opts.argv.includes('--statements');
   const size = opts.quick ? { events: 600, capSeconds: 3, warmup: 100 } : { events: 4_000, capSeconds: 20, warmup: 4_000 };
   fs.rmSync(opts.dir, { recursive: true, force: true });
   fs.mkdirSync(opts.dir, { recursive: true });
@@ -159,6 +167,7 @@ async function measure(opts: ProductionPhaseOptions, out: ProductionResults, sto
     // Embedded Postgres even when DATABASE_URL is set: no bench rows or Temporal databases land on that server, and its CPU is counted.
     apiProcesses: out.apiProcesses,
     workerProcesses: out.workerProcesses,
+    postgresSettings: statements ? STATEMENT_STATS_SETTINGS : undefined,
     env: {
       // The receiver is on loopback with the bench's own CA: dev mode lets both through, as in test/cluster.
       WEBHOOKS_DEV_MODE: '1',
@@ -174,9 +183,11 @@ async function measure(opts: ProductionPhaseOptions, out: ProductionResults, sto
 
   const db = createPool(shape.databaseUrl, 8);
   stops.push(() => db.end());
+  if (statements) await enableStatementStats(db);
   const apiPool = new Pool(shape.apiUrl, { connections: 64, pipelining: 1 });
   stops.push(() => apiPool.close());
-  const bench = new ShapeBench(shape, db, apiCaller(apiPool), receiver);
+  const statementsFile = statements ? path.join(opts.dir, 'statements.txt') : undefined;
+  const bench = new ShapeBench(shape, db, apiCaller(apiPool), receiver, statementsFile);
 
   opts.step(`creating tenants: 1 + ${manyEndpoints} (one per Customer) endpoints, verified through the API`);
   const [single, many] = await Promise.all([bench.tenant('single', 1), bench.tenant('many', manyEndpoints)]);
@@ -186,10 +197,13 @@ async function measure(opts: ProductionPhaseOptions, out: ProductionResults, sto
   await sleep(1_000);
 
   opts.step('production shape: end to end, 1 endpoint');
-  out.e2e1 = await bench.phase(() => bench.publish(single, 'p1', size.events, size.capSeconds));
+  out.e2e1 = await bench.phase('end to end, 1 endpoint', () => bench.publish(single, 'p1', size.events, size.capSeconds));
   await sleep(1_000);
   opts.step(`production shape: end to end, ${manyEndpoints} endpoints`);
-  out.e2eMany = { ...(await bench.phase(() => bench.publish(many, 'pN', size.events, size.capSeconds))), endpoints: manyEndpoints };
+  out.e2eMany = {
+    ...(await bench.phase(`end to end, ${manyEndpoints} endpoints`, () => bench.publish(many, 'pN', size.events, size.capSeconds))),
+    endpoints: manyEndpoints,
+  };
   const { requests, badSignatures, unknownPaths, duplicates } = await receiver.stats();
   out.receiver = { requests, badSignatures, unknownPaths, duplicates };
 }
@@ -206,6 +220,8 @@ class ShapeBench {
     private db: ReturnType<typeof createPool>,
     private api: ApiCall,
     private receiver: ReceiverHandle,
+    /** With --statements: each phase's statements, of every database (Temporal's too), are appended here. */
+    private statementsFile?: string,
   ) {}
 
   /** An Account with a live key and `endpoints` verified endpoints, one per Customer when more than one. */
@@ -291,10 +307,18 @@ class ShapeBench {
   }
 
   /** Runs a measurement and adds the CPU each component spent on it, in seconds and in ms per delivery. */
-  async phase(fn: () => Promise<Omit<Measured, 'cpuMsPerDelivery' | 'cpuSeconds' | 'seconds'>>): Promise<Measured> {
+  async phase(name: string, fn: () => Promise<Omit<Measured, 'cpuMsPerDelivery' | 'cpuSeconds' | 'seconds'>>): Promise<Measured> {
+    if (this.statementsFile) await resetStatementStats(this.db);
     const cpu0 = this.cpu();
     const t0 = Date.now();
     const r = await fn();
+    if (this.statementsFile)
+      writeStatementStats(
+        this.statementsFile,
+        `production shape: ${name}`,
+        r.events,
+        await readStatementStats(this.db, 30, { allDatabases: true }),
+      );
     const seconds = +((Date.now() - t0) / 1000).toFixed(2);
     const cpu1 = this.cpu();
     const cpu = Object.fromEntries(Object.keys(cpu1).map((k) => [k, +(cpu1[k]! - cpu0[k]!).toFixed(2)]));

@@ -28,15 +28,20 @@ export async function resetStatementStats(db: pg.Pool): Promise<void> {
   await db.query('SELECT pg_stat_statements_reset()');
 }
 
-/** This database's statements since the last reset, most total time first. */
-export async function readStatementStats(db: pg.Pool, top = 20): Promise<StatementStat[]> {
+/**
+ * Statements since the last reset, most total time first: this database's, or with `allDatabases`
+ * every database's, each query prefixed with its database (the production shape's Temporal server
+ * keeps its own databases on the same server).
+ */
+export async function readStatementStats(db: pg.Pool, top = 20, opts: { allDatabases?: boolean } = {}): Promise<StatementStat[]> {
   const { rows } = await db.query<StatementStat>(
     `SELECT calls::int, rows::int, round(total_exec_time::numeric, 1)::float AS "execMs", round(total_plan_time::numeric, 1)::float AS "planMs",
-            shared_blks_dirtied::int AS dirtied, round(wal_bytes / 1024)::int AS "walKiB", regexp_replace(query, '\\s+', ' ', 'g') AS query
+            shared_blks_dirtied::int AS dirtied, round(wal_bytes / 1024)::int AS "walKiB",
+            CASE WHEN $2 THEN '[' || d.datname || '] ' ELSE '' END || regexp_replace(query, '\\s+', ' ', 'g') AS query
      FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
-     WHERE d.datname = current_database() AND query NOT LIKE '%pg_stat_statements%'
+     WHERE ($2 OR d.datname = current_database()) AND query NOT LIKE '%pg_stat_statements%'
      ORDER BY total_exec_time + total_plan_time DESC LIMIT $1`,
-    [top],
+    [top, opts.allDatabases === true],
   );
   return rows;
 }

@@ -30,6 +30,8 @@ export interface ProductionShapeOptions {
   taskQueue?: string;
   /** Added to the API and worker processes' environment (e.g. WEBHOOKS_DEV_MODE, NODE_EXTRA_CA_CERTS). */
   env?: Record<string, string | undefined>;
+  /** Server settings for the embedded Postgres beyond its defaults (the benchmark loads pg_stat_statements). */
+  postgresSettings?: Record<string, string>;
   /** 'inherit' prints the API and worker logs here; by default each process logs to dataDir/logs/<name>.log. */
   logs?: 'files' | 'inherit';
   /** Progress lines, and each part as it stops. */
@@ -71,7 +73,7 @@ export async function startProductionShape(opts: ProductionShapeOptions): Promis
     let databaseUrl = opts.databaseUrl;
     if (!databaseUrl) {
       say('Starting embedded PostgreSQL...');
-      const pg = await startEmbeddedPostgres(dataDir);
+      const pg = await startEmbeddedPostgres(dataDir, undefined, opts.postgresSettings);
       stops.unshift({ name: 'Postgres', stop: pg.stop });
       databaseUrl = pg.url;
     }

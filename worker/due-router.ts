@@ -158,8 +158,10 @@ function directStarts(o: DueRouterOptions, wake: (due: DueEndpoint) => void, rou
   const starting = new Set<string>();
   const later = new Map<string, NodeJS.Timeout>();
   const start = (due: DueEndpoint) => {
-    // Its session opens before its first claim, which takes the work of this news too.
-    if (starting.has(due.endpointId)) return;
+    // Its session opens before its first claim, which takes the work of this news too. While
+    // another worker's session holds the endpoint, that worker hears the same news and pokes it:
+    // asking again before the lease would lapse cost two statements per publish and got nothing.
+    if (starting.has(due.endpointId) || later.has(due.endpointId)) return;
     starting.add(due.endpointId);
     o.direct!.start(due).then(
       (r) => {
