@@ -49,6 +49,38 @@ export interface ProcessOptions {
 /** What API and worker processes share: a restart overlaps (the new one ready first), 30 s to finish, a crash respawned when asked. */
 const rollingService = (opts: ProcessOptions) => ({ name: opts.name, overlap: true, graceMs: 30_000, respawn: opts.respawn });
 
+/**
+ * Forks one API process of the cluster. With SCHED_RR the primary hands each connection it accepted
+ * to a worker and keeps its own copy open until the worker answers that it took it (Node 20's
+ * lib/internal/cluster/round_robin_handle.js closes it only in that answer's callback). A worker
+ * killed between the handoff and its answer never answers, and nothing else closes that copy: the
+ * client's request hangs until the client's own timeout (undici's: 300 s). So the connections a
+ * worker had not yet taken are closed when it exits: the client gets a reset at once, for a request
+ * no process has read, and can retry it. This follows the cluster's internal messages ('newconn'
+ * with a seq, answered by 'ack' with that seq); test/cluster/cluster-worker-kill.test.ts fails if
+ * they change under it.
+ */
+export function forkClusterWorker(env: NodeJS.ProcessEnv): ClusterWorker {
+  const worker = cluster.fork(env);
+  const proc = worker.process;
+  const untaken = new Map<number, { close(): void }>();
+  type ClusterMessage = { cmd?: string; act?: string; seq?: number; ack?: number } | null;
+  const send = proc.send.bind(proc) as (message: unknown, handle?: unknown, ...rest: unknown[]) => boolean;
+  proc.send = ((message: ClusterMessage, handle?: { close(): void }, ...rest: unknown[]) => {
+    if (message?.cmd === 'NODE_CLUSTER' && message.act === 'newconn' && handle && typeof message.seq === 'number')
+      untaken.set(message.seq, handle);
+    return send(message, handle, ...rest);
+  }) as typeof proc.send;
+  proc.on('internalMessage', (message: ClusterMessage) => {
+    if (message?.cmd === 'NODE_CLUSTER' && typeof message.ack === 'number') untaken.delete(message.ack);
+  });
+  worker.once('exit', () => {
+    for (const handle of untaken.values()) handle.close();
+    untaken.clear();
+  });
+  return worker;
+}
+
 let clusterReady = false;
 const clusterWorkers = new WeakMap<ChildProcess, ClusterWorker>();
 
@@ -63,7 +95,7 @@ export function apiProcess(opts: ProcessOptions): ManagedProcess {
   return managedProcess({
     ...rollingService(opts),
     launch: () => {
-      const worker = cluster.fork(opts.env);
+      const worker = forkClusterWorker(opts.env);
       pipeOutput(worker.process, opts.log);
       clusterWorkers.set(worker.process, worker);
       return worker.process;

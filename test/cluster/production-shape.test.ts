@@ -68,11 +68,16 @@ afterAll(async () => {
   if (!process.env.KEEP_SHAPE_DATA) fs.rmSync(dataDir, { recursive: true, force: true });
 }, 120_000);
 
+/** Far beyond a request's time here (milliseconds under this load), far below fetch's own (300 s for the answer's headers). */
+const REQUEST_TIMEOUT_MS = 10_000;
+
 async function api(method: string, url: string, body?: unknown): Promise<{ status: number; body: any }> {
   const res = await fetch(`${shape.apiUrl}${url}`, {
     method,
     headers: { 'x-api-key': key, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
+    // A request that stalls fails, to be retried, as a careful client's would, rather than holding up its publisher.
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
   });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : null };
@@ -98,15 +103,19 @@ const demand = (id: string) => ({
   },
 });
 
+/** Retries so far, and the requests among their causes that timed out: a stall, not a reset (the tests log both). */
+const retried = { count: 0, timedOut: 0 };
+const retriesSince = (before: typeof retried) =>
+  `${retried.count - before.count} publishes retried (${retried.timedOut - before.timedOut} requests timed out)`;
+const PUBLISH_ATTEMPTS = 5;
 /**
- * One publish, retried like a careful client: a connection reset or a 5xx is sent again with the
- * same body, which the event's idempotency key (entity and version) makes safe. Throws when it
- * never got a 2xx.
+ * One publish, retried like a careful client: a connection reset, a request timeout or a 5xx is
+ * sent again with the same body, which the event's idempotency key (entity and version) makes
+ * safe. Throws when it never got a 2xx: after at most PUBLISH_ATTEMPTS requests and their backoff.
  */
-const retried = { count: 0 };
 async function publish(entityId: string): Promise<void> {
   let last = '';
-  for (let attempt = 0; attempt < 5; attempt++) {
+  for (let attempt = 0; attempt < PUBLISH_ATTEMPTS; attempt++) {
     if (attempt > 0) retried.count++;
     try {
       const res = await api('POST', '/api/v1/events', demand(entityId));
@@ -114,6 +123,7 @@ async function publish(entityId: string): Promise<void> {
       last = `${res.status} ${JSON.stringify(res.body)}`;
       if (res.status < 500) break;
     } catch (err) {
+      if ((err as Error).name === 'TimeoutError') retried.timedOut++;
       last = String((err as Error).cause ?? err);
     }
     await new Promise((r) => setTimeout(r, 200 * (attempt + 1)));
@@ -168,11 +178,11 @@ const deliveries = async (endpointId: string) =>
  * Waits until the endpoint has at least `expected` deliveries (more when a publish whose answer was
  * lost had been stored) and every one succeeded; then none has two successful attempts.
  */
-async function allDelivered(endpointId: string, expected: number) {
+async function allDelivered(endpointId: string, expected: number, timeoutMs = 120_000) {
   const rows = await eventually(async () => {
     const r = await deliveries(endpointId);
     return r.length >= expected && r.every((d) => d.status === 'success') ? r : undefined;
-  }, 120_000);
+  }, timeoutMs);
   expect(rows.filter((d) => d.successes !== 1)).toEqual([]);
   return rows;
 }
@@ -186,6 +196,24 @@ async function sessionWorkerPid(endpointId: string): Promise<number | undefined>
   const { rows } = await db.query<{ owner: string | null }>(`SELECT session_owner AS owner FROM endpoints WHERE id = $1`, [endpointId]);
   const direct = rows[0]?.owner?.match(/^direct\/(\d+)\//);
   return direct ? Number(direct[1]) : undefined;
+}
+
+/**
+ * A test's phases, each with its own bounded wait: each says how long it took as it ends, and a
+ * failing one says which it was; so a test that runs out of time shows the phase that stalled.
+ */
+function phases(test: string) {
+  return async <T>(name: string, run: () => Promise<T>): Promise<T> => {
+    const t = Date.now();
+    const took = () => `${((Date.now() - t) / 1000).toFixed(1)} s`;
+    try {
+      const value = await run();
+      console.log(`${test}: ${name} took ${took()}`);
+      return value;
+    } catch (err) {
+      throw new Error(`${test}: ${name} failed after ${took()}: ${(err as Error).message}`, { cause: err });
+    }
+  };
 }
 
 const cmdline = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
@@ -242,23 +270,25 @@ describe('the production shape', () => {
     const prefix = `/kill-api/${crypto.randomUUID()}`;
     const id = await endpoint(prefix);
     receiver.reply({ status: 200 });
-    const retriedBefore = retried.count;
+    const retriedBefore = { ...retried };
+    const phase = phases('API kill');
     const load = publishers(4, 'api-kill');
-    await eventually(async () => load.published.length >= 50);
+    // The waits add up to 225 s at most, inside the test's 240 s: the stop's is a publish's own bound (5 attempts of 10 s, 2 s of backoff).
+    await phase('50 published', () => eventually(async () => load.published.length >= 50, 20_000));
     const victim = shape.apis[0]!;
     const pid = victim.pid!;
     // From outside, as the kernel's OOM killer would: not through the handle.
     process.kill(pid, 'SIGKILL');
-    const back = await eventually(async () => victim.pid !== undefined && victim.pid !== pid && victim.pid, 60_000);
+    const back = await phase('back', () => eventually(async () => victim.pid !== undefined && victim.pid !== pid && victim.pid, 30_000));
     const before = load.published.length;
-    await eventually(async () => load.published.length >= before + 100, 60_000);
-    await load.stop();
+    await phase('100 more published', () => eventually(async () => load.published.length >= before + 100, 30_000));
+    await phase('publishers stopped', () => load.stop());
     expect(load.failed).toEqual([]);
     expect(cmdline(back).join(' ')).toMatch(/dist\/api\/main\.js$/);
     expect(said).toContain(`${victim.name} exited (SIGKILL); starting it again in 1 s.`);
     const published = new Set(load.published);
-    console.log(`API kill: ${published.size} published, ${retried.count - retriedBefore} publishes retried, back as pid ${back}`);
-    expect((await allDelivered(id, published.size)).length).toBe(published.size);
+    console.log(`API kill: ${published.size} published, ${retriesSince(retriedBefore)}, back as pid ${back}`);
+    expect((await phase('all delivered', () => allDelivered(id, published.size, 90_000))).length).toBe(published.size);
     const received = new Set(posts(prefix).map(entityOf));
     expect([...published].filter((e) => !received.has(e))).toEqual([]);
   }, 240_000);
@@ -267,24 +297,22 @@ describe('the production shape', () => {
     const prefix = `/rolling/${crypto.randomUUID()}`;
     const id = await endpoint(prefix);
     receiver.reply({ status: 200 });
-    const retriedBefore = retried.count;
+    const retriedBefore = { ...retried };
+    const phase = phases('rolling restart');
     const load = publishers(4, 'rolling');
-    await eventually(async () => load.published.length >= 50);
-    const took: string[] = [];
+    // The waits besides the restarts' own add up to 195 s at most; the restarts take seconds each.
+    await phase('50 published', () => eventually(async () => load.published.length >= 50, 20_000));
     for (const p of [...shape.apis, ...shape.workers]) {
-      const t = Date.now();
-      await p.restart();
-      took.push(`${p.name} ${((Date.now() - t) / 1000).toFixed(1)} s`);
+      await phase(`${p.name} restarted`, () => p.restart());
       await new Promise((r) => setTimeout(r, 500));
     }
-    console.log(`rolling restart: ${took.join(', ')}`);
     const before = load.published.length;
-    await eventually(async () => load.published.length >= before + 100, 60_000);
-    await load.stop();
+    await phase('100 more published', () => eventually(async () => load.published.length >= before + 100, 30_000));
+    await phase('publishers stopped', () => load.stop());
     expect(load.failed).toEqual([]);
     const published = new Set(load.published);
-    console.log(`rolling restart: ${published.size} events published during it, ${retried.count - retriedBefore} publishes retried`);
-    expect((await allDelivered(id, published.size)).length).toBe(published.size);
+    console.log(`rolling restart: ${published.size} events published during it, ${retriesSince(retriedBefore)}`);
+    expect((await phase('all delivered', () => allDelivered(id, published.size, 90_000))).length).toBe(published.size);
     const received = new Set(posts(prefix).map(entityOf));
     expect([...published].filter((e) => !received.has(e))).toEqual([]);
   }, 240_000);
@@ -293,19 +321,19 @@ describe('the production shape', () => {
     const prefix = `/kill-temporal/${crypto.randomUUID()}`;
     const id = await endpoint(prefix);
     receiver.reply({ status: 200 });
+    const phase = phases('Temporal kill');
     const load = publishers(4, 'temporal');
-    await eventually(async () => posts(prefix).length >= 50);
+    await phase('50 delivered', () => eventually(async () => posts(prefix).length >= 50, 20_000));
     const pid = shape.temporal.pid!;
-    const killedAt = Date.now();
-    await shape.temporal.kill9();
-    await eventually(async () => shape.temporal.pid !== undefined && shape.temporal.pid !== pid, 120_000);
-    console.log(`Temporal server back in ${((Date.now() - killedAt) / 1000).toFixed(1)} s (1 s of it the launcher's backoff)`);
+    await phase('killed', () => shape.temporal.kill9());
+    // Back includes the launcher's 1 s backoff. The waits add up to 225 s at most, inside the test's 240 s.
+    await phase('back', () => eventually(async () => shape.temporal.pid !== undefined && shape.temporal.pid !== pid, 45_000));
     const before = load.published.length;
-    await eventually(async () => load.published.length >= before + 100, 60_000);
-    await load.stop();
+    await phase('100 more published', () => eventually(async () => load.published.length >= before + 100, 30_000));
+    await phase('publishers stopped', () => load.stop());
     const published = new Set(load.published);
     console.log(`Temporal kill: ${published.size} published, ${load.failed.length} publishes failed while it was down`);
-    const rows = await allDelivered(id, published.size);
+    const rows = await phase('all delivered', () => allDelivered(id, published.size, 75_000));
     const received = new Set(posts(prefix).map(entityOf));
     expect([...published].filter((e) => !received.has(e))).toEqual([]);
     expect(received.size).toBe(rows.length);
