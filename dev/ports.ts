@@ -14,8 +14,14 @@ export function isPortOpen(port: number, host = '127.0.0.1'): Promise<boolean> {
   });
 }
 
-/** Polls until something listens on the port; slow JVM and first-run starts get a generous deadline. */
+/**
+ * Polls until the server just spawned listens on the port; slow JVM and first-run starts get a
+ * generous deadline. Called right after the spawn, before the child can have bound anything: a
+ * port already open is another process's, and waiting would take that server for ours (a
+ * time-skipping test server that never started answers as another test's real Temporal server).
+ */
 export async function waitForPort(port: number, what: string, timeoutMs = 120_000, isAlive: () => boolean = () => true): Promise<void> {
+  if (await isPortOpen(port)) throw new Error(`port ${port} is already in use by another process: ${what} cannot listen there`);
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await isPortOpen(port)) return;

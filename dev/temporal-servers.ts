@@ -80,7 +80,10 @@ export async function startTemporalDevServer(
   for (const key of customSearchAttributes) args.push('--search-attribute', `${key.name}=${cliAttributeType(key.type)}`);
   const out = opts.logFile ? fs.openSync(opts.logFile, 'a') : 'ignore';
   const child = tieToParent(spawn(cli, args, { stdio: ['ignore', out, out], env: goRuntimeEnv() }));
-  await waitForPort(port, 'Temporal dev server', 120_000, alive(child));
+  await waitForPort(port, 'Temporal dev server', 120_000, alive(child)).catch(async (err: unknown) => {
+    await stopChild(child);
+    throw err;
+  });
   return { address: `127.0.0.1:${port}`, uiUrl: `http://127.0.0.1:${uiPort}`, stop: () => stopChild(child) };
 }
 
@@ -91,6 +94,7 @@ export async function startTemporalDevServer(
 export async function startTimeSkippingTestServer(opts: { port?: number; logFile?: string } = {}): Promise<RunningServer> {
   const classpath = await ensureTestServerClasspath();
   const port = opts.port ?? (await freePort());
+  if (await isPortOpen(port)) throw new Error(`Port ${port} is taken: the time-skipping test server cannot listen there.`);
   const out = opts.logFile ? fs.openSync(opts.logFile, 'a') : 'ignore';
   const child = tieToParent(
     spawn(
@@ -101,6 +105,9 @@ export async function startTimeSkippingTestServer(opts: { port?: number; logFile
       },
     ),
   );
-  await waitForPort(port, 'Temporal time-skipping test server', 120_000, alive(child));
+  await waitForPort(port, 'Temporal time-skipping test server', 120_000, alive(child)).catch(async (err: unknown) => {
+    await stopChild(child);
+    throw err;
+  });
   return { address: `127.0.0.1:${port}`, stop: () => stopChild(child) };
 }

@@ -3,6 +3,7 @@
  * MCP SDK's Client, against the real API with a local HTTPS receiver.
  */
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -66,7 +67,9 @@ afterAll(async () => {
 
 describe('the MCP server', () => {
   it('initializes with tools, resources and resource subscriptions', () => {
-    expect(client.getServerVersion()).toMatchObject({ name: 'webhook-platform', version: '0.11.0' });
+    // The version it reports is its package's.
+    const { version } = JSON.parse(fs.readFileSync(path.join(projectRoot, 'packages/mcp/package.json'), 'utf8')) as { version: string };
+    expect(client.getServerVersion()).toMatchObject({ name: 'webhook-platform', version });
     expect(client.getServerCapabilities()).toMatchObject({ tools: {}, resources: { subscribe: true } });
   });
 
