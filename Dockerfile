@@ -8,12 +8,12 @@ WORKDIR /app
 COPY . .
 RUN npm ci --no-audit --no-fund && npm run build
 
-# Production dependencies only; the workspace packages' manifests must exist for `npm ci`.
+# Production dependencies only, and not the workspace packages (SDK, CLI, MCP server): the service
+# imports none of them, and their links into ./packages would dangle in the runtime stage.
 FROM node:20-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-COPY packages ./packages
-RUN npm ci --omit=dev --no-audit --no-fund
+RUN npm ci --omit=dev --workspaces=false --no-audit --no-fund
 
 FROM node:20-bookworm-slim
 WORKDIR /app
