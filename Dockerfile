@@ -2,6 +2,8 @@
 # Multi-stage: the build stage has the dev dependencies (TypeScript, the workflow bundler's
 # webpack is a run-time dependency anyway) and runs `npm run build`; the runtime stage gets the
 # compiled dist/ and production node_modules only, and runs as the unprivileged `node` user.
+# With no Docker engine on the development machines, dev/dockerfile-build.ts carries this file out
+# and test/cluster/dockerfile.test.ts runs the result; it refuses instructions it does not support.
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
