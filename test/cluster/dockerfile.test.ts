@@ -196,4 +196,17 @@ describe('the Dockerfile, carried out without Docker', () => {
     const dangling = filesUnder(path.join(app, 'node_modules')).filter((f) => !fs.existsSync(path.join(app, 'node_modules', f)));
     expect(dangling).toEqual([]);
   });
+
+  it('stops, node included, when only npm gets SIGTERM, as `docker stop` sends it to the first process', async () => {
+    for (const { name, child } of processes) {
+      const chain = descendants(child.pid!);
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      const t = Date.now();
+      child.kill('SIGTERM');
+      // npm exits with node's code: 0 is a shutdown node carried out itself.
+      expect(await exited, name).toBe(0);
+      console.log(`${name} stopped on SIGTERM to npm in ${Date.now() - t} ms`);
+      expect(chain.filter((pid) => fs.existsSync(`/proc/${pid}`)).map(cmdline), name).toEqual([]);
+    }
+  }, 60_000);
 });
