@@ -31,6 +31,8 @@ export interface Stage {
   env: Record<string, string>;
   user: string;
   cmd?: string[];
+  /** How long each RUN step took, in seconds. */
+  runSeconds: number[];
 }
 
 export interface DockerfileBuild {
@@ -208,7 +210,7 @@ export async function buildDockerfile(opts: BuildOptions = {}): Promise<Dockerfi
       const name = m[2] ?? String(stages.length);
       const root = path.join(outDir, `stage-${stages.length}-${name}`);
       fs.mkdirSync(root, { recursive: true, mode: 0o755 });
-      stage = { name, image: m[1]!, root, workdir: '/', env: {}, user: 'root' };
+      stage = { name, image: m[1]!, root, workdir: '/', env: {}, user: 'root', runSeconds: [] };
       stages.push(stage);
       continue;
     }
@@ -226,7 +228,9 @@ export async function buildDockerfile(opts: BuildOptions = {}): Promise<Dockerfi
       // The npm cache of this machine serves `npm ci` where it can (no network round trip per package);
       // this machine's own npm settings (~/.npmrc) are not the image's.
       const npm = { npm_config_prefer_offline: 'true', npm_config_userconfig: path.join(outDir, 'no-user-npmrc') };
+      const started = Date.now();
       await run(['sh', '-c', args], at(stage, '.'), stageEnv(stage, npm), log);
+      stage.runSeconds.push(Math.round((Date.now() - started) / 100) / 10);
     } else if (keyword === 'COPY') {
       const parts = words(args);
       const flags = parts.filter((p) => p.startsWith('--'));
@@ -264,7 +268,8 @@ export async function buildDockerfile(opts: BuildOptions = {}): Promise<Dockerfi
 
 async function main() {
   const build = await buildDockerfile({ outDir: process.argv[2], log: (c) => process.stdout.write(c) });
-  for (const s of build.stages) console.log(`stage ${s.name} (${s.image}): ${build.workdirOf(s)}`);
+  for (const s of build.stages)
+    console.log(`stage ${s.name} (${s.image}): ${build.workdirOf(s)}; RUN steps took ${s.runSeconds.join(', ') || '-'} s`);
   console.log(`image: USER ${build.final.user}, CMD ${JSON.stringify(build.final.cmd)}, ENV ${JSON.stringify(build.final.env)}`);
 }
 

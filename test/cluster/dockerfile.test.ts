@@ -89,9 +89,9 @@ beforeAll(async () => {
   startInImage('worker', ['npm', 'run', 'worker'], env);
   await waitForHttp(`${apiUrl}/healthz`, `the image's CMD (${build.final.cmd!.join(' ')})`, 60_000, () => api.exitCode === null);
   await eventually(async () => processes[1]!.output().includes('"msg":"worker started"') || failIfExited(), 60_000);
-  console.log(
-    `Dockerfile carried out in ${((t1 - t0) / 1000).toFixed(1)} s; API and worker up in ${((Date.now() - t1) / 1000).toFixed(1)} s`,
-  );
+  const steps = build.stages.map((s) => `${s.name} ${s.runSeconds.join(' + ') || 0} s`).join(', ');
+  const took = (ms: number) => (ms / 1000).toFixed(1);
+  console.log(`Dockerfile carried out in ${took(t1 - t0)} s (RUN: ${steps}); API and worker up in ${took(Date.now() - t1)} s`);
 }, 300_000);
 
 /** Fails the wait at once, with its output, when one of the image's processes has exited. */
