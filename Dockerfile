@@ -19,7 +19,8 @@ RUN npm ci --omit=dev --workspaces=false --no-audit --no-fund
 
 FROM node:20-bookworm-slim
 WORKDIR /app
-ENV NODE_ENV=production
+# No npm update check: a fresh container would ask the npm registry at every start.
+ENV NODE_ENV=production NPM_CONFIG_UPDATE_NOTIFIER=false
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
