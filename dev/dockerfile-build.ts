@@ -105,7 +105,8 @@ export function readDockerignore(context: string): (relative: string) => boolean
   const bad = patterns.find((p) => p.startsWith('!') || p.includes('['));
   if (bad) throw new Error(`.dockerignore pattern ${bad} is not supported by dev/dockerfile-build.ts`);
   const regexes = patterns.map(ignoreRegex);
-  return (relative) => regexes.some((r) => r.test(relative));
+  // A path inside an excluded folder is excluded too.
+  return (relative) => relative.split('/').some((_, i, parts) => regexes.some((r) => r.test(parts.slice(0, i + 1).join('/'))));
 }
 
 /** Splits the arguments of COPY or CMD: a JSON array (exec form) or words. */
@@ -193,6 +194,9 @@ export async function buildDockerfile(opts: BuildOptions = {}): Promise<Dockerfi
   const context = opts.context ?? projectRoot;
   const text = fs.readFileSync(opts.dockerfile ?? path.join(context, 'Dockerfile'), 'utf8');
   const outDir = opts.outDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'dockerfile-build-'));
+  // Inside the context, `COPY . .` would copy the stages into themselves.
+  if (!path.relative(path.resolve(context), path.resolve(outDir)).startsWith('..'))
+    throw new Error(`the output folder ${outDir} is inside the build context ${context}`);
   fs.mkdirSync(outDir, { recursive: true });
   // mkdtemp makes it 0700: a stage's USER (not root) must reach its files, as in the image.
   fs.chmodSync(outDir, 0o755);
@@ -203,6 +207,9 @@ export async function buildDockerfile(opts: BuildOptions = {}): Promise<Dockerfi
   let stage: Stage | undefined;
   for (const { keyword, args, line } of parseDockerfile(text)) {
     const where = `Dockerfile line ${line}`;
+    // Docker substitutes variables in these; this builder does not, so it refuses them.
+    if (keyword !== 'RUN' && keyword !== 'CMD' && args.includes('$'))
+      throw new Error(`${where}: variables in ${keyword} ($) are not supported by dev/dockerfile-build.ts`);
     if (keyword === 'FROM') {
       const m = /^(\S+)(?:\s+AS\s+(\S+))?$/i.exec(args.trim());
       if (!m) throw new Error(`${where}: FROM ${args} is not supported (only FROM <image> [AS <name>])`);

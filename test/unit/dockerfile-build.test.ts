@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkBaseImage, parseDockerfile, readDockerignore } from '../../dev/dockerfile-build.js';
+import { buildDockerfile, checkBaseImage, parseDockerfile, readDockerignore } from '../../dev/dockerfile-build.js';
 import { projectRoot } from '../../dev/tools.js';
 
 const major = process.versions.node.split('.')[0];
@@ -36,10 +36,46 @@ describe('dev/dockerfile-build.ts', () => {
       const ignored = readDockerignore(dir);
       expect(['dist', 'node_modules', 'packages/cli/node_modules', 'a.log'].filter(ignored)).toHaveLength(4);
       expect(['packages/cli/dist', 'src/a.log', 'distx'].filter(ignored)).toEqual([]);
+      expect(ignored('dist/api/main.js')).toBe(true);
       fs.writeFileSync(path.join(dir, '.dockerignore'), 'dist\n!dist/keep\n');
       expect(() => readDockerignore(dir)).toThrow(/!dist\/keep is not supported/);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("carries out a small Dockerfile: a stage sees only what is copied into it, RUN has the stage's ENV and WORKDIR", async () => {
+    const context = fs.mkdtempSync(path.join(os.tmpdir(), 'dockerfile-context-'));
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'dockerfile-out-'));
+    try {
+      fs.writeFileSync(path.join(context, 'f.txt'), 'from the context\n');
+      fs.writeFileSync(path.join(context, 'secret.env'), 'ignored\n');
+      fs.writeFileSync(path.join(context, '.dockerignore'), '*.env\n');
+      fs.writeFileSync(
+        path.join(context, 'Dockerfile'),
+        [
+          `FROM node:${major} AS one`,
+          'WORKDIR /w',
+          'ENV GREETING=hello',
+          'COPY . ./ctx',
+          'RUN echo "$GREETING from $(pwd | sed s,.*/,,)" > out && ls ctx >> out',
+          `FROM node:${major}`,
+          'COPY --from=one /w/out /o/',
+          'USER node',
+          'CMD ["cat", "/o/out"]',
+        ].join('\n'),
+      );
+      const build = await buildDockerfile({ context, outDir: path.join(out, '1') });
+      expect(fs.readFileSync(path.join(build.workdirOf(build.stages[0]!), 'out'), 'utf8')).toBe('hello from w\nDockerfile\nf.txt\n');
+      expect(fs.readdirSync(build.final.root)).toEqual(['o']);
+      expect(build.final).toMatchObject({ user: 'node', cmd: ['cat', '/o/out'], env: {} });
+      fs.writeFileSync(path.join(context, 'Dockerfile'), `FROM node:${major}\nWORKDIR $HOME\n`);
+      await expect(buildDockerfile({ context, outDir: path.join(out, '2') })).rejects.toThrow(/line 2: variables in WORKDIR/);
+      fs.writeFileSync(path.join(context, 'Dockerfile'), `FROM node:${major}\nCOPY secret.env ./\n`);
+      await expect(buildDockerfile({ context, outDir: path.join(out, '3') })).rejects.toThrow(/COPY source secret.env does not exist/);
+    } finally {
+      fs.rmSync(context, { recursive: true, force: true });
+      fs.rmSync(out, { recursive: true, force: true });
     }
   });
 
