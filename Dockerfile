@@ -2,22 +2,25 @@
 # Multi-stage: the build stage has the dev dependencies (TypeScript, the workflow bundler's
 # webpack is a run-time dependency anyway) and runs `npm run build`; the runtime stage gets the
 # compiled dist/ and production node_modules only, and runs as the unprivileged `node` user.
+# With no Docker engine on the development machines, dev/dockerfile-build.ts carries this file out
+# and test/cluster/dockerfile.test.ts runs the result; it refuses instructions it does not support.
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY . .
 RUN npm ci --no-audit --no-fund && npm run build
 
-# Production dependencies only; the workspace packages' manifests must exist for `npm ci`.
+# Production dependencies only, and not the workspace packages (SDK, CLI, MCP server): the service
+# imports none of them, and their links into ./packages would dangle in the runtime stage.
 FROM node:20-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-COPY packages ./packages
-RUN npm ci --omit=dev --no-audit --no-fund
+RUN npm ci --omit=dev --workspaces=false --no-audit --no-fund
 
 FROM node:20-bookworm-slim
 WORKDIR /app
-ENV NODE_ENV=production
+# No npm update check: a fresh container would ask the npm registry at every start.
+ENV NODE_ENV=production NPM_CONFIG_UPDATE_NOTIFIER=false
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
