@@ -186,7 +186,12 @@ function directStarts(o: DueRouterOptions, wake: (due: DueEndpoint) => void, rou
     clearTimeout(later.get(endpointId));
     later.delete(endpointId);
   });
-  o.direct?.onFreed(route);
+  // Work found as a session gave its lease back: no longer anyone's, whatever this worker heard before.
+  o.direct?.onFreed((due) => {
+    clearTimeout(later.get(due.endpointId));
+    later.delete(due.endpointId);
+    route(due);
+  });
   return {
     start,
     stop() {

@@ -232,11 +232,17 @@ describe('due-delivery router', () => {
   });
 
   it('with direct sessions: a started one costs no signal; one for the workflow is signalled as before; a busy endpoint is looked at again when the lease of its holder would lapse', async () => {
-    const [started, toWorkflow, busy] = [await endpointWithDelivery(), await endpointWithDelivery(), await endpointWithDelivery()];
+    const [started, toWorkflow, busy, freedBusy] = [
+      await endpointWithDelivery(),
+      await endpointWithDelivery(),
+      await endpointWithDelivery(),
+      await endpointWithDelivery(),
+    ];
     const answers = new Map<string, DirectStart[]>([
       [started, [{ kind: 'started' }]],
       [toWorkflow, [{ kind: 'workflow' }]],
       [busy, [{ kind: 'busy', inMs: 1_000 }, { kind: 'started' }]],
+      [freedBusy, [{ kind: 'busy', inMs: 60_000 }, { kind: 'started' }]],
     ]);
     const asked: string[] = [];
     const freed: ((due: { endpointId: string; accountId: string }) => void)[] = [];
@@ -254,7 +260,7 @@ describe('due-delivery router', () => {
     await notifyDue(
       db,
       channel,
-      [started, toWorkflow, busy].map((endpointId) => ({ endpointId, accountId })),
+      [started, toWorkflow, busy, freedBusy].map((endpointId) => ({ endpointId, accountId })),
     );
     await eventually(async () => (await wakeSignals(toWorkflow)) === 1);
     // The busy one: asked once; more news meanwhile is its holder's to hear (no statements here)...
@@ -271,8 +277,12 @@ describe('due-delivery router', () => {
     expect(asked.filter((id) => id === toWorkflow)).toHaveLength(1);
     expect(await wakeSignals(started)).toBe(0);
     expect(await wakeSignals(busy)).toBe(0);
-    // Work found when a session gave its lease back is routed like news.
+    // Work found when a session gave its lease back is routed like news, at once, also for an
+    // endpoint this worker had found held (by that session, ending) and meant to look at later.
     freed.forEach((tell) => tell({ endpointId: started, accountId }));
     await eventually(async () => asked.filter((id) => id === started).length === 2);
+    expect(asked.filter((id) => id === freedBusy)).toHaveLength(1);
+    freed.forEach((tell) => tell({ endpointId: freedBusy, accountId }));
+    await eventually(async () => asked.filter((id) => id === freedBusy).length === 2, 5_000);
   });
 });
