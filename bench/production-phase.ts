@@ -26,13 +26,7 @@ import { SCOPES } from '../security/api-key.js';
 import { demandData, demandKey } from './demand-events.js';
 import { childPid, cpuSeconds, startService } from './processes.js';
 import { connectReceiver, type ReceiverHandle } from './receiver-client.js';
-import {
-  enableStatementStats,
-  readStatementStats,
-  resetStatementStats,
-  STATEMENT_STATS_SETTINGS,
-  writeStatementStats,
-} from './statements.js';
+import { enableStatementStats, phaseStatements, STATEMENT_STATS_SETTINGS } from './statements.js';
 import { printColumns } from './table.js';
 
 export interface ProductionPhaseOptions {
@@ -186,8 +180,8 @@ async function measure(opts: ProductionPhaseOptions, out: ProductionResults, sto
   if (statements) await enableStatementStats(db);
   const apiPool = new Pool(shape.apiUrl, { connections: 64, pipelining: 1 });
   stops.push(() => apiPool.close());
-  const statementsFile = statements ? path.join(opts.dir, 'statements.txt') : undefined;
-  const bench = new ShapeBench(shape, db, apiCaller(apiPool), receiver, statementsFile);
+  const recorder = statements ? phaseStatements(db, path.join(opts.dir, 'statements.txt'), { allDatabases: true }) : undefined;
+  const bench = new ShapeBench(shape, db, apiCaller(apiPool), receiver, recorder);
 
   opts.step(`creating tenants: 1 + ${manyEndpoints} (one per Customer) endpoints, verified through the API`);
   const [single, many] = await Promise.all([bench.tenant('single', 1), bench.tenant('many', manyEndpoints)]);
@@ -220,8 +214,8 @@ class ShapeBench {
     private db: ReturnType<typeof createPool>,
     private api: ApiCall,
     private receiver: ReceiverHandle,
-    /** With --statements: each phase's statements, of every database (Temporal's too), are appended here. */
-    private statementsFile?: string,
+    /** With --statements: each phase's statements, of every database (Temporal's too). */
+    private statements?: ReturnType<typeof phaseStatements>,
   ) {}
 
   /** An Account with a live key and `endpoints` verified endpoints, one per Customer when more than one. */
@@ -308,19 +302,14 @@ class ShapeBench {
 
   /** Runs a measurement and adds the CPU each component spent on it, in seconds and in ms per delivery. */
   async phase(name: string, fn: () => Promise<Omit<Measured, 'cpuMsPerDelivery' | 'cpuSeconds' | 'seconds'>>): Promise<Measured> {
-    if (this.statementsFile) await resetStatementStats(this.db);
+    await this.statements?.start();
     const cpu0 = this.cpu();
     const t0 = Date.now();
     const r = await fn();
-    if (this.statementsFile)
-      writeStatementStats(
-        this.statementsFile,
-        `production shape: ${name}`,
-        r.events,
-        await readStatementStats(this.db, 30, { allDatabases: true }),
-      );
     const seconds = +((Date.now() - t0) / 1000).toFixed(2);
     const cpu1 = this.cpu();
+    // Read after the CPU is taken: the read is not the phase's work.
+    await this.statements?.finish(`production shape: ${name}`, r.events);
     const cpu = Object.fromEntries(Object.keys(cpu1).map((k) => [k, +(cpu1[k]! - cpu0[k]!).toFixed(2)]));
     const perDelivery = (s: number) => +((s * 1000) / r.events).toFixed(3);
     const components = ['api', 'worker', 'postgres', 'temporal'];

@@ -49,13 +49,7 @@ import { signBody } from '../security/signature.js';
 import { endpointWorkflows } from '../temporal/client.js';
 import { endpointWorkflowId } from '../workflows/endpoint-contract.js';
 import { explainHotQueries } from './explain.js';
-import {
-  enableStatementStats,
-  readStatementStats,
-  resetStatementStats,
-  STATEMENT_STATS_SETTINGS,
-  writeStatementStats,
-} from './statements.js';
+import { enableStatementStats, phaseStatements, STATEMENT_STATS_SETTINGS } from './statements.js';
 import { endpointHistory, historyCost, historyTimeline, signalsAfter, wakeHops, type HistoryCost } from './history.js';
 import { childPid, cpuSeconds, startService, treeMemory, type Service } from './processes.js';
 import { summarizeProfile } from './profile-summary.js';
@@ -234,6 +228,7 @@ async function main() {
   await migrate(database.url);
   const db = createPool(database.url, CONCURRENCY + 4);
   if (STATEMENTS) await enableStatementStats(db);
+  const statements = STATEMENTS ? phaseStatements(db, path.join(dir, 'statements.txt')) : undefined;
   fs.rmSync(path.join(dir, 'statements.txt'), { force: true });
   cleanups.push({
     name: 'bench pool',
@@ -412,7 +407,7 @@ async function main() {
     await sleep(300); // let the previous phase's stragglers settle
     const commits = await pgCommits();
     const handshakes = (await receiver.stats()).connections;
-    if (STATEMENTS) await resetStatementStats(db);
+    await statements?.start();
     const cpu0 = cpuSeconds(cpuRoots());
     const p = { name, fromMs: Date.now(), fromUs: monoUs() } as Phase;
     const result = await fn();
@@ -421,9 +416,9 @@ async function main() {
     p.cpu = Object.fromEntries(Object.keys(cpu1).map((k) => [k, +(cpu1[k]! - (cpu0[k] ?? 0)).toFixed(2)]));
     await sleep(1_100); // Postgres flushes a backend's statistics about once a second
     p.pgCommits = (await pgCommits()) - commits;
-    if (STATEMENTS) {
+    if (statements) {
       const r = result as { events?: number; deliveries?: number } | undefined;
-      writeStatementStats(path.join(dir, 'statements.txt'), name, r?.events ?? r?.deliveries ?? 0, await readStatementStats(db));
+      await statements.finish(name, r?.events ?? r?.deliveries ?? 0);
     }
     p.tlsHandshakes = (await receiver.stats()).connections - handshakes;
     phases.push(p);

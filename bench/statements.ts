@@ -58,3 +58,13 @@ export function writeStatementStats(file: string, phase: string, deliveries: num
   ];
   fs.appendFileSync(file, lines.join('\n') + '\n');
 }
+
+/** A phase's statements: counted from `start()`, written to `file` by `finish` with the phase's name and size. */
+export function phaseStatements(db: pg.Pool, file: string, opts: { allDatabases?: boolean } = {}) {
+  return {
+    start: () => resetStatementStats(db),
+    async finish(phase: string, deliveries: number): Promise<void> {
+      writeStatementStats(file, phase, deliveries, await readStatementStats(db, opts.allDatabases ? 30 : 20, opts));
+    },
+  };
+}
