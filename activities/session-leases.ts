@@ -37,6 +37,8 @@ export interface SessionLeases {
    */
   end(endpointId: string, owner: string, o: { handover: boolean; tellIfDue: boolean }): Promise<void>;
   onFreed(listener: (due: DueEndpoint) => void): void;
+  /** Whether a session of this worker holds the endpoint's lease, from its take until its end has returned. */
+  heldHere(endpointId: string): boolean;
 }
 
 export interface HeldSession {
@@ -50,6 +52,8 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
   const renewEveryMs = o.renewEveryMs ?? Math.min(HEARTBEAT_EVERY_MS, leaseMs / 5);
   const held = new Map<string, HeldLease & { claims: Set<string> | undefined }>();
   const freedListeners: ((due: DueEndpoint) => void)[] = [];
+  /** Sessions here per endpoint with the lease taken and not yet given back (an activity's retry may overlap its lost attempt). */
+  const here = new Map<string, number>();
   let timer: NodeJS.Timeout | undefined;
   let renewing = false;
 
@@ -73,7 +77,11 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
 
   return {
     leaseMs,
-    take: (endpointId, owner, kind) => takeSessionLease(db, endpointId, owner, kind, leaseMs, HANDOVER_TIMEOUT_MS),
+    async take(endpointId, owner, kind) {
+      const answer = await takeSessionLease(db, endpointId, owner, kind, leaseMs, HANDOVER_TIMEOUT_MS);
+      if (answer.granted) here.set(endpointId, (here.get(endpointId) ?? 0) + 1);
+      return answer;
+    },
     hold(lease, shortClaims) {
       const claims = shortClaims ? new Set<string>() : undefined;
       held.set(lease.owner, { ...lease, claims });
@@ -90,11 +98,16 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
       };
     },
     async end(endpointId, owner, { handover, tellIfDue }) {
-      const left = await endSessionLease(db, endpointId, owner, handover);
+      const left = await endSessionLease(db, endpointId, owner, handover).finally(() => {
+        const n = (here.get(endpointId) ?? 1) - 1;
+        if (n > 0) here.set(endpointId, n);
+        else here.delete(endpointId);
+      });
       if (left?.due && tellIfDue) for (const listener of freedListeners) listener({ endpointId, accountId: left.accountId });
     },
     onFreed(listener) {
       freedListeners.push(listener);
     },
+    heldHere: (endpointId) => here.has(endpointId),
   };
 }

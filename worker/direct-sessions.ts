@@ -26,8 +26,11 @@ import type { EndpointWorkflows } from '../temporal/client.js';
 /** What became of news for an endpoint with no session here. */
 export type DirectStart =
   | { kind: 'started' }
-  /** Another session (in another worker, or ending here) holds the endpoint for `inMs` more: look again then. */
-  | { kind: 'busy'; inMs: number }
+  /**
+   * Another session holds the endpoint for `inMs` more: look again then. `elsewhere`: it is another
+   * worker's, which hears the same news (not one of this worker's, ending).
+   */
+  | { kind: 'busy'; inMs: number; elsewhere: boolean }
   /** Not for a direct session: its workflow must look (failing, paused, inactive, a round handed over), or too many run here. */
   | { kind: 'workflow' };
 
@@ -98,8 +101,13 @@ export function createDirectSessions(o: {
       if (stop.signal.aborted || running.size >= (o.maxSessions ?? MAX_DIRECT_SESSIONS)) return { kind: 'workflow' };
       // Says which process holds it (pid), for an operator looking at the endpoint row.
       const owner = `direct/${process.pid}/${crypto.randomUUID()}`;
+      // Held here before or after the take: one of this worker's sessions may end while it is asked.
+      const heldHereBefore = leases.heldHere(due.endpointId);
       const lease = await leases.take(due.endpointId, owner, 'direct');
-      if (!lease.granted) return lease.heldMs === null ? { kind: 'workflow' } : { kind: 'busy', inMs: lease.heldMs };
+      if (!lease.granted)
+        return lease.heldMs === null
+          ? { kind: 'workflow' }
+          : { kind: 'busy', inMs: lease.heldMs, elsewhere: !heldHereBefore && !leases.heldHere(due.endpointId) };
       if (stop.signal.aborted) {
         await leases.end(due.endpointId, owner, { handover: false, tellIfDue: false });
         return { kind: 'workflow' };

@@ -157,19 +157,25 @@ function startWaking(o: DueRouterOptions) {
 function directStarts(o: DueRouterOptions, wake: (due: DueEndpoint) => void, route: (due: DueEndpoint) => void) {
   const starting = new Set<string>();
   const later = new Map<string, NodeJS.Timeout>();
+  /** Held by another worker's session, which hears the same news and pokes it: asking again before the lease would lapse cost two statements per publish. */
+  const elsewhere = new Set<string>();
+  const forget = (endpointId: string) => {
+    clearTimeout(later.get(endpointId));
+    later.delete(endpointId);
+    elsewhere.delete(endpointId);
+  };
   const start = (due: DueEndpoint) => {
-    // Its session opens before its first claim, which takes the work of this news too. While
-    // another worker's session holds the endpoint, that worker hears the same news and pokes it:
-    // asking again before the lease would lapse cost two statements per publish and got nothing.
-    if (starting.has(due.endpointId) || later.has(due.endpointId)) return;
+    // Its session opens before its first claim, which takes the work of this news too.
+    if (starting.has(due.endpointId) || elsewhere.has(due.endpointId)) return;
     starting.add(due.endpointId);
     o.direct!.start(due).then(
       (r) => {
         starting.delete(due.endpointId);
         if (r.kind === 'workflow') wake(due);
         else if (r.kind === 'busy' && !later.has(due.endpointId)) {
+          if (r.elsewhere) elsewhere.add(due.endpointId);
           const again = () => {
-            later.delete(due.endpointId);
+            forget(due.endpointId);
             route(due);
           };
           later.set(due.endpointId, setTimeout(again, Math.max(50, r.inMs + 50)));
@@ -182,14 +188,10 @@ function directStarts(o: DueRouterOptions, wake: (due: DueEndpoint) => void, rou
       },
     );
   };
-  o.sessions.onOpen((endpointId) => {
-    clearTimeout(later.get(endpointId));
-    later.delete(endpointId);
-  });
+  o.sessions.onOpen(forget);
   // Work found as a session gave its lease back: no longer anyone's, whatever this worker heard before.
   o.direct?.onFreed((due) => {
-    clearTimeout(later.get(due.endpointId));
-    later.delete(due.endpointId);
+    forget(due.endpointId);
     route(due);
   });
   return {
@@ -197,6 +199,7 @@ function directStarts(o: DueRouterOptions, wake: (due: DueEndpoint) => void, rou
     stop() {
       for (const timer of later.values()) clearTimeout(timer);
       later.clear();
+      elsewhere.clear();
     },
   };
 }

@@ -232,7 +232,8 @@ describe('due-delivery router', () => {
   });
 
   it('with direct sessions: a started one costs no signal; one for the workflow is signalled as before; a busy endpoint is looked at again when the lease of its holder would lapse', async () => {
-    const [started, toWorkflow, busy, freedBusy] = [
+    const [started, toWorkflow, busy, freedBusy, busyHere] = [
+      await endpointWithDelivery(),
       await endpointWithDelivery(),
       await endpointWithDelivery(),
       await endpointWithDelivery(),
@@ -241,8 +242,9 @@ describe('due-delivery router', () => {
     const answers = new Map<string, DirectStart[]>([
       [started, [{ kind: 'started' }]],
       [toWorkflow, [{ kind: 'workflow' }]],
-      [busy, [{ kind: 'busy', inMs: 1_000 }, { kind: 'started' }]],
-      [freedBusy, [{ kind: 'busy', inMs: 60_000 }, { kind: 'started' }]],
+      [busy, [{ kind: 'busy', inMs: 1_000, elsewhere: true }, { kind: 'started' }]],
+      [freedBusy, [{ kind: 'busy', inMs: 60_000, elsewhere: true }, { kind: 'started' }]],
+      [busyHere, [{ kind: 'busy', inMs: 60_000, elsewhere: false }, { kind: 'started' }]],
     ]);
     const asked: string[] = [];
     const freed: ((due: { endpointId: string; accountId: string }) => void)[] = [];
@@ -260,7 +262,7 @@ describe('due-delivery router', () => {
     await notifyDue(
       db,
       channel,
-      [started, toWorkflow, busy, freedBusy].map((endpointId) => ({ endpointId, accountId })),
+      [started, toWorkflow, busy, freedBusy, busyHere].map((endpointId) => ({ endpointId, accountId })),
     );
     await eventually(async () => (await wakeSignals(toWorkflow)) === 1);
     // The busy one: asked once; more news meanwhile is its holder's to hear (no statements here)...
@@ -271,6 +273,9 @@ describe('due-delivery router', () => {
     if (Date.now() - askedAt < 1_000) expect(asked.filter((id) => id === busy)).toHaveLength(1);
     // ...then asked again once its holder's lease would have lapsed (1 s), not signalled.
     await eventually(async () => asked.filter((id) => id === busy).length === 2);
+    // Held by a session of this worker (ending: it may give the lease back with nothing due), news is asked about again at once.
+    await notifyDue(db, channel, [{ endpointId: busyHere, accountId }]);
+    await eventually(async () => asked.filter((id) => id === busyHere).length === 2, 5_000);
     // More news for the endpoint just signalled goes to its workflow's interval, not to a direct session again.
     await notifyDue(db, channel, [{ endpointId: toWorkflow, accountId }]);
     await new Promise((resolve) => setTimeout(resolve, 300));

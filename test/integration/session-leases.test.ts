@@ -121,9 +121,14 @@ describe('session leases', () => {
       expect(await leaseOf(e.id)).toMatchObject({ session_owner: null, handover_at: null });
       expect(freed).toEqual([]);
       // News committed while a session ends (its pokes refused, its last look done): found when it gives its lease back.
-      expect((await take(e.id, 'direct/ending', 'direct')).granted).toBe(true);
+      // This worker knows its own sessions' leases, from the take until the end has returned.
+      expect(deps.leases.heldHere(e.id)).toBe(false);
+      expect((await deps.leases.take(e.id, 'direct/ending', 'direct')).granted).toBe(true);
+      expect(deps.leases.heldHere(e.id)).toBe(true);
+      expect((await deps.leases.take(e.id, 'direct/other', 'direct')).granted).toBe(false);
       await storeDemandEvent(bed.tenant.accountId, `${e.prefix}_late`);
       await deps.leases.end(e.id, 'direct/ending', { handover: false, tellIfDue: true });
+      expect(deps.leases.heldHere(e.id)).toBe(false);
       expect(freed).toEqual([{ endpointId: e.id, accountId: bed.tenant.accountId }]);
     } finally {
       bed.receiver.replyOn(e.prefix, null);
