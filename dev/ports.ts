@@ -56,6 +56,20 @@ const RESERVATIONS = path.join(os.tmpdir(), 'webhook-platform-ports');
 const reservedHere = new Set<number>();
 let releasesAtExit = false;
 
+/**
+ * A process as `pid start-time`: a reservation outlives a process killed before its exit handler
+ * ran, and its pid is soon another process's (pid_max is 32,768 on many kernels). The start time
+ * (clock ticks since boot, /proc/<pid>/stat's 22nd field) tells them apart; without /proc, the pid alone.
+ */
+function identity(pid: number): string | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return `${pid} ${stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]}`;
+  } catch {
+    return fs.existsSync('/proc/self/stat') ? undefined : isAlive(pid) ? String(pid) : undefined;
+  }
+}
+
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -65,29 +79,33 @@ function isAlive(pid: number): boolean {
   }
 }
 
-function releaseAll(): void {
+/** Gives back every port this process reserved: done at exit, or sooner by a process done with them. */
+export function releaseFreePorts(): void {
   for (const port of reservedHere) fs.rmSync(path.join(RESERVATIONS, String(port)), { force: true });
+  reservedHere.clear();
 }
 
 /** True when this process now holds the port's reservation; one left by a process that is gone is taken over. */
 function reserve(port: number): boolean {
   const file = path.join(RESERVATIONS, String(port));
+  const me = identity(process.pid) ?? String(process.pid);
   for (let tries = 0; tries < 2; tries++) {
     try {
       if (!releasesAtExit) {
         fs.mkdirSync(RESERVATIONS, { recursive: true, mode: 0o1777 });
-        process.once('exit', releaseAll);
+        process.once('exit', releaseFreePorts);
         releasesAtExit = true;
       }
-      fs.writeFileSync(file, String(process.pid), { flag: 'wx' });
+      fs.writeFileSync(file, me, { flag: 'wx' });
       reservedHere.add(port);
       return true;
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       // Not a folder this user may write (another user's): go on with the bind check alone.
       if (code !== 'EEXIST') return code === 'EACCES' || code === 'EPERM';
-      const owner = Number(fs.readFileSync(file, 'utf8'));
-      if (owner === process.pid || (owner && isAlive(owner))) return false;
+      const owner = fs.readFileSync(file, 'utf8');
+      const pid = Number(owner.split(' ')[0]);
+      if (owner === me || (pid > 0 && identity(pid) === owner)) return false;
       fs.rmSync(file, { force: true });
     }
   }

@@ -6,12 +6,17 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { freePort } from '../../dev/ports.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort, releaseFreePorts } from '../../dev/ports.js';
 import { projectRoot } from '../../dev/tools.js';
 
 const RESERVATIONS = path.join(os.tmpdir(), 'webhook-platform-ports');
 const N = 300;
+/** Whose reservation a port's file names: `pid start-time`. */
+const ownerOf = (port: number) => fs.readFileSync(path.join(RESERVATIONS, String(port)), 'utf8').split(' ')[0];
+
+// A test worker may be ended without its exit handler: give the thousands of ports taken here back.
+afterAll(releaseFreePorts);
 
 /** A child process that takes `n` ports, prints them, and holds them until its stdin closes. */
 function holder(n: number) {
@@ -44,7 +49,7 @@ describe('freePort', () => {
     const ports = [];
     for (let i = 0; i < N; i++) ports.push(await freePort());
     expect(new Set(ports).size).toBe(N);
-    for (const p of ports) expect(fs.readFileSync(path.join(RESERVATIONS, String(p)), 'utf8')).toBe(String(process.pid));
+    for (const p of ports) expect(ownerOf(p)).toBe(String(process.pid));
   });
 
   it("never hands out another live process's port, and frees them all when that process exits", async () => {
@@ -59,16 +64,22 @@ describe('freePort', () => {
     expect(theirs.filter((p) => fs.existsSync(path.join(RESERVATIONS, String(p))))).toEqual([]);
   }, 60_000);
 
-  it('takes over a reservation whose process is gone (killed before it could clean up)', async () => {
+  it("takes over a reservation whose process is gone (killed before it could clean up), or whose pid is now another process's", async () => {
     const other = holder(N);
-    const theirs = new Set(await other.ports);
+    const [dead, reused] = [new Set<number>(), new Set<number>()];
+    (await other.ports).forEach((p, i) => (i % 2 ? dead : reused).add(p));
     other.child.kill('SIGKILL');
     await other.exited;
-    // Their files stay behind; a dead owner does not keep its ports, so picks land on some of them.
+    // Their files stay behind. Half of them are made to name a live pid (this very process) with
+    // another start time: a dead process's reservation whose pid went to a new process.
+    for (const p of reused) fs.writeFileSync(path.join(RESERVATIONS, String(p)), `${process.pid} 1`);
+    // Neither keeps its ports: 2,000 picks of about 12,000 land on some of each.
     const mine = [];
     for (let i = 0; i < 2_000; i++) mine.push(await freePort());
-    const takenOver = mine.filter((p) => theirs.has(p));
-    expect(takenOver.length).toBeGreaterThan(0);
-    for (const p of takenOver) expect(fs.readFileSync(path.join(RESERVATIONS, String(p)), 'utf8')).toBe(String(process.pid));
+    for (const gone of [dead, reused]) {
+      const takenOver = mine.filter((p) => gone.has(p));
+      expect(takenOver.length).toBeGreaterThan(0);
+      for (const p of takenOver) expect(ownerOf(p)).toBe(String(process.pid));
+    }
   }, 60_000);
 });
