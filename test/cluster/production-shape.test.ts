@@ -157,8 +157,7 @@ function publishers(n: number, tag: string) {
   };
 }
 
-const posts = (prefix: string): ReceivedRequest[] =>
-  receiver.received.filter((r) => r.path.startsWith(prefix) && r.headers['x-webhook-event'] !== 'webhook.test');
+const posts = (prefix: string): ReceivedRequest[] => receiver.deliveriesUnder(prefix);
 /** The entity a POST is about, from its idempotency key (`crm:demand:<entity>:<version>`). */
 const entityOf = (p: ReceivedRequest): string => String(p.headers['x-idempotency-key']).split(':')[2]!;
 

@@ -115,8 +115,7 @@ export function deliveryTestBed(o: { directSessions?: boolean } = {}) {
     publish: (tenant: Tenant, n: number) => storeDemandEvent(tenant.accountId, `dem_${n}`),
 
     /** The real deliveries (not test sends) the receiver got under a path prefix. */
-    posts: (prefix: string): ReceivedRequest[] =>
-      receiver.received.filter((r) => r.path.startsWith(prefix) && r.headers['x-webhook-event'] !== 'webhook.test'),
+    posts: (prefix: string): ReceivedRequest[] => receiver.deliveriesUnder(prefix),
 
     /** `RECORD_HISTORIES=1 npx vitest run test/workflow` refreshes the histories the replay test keeps. */
     async recordHistory(endpointId: string, name: string) {

@@ -27,6 +27,8 @@ export interface Receiver {
   /** URL on a name that the test resolver maps to 127.0.0.1. */
   url(path?: string): string;
   received: ReceivedRequest[];
+  /** The deliveries (not test sends) received under a path prefix. */
+  deliveriesUnder(prefix: string): ReceivedRequest[];
   /** What the next requests get; the last reply repeats. */
   reply(...replies: Reply[]): void;
   /** What every request under a path prefix gets, before `reply` is consulted; null to stop. */
@@ -72,6 +74,7 @@ export async function startReceiver(): Promise<Receiver> {
     port,
     url: (path = '/hooks') => `https://receiver.test:${port}${path}`,
     received,
+    deliveriesUnder: (prefix) => received.filter((r) => r.path.startsWith(prefix) && r.headers['x-webhook-event'] !== 'webhook.test'),
     reply: (...r) => {
       replies = r;
     },

@@ -59,7 +59,7 @@ export function workerProcessBed(name: string, workerCount: number): WorkerProce
     get tenant() {
       return tenant;
     },
-    posts: (prefix) => receiver.received.filter((r) => r.path.startsWith(prefix) && r.headers['x-webhook-event'] !== 'webhook.test'),
+    posts: (prefix) => receiver.deliveriesUnder(prefix),
     async verifiedEndpoint(prefix, secret) {
       const created = await api.request('POST', '/api/v1/webhooks', {
         key: tenant.key,
