@@ -156,29 +156,30 @@ function startWaking(o: DueRouterOptions) {
  */
 function directStarts(o: DueRouterOptions, wake: (due: DueEndpoint) => void, route: (due: DueEndpoint) => void) {
   const starting = new Set<string>();
-  const later = new Map<string, NodeJS.Timeout>();
-  /** Held by another worker's session, which hears the same news and pokes it: asking again before the lease would lapse cost two statements per publish. */
-  const elsewhere = new Set<string>();
+  /**
+   * Endpoints held by another session, looked at again when its lease would lapse. `elsewhere`:
+   * another worker's session, which hears the same news and pokes it; asking again before then
+   * cost two statements per publish.
+   */
+  const later = new Map<string, { timer: NodeJS.Timeout; elsewhere: boolean }>();
   const forget = (endpointId: string) => {
-    clearTimeout(later.get(endpointId));
+    clearTimeout(later.get(endpointId)?.timer);
     later.delete(endpointId);
-    elsewhere.delete(endpointId);
   };
   const start = (due: DueEndpoint) => {
     // Its session opens before its first claim, which takes the work of this news too.
-    if (starting.has(due.endpointId) || elsewhere.has(due.endpointId)) return;
+    if (starting.has(due.endpointId) || later.get(due.endpointId)?.elsewhere) return;
     starting.add(due.endpointId);
     o.direct!.start(due).then(
       (r) => {
         starting.delete(due.endpointId);
         if (r.kind === 'workflow') wake(due);
         else if (r.kind === 'busy' && !later.has(due.endpointId)) {
-          if (r.elsewhere) elsewhere.add(due.endpointId);
           const again = () => {
             forget(due.endpointId);
             route(due);
           };
-          later.set(due.endpointId, setTimeout(again, Math.max(50, r.inMs + 50)));
+          later.set(due.endpointId, { timer: setTimeout(again, Math.max(50, r.inMs + 50)), elsewhere: r.elsewhere });
         }
       },
       (err) => {
@@ -197,9 +198,8 @@ function directStarts(o: DueRouterOptions, wake: (due: DueEndpoint) => void, rou
   return {
     start,
     stop() {
-      for (const timer of later.values()) clearTimeout(timer);
+      for (const { timer } of later.values()) clearTimeout(timer);
       later.clear();
-      elsewhere.clear();
     },
   };
 }
