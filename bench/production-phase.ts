@@ -319,11 +319,14 @@ class ShapeBench {
   }
 }
 
-/** The phase's rows, in bench/run.ts's table style (figure, value, vs bare loop, target). */
-export function printProductionTable(r: ProductionResults, barePerSecond: number): void {
+/**
+ * The phase's rows, in bench/run.ts's table style (figure, value, vs bare loop, target);
+ * `barePerSecond` is the same run's bare loop (none when the phase ran alone).
+ */
+export function printProductionTable(r: ProductionResults, barePerSecond?: number): void {
   const n = (x: number) => x.toLocaleString('en-US');
   const lat = (l: Latency) => `p50 ${l.p50} / p99 ${l.p99} / max ${l.max} ms`;
-  const ratio = (x: number) => (Number.isFinite(barePerSecond) ? `${(x / barePerSecond).toFixed(3)}×` : '');
+  const ratio = (x: number) => (barePerSecond ? `${(x / barePerSecond).toFixed(3)}×` : '');
   const cpu = (m: Measured) =>
     `${m.cpuMsPerDelivery.total} ms (API ${m.cpuMsPerDelivery.api}, worker ${m.cpuMsPerDelivery.worker}, ` +
     `Postgres ${m.cpuMsPerDelivery.postgres}, Temporal ${m.cpuMsPerDelivery.temporal})`;

@@ -190,7 +190,7 @@ async function main() {
   if (args.has('--production-only')) {
     const production = await productionPhase();
     await cleanUp();
-    printProductionTable(production, NaN);
+    printProductionTable(production);
     console.log(JSON.stringify({ production }));
     if (!productionOk(production)) process.exitCode = 1;
     return;

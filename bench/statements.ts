@@ -24,7 +24,7 @@ export async function enableStatementStats(db: pg.Pool): Promise<void> {
   await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
 }
 
-export async function resetStatementStats(db: pg.Pool): Promise<void> {
+async function resetStatementStats(db: pg.Pool): Promise<void> {
   await db.query('SELECT pg_stat_statements_reset()');
 }
 
@@ -33,7 +33,7 @@ export async function resetStatementStats(db: pg.Pool): Promise<void> {
  * every database's, each query prefixed with its database (the production shape's Temporal server
  * keeps its own databases on the same server).
  */
-export async function readStatementStats(db: pg.Pool, top = 20, opts: { allDatabases?: boolean } = {}): Promise<StatementStat[]> {
+async function readStatementStats(db: pg.Pool, top = 20, opts: { allDatabases?: boolean } = {}): Promise<StatementStat[]> {
   const { rows } = await db.query<StatementStat>(
     `SELECT calls::int, rows::int, round(total_exec_time::numeric, 1)::float AS "execMs", round(total_plan_time::numeric, 1)::float AS "planMs",
             shared_blks_dirtied::int AS dirtied, round(wal_bytes / 1024)::int AS "walKiB",
@@ -46,7 +46,7 @@ export async function readStatementStats(db: pg.Pool, top = 20, opts: { allDatab
   return rows;
 }
 
-export function writeStatementStats(file: string, phase: string, deliveries: number, stats: StatementStat[]): void {
+function writeStatementStats(file: string, phase: string, deliveries: number, stats: StatementStat[]): void {
   const per = (n: number) => (deliveries > 0 ? (n / deliveries).toFixed(3) : '-');
   const lines = [
     `== ${phase} (${deliveries} deliveries; per delivery or event: calls, exec+plan ms)`,
