@@ -16,7 +16,6 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 const processes = z.coerce.number().int().min(1).max(64);
 
-/** The configured port when it is free; otherwise a free one. */
 function printStarted(shape: ProductionShape, started: number, keys: { liveKey?: string; keyCommand: string }): void {
   say('');
   say(`Production shape up in ${((Date.now() - started) / 1000).toFixed(1)} s:`);

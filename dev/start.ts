@@ -29,7 +29,6 @@ const config = loadConfig();
 const LOCAL_PROVIDER_PORT = Number(process.env.LOCAL_PROVIDER_PORT ?? 4100);
 const stops: Array<() => Promise<void>> = [];
 
-/** The configured port when it is free; otherwise the dev server picks one. */
 /**
  * Without PROVIDER_API_URL the local provider stands in for the messaging provider (its send
  * API, statuses, templates, signup), posting its signed notifications to this API. It keeps
