@@ -336,7 +336,7 @@ export class WebhookPlatform {
       } catch (err) {
         if (args.signal?.aborted) throw err;
         const failure = timeout?.aborted
-          ? new WebhookPlatformError(0, 'timeout', `${what}: no complete answer within ${this.#timeoutMs} ms`, { cause: err })
+          ? WebhookPlatformError.timeout(`${what}: no complete answer within ${this.#timeoutMs} ms`, err)
           : WebhookPlatformError.network(`${what}: ${causeOf(err)}`, err);
         if (!(repeatable && retry)) throw failure;
         await backoff();

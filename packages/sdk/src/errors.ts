@@ -23,6 +23,10 @@ export class WebhookPlatformError extends Error {
     return new WebhookPlatformError(0, 'network_error', message, { cause });
   }
 
+  static timeout(message: string, cause?: unknown): WebhookPlatformError {
+    return new WebhookPlatformError(0, 'timeout', message, { cause });
+  }
+
   static malformed(message: string): WebhookPlatformError {
     return new WebhookPlatformError(0, 'malformed_response', message);
   }
