@@ -14,6 +14,7 @@ import { freePort, waitForHttp } from '../../dev/ports.js';
 import { projectRoot } from '../../dev/tools.js';
 import { createTenant, eventually, type Tenant } from '../support/harness.js';
 import { startReceiver, type Receiver } from '../support/https-receiver.js';
+import { demandEvent } from '../support/kit.js';
 
 let build: DockerfileBuild;
 let app: string;
@@ -165,17 +166,9 @@ describe('the Dockerfile, carried out without Docker', () => {
     const created = await call('POST', '/api/v1/webhooks', { url: `https://127.0.0.1:${receiver.port}${prefix}`, events: ['crm'], secret });
     expect(created.status).toBe(201);
     expect((await call('POST', `/api/v1/webhooks/${created.body.data.id}/test`)).status).toBe(200);
-    const entityId = `dem_docker_${crypto.randomUUID()}`;
-    const published = await call('POST', '/api/v1/events', {
-      type: 'crm.demand.created',
-      data: {
-        entity_type: 'demand',
-        entity_id: entityId,
-        before_data: null,
-        after_data: { id: entityId, version: 1, status: 'open', contact_id: 'c_docker', title: 'Quote' },
-        actor_user_id: null,
-      },
-    });
+    const event = demandEvent(`docker_${crypto.randomUUID()}`);
+    const entityId = event.data.entity_id;
+    const published = await call('POST', '/api/v1/events', event);
     expect(published.status).toBe(201);
     const post = await eventually(
       async () =>
