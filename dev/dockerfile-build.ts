@@ -181,6 +181,46 @@ function run(argv: string[], cwd: string, env: NodeJS.ProcessEnv, log: (chunk: s
   });
 }
 
+/** COPY [--from=<stage>] <src>... <dest>: from the context (with .dockerignore) or from an earlier stage's folder. */
+function copyInstruction(o: {
+  stage: Stage;
+  stages: Stage[];
+  args: string;
+  where: string;
+  context: string;
+  ignored: (relative: string) => boolean;
+  at: (stage: Stage, p: string) => string;
+}): void {
+  const { stage, where, at } = o;
+  const parts = words(o.args);
+  const flags = parts.filter((p) => p.startsWith('--'));
+  const from = flags.length === 1 ? /^--from=(\S+)$/.exec(flags[0]!)?.[1] : undefined;
+  if (flags.length > 1 || (flags.length === 1 && !from))
+    throw new Error(`${where}: COPY ${flags.join(' ')} is not supported (only --from=<stage>)`);
+  const rest = parts.filter((p) => !p.startsWith('--'));
+  if (rest.length < 2) throw new Error(`${where}: COPY needs a source and a destination`);
+  const dest = rest.pop()!;
+  const source = from ? o.stages.find((s) => s.name === from && s !== stage) : undefined;
+  if (from && !source) throw new Error(`${where}: COPY --from=${from} names no earlier stage`);
+  const intoFolder = dest.endsWith('/') || rest.length > 1;
+  for (const src of rest) {
+    if (/[*?[]/.test(src)) throw new Error(`${where}: COPY with a wildcard (${src}) is not supported`);
+    // From the context: paths are relative to it and .dockerignore applies; from a stage: container paths, nothing ignored.
+    const relative = source
+      ? ''
+      : path.posix
+          .normalize(src)
+          .replace(/^\/+|\/+$/g, '')
+          .replace(/^\.$/, '');
+    const abs = source ? at(source, src) : path.join(o.context, relative);
+    if (!fs.existsSync(abs) || (relative && o.ignored(relative))) throw new Error(`${where}: COPY source ${src} does not exist`);
+    const isDir = fs.statSync(abs).isDirectory();
+    const target = intoFolder && !isDir ? path.join(at(stage, dest), path.basename(abs)) : at(stage, dest);
+    fs.mkdirSync(isDir ? target : path.dirname(target), { recursive: true });
+    copyTree(abs, target, source ? () => false : o.ignored, relative);
+  }
+}
+
 export interface BuildOptions {
   /** Where the stages' folders go; a fresh temporary folder when omitted. */
   outDir?: string;
@@ -238,35 +278,7 @@ export async function buildDockerfile(opts: BuildOptions = {}): Promise<Dockerfi
       const started = Date.now();
       await run(['sh', '-c', args], at(stage, '.'), stageEnv(stage, npm), log);
       stage.runSeconds.push(Math.round((Date.now() - started) / 100) / 10);
-    } else if (keyword === 'COPY') {
-      const parts = words(args);
-      const flags = parts.filter((p) => p.startsWith('--'));
-      const from = flags.length === 1 ? /^--from=(\S+)$/.exec(flags[0]!)?.[1] : undefined;
-      if (flags.length > 1 || (flags.length === 1 && !from))
-        throw new Error(`${where}: COPY ${flags.join(' ')} is not supported (only --from=<stage>)`);
-      const rest = parts.filter((p) => !p.startsWith('--'));
-      if (rest.length < 2) throw new Error(`${where}: COPY needs a source and a destination`);
-      const dest = rest.pop()!;
-      const source = from ? stages.find((s) => s.name === from && s !== stage) : undefined;
-      if (from && !source) throw new Error(`${where}: COPY --from=${from} names no earlier stage`);
-      const intoFolder = dest.endsWith('/') || rest.length > 1;
-      for (const src of rest) {
-        if (/[*?[]/.test(src)) throw new Error(`${where}: COPY with a wildcard (${src}) is not supported`);
-        // From the context: paths are relative to it and .dockerignore applies; from a stage: container paths, nothing ignored.
-        const relative = source
-          ? ''
-          : path.posix
-              .normalize(src)
-              .replace(/^\/+|\/+$/g, '')
-              .replace(/^\.$/, '');
-        const abs = source ? at(source, src) : path.join(context, relative);
-        if (!fs.existsSync(abs) || (relative && ignored(relative))) throw new Error(`${where}: COPY source ${src} does not exist`);
-        const isDir = fs.statSync(abs).isDirectory();
-        const target = intoFolder && !isDir ? path.join(at(stage, dest), path.basename(abs)) : at(stage, dest);
-        fs.mkdirSync(isDir ? target : path.dirname(target), { recursive: true });
-        copyTree(abs, target, source ? () => false : ignored, relative);
-      }
-    }
+    } else if (keyword === 'COPY') copyInstruction({ stage, stages, args, where, context, ignored, at });
   }
   if (!stage) throw new Error('the Dockerfile has no FROM');
   const final = stage;
