@@ -26,5 +26,5 @@ COPY --from=build /app/dist ./dist
 COPY package.json ./
 COPY dev/service.sh ./dev/service.sh
 USER node
-# `npm run api` / `npm run worker` run `node dist/<name>/main.js` when NODE_ENV=production.
+# `npm run api` / `npm run worker` run `node dist/src/<name>/main.js` when NODE_ENV=production.
 CMD ["npm", "run", "api"]

@@ -10,23 +10,19 @@ const PG = { name: 'pg', message: 'SQL lives only in db/ (one module per table f
 const PG_PATTERN = { group: ['pg/*', 'pg-*'], message: PG.message };
 /** The service's top-level folders. */
 const FOLDERS = [
-  'activities',
   'api',
   'bench',
-  'bootstrap',
+  'channels',
   'cli',
   'core',
   'crm',
   'db',
   'delivery',
   'dev',
+  'events',
   'examples',
-  'ingest',
-  'outbound',
-  'provider',
   'runtime',
   'security',
-  'temporal',
   'test',
   'worker',
   'workflows',
@@ -52,12 +48,12 @@ export default tseslint.config(
     // SQL lives only in db/: nothing else talks to Postgres. Tests, benchmarks and the example
     // receiver (a separate app with its own tables) are the listed exceptions.
     files: ['**/*.ts'],
-    ignores: ['db/**', 'test/**', 'bench/**', 'examples/**'],
+    ignores: ['src/db/**', 'test/**', 'bench/**', 'examples/**'],
     rules: { 'no-restricted-imports': ['error', { paths: [PG], patterns: [PG_PATTERN] }] },
   },
   {
     // core/ is pure: no I/O (no Node built-ins but hashing, no pg, no undici) and nothing above it.
-    files: ['core/**/*.ts'],
+    files: ['src/core/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -75,7 +71,7 @@ export default tseslint.config(
   {
     // Workflow code is deterministic (Temporal samples' rule): no Node built-ins, and it imports
     // only core/ and its own contract (types of the activities are erased, so they may be named).
-    files: ['workflows/**/*.ts'],
+    files: ['src/workflows/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',

@@ -22,17 +22,17 @@ import path from 'node:path';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { apiCaller } from './api-client.js';
-import { getEventDefinition } from '../core/catalog/index.js';
-import { issueApiKey } from '../db/api-keys.js';
-import { createAccount } from '../db/directory.js';
-import { migrate } from '../db/migrate.js';
-import { createPool } from '../db/pool.js';
+import { getEventDefinition } from '../src/core/catalog/index.js';
+import { issueApiKey } from '../src/db/api-keys.js';
+import { createAccount } from '../src/db/directory.js';
+import { migrate } from '../src/db/migrate.js';
+import { createPool } from '../src/db/pool.js';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
 import { freePort } from '../dev/ports.js';
 import { startTemporalDevServer } from '../dev/temporal-servers.js';
 import { makeLocalTls } from '../dev/tls.js';
 import { projectRoot } from '../dev/tools.js';
-import { SCOPES } from '../security/api-key.js';
+import { SCOPES } from '../src/security/api-key.js';
 import { childPid, startService } from './processes.js';
 import { demandData, demandKey } from './demand-events.js';
 import { connectReceiver } from './receiver-client.js';
@@ -181,7 +181,7 @@ async function main() {
     cleanups.push(() => receiverService.stop());
     const workerService = await startService({
       name: 'worker',
-      entry: 'worker/main.ts',
+      entry: 'src/worker/main.ts',
       env,
       nodeArgs: [...NODE_ARGS, ...prof('worker')],
       logFile: path.join(dir, 'worker.log'),
@@ -190,7 +190,7 @@ async function main() {
     cleanups.push(() => workerService.stop());
     const apiService = await startService({
       name: 'api',
-      entry: 'api/main.ts',
+      entry: 'src/api/main.ts',
       env,
       nodeArgs: [...NODE_ARGS, ...prof('api')],
       logFile: path.join(dir, 'api.log'),

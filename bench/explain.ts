@@ -5,12 +5,12 @@
  */
 import fs from 'node:fs';
 import type { PoolClient } from 'pg';
-import type { EventDefinition } from '../core/catalog/index.js';
-import { claimWithEndpoint, insertEventDeliveries, nextDueAt, recordDeliveryAttempts, type AttemptResult } from '../db/deliveries.js';
-import { listRoutableEndpoints } from '../db/endpoints.js';
-import { appendEvent } from '../db/events.js';
-import { createPool, inTransaction, type Db, type Queryable } from '../db/pool.js';
-import { ingestEvent, storeEvent } from '../ingest/store-event.js';
+import type { EventDefinition } from '../src/core/catalog/index.js';
+import { claimWithEndpoint, insertEventDeliveries, nextDueAt, recordDeliveryAttempts, type AttemptResult } from '../src/db/deliveries.js';
+import { listRoutableEndpoints } from '../src/db/endpoints.js';
+import { appendEvent } from '../src/db/events.js';
+import { createPool, inTransaction, type Db, type Queryable } from '../src/db/pool.js';
+import { ingestEvent, storeEvent } from '../src/events/store-event.js';
 
 interface Plan {
   planningMs: number;

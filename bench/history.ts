@@ -5,7 +5,7 @@
 import type { Client } from '@temporalio/client';
 import { tsToMs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
-import { endpointWorkflowId } from '../workflows/endpoint-contract.js';
+import { endpointWorkflowId } from '../src/workflows/endpoint-contract.js';
 
 type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;
 const { EventType } = proto.temporal.api.enums.v1;

@@ -12,13 +12,13 @@
  */
 import path from 'node:path';
 import pg from 'pg';
-import { getEventDefinition } from '../core/catalog/index.js';
-import { createAccount } from '../db/directory.js';
-import { migrate } from '../db/migrate.js';
-import { createPool } from '../db/pool.js';
+import { getEventDefinition } from '../src/core/catalog/index.js';
+import { createAccount } from '../src/db/directory.js';
+import { migrate } from '../src/db/migrate.js';
+import { createPool } from '../src/db/pool.js';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
 import { projectRoot } from '../dev/tools.js';
-import { ingestEvent, storeEvent } from '../ingest/store-event.js';
+import { ingestEvent, storeEvent } from '../src/events/store-event.js';
 import { demandData } from './demand-events.js';
 import { childPid, cpuSeconds } from './processes.js';
 

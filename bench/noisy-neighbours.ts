@@ -13,22 +13,22 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { getEventDefinition } from '../core/catalog/index.js';
-import { createAccount } from '../db/directory.js';
-import { dueChannel } from '../db/due-notifications.js';
-import { migrate } from '../db/migrate.js';
-import { createPool, type Db } from '../db/pool.js';
+import { getEventDefinition } from '../src/core/catalog/index.js';
+import { createAccount } from '../src/db/directory.js';
+import { dueChannel } from '../src/db/due-notifications.js';
+import { migrate } from '../src/db/migrate.js';
+import { createPool, type Db } from '../src/db/pool.js';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
 import { startTemporalDevServer } from '../dev/temporal-servers.js';
 import { makeLocalTls, type LocalTls } from '../dev/tls.js';
 import { projectRoot } from '../dev/tools.js';
-import { wakeFor } from '../ingest/deps.js';
-import { createDueWakes, type DueWakes } from '../ingest/due-wakes.js';
-import { ingestEvent, storeEvent } from '../ingest/store-event.js';
-import { loadConfig } from '../runtime/config.js';
-import { createSecretBox } from '../security/secret-box.js';
-import { connectTemporal, endpointWorkflows, type EndpointWorkflows } from '../temporal/client.js';
-import { runWorker } from '../worker/main.js';
+import { wakeFor } from '../src/events/deps.js';
+import { createDueWakes, type DueWakes } from '../src/events/due-wakes.js';
+import { ingestEvent, storeEvent } from '../src/events/store-event.js';
+import { loadConfig } from '../src/runtime/config.js';
+import { createSecretBox } from '../src/security/secret-box.js';
+import { connectTemporal, endpointWorkflows, type EndpointWorkflows } from '../src/delivery/workflow-client.js';
+import { runWorker } from '../src/worker/main.js';
 import { insertVerifiedEndpoints } from './verified-endpoints.js';
 
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
@@ -38,7 +38,7 @@ const SLOW_ENDPOINTS = Number(process.env.BENCH_SLOW_ENDPOINTS ?? 20);
 const SLOW_EVENTS = Number(process.env.BENCH_SLOW_EVENTS ?? 4);
 /** Events sent to the fast endpoint before each measured row. */
 const WARM_UP = 20;
-/** The worker's cap per origin (delivery/http-client.ts). */
+/** The worker's cap per origin (src/delivery/http-client.ts). */
 const CAP = 16;
 const TASK_QUEUE = 'neighbours';
 const dir = path.join(projectRoot, '.data', 'bench-neighbours');

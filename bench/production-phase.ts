@@ -15,14 +15,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { Pool } from 'undici';
 import { apiCaller, type ApiCall } from './api-client.js';
-import { getEventDefinition } from '../core/catalog/index.js';
-import { issueApiKey } from '../db/api-keys.js';
-import { createAccount, createCustomer } from '../db/directory.js';
-import { createPool } from '../db/pool.js';
+import { getEventDefinition } from '../src/core/catalog/index.js';
+import { issueApiKey } from '../src/db/api-keys.js';
+import { createAccount, createCustomer } from '../src/db/directory.js';
+import { createPool } from '../src/db/pool.js';
 import { startProductionShape, type ProductionShape } from '../dev/production-shape.js';
 import { makeLocalTls } from '../dev/tls.js';
 import { projectRoot } from '../dev/tools.js';
-import { SCOPES } from '../security/api-key.js';
+import { SCOPES } from '../src/security/api-key.js';
 import { demandData, demandKey } from './demand-events.js';
 import { childPid, cpuSeconds, startService } from './processes.js';
 import { connectReceiver, type ReceiverHandle } from './receiver-client.js';
@@ -87,7 +87,7 @@ function ensureBuilt(step: (what: string) => void): string {
       include: string[];
     }
   ).include;
-  const sources = execFileSync('git', ['ls-files', '--', ...include, 'db/migrations', 'console'], { cwd: projectRoot, encoding: 'utf8' })
+  const sources = execFileSync('git', ['ls-files', '--', ...include, 'console'], { cwd: projectRoot, encoding: 'utf8' })
     .split('\n')
     .filter(Boolean);
   const stale = sources.find((f) => fs.existsSync(path.join(projectRoot, f)) && fs.statSync(path.join(projectRoot, f)).mtimeMs > builtAt);

@@ -1,22 +1,22 @@
 /**
- * Cost of the shared per-key rate limit (api/rate-limiter.ts) per request: CPU of this process and
+ * Cost of the shared per-key rate limit (src/api/rate-limiter.ts) per request: CPU of this process and
  * of its Postgres backend, and statements sent, per 1,000 requests; beside the in-process bucket
- * it replaced (core/token-bucket.ts), which cost no statement but held only per process.
+ * it replaced (src/core/token-bucket.ts), which cost no statement but held only per process.
  *
  *   npm run bench:rate-limit                      # embedded Postgres in .data/bench-rate-limit
  *   DATABASE_URL=... npm run bench:rate-limit     # an existing server (a scratch database!)
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { createRateLimiter, type RateLimiter } from '../api/rate-limiter.js';
-import { take, type Bucket } from '../core/token-bucket.js';
-import { issueApiKey } from '../db/api-keys.js';
-import { createAccount } from '../db/directory.js';
-import { migrate } from '../db/migrate.js';
-import { createPool, type Db } from '../db/pool.js';
+import { createRateLimiter, type RateLimiter } from '../src/api/rate-limiter.js';
+import { take, type Bucket } from '../src/core/token-bucket.js';
+import { issueApiKey } from '../src/db/api-keys.js';
+import { createAccount } from '../src/db/directory.js';
+import { migrate } from '../src/db/migrate.js';
+import { createPool, type Db } from '../src/db/pool.js';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
 import { projectRoot } from '../dev/tools.js';
-import { SCOPES } from '../security/api-key.js';
+import { SCOPES } from '../src/security/api-key.js';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 200_000);
 const TICK_SECONDS = 1 / Number(process.env.CLK_TCK ?? 100);

@@ -9,7 +9,7 @@
  */
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { verifyHmacHex } from '../security/signature.js';
+import { verifyHmacHex } from '../src/security/signature.js';
 
 export interface ReceiverStats {
   type: 'stats';

@@ -31,23 +31,23 @@ import proto from '@temporalio/proto';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { apiCaller } from './api-client.js';
-import { getEventDefinition } from '../core/catalog/index.js';
-import { issueApiKey } from '../db/api-keys.js';
-import { createAccount, createCustomer } from '../db/directory.js';
-import { migrate } from '../db/migrate.js';
-import { dueChannel, notifyDue } from '../db/due-notifications.js';
-import { createPool } from '../db/pool.js';
+import { getEventDefinition } from '../src/core/catalog/index.js';
+import { issueApiKey } from '../src/db/api-keys.js';
+import { createAccount, createCustomer } from '../src/db/directory.js';
+import { migrate } from '../src/db/migrate.js';
+import { dueChannel, notifyDue } from '../src/db/due-notifications.js';
+import { createPool } from '../src/db/pool.js';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
 import { freePort } from '../dev/ports.js';
 import { startTemporalDevServer } from '../dev/temporal-servers.js';
 import { makeLocalTls } from '../dev/tls.js';
 import { projectRoot } from '../dev/tools.js';
-import { loadConfig } from '../runtime/config.js';
-import { ingestEvent, storeEvent } from '../ingest/store-event.js';
-import { SCOPES } from '../security/api-key.js';
-import { signBody } from '../security/signature.js';
-import { endpointWorkflows } from '../temporal/client.js';
-import { endpointWorkflowId } from '../workflows/endpoint-contract.js';
+import { loadConfig } from '../src/runtime/config.js';
+import { ingestEvent, storeEvent } from '../src/events/store-event.js';
+import { SCOPES } from '../src/security/api-key.js';
+import { signBody } from '../src/security/signature.js';
+import { endpointWorkflows } from '../src/delivery/workflow-client.js';
+import { endpointWorkflowId } from '../src/workflows/endpoint-contract.js';
 import { explainHotQueries } from './explain.js';
 import { enableStatementStats, phaseStatements, STATEMENT_STATS_SETTINGS } from './statements.js';
 import { endpointHistory, historyCost, historyTimeline, signalsAfter, wakeHops, type HistoryCost } from './history.js';
@@ -274,7 +274,7 @@ async function main() {
   // The worker bundles its workflow code for seconds; tenants are created meanwhile (endpoint workflows wait on the task queue).
   const workerStarting = startService({
     name: 'worker',
-    entry: 'worker/main.ts',
+    entry: 'src/worker/main.ts',
     env: serviceEnv(),
     nodeArgs: profileArgs('worker'),
     logFile: logFile('worker'),
@@ -283,7 +283,7 @@ async function main() {
   workerStarting.catch(() => {});
   const apiService = await startService({
     name: 'api',
-    entry: 'api/main.ts',
+    entry: 'src/api/main.ts',
     env: serviceEnv(),
     nodeArgs: profileArgs('api'),
     logFile: logFile('api'),

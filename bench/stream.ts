@@ -7,14 +7,14 @@
  *   BENCH_INGEST=20000 BENCH_STREAM=1000000 BENCH_WRITERS=8 BENCH_READS=300
  */
 import path from 'node:path';
-import { getEventDefinition } from '../core/catalog/index.js';
-import { createAccount } from '../db/directory.js';
-import { readStream } from '../db/events.js';
-import { migrate } from '../db/migrate.js';
-import { createPool } from '../db/pool.js';
+import { getEventDefinition } from '../src/core/catalog/index.js';
+import { createAccount } from '../src/db/directory.js';
+import { readStream } from '../src/db/events.js';
+import { migrate } from '../src/db/migrate.js';
+import { createPool } from '../src/db/pool.js';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
 import { projectRoot } from '../dev/tools.js';
-import { ingestEvent, storeEvent } from '../ingest/store-event.js';
+import { ingestEvent, storeEvent } from '../src/events/store-event.js';
 
 const INGEST = Number(process.env.BENCH_INGEST ?? 20_000);
 const STREAM = Number(process.env.BENCH_STREAM ?? 1_000_000);

@@ -2,10 +2,10 @@
  * Endpoints for a benchmark, written straight to the database as verified and healthy (no signed
  * test per endpoint), each with its workflow told it exists, as the API does after a create.
  */
-import { insertEndpoint } from '../db/endpoints.js';
-import { inTransaction, type Db } from '../db/pool.js';
-import type { SecretBox } from '../security/secret-box.js';
-import type { EndpointWorkflows } from '../temporal/client.js';
+import { insertEndpoint } from '../src/db/endpoints.js';
+import { inTransaction, type Db } from '../src/db/pool.js';
+import type { SecretBox } from '../src/security/secret-box.js';
+import type { EndpointWorkflows } from '../src/delivery/workflow-client.js';
 
 export async function insertVerifiedEndpoints(
   db: Db,

@@ -6,7 +6,7 @@
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { issueApiKey } from '../db/api-keys.js';
+import { issueApiKey } from '../src/db/api-keys.js';
 import {
   createAccount,
   createChannelAccount,
@@ -16,14 +16,14 @@ import {
   getAccount,
   getCustomerOfAccount,
   lockChannelAccount,
-} from '../db/directory.js';
-import { deleteEventsWhere } from '../db/events.js';
-import { inTransaction } from '../db/pool.js';
-import { migrate } from '../db/migrate.js';
-import { createPool, type Db } from '../db/pool.js';
+} from '../src/db/directory.js';
+import { deleteEventsWhere } from '../src/db/events.js';
+import { inTransaction } from '../src/db/pool.js';
+import { migrate } from '../src/db/migrate.js';
+import { createPool, type Db } from '../src/db/pool.js';
 import { runningEmbeddedPostgresUrl, startEmbeddedPostgres } from '../dev/embedded-postgres.js';
-import { loadConfig } from '../runtime/config.js';
-import { SCOPES } from '../security/api-key.js';
+import { loadConfig } from '../src/runtime/config.js';
+import { SCOPES } from '../src/security/api-key.js';
 import { EXIT, NotFoundError, UnreachableError, UsageError, errorMessage, exitCodeFor, render } from './output.js';
 
 const COMMANDS = new Set([

@@ -3,7 +3,7 @@
  * a human record by default, JSON with --json, and exit codes 0 ok, 1 an error from the
  * service or the database, 2 usage, 3 the database cannot be reached.
  */
-import { isDatabaseUnavailable } from '../db/pool.js';
+import { isDatabaseUnavailable } from '../src/db/pool.js';
 
 export const EXIT = { ok: 0, error: 1, usage: 2, unreachable: 3 } as const;
 

@@ -21,9 +21,9 @@ function copyFiles(from: string, to: string, extensions: string[]): number {
 }
 
 async function main() {
-  const compiledWorkflows = path.join(dist, 'workflows', 'index.js');
+  const compiledWorkflows = path.join(dist, 'src', 'workflows', 'index.js');
   if (!fs.existsSync(compiledWorkflows)) throw new Error(`${compiledWorkflows} is missing: run tsc -p tsconfig.build.json first`);
-  const migrations = copyFiles(path.join(projectRoot, 'db', 'migrations'), path.join(dist, 'db', 'migrations'), ['.sql']);
+  const migrations = copyFiles(path.join(projectRoot, 'src', 'db', 'migrations'), path.join(dist, 'src', 'db', 'migrations'), ['.sql']);
   const assets = copyFiles(path.join(projectRoot, 'console'), path.join(dist, 'console'), ['.html', '.js', '.css']);
   const bundle = await bundleWorkflowCode({
     workflowsPath: compiledWorkflows,

@@ -1,9 +1,9 @@
 /** The local Account `npm start` and `npm run production` create on their first run, with its keys printed once. */
 import path from 'node:path';
-import { issueApiKey } from '../db/api-keys.js';
-import { createAccount, firstAccountId } from '../db/directory.js';
-import { createPool } from '../db/pool.js';
-import { SCOPES } from '../security/api-key.js';
+import { issueApiKey } from '../src/db/api-keys.js';
+import { createAccount, firstAccountId } from '../src/db/directory.js';
+import { createPool } from '../src/db/pool.js';
+import { SCOPES } from '../src/security/api-key.js';
 
 /** The operator CLI command that issues a live key with all scopes, as it runs from this folder. */
 function keyCreateCommand(accountId: string, dataDir: string): string {

@@ -7,8 +7,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { migrate } from '../db/migrate.js';
-import { loadOrCreateEncryptionKey } from '../security/secret-box.js';
+import { migrate } from '../src/db/migrate.js';
+import { loadOrCreateEncryptionKey } from '../src/security/secret-box.js';
 import type { ManagedProcess } from './children.js';
 import { startEmbeddedPostgres } from './embedded-postgres.js';
 import { freePort } from './ports.js';

@@ -5,7 +5,7 @@
  * Its state lives in DATA_DIR/production. Ctrl-C stops it in order.
  */
 import { z } from 'zod';
-import { loadConfig } from '../runtime/config.js';
+import { loadConfig } from '../src/runtime/config.js';
 import { leaveSignalsToCaller } from './embedded-postgres.js';
 import { bootstrapLocalAccount } from './local-account.js';
 import { onParentGone, runInOwnProcessGroup } from './own-process-group.js';

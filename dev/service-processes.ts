@@ -17,7 +17,7 @@ export const distDir = path.join(projectRoot, 'dist');
 
 /** The compiled entry of `name`, or an error that says to build first. */
 export function compiledEntry(name: 'api' | 'worker'): string {
-  const entry = path.join(distDir, name, 'main.js');
+  const entry = path.join(distDir, 'src', name, 'main.js');
   if (!fs.existsSync(entry) || !fs.existsSync(path.join(distDir, 'workflow-bundle.js')))
     throw new Error(
       `${path.relative(projectRoot, entry)} is missing: run \`npm run build\` first (the production shape runs the compiled code).`,
@@ -112,7 +112,7 @@ export function apiProcess(opts: ProcessOptions): ManagedProcess {
   });
 }
 
-/** One worker process; ready once it says it polls (over IPC, worker/main.ts). A restart overlaps like the API's. */
+/** One worker process; ready once it says it polls (over IPC, src/worker/main.ts). A restart overlaps like the API's. */
 export function workerProcess(opts: ProcessOptions): ManagedProcess {
   const entry = compiledEntry('worker');
   return managedProcess({

@@ -6,11 +6,11 @@
 # between would die of it and leave node running.
 name="$1"
 if [ "$NODE_ENV" = production ]; then
-  entry="dist/$name/main.js"
+  entry="dist/src/$name/main.js"
   if [ ! -f "$entry" ]; then
     echo "$entry is missing: run \`npm run build\` first (NODE_ENV=production runs the compiled code)." >&2
     exit 2
   fi
   exec node "$entry"
 fi
-exec tsx "$name/main.ts"
+exec tsx "src/$name/main.ts"

@@ -4,14 +4,14 @@
  * DATA_DIR) unless TEMPORAL_ADDRESS is set. Ctrl-C stops everything in order.
  */
 import path from 'node:path';
-import { startApi } from '../api/server.js';
-import { listChatappNumbers } from '../db/channel-accounts.js';
-import { createChannelAccount, createCustomer, firstAccountId } from '../db/directory.js';
-import { migrate } from '../db/migrate.js';
-import { createPool, type Db } from '../db/pool.js';
-import { loadConfig, type Config } from '../runtime/config.js';
-import { flushLogs } from '../runtime/logger.js';
-import { runWorker } from '../worker/main.js';
+import { startApi } from '../src/api/server.js';
+import { listChatappNumbers } from '../src/db/channel-accounts.js';
+import { createChannelAccount, createCustomer, firstAccountId } from '../src/db/directory.js';
+import { migrate } from '../src/db/migrate.js';
+import { createPool, type Db } from '../src/db/pool.js';
+import { loadConfig, type Config } from '../src/runtime/config.js';
+import { flushLogs } from '../src/runtime/logger.js';
+import { runWorker } from '../src/worker/main.js';
 import { startLocalProvider } from './local-provider/server.js';
 import { addWaba, newNumericId } from './local-provider/state.js';
 import { leaveSignalsToCaller, startEmbeddedPostgres } from './embedded-postgres.js';

@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { customSearchAttributes } from '../workflows/search-attributes.js';
+import { customSearchAttributes } from '../src/workflows/search-attributes.js';
 import { alive, stopChild, tieToParent } from './children.js';
 import { freePort, isPortOpen, waitForPort } from './ports.js';
 import { ensureTemporalCli, ensureTestServerClasspath } from './tools.js';

@@ -26,7 +26,7 @@ import crypto from 'node:crypto';
 import { Readable } from 'node:stream';
 import getRawBody from 'raw-body';
 import { z } from 'zod';
-import { GRAPH_CODE } from '../../core/graph-codes.js';
+import { GRAPH_CODE } from '../../src/core/graph-codes.js';
 import { graphError, jsonBody, type LocalRouteModule } from './graph.js';
 import { chatappEnvelope } from './notify.js';
 import { addWaba, findPhoneNumber, newNumericId, type LocalProviderState, type Template } from './state.js';

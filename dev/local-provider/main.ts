@@ -4,7 +4,7 @@
  * PROVIDER_APP_SECRET. LOCAL_PROVIDER_PORT (default 4100) and PLATFORM_URL (default
  * http://127.0.0.1:$PORT) say where it listens and where its notifications go.
  */
-import { logger } from '../../runtime/logger.js';
+import { logger } from '../../src/runtime/logger.js';
 import { startLocalProvider } from './server.js';
 
 const env = process.env;

@@ -4,7 +4,7 @@
  * finishes it. A send referring to media still processing is refused (messages.ts).
  */
 import { graphError, jsonBody, type LocalRouteModule } from './graph.js';
-import { GRAPH_CODE } from '../../core/graph-codes.js';
+import { GRAPH_CODE } from '../../src/core/graph-codes.js';
 import { newNumericId } from './state.js';
 
 export const mediaModule: LocalRouteModule = ({ local }, { state }) => {

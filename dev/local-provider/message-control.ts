@@ -2,7 +2,7 @@
  * Test control of messages: fail one, post a status again or out of order, read what was sent,
  * make a recipient fail, open a free-entry-point window, and the pace of automatic statuses. Under /_local only.
  */
-import { GRAPH_CODE } from '../../core/graph-codes.js';
+import { GRAPH_CODE } from '../../src/core/graph-codes.js';
 import { graphError, jsonBody, type LocalRouteModule } from './graph.js';
 import { FEP_SECONDS, postStatus, unix } from './messages.js';
 

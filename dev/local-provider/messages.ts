@@ -7,7 +7,7 @@
  */
 import type { RouterMiddleware } from '@koa/router';
 import { z } from 'zod';
-import { GRAPH_CODE, MEDIA_PROCESSING_SUBCODE } from '../../core/graph-codes.js';
+import { GRAPH_CODE, MEDIA_PROCESSING_SUBCODE } from '../../src/core/graph-codes.js';
 import { graphError, jsonBody, type LocalProviderContext, type LocalRouteModule } from './graph.js';
 import { tokenCheck } from './photoapp.js';
 import { chatappEnvelope } from './notify.js';

@@ -4,7 +4,7 @@
  * channel's ingress. A refused or failed POST is retried a few times, like the provider does.
  */
 import crypto from 'node:crypto';
-import { doublingBackoffMs } from '../../core/backoff.js';
+import { doublingBackoffMs } from '../../src/core/backoff.js';
 
 export type ProviderChannel = 'chatapp' | 'photoapp';
 

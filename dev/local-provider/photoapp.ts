@@ -6,7 +6,7 @@
  */
 import crypto from 'node:crypto';
 import { z } from 'zod';
-import { GRAPH_CODE, TOKEN_SUBCODE } from '../../core/graph-codes.js';
+import { GRAPH_CODE, TOKEN_SUBCODE } from '../../src/core/graph-codes.js';
 import { graphError, jsonBody, type LocalRouteModule } from './graph.js';
 import { newNumericId, type PhotoappAccount } from './state.js';
 

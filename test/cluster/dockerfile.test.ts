@@ -150,7 +150,7 @@ describe('the Dockerfile, carried out without Docker', () => {
     // The console's files are read from dist/console at run time.
     expect((await fetch(`${apiUrl}/console/app.js`)).status).toBe(200);
     for (const { child } of processes) {
-      // npm -> sh -> sh dev/service.sh -> exec node dist/<name>/main.js: the last of the chain is node.
+      // npm -> sh -> sh dev/service.sh -> exec node dist/src/<name>/main.js: the last of the chain is node.
       const chain = descendants(child.pid!).map(cmdline);
       expect(chain.at(-1)).toMatch(/node dist\/(api|worker)\/main\.js$/);
       expect(chain.join('\n')).not.toMatch(/tsx/);

@@ -11,14 +11,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { issueApiKey } from '../../db/api-keys.js';
-import { createAccount } from '../../db/directory.js';
-import { createPool, type Db } from '../../db/pool.js';
+import { issueApiKey } from '../../src/db/api-keys.js';
+import { createAccount } from '../../src/db/directory.js';
+import { createPool, type Db } from '../../src/db/pool.js';
 import { freePort, isPortOpen } from '../../dev/ports.js';
 import { startProductionShape, type ProductionShape } from '../../dev/production-shape.js';
 import { projectRoot } from '../../dev/tools.js';
-import { SCOPES } from '../../security/api-key.js';
-import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
+import { SCOPES } from '../../src/security/api-key.js';
+import { endpointWorkflowId } from '../../src/workflows/endpoint-contract.js';
 import { eventually } from '../support/harness.js';
 import { startReceiver, type ReceivedRequest, type Receiver } from '../support/https-receiver.js';
 import { expectOnlyUnrecordedResent } from '../support/resends.js';
@@ -191,7 +191,7 @@ async function sessionWorkerPid(endpointId: string): Promise<number | undefined>
   const { raw } = await temporal.workflow.getHandle(endpointWorkflowId(endpointId)).describe();
   const identity = raw.pendingActivities?.find((a) => a.activityType?.name === 'deliverDue')?.lastWorkerIdentity;
   if (identity) return Number(identity.split('@')[0]);
-  // A direct session (worker/direct-sessions.ts) runs with no activity: its lease on the endpoint names its process.
+  // A direct session (src/delivery/direct-sessions.ts) runs with no activity: its lease on the endpoint names its process.
   const { rows } = await db.query<{ owner: string | null }>(`SELECT session_owner AS owner FROM endpoints WHERE id = $1`, [endpointId]);
   const direct = rows[0]?.owner?.match(/^direct\/(\d+)\//);
   return direct ? Number(direct[1]) : undefined;

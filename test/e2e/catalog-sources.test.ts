@@ -7,8 +7,8 @@
  */
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EVENT_TYPES } from '../../core/catalog/index.js';
-import { createChannelAccount } from '../../db/directory.js';
+import { EVENT_TYPES } from '../../src/core/catalog/index.js';
+import { createChannelAccount } from '../../src/db/directory.js';
 import type { LocalProvider } from '../../dev/local-provider/server.js';
 import { addWaba, newNumericId } from '../../dev/local-provider/state.js';
 import { samples } from '../support/catalog-samples.js';

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningApi } from '../../api/server.js';
+import type { RunningApi } from '../../src/api/server.js';
 import { eventually, testDb, type Tenant } from '../support/harness.js';
 import { startReceiver, type Receiver, type ReceivedRequest } from '../support/https-receiver.js';
 import { startService, type RunningService } from '../support/running-service.js';

@@ -14,7 +14,7 @@ import { demandEvent } from '../support/kit.js';
 import { waitIdle } from '../support/temporal.js';
 import { startWorkerProcess } from '../support/worker-process.js';
 import { hmac, workerProcessBed } from '../support/worker-process-bed.js';
-import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
+import { endpointWorkflowId } from '../../src/workflows/endpoint-contract.js';
 
 const bed = workerProcessBed('faults', 1);
 const BACKLOG = 300;

@@ -12,7 +12,7 @@ import { expectOnlyUnrecordedResent } from '../support/resends.js';
 import { demandEvent } from '../support/kit.js';
 import { waitIdle } from '../support/temporal.js';
 import { hmac, workerProcessBed } from '../support/worker-process-bed.js';
-import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
+import { endpointWorkflowId } from '../../src/workflows/endpoint-contract.js';
 
 const bed = workerProcessBed('direct', 2);
 

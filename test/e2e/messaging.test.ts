@@ -7,7 +7,7 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalProvider } from '../../dev/local-provider/server.js';
-import { createChannelAccount } from '../../db/directory.js';
+import { createChannelAccount } from '../../src/db/directory.js';
 import { eventually, testDb, type Tenant } from '../support/harness.js';
 import { startReceiver, type Receiver } from '../support/https-receiver.js';
 import { startService, type RunningService } from '../support/running-service.js';

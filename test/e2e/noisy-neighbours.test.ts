@@ -124,7 +124,7 @@ describe('no noisy neighbours', () => {
     // The slow receivers held the origin's cap of POSTs or more through the measurement (but for
     // the moments their answers come back together and the next POSTs are not yet there).
     expect(slowHeld.filter((n) => n >= CAP).length).toBeGreaterThanOrEqual(0.75 * slowHeld.length);
-    // Past the cap by at most one POST per active endpoint (core/fair-share.ts).
+    // Past the cap by at most one POST per active endpoint (src/core/fair-share.ts).
     expect(peak).toBeLessThanOrEqual(CAP + SLOW_ENDPOINTS + 1);
 
     // And the slow endpoints got every delivery, once each.

@@ -1,15 +1,15 @@
 /**
- * The API key cache (api/api-key-cache.ts) on real Postgres, through the real API: keys are
+ * The API key cache (src/api/api-key-cache.ts) on real Postgres, through the real API: keys are
  * served from memory, yet a revocation is refused at once in this process, within the
  * notification's delay from any other connection, and within the TTL when nothing is announced.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { inject } from 'vitest';
-import { createApiKeyCache } from '../../api/api-key-cache.js';
-import { insertApiKey, issueApiKey } from '../../db/api-keys.js';
-import { createAccount } from '../../db/directory.js';
-import { generateApiKey, hashApiKey, SCOPES } from '../../security/api-key.js';
+import { createApiKeyCache } from '../../src/api/api-key-cache.js';
+import { insertApiKey, issueApiKey } from '../../src/db/api-keys.js';
+import { createAccount } from '../../src/db/directory.js';
+import { generateApiKey, hashApiKey, SCOPES } from '../../src/security/api-key.js';
 import { createTenant, eventually, startTestApi, testDb, type TestApi } from '../support/harness.js';
 
 /** The cache's clock: only the TTL tests move it. */

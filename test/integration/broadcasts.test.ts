@@ -5,7 +5,7 @@
  */
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createChannelAccount } from '../../db/directory.js';
+import { createChannelAccount } from '../../src/db/directory.js';
 import { createTenant, eventually, testDb, type Tenant } from '../support/harness.js';
 import { connectChatappNumber, startApiWithProvider, type ApiWithProvider, unreachableProvider } from '../support/local-provider.js';
 

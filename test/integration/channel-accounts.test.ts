@@ -1,6 +1,6 @@
 /** Channel accounts (account:read) and the photoapp token status (SPEC 3.4) on real Postgres and the local provider. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createChannelAccount } from '../../db/directory.js';
+import { createChannelAccount } from '../../src/db/directory.js';
 import { createTenant, testDb, type Tenant } from '../support/harness.js';
 import { startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
 

@@ -1,6 +1,6 @@
 /** /console: the page and its listed files, each under the strict CSP; nothing else of the folder or the repository. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONSOLE_CSP } from '../../api/console.js';
+import { CONSOLE_CSP } from '../../src/api/console.js';
 import { startTestApi, type TestApi } from '../support/harness.js';
 
 let api: TestApi;

@@ -1,9 +1,9 @@
 /** Funnel stages, contacts (read, PATCH) and crm.contact.stage_changed, on real Postgres. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyContactEdit } from '../../crm/contact-stage.js';
-import { emitPendingCrmEvents } from '../../crm/outbox.js';
-import { deleteAccount } from '../../db/directory.js';
-import { inTransaction } from '../../db/pool.js';
+import { applyContactEdit } from '../../src/crm/contact-stage.js';
+import { emitPendingCrmEvents } from '../../src/crm/outbox.js';
+import { deleteAccount } from '../../src/db/directory.js';
+import { inTransaction } from '../../src/db/pool.js';
 import { contactOn, crmOrigin, deliveriesOf, eventsOf, receivingEndpoint, type CrmOrigin } from '../support/crm-fixtures.js';
 import { startTestApi, testDb, type TestApi } from '../support/harness.js';
 

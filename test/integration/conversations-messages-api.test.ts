@@ -1,7 +1,7 @@
 /** GET /api/v1/conversations and GET /api/v1/messages, on real Postgres. */
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { recordFepExpiry, registerOutboundMessage } from '../../db/messaging.js';
+import { recordFepExpiry, registerOutboundMessage } from '../../src/db/messaging.js';
 import { contactOn, crmOrigin } from '../support/crm-fixtures.js';
 import { startTestApi, testDb, type TestApi } from '../support/harness.js';
 

@@ -1,8 +1,8 @@
 /** The worker's sweep stores CRM events a dead API process committed but never stored. */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { applyContactEdit } from '../../crm/contact-stage.js';
-import { inTransaction } from '../../db/pool.js';
-import { runCrmOutboxSweep } from '../../worker/crm-outbox-sweep.js';
+import { applyContactEdit } from '../../src/crm/contact-stage.js';
+import { inTransaction } from '../../src/db/pool.js';
+import { runCrmOutboxSweep } from '../../src/crm/outbox-sweep.js';
 import { contactOn, crmOrigin, eventsOf } from '../support/crm-fixtures.js';
 import { eventually, startTestApi, testDb, type TestApi } from '../support/harness.js';
 

@@ -3,9 +3,9 @@
  * Account, and deleting an Account still removes its deliveries (through its endpoints).
  */
 import { describe, expect, it } from 'vitest';
-import { getEventDefinition } from '../../core/catalog/index.js';
-import { deleteAccount } from '../../db/directory.js';
-import { ingestEvent, storeEvent } from '../../ingest/store-event.js';
+import { getEventDefinition } from '../../src/core/catalog/index.js';
+import { deleteAccount } from '../../src/db/directory.js';
+import { ingestEvent, storeEvent } from '../../src/events/store-event.js';
 import { createTenant, testDb } from '../support/harness.js';
 
 const def = getEventDefinition('crm.demand.created')!;

@@ -7,8 +7,8 @@ import crypto from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { endpointWorkflows } from '../../temporal/client.js';
-import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
+import { endpointWorkflows } from '../../src/delivery/workflow-client.js';
+import { endpointWorkflowId } from '../../src/workflows/endpoint-contract.js';
 
 let connection: Connection;
 let client: Client;

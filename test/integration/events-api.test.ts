@@ -1,14 +1,14 @@
 /** Publishing, the stream, routing to endpoints, the Free-plan cap and deletion, on real Postgres. */
 import crypto from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { canonicalJson, getEventDefinition, sha256Hex } from '../../core/catalog/index.js';
-import { webhookBody } from '../../core/webhook-body.js';
-import { createAttemptRecorder } from '../../activities/attempt-recorder.js';
-import { runDeliverySession } from '../../activities/delivery-session.js';
-import { createSessionRegistry } from '../../activities/session-registry.js';
-import { createChannelAccount, createCustomer } from '../../db/directory.js';
-import type { EventRow } from '../../db/events.js';
-import { registerOutboundMessage, upsertContact } from '../../db/messaging.js';
+import { canonicalJson, getEventDefinition, sha256Hex } from '../../src/core/catalog/index.js';
+import { webhookBody } from '../../src/core/webhook-body.js';
+import { createAttemptRecorder } from '../../src/delivery/attempt-recorder.js';
+import { runDeliverySession } from '../../src/delivery/delivery-session.js';
+import { createSessionRegistry } from '../../src/delivery/session-registry.js';
+import { createChannelAccount, createCustomer } from '../../src/db/directory.js';
+import type { EventRow } from '../../src/db/events.js';
+import { registerOutboundMessage, upsertContact } from '../../src/db/messaging.js';
 import { samples, WAMID } from '../support/catalog-samples.js';
 import { createTenant, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
 import { startReceiver, type ReceivedRequest, type Receiver } from '../support/https-receiver.js';

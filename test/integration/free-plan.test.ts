@@ -1,8 +1,8 @@
 /** The Free-plan count over time, driven through the store path with the clock passed in. */
 import { describe, expect, it } from 'vitest';
-import { getEventDefinition } from '../../core/catalog/index.js';
-import { createChannelAccount } from '../../db/directory.js';
-import { ingestEvent, storeEvent } from '../../ingest/store-event.js';
+import { getEventDefinition } from '../../src/core/catalog/index.js';
+import { createChannelAccount } from '../../src/db/directory.js';
+import { ingestEvent, storeEvent } from '../../src/events/store-event.js';
 import { samples } from '../support/catalog-samples.js';
 import { createTenant, testDb } from '../support/harness.js';
 

@@ -4,9 +4,9 @@
  */
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { getEventDefinition } from '../../core/catalog/index.js';
-import { createPool, type Db } from '../../db/pool.js';
-import { ingestEvent, storeEvent, type StoredEvent } from '../../ingest/store-event.js';
+import { getEventDefinition } from '../../src/core/catalog/index.js';
+import { createPool, type Db } from '../../src/db/pool.js';
+import { ingestEvent, storeEvent, type StoredEvent } from '../../src/events/store-event.js';
 import { createTenant, eventually, testDb } from '../support/harness.js';
 
 const def = getEventDefinition('crm.demand.created')!;

@@ -4,7 +4,7 @@
  * the table's last ANALYZE once made each probe read the whole stream on the cursor index.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { findEventsByKeys, findKnownKeysAndEndpoints } from '../../db/events.js';
+import { findEventsByKeys, findKnownKeysAndEndpoints } from '../../src/db/events.js';
 import { createTenant, testDb } from '../support/harness.js';
 
 /** Blocks of `events` and its indexes this transaction has read so far (its own statistics, no other session's). */

@@ -4,8 +4,8 @@
  * numbers re-read on a quality update (SPEC 6.3).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createChannelAccount } from '../../db/directory.js';
-import { registerOutboundMessage } from '../../db/messaging.js';
+import { createChannelAccount } from '../../src/db/directory.js';
+import { registerOutboundMessage } from '../../src/db/messaging.js';
 import { createTenant, eventually, testDb, type Tenant } from '../support/harness.js';
 import { startApiWithProvider, type ApiWithProvider, unreachableProvider } from '../support/local-provider.js';
 

@@ -6,7 +6,7 @@ import { runner } from 'node-pg-migrate';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { migrate } from '../../db/migrate.js';
+import { migrate } from '../../src/db/migrate.js';
 import { projectRoot } from '../../dev/tools.js';
 
 /**
@@ -39,7 +39,7 @@ describe('migrations', () => {
       const { rows } = await db.query(`SELECT name FROM schema_migrations ORDER BY id`);
       await db.end();
       const files = fs
-        .readdirSync(path.join(projectRoot, 'db', 'migrations'))
+        .readdirSync(path.join(projectRoot, 'src', 'db', 'migrations'))
         .map((f) => f.replace(/\.sql$/, ''))
         .sort();
       expect(files.length).toBeGreaterThan(1);
@@ -60,7 +60,7 @@ describe('migrations', () => {
     url.pathname = `/${name}`;
     const db = new pg.Client({ connectionString: url.toString() });
     try {
-      const dir = path.join(projectRoot, 'db', 'migrations');
+      const dir = path.join(projectRoot, 'src', 'db', 'migrations');
       await runner({ databaseUrl: url.toString(), dir, direction: 'up', count: 7, migrationsTable: 'schema_migrations', log: () => {} });
       await db.connect();
       const { rows } = await db.query(`INSERT INTO accounts (name, owner_email) VALUES ('a', 'o@example.com') RETURNING id`);

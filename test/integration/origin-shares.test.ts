@@ -4,8 +4,8 @@
  * flight is not queued behind another endpoint's slow POSTs on the same origin.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpClient, type HttpClient } from '../../delivery/http-client.js';
-import { createDestinationPolicy } from '../../security/destination-policy.js';
+import { createHttpClient, type HttpClient } from '../../src/delivery/http-client.js';
+import { createDestinationPolicy } from '../../src/security/destination-policy.js';
 import { startReceiver, type Receiver } from '../support/https-receiver.js';
 
 let receiver: Receiver;

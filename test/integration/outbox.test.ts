@@ -1,8 +1,8 @@
 /** The notification outbox: each queued alert or warning goes out once, through a real nodemailer transport. */
 import nodemailer from 'nodemailer';
 import { describe, expect, it } from 'vitest';
-import { enqueueNotification } from '../../db/plan-usage.js';
-import { mailDelivery, sendPendingNotifications, type Deliver } from '../../worker/outbox-sender.js';
+import { enqueueNotification } from '../../src/db/plan-usage.js';
+import { mailDelivery, sendPendingNotifications, type Deliver } from '../../src/worker/outbox-sender.js';
 import { createTenant, testDb } from '../support/harness.js';
 
 describe('notification outbox', () => {

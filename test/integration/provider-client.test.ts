@@ -1,6 +1,6 @@
 /** The platform's provider client against the local provider: answers, Graph errors, unreachable, signed notifications. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createProviderHttp, ProviderError } from '../../provider/http.js';
+import { createProviderHttp, ProviderError } from '../../src/channels/provider-http.js';
 import { startApiWithProvider, PROVIDER_ACCESS_TOKEN, type ApiWithProvider } from '../support/local-provider.js';
 
 let bed: ApiWithProvider;

@@ -1,11 +1,11 @@
 /** The messaging provider's webhook end to end on real Postgres: signature, mapping, directory, stream. */
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getEventDefinition } from '../../core/catalog/index.js';
-import { webhookBody } from '../../core/webhook-body.js';
-import { createChannelAccount } from '../../db/directory.js';
-import type { EventRow } from '../../db/events.js';
-import { registerOutboundMessage } from '../../db/messaging.js';
+import { getEventDefinition } from '../../src/core/catalog/index.js';
+import { webhookBody } from '../../src/core/webhook-body.js';
+import { createChannelAccount } from '../../src/db/directory.js';
+import type { EventRow } from '../../src/db/events.js';
+import { registerOutboundMessage } from '../../src/db/messaging.js';
 import {
   createTenant,
   PROVIDER_APP_SECRET,

@@ -3,18 +3,18 @@
  * each with its own limiter (as separate processes would have), hammer one key at once.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { bucketLevel, grantOf, LEASE_MS } from '../../core/rate-lease.js';
+import { bucketLevel, grantOf, LEASE_MS } from '../../src/core/rate-lease.js';
 import { fork } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createApp } from '../../api/app.js';
-import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../../api/errors.js';
-import { createRateLimiter, type RateLimiter } from '../../api/rate-limiter.js';
-import { issueApiKey, revokeApiKey } from '../../db/api-keys.js';
-import { createPool } from '../../db/pool.js';
-import { leaseRateTokens } from '../../db/rate-buckets.js';
-import { SCOPES } from '../../security/api-key.js';
+import { createApp } from '../../src/api/app.js';
+import { UNAVAILABLE_RETRY_AFTER_SECONDS } from '../../src/api/errors.js';
+import { createRateLimiter, type RateLimiter } from '../../src/api/rate-limiter.js';
+import { issueApiKey, revokeApiKey } from '../../src/db/api-keys.js';
+import { createPool } from '../../src/db/pool.js';
+import { leaseRateTokens } from '../../src/db/rate-buckets.js';
+import { SCOPES } from '../../src/security/api-key.js';
 import { createTenant, eventually, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
 
 const LIMIT = { capacity: 20, refillPerSecond: 10 };
@@ -87,7 +87,7 @@ describe('one rate limit across API processes', () => {
       expect((await get(api, other.key)).status).toBe(200);
     }
     await revokeApiKey(testDb(), hammered.id);
-    // Each process hears of the revocation milliseconds after its commit (api/api-key-cache.ts).
+    // Each process hears of the revocation milliseconds after its commit (src/api/api-key-cache.ts).
     for (const api of apis) await eventually(async () => (await get(api, hammered.key)).status === 401, 5_000);
     // Its replacement starts with a full bucket.
     const replacement = await newKey();
@@ -172,7 +172,7 @@ function startChild(vars: Record<string, string | number>) {
 }
 
 describe('the lease statement', () => {
-  it('computes the refill and the grant as core/rate-lease.ts does', async () => {
+  it('computes the refill and the grant as src/core/rate-lease.ts does', async () => {
     const db = testDb();
     const { id } = await newKey();
     const first = await leaseRateTokens(db, { keyId: id, want: 5, capacity: 100, perSecond: 20 });

@@ -5,9 +5,9 @@
  */
 import type Router from '@koa/router';
 import { describe, expect, it } from 'vitest';
-import { createApp } from '../../api/app.js';
-import type { ApiDeps } from '../../api/deps.js';
-import { buildOpenApiDocument } from '../../api/openapi.js';
+import { createApp } from '../../src/api/app.js';
+import type { ApiDeps } from '../../src/api/deps.js';
+import { buildOpenApiDocument } from '../../src/api/openapi.js';
 
 const PREFIX = '/api/v1/';
 /** The document itself: served without a key and not an operation of the API. */

@@ -1,8 +1,8 @@
 /** POST /api/v1/messages on real Postgres and the local provider: send, refuse, register (DECISIONS "Outbound messages"). */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canonicalJson, sha256Hex } from '../../core/catalog/canonical-json.js';
-import { parseSendRequest } from '../../core/outbound-message.js';
-import { createChannelAccount } from '../../db/directory.js';
+import { canonicalJson, sha256Hex } from '../../src/core/catalog/canonical-json.js';
+import { parseSendRequest } from '../../src/core/outbound-message.js';
+import { createChannelAccount } from '../../src/db/directory.js';
 import { createTenant, testDb, type Tenant } from '../support/harness.js';
 import { startApiWithProvider, type ApiWithProvider, unreachableProvider } from '../support/local-provider.js';
 

@@ -6,13 +6,13 @@
  * renewed while it lives, and work due when a session ends is told to the router.
  */
 import { describe, expect, it } from 'vitest';
-import { createAttemptRecorder } from '../../activities/attempt-recorder.js';
-import { runDeliverySession, type SessionDeps } from '../../activities/delivery-session.js';
-import { createSessionLeases } from '../../activities/session-leases.js';
-import { createSessionRegistry } from '../../activities/session-registry.js';
-import { claimWithEndpointsFor, type ClaimRequest } from '../../db/deliveries.js';
-import type { DueEndpoint } from '../../db/due-notifications.js';
-import { endHandover, takeBackLostSessions, takeSessionLease } from '../../db/session-leases.js';
+import { createAttemptRecorder } from '../../src/delivery/attempt-recorder.js';
+import { runDeliverySession, type SessionDeps } from '../../src/delivery/delivery-session.js';
+import { createSessionLeases } from '../../src/delivery/session-leases.js';
+import { createSessionRegistry } from '../../src/delivery/session-registry.js';
+import { claimWithEndpointsFor, type ClaimRequest } from '../../src/db/deliveries.js';
+import type { DueEndpoint } from '../../src/db/due-notifications.js';
+import { endHandover, takeBackLostSessions, takeSessionLease } from '../../src/db/session-leases.js';
 import { eventually, storeDemandEvent, testDb } from '../support/harness.js';
 import { sessionTestBed } from '../support/session-test-bed.js';
 

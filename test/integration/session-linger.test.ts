@@ -3,11 +3,11 @@
  * claims once more only for its last look before it ends idle; a poke while it lingers is taken.
  */
 import { describe, expect, it } from 'vitest';
-import { createAttemptRecorder } from '../../activities/attempt-recorder.js';
-import { runDeliverySession, type SessionDeps } from '../../activities/delivery-session.js';
-import { createSessionRegistry } from '../../activities/session-registry.js';
-import { LEASE_MS } from '../../core/runtime-limits.js';
-import { claimWithEndpointsFor, type ClaimRequest } from '../../db/deliveries.js';
+import { createAttemptRecorder } from '../../src/delivery/attempt-recorder.js';
+import { runDeliverySession, type SessionDeps } from '../../src/delivery/delivery-session.js';
+import { createSessionRegistry } from '../../src/delivery/session-registry.js';
+import { LEASE_MS } from '../../src/core/runtime-limits.js';
+import { claimWithEndpointsFor, type ClaimRequest } from '../../src/db/deliveries.js';
 import { storeDemandEvent, testDb } from '../support/harness.js';
 import { sessionTestBed } from '../support/session-test-bed.js';
 

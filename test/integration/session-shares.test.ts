@@ -5,9 +5,9 @@
  */
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createAttemptRecorder } from '../../activities/attempt-recorder.js';
-import { runDeliverySession, type SessionDeps } from '../../activities/delivery-session.js';
-import { createSessionRegistry } from '../../activities/session-registry.js';
+import { createAttemptRecorder } from '../../src/delivery/attempt-recorder.js';
+import { runDeliverySession, type SessionDeps } from '../../src/delivery/delivery-session.js';
+import { createSessionRegistry } from '../../src/delivery/session-registry.js';
 import { eventually, testDb } from '../support/harness.js';
 import { sessionTestBed } from '../support/session-test-bed.js';
 

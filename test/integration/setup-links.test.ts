@@ -5,7 +5,7 @@
  */
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createChannelAccount, createCustomer } from '../../db/directory.js';
+import { createChannelAccount, createCustomer } from '../../src/db/directory.js';
 import { createTenant, testDb, type Tenant } from '../support/harness.js';
 import { startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
 

@@ -3,7 +3,7 @@
  * its own endpoint's due deliveries, earliest first, up to its limit, leased to it alone.
  */
 import { describe, expect, it } from 'vitest';
-import { claimWithEndpointsFor } from '../../db/deliveries.js';
+import { claimWithEndpointsFor } from '../../src/db/deliveries.js';
 import { createTenant, storeDemandEvent, testDb } from '../support/harness.js';
 
 async function endpoint(accountId: string): Promise<string> {

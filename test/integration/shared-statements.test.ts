@@ -5,12 +5,12 @@
  * and the publish's read of known keys and routable endpoints (only the batch's Customers' endpoints).
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { showSuccesses } from '../../activities/success-display.js';
-import { claimWithEndpointsFor, reportSession } from '../../db/deliveries.js';
-import { areCustomersOfAccounts, createCustomer } from '../../db/directory.js';
-import { recordEndpointSuccesses } from '../../db/endpoints.js';
-import { findKnownKeysAndEndpoints } from '../../db/events.js';
-import { createPool, type Db } from '../../db/pool.js';
+import { showSuccesses } from '../../src/delivery/success-display.js';
+import { claimWithEndpointsFor, reportSession } from '../../src/db/deliveries.js';
+import { areCustomersOfAccounts, createCustomer } from '../../src/db/directory.js';
+import { recordEndpointSuccesses } from '../../src/db/endpoints.js';
+import { findKnownKeysAndEndpoints } from '../../src/db/events.js';
+import { createPool, type Db } from '../../src/db/pool.js';
 import { createTenant, startTestApi, storeDemandEvent, testDb, type TestApi } from '../support/harness.js';
 
 async function endpoint(accountId: string, over: { customerId?: string; health?: string; streak?: number } = {}): Promise<string> {

@@ -3,10 +3,10 @@
  * cursor N+1 has seen N (no event commits "behind" a reader).
  */
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { getEventDefinition } from '../../core/catalog/index.js';
-import { readStream } from '../../db/events.js';
-import { createPool, type Db } from '../../db/pool.js';
-import { ingestEvent, storeEvent } from '../../ingest/store-event.js';
+import { getEventDefinition } from '../../src/core/catalog/index.js';
+import { readStream } from '../../src/db/events.js';
+import { createPool, type Db } from '../../src/db/pool.js';
+import { ingestEvent, storeEvent } from '../../src/events/store-event.js';
 import { createTenant, testDb } from '../support/harness.js';
 
 const def = getEventDefinition('crm.demand.created')!;

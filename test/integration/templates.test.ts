@@ -1,7 +1,7 @@
 /** Templates on real Postgres and the local provider: sync, list filters, status notifications that emit nothing, isolation. */
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createChannelAccount } from '../../db/directory.js';
+import { createChannelAccount } from '../../src/db/directory.js';
 import { createTenant, testDb, type Tenant } from '../support/harness.js';
 import { connectChatappNumber, startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
 

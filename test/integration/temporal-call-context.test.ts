@@ -1,5 +1,5 @@
 /**
- * temporalCall (temporal/client.ts): the Temporal connection's AsyncLocalStorage is on only
+ * temporalCall (src/delivery/workflow-client.ts): the Temporal connection's AsyncLocalStorage is on only
  * while a call through it is in flight, so that a process whose requests never call Temporal
  * (the API's publish path) runs no async hook on its promises; a call still carries its
  * deadline across its awaits. On the dev server.
@@ -8,8 +8,8 @@ import crypto from 'node:crypto';
 import { isGrpcDeadlineError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { connectTemporal, endpointWorkflows, temporalCall } from '../../temporal/client.js';
-import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
+import { connectTemporal, endpointWorkflows, temporalCall } from '../../src/delivery/workflow-client.js';
+import { endpointWorkflowId } from '../../src/workflows/endpoint-contract.js';
 
 let temporal: Awaited<ReturnType<typeof connectTemporal>>;
 

@@ -5,7 +5,7 @@
  */
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createChannelAccount } from '../../db/directory.js';
+import { createChannelAccount } from '../../src/db/directory.js';
 import { samples } from '../support/catalog-samples.js';
 import { createTenant, PROVIDER_APP_SECRET, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
 import { startReceiver, type Receiver } from '../support/https-receiver.js';

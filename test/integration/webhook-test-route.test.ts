@@ -1,7 +1,7 @@
 /** POST /api/v1/webhooks/{id}/test against a real local HTTPS receiver. */
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { flushLogs, logger } from '../../runtime/logger.js';
+import { flushLogs, logger } from '../../src/runtime/logger.js';
 import {
   createTenant,
   eventually,

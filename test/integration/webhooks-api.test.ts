@@ -5,7 +5,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { startTemporalDevServer } from '../../dev/temporal-servers.js';
-import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
+import { endpointWorkflowId } from '../../src/workflows/endpoint-contract.js';
 import { createTenant, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
 
 let api: TestApi;

@@ -4,9 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { createHttpClient } from '../../delivery/http-client.js';
-import { loadConfig } from '../../runtime/config.js';
-import { createDestinationPolicy } from '../../security/destination-policy.js';
+import { createHttpClient } from '../../src/delivery/http-client.js';
+import { loadConfig } from '../../src/runtime/config.js';
+import { createDestinationPolicy } from '../../src/security/destination-policy.js';
 import { startReceiver, type Receiver } from '../support/https-receiver.js';
 
 let receiver: Receiver;

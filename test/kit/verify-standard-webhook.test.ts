@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { standardSignatureFor, verifyStandardWebhook } from '@webhook-platform/sdk';
-import { webhookHeaders } from '../../delivery/send-webhook.js';
+import { webhookHeaders } from '../../src/delivery/send-webhook.js';
 
 const secret = 'whsec_' + crypto.randomBytes(32).toString('base64url');
 const raw = Buffer.from('{"event":"crm.demand.created",  "n":1.0}', 'utf8');

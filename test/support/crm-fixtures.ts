@@ -1,7 +1,7 @@
 /** Fixtures of the CRM tests: a tenant with live and sandbox channel accounts, contacts, endpoints that receive. */
 import crypto from 'node:crypto';
-import { createChannelAccount } from '../../db/directory.js';
-import { recordIncomingMessage } from '../../db/messaging.js';
+import { createChannelAccount } from '../../src/db/directory.js';
+import { recordIncomingMessage } from '../../src/db/messaging.js';
 import { createTenant, testDb, type Tenant, type TestApi } from './harness.js';
 
 export interface CrmOrigin {

@@ -10,8 +10,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, beforeEach, expect } from 'vitest';
-import { endpointWorkflows } from '../../temporal/client.js';
-import { endpointWorkflowId } from '../../workflows/endpoint-contract.js';
+import { endpointWorkflows } from '../../src/delivery/workflow-client.js';
+import { endpointWorkflowId } from '../../src/workflows/endpoint-contract.js';
 import { eventually, staticResolver, startTestApi, storeDemandEvent, TEST_HOSTS, testDb, type Tenant, type TestApi } from './harness.js';
 import { startReceiver, type ReceivedRequest, type Receiver } from './https-receiver.js';
 import { startTestWorker, timeSkippingEnvironment, waitIdle } from './temporal.js';
@@ -29,7 +29,7 @@ export interface DeliveryView {
   last_attempt_at: Date | null;
 }
 
-/** `directSessions`: the worker's sessions take the endpoints' leases, and `bed.direct` starts direct sessions (worker/direct-sessions.ts). */
+/** `directSessions`: the worker's sessions take the endpoints' leases, and `bed.direct` starts direct sessions (src/delivery/direct-sessions.ts). */
 export function deliveryTestBed(o: { directSessions?: boolean } = {}) {
   let env: Awaited<ReturnType<typeof timeSkippingEnvironment>>;
   let worker: Awaited<ReturnType<typeof startTestWorker>>;

@@ -11,12 +11,12 @@ import path from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { migrate } from '../../db/migrate.js';
+import { migrate } from '../../src/db/migrate.js';
 import { startEmbeddedPostgres } from '../../dev/embedded-postgres.js';
 import { makeLocalTls } from '../../dev/tls.js';
 import { startTemporalDevServer } from '../../dev/temporal-servers.js';
 import { ensureTestServerClasspath, projectRoot } from '../../dev/tools.js';
-import { workflowsPath } from '../../worker/create-worker.js';
+import { workflowsPath } from '../../src/worker/create-worker.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -3,22 +3,22 @@ import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { inject } from 'vitest';
-import { createApp } from '../../api/app.js';
-import { getEventDefinition } from '../../core/catalog/index.js';
-import { ingestEvent, storeEvent } from '../../ingest/store-event.js';
-import { createApiKeyCache } from '../../api/api-key-cache.js';
-import type { ApiDeps } from '../../api/deps.js';
-import { issueApiKey } from '../../db/api-keys.js';
-import { createAccount, createCustomer, type Plan } from '../../db/directory.js';
-import { dueChannel } from '../../db/due-notifications.js';
-import { createPool, type Db } from '../../db/pool.js';
-import { createDueWakes } from '../../ingest/due-wakes.js';
-import { createHttpClient } from '../../delivery/http-client.js';
-import { endpointWorkflows } from '../../temporal/client.js';
-import { SCOPES, type Environment, type Scope } from '../../security/api-key.js';
-import { createDestinationPolicy, type Resolver } from '../../security/destination-policy.js';
-import { createSecretBox } from '../../security/secret-box.js';
-import type { ProviderHttp } from '../../provider/http.js';
+import { createApp } from '../../src/api/app.js';
+import { getEventDefinition } from '../../src/core/catalog/index.js';
+import { ingestEvent, storeEvent } from '../../src/events/store-event.js';
+import { createApiKeyCache } from '../../src/api/api-key-cache.js';
+import type { ApiDeps } from '../../src/api/deps.js';
+import { issueApiKey } from '../../src/db/api-keys.js';
+import { createAccount, createCustomer, type Plan } from '../../src/db/directory.js';
+import { dueChannel } from '../../src/db/due-notifications.js';
+import { createPool, type Db } from '../../src/db/pool.js';
+import { createDueWakes } from '../../src/events/due-wakes.js';
+import { createHttpClient } from '../../src/delivery/http-client.js';
+import { endpointWorkflows } from '../../src/delivery/workflow-client.js';
+import { SCOPES, type Environment, type Scope } from '../../src/security/api-key.js';
+import { createDestinationPolicy, type Resolver } from '../../src/security/destination-policy.js';
+import { createSecretBox } from '../../src/security/secret-box.js';
+import type { ProviderHttp } from '../../src/channels/provider-http.js';
 
 export const TASK_QUEUE_PREFIX = 'test-webhooks';
 
@@ -103,7 +103,7 @@ export async function startTestApi(
      * otherwise fire on timers after close() and throw "Channel has been shut down".
      */
     noTemporalRetries?: boolean;
-    /** The API key cache's TTL and clock (api/api-key-cache.ts), as in production unless given. */
+    /** The API key cache's TTL and clock (src/api/api-key-cache.ts), as in production unless given. */
     apiKeyCache?: { ttlMs?: number; now?: () => number };
     /** The provider's API client (e.g. on a local provider, test/support/local-provider.ts); routes needing it answer 503 when unset. */
     providerApi?: ProviderHttp;

@@ -1,7 +1,7 @@
 /** The test API wired to a local provider (dev/local-provider), both on loopback ports. */
 import { startLocalProvider, type LocalProvider } from '../../dev/local-provider/server.js';
-import { createProviderHttp, type ProviderHttp } from '../../provider/http.js';
-import { createChannelAccount } from '../../db/directory.js';
+import { createProviderHttp, type ProviderHttp } from '../../src/channels/provider-http.js';
+import { createChannelAccount } from '../../src/db/directory.js';
 import { PROVIDER_APP_SECRET, startTestApi, testDb, type Tenant, type TestApi } from './harness.js';
 
 export const PROVIDER_ACCESS_TOKEN = 'local-provider-access-token-for-tests';

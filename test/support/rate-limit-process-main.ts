@@ -4,8 +4,8 @@
  * DURATION_MS, CONCURRENCY loops take tokens for KEY_ID, as requests would; then it sends back
  * what it was allowed.
  */
-import { createRateLimiter } from '../../api/rate-limiter.js';
-import { createPool } from '../../db/pool.js';
+import { createRateLimiter } from '../../src/api/rate-limiter.js';
+import { createPool } from '../../src/db/pool.js';
 
 const env = (name: string) => {
   const value = process.env[name];

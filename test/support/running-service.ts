@@ -5,11 +5,11 @@
  */
 import crypto from 'node:crypto';
 import { inject } from 'vitest';
-import { startApi, type RunningApi } from '../../api/server.js';
+import { startApi, type RunningApi } from '../../src/api/server.js';
 import { startLocalProvider, type LocalProvider } from '../../dev/local-provider/server.js';
 import { freePort } from '../../dev/ports.js';
-import { loadConfig, type Config } from '../../runtime/config.js';
-import { runWorker } from '../../worker/main.js';
+import { loadConfig, type Config } from '../../src/runtime/config.js';
+import { runWorker } from '../../src/worker/main.js';
 import { createTenant, type Tenant } from './harness.js';
 
 export interface RunningService {

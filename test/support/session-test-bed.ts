@@ -5,8 +5,8 @@
  */
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { createHttpClient, type HttpClient } from '../../delivery/http-client.js';
-import { createDestinationPolicy } from '../../security/destination-policy.js';
+import { createHttpClient, type HttpClient } from '../../src/delivery/http-client.js';
+import { createDestinationPolicy } from '../../src/security/destination-policy.js';
 import { createTenant, startTestApi, storeDemandEvent, testDb, type Tenant, type TestApi } from './harness.js';
 import { startReceiver, type Receiver } from './https-receiver.js';
 

@@ -5,17 +5,17 @@ import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
-import { createActivities, sessionDepsOf, type ActivityDeps } from '../../activities/index.js';
-import { createSessionLeases } from '../../activities/session-leases.js';
-import { createDirectSessions, type DirectSessions } from '../../worker/direct-sessions.js';
-import { createSessionRegistry } from '../../activities/session-registry.js';
-import { dueChannel } from '../../db/due-notifications.js';
+import { createActivities, sessionDepsOf, type ActivityDeps } from '../../src/delivery/activities.js';
+import { createSessionLeases } from '../../src/delivery/session-leases.js';
+import { createDirectSessions, type DirectSessions } from '../../src/delivery/direct-sessions.js';
+import { createSessionRegistry } from '../../src/delivery/session-registry.js';
+import { dueChannel } from '../../src/db/due-notifications.js';
 import { startTimeSkippingTestServer } from '../../dev/temporal-servers.js';
-import { endpointWorkflows, ensureSearchAttributes } from '../../temporal/client.js';
-import { startDueRouter } from '../../worker/due-router.js';
-import { createHttpClient, type HttpClient } from '../../delivery/http-client.js';
-import { createDestinationPolicy, type Resolver } from '../../security/destination-policy.js';
-import { createSecretBox } from '../../security/secret-box.js';
+import { endpointWorkflows, ensureSearchAttributes } from '../../src/delivery/workflow-client.js';
+import { startDueRouter } from '../../src/delivery/due-router.js';
+import { createHttpClient, type HttpClient } from '../../src/delivery/http-client.js';
+import { createDestinationPolicy, type Resolver } from '../../src/security/destination-policy.js';
+import { createSecretBox } from '../../src/security/secret-box.js';
 import { eventually, staticResolver, TEST_ENCRYPTION_KEY, TEST_HOSTS, testDb } from './harness.js';
 
 /**

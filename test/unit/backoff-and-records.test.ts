@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { doublingBackoffMs } from '../../core/backoff.js';
-import { isRecord } from '../../core/is-record.js';
+import { doublingBackoffMs } from '../../src/core/backoff.js';
+import { isRecord } from '../../src/core/is-record.js';
 
 describe('doublingBackoffMs', () => {
   it('starts at the base, doubles per failure and stops at the cap', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { normalizePhoneNumber, triageRecipients } from '../../core/broadcast-recipients.js';
+import { normalizePhoneNumber, triageRecipients } from '../../src/core/broadcast-recipients.js';
 
 describe('normalizePhoneNumber', () => {
   it('reduces the usual ways of writing a number to its digits', () => {

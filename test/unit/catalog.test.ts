@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { CATEGORIES } from '../../core/categories.js';
+import { CATEGORIES } from '../../src/core/categories.js';
 import {
   EVENT_TYPES,
   canonicalJson,
@@ -11,7 +11,7 @@ import {
   sha256Hex,
   streamData,
   type EventDefinition,
-} from '../../core/catalog/index.js';
+} from '../../src/core/catalog/index.js';
 import { CONTACT_ID, opportunityRow, receivedData, samples, stage, statusData, WAMID } from '../support/catalog-samples.js';
 
 function def(type: string): EventDefinition {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatIssue, getEventDefinition, type EventDefinition } from '../../core/catalog/index.js';
+import { formatIssue, getEventDefinition, type EventDefinition } from '../../src/core/catalog/index.js';
 import {
   ProviderPayloadError,
   echoPayload,
@@ -11,7 +11,7 @@ import {
   revokedPayload,
   statusPayload,
   type ProviderFact,
-} from '../../ingest/chatapp-provider.js';
+} from '../../src/channels/inbound/chatapp-facts.js';
 
 const WABA = '102290129340398';
 const PNID = '106540352242922';

@@ -1,7 +1,7 @@
 /** Configuration is parsed once, from the environment it is given. */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../runtime/config.js';
+import { loadConfig } from '../../src/runtime/config.js';
 
 /** The documented default of WORKER_MAX_CACHED_WORKFLOWS (README's configuration table). */
 const DEFAULT_CACHE = 250;

@@ -1,6 +1,6 @@
 /** Which errors mean "Postgres is unreachable" (answered 503 with Retry-After) rather than a bug or bad data. */
 import { describe, expect, it } from 'vitest';
-import { isDatabaseUnavailable } from '../../db/pool.js';
+import { isDatabaseUnavailable } from '../../src/db/pool.js';
 
 const withCode = (code: string, message = 'x') => Object.assign(new Error(message), { code });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nextAttemptOf, type DeliveryTiming, type EndpointPacing } from '../../core/delivery-timing.js';
+import { nextAttemptOf, type DeliveryTiming, type EndpointPacing } from '../../src/core/delivery-timing.js';
 
 const MIN = 60_000;
 const T = Date.UTC(2026, 10, 23, 12, 0, 0);

@@ -1,6 +1,6 @@
 /** The endpoint workflow's state has its defaults in one place, for a new run and for one continued from an older version. */
 import { describe, expect, it } from 'vitest';
-import { initialState, withDefaults } from '../../workflows/endpoint-contract.js';
+import { initialState, withDefaults } from '../../src/workflows/endpoint-contract.js';
 
 describe('endpoint workflow state', () => {
   it('starts unverified, active, not sending, with nothing known', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { currentDetails, curveStep, endpointLabel, formatDuration, waitSummary, type StoryState } from '../../core/endpoint-story.js';
+import { currentDetails, curveStep, endpointLabel, formatDuration, waitSummary, type StoryState } from '../../src/core/endpoint-story.js';
 
 const MIN = 60_000;
 const T = Date.UTC(2026, 10, 23, 12, 0, 0);

@@ -11,7 +11,7 @@ import {
   sends,
   type EndpointConfig,
   type Health,
-} from '../../core/health.js';
+} from '../../src/core/health.js';
 
 const config: EndpointConfig = {
   url: 'https://a.example/hooks',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { fairShare, FairShareQueue, mayStart } from '../../core/fair-share.js';
-import { createOriginSlots } from '../../delivery/origin-slots.js';
+import { fairShare, FairShareQueue, mayStart } from '../../src/core/fair-share.js';
+import { createOriginSlots } from '../../src/delivery/origin-slots.js';
 
 describe('fair share of an origin', () => {
   it('is the cap split among the active endpoints, never less than one', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { afterFailure, afterSuccess, sends, type HealthState } from '../../core/health.js';
-import { retryDelayMs } from '../../core/retry-curve.js';
+import { afterFailure, afterSuccess, sends, type HealthState } from '../../src/core/health.js';
+import { retryDelayMs } from '../../src/core/retry-curve.js';
 
 describe('retry curve', () => {
   it('is 1, 2, 4, 8, 16, 32, 60 minutes, then 60 forever', () => {

@@ -1,6 +1,6 @@
 /** The keyset of paged lists: which side of the cursor, read in which direction, turned round or not. */
 import { describe, expect, it } from 'vitest';
-import { inPageOrder, keyset } from '../../db/keyset.js';
+import { inPageOrder, keyset } from '../../src/db/keyset.js';
 
 const edge = { ts: '2026-11-23 10:00:00+00', id: '00000000-0000-4000-8000-000000000001' };
 

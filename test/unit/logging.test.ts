@@ -2,8 +2,8 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { projectRoot } from '../../dev/tools.js';
-import { createBatchedWriter, createLogger, flushLogs, LOG_BATCH_MS, logFormat } from '../../runtime/logger.js';
-import { bundlerLogger, temporalLogFunction } from '../../worker/temporal-logging.js';
+import { createBatchedWriter, createLogger, flushLogs, LOG_BATCH_MS, logFormat } from '../../src/runtime/logger.js';
+import { bundlerLogger, temporalLogFunction } from '../../src/worker/temporal-logging.js';
 
 function capture(format: 'json' | 'pretty' = 'json', level = 'trace') {
   const lines: string[] = [];
@@ -144,7 +144,7 @@ describe('stdout lines in batches', () => {
   });
 
   it('writes what waits when the process exits, process.exit included', async () => {
-    const logger = path.join(projectRoot, 'runtime', 'logger.ts');
+    const logger = path.join(projectRoot, 'src', 'runtime', 'logger.ts');
     const script = `import { logger } from ${JSON.stringify(logger)}; logger.info('held'); logger.info('then exit'); process.exit(3);`;
     const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
       const child = execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {

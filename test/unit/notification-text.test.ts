@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { notificationText } from '../../core/notification-text.js';
+import { notificationText } from '../../src/core/notification-text.js';
 
 describe('notification text', () => {
   it('words the plan warnings and the endpoint alerts', () => {

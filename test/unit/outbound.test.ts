@@ -1,9 +1,9 @@
 /** The pure rules of sending: the request, channel rules, provider bodies, token status, forward-only statuses. */
 import { describe, expect, it } from 'vitest';
-import { chatappBody, checkForChannel, MAX_QUICK_REPLIES, parseSendRequest, photoappBody } from '../../core/outbound-message.js';
-import { movesForward, statusesBefore } from '../../core/message-status.js';
-import { blocksSending, judgeToken, tokenStatusOfSubcode } from '../../core/token-status.js';
-import { DomainError } from '../../core/domain-error.js';
+import { chatappBody, checkForChannel, MAX_QUICK_REPLIES, parseSendRequest, photoappBody } from '../../src/core/outbound-message.js';
+import { movesForward, statusesBefore } from '../../src/core/message-status.js';
+import { blocksSending, judgeToken, tokenStatusOfSubcode } from '../../src/core/token-status.js';
+import { DomainError } from '../../src/core/domain-error.js';
 
 const CA = '7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918';
 const text = { channel_account_id: CA, to: '+55 11 99999-8888', type: 'text', text: { body: 'hi' } };

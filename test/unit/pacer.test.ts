@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { paceIntervalMs, paceWaitMs } from '../../core/pacer.js';
+import { paceIntervalMs, paceWaitMs } from '../../src/core/pacer.js';
 
 /** Starts of `n` POSTs by lanes that each start as soon as the pacer allows, polling every `stepMs`. */
 function simulate(n: number, lanes: number, perSecond: (t: number) => number | null, stepMs = 1): number[] {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodePageKey, encodePageKey, pageOf, parseLimit } from '../../core/paging.js';
+import { decodePageKey, encodePageKey, pageOf, parseLimit } from '../../src/core/paging.js';
 
 const key = (n: number) => ({
   ts: `2026-11-22 10:00:00.${String(n).padStart(6, '0')}+00`,

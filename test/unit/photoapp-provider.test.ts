@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { formatIssue, getEventDefinition, streamData, type EventDefinition } from '../../core/catalog/index.js';
-import { ProviderPayloadError } from '../../core/catalog/issues.js';
-import { mapPhotoappWebhook, photoappReceivedPayload, type PhotoappFact } from '../../ingest/photoapp-provider.js';
+import { formatIssue, getEventDefinition, streamData, type EventDefinition } from '../../src/core/catalog/index.js';
+import { ProviderPayloadError } from '../../src/core/catalog/issues.js';
+import { mapPhotoappWebhook, photoappReceivedPayload, type PhotoappFact } from '../../src/channels/inbound/photoapp-facts.js';
 
 const IG_ACCOUNT = '17841405822304914';
 const IGSID = '6940128465219734';

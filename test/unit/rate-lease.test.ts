@@ -14,8 +14,8 @@ import {
   retryAfterSeconds,
   spendLocal,
   type KeyLease,
-} from '../../core/rate-lease.js';
-import { take } from '../../core/token-bucket.js';
+} from '../../src/core/rate-lease.js';
+import { take } from '../../src/core/token-bucket.js';
 
 describe('the shared bucket', () => {
   it('refills at the rate up to capacity, never back in time', () => {

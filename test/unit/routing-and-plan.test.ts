@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { admit, type RoutableEndpoint } from '../../core/admission.js';
-import { getEventDefinition } from '../../core/catalog/index.js';
-import { capApplies, judgeCount, usageMonth } from '../../core/free-plan.js';
-import { parseStreamAfter, parseStreamLimit, streamPaging } from '../../core/stream-paging.js';
-import { webhookBody } from '../../core/webhook-body.js';
+import { admit, type RoutableEndpoint } from '../../src/core/admission.js';
+import { getEventDefinition } from '../../src/core/catalog/index.js';
+import { capApplies, judgeCount, usageMonth } from '../../src/core/free-plan.js';
+import { parseStreamAfter, parseStreamLimit, streamPaging } from '../../src/core/stream-paging.js';
+import { webhookBody } from '../../src/core/webhook-body.js';
 
 const def = (t: string) => getEventDefinition(t)!;
 const ep = (over: Partial<RoutableEndpoint>): RoutableEndpoint => ({

@@ -8,8 +8,8 @@ import {
   MAX_POST_MS,
   SESSION_MS,
   deliveryTimeoutProblem,
-} from '../../core/runtime-limits.js';
-import { loadConfig } from '../../runtime/config.js';
+} from '../../src/core/runtime-limits.js';
+import { loadConfig } from '../../src/runtime/config.js';
 
 describe('delivery timing limits', () => {
   it('are the values the workflow and the activities have always used', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { endpointHealthOf } from '../../core/health.js';
+import { endpointHealthOf } from '../../src/core/health.js';
 import {
   expiryDue,
   failingNotBefore,
@@ -9,7 +9,7 @@ import {
   RECONCILE_MS,
   roundLimit,
   type ScheduleState,
-} from '../../core/schedule.js';
+} from '../../src/core/schedule.js';
 
 const MIN = 60_000;
 const T = Date.UTC(2026, 0, 1);

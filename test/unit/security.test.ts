@@ -1,11 +1,11 @@
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { normalizeCategories } from '../../core/categories.js';
-import { isScriptHostAcknowledgement } from '../../delivery/send-webhook.js';
-import { generateApiKey, hashApiKey } from '../../security/api-key.js';
-import { createDestinationPolicy, urlRefusal } from '../../security/destination-policy.js';
-import { createSecretBox, rememberingOpener } from '../../security/secret-box.js';
-import { generateSigningSecret, signBody, verifyHmacHex } from '../../security/signature.js';
+import { normalizeCategories } from '../../src/core/categories.js';
+import { isScriptHostAcknowledgement } from '../../src/delivery/send-webhook.js';
+import { generateApiKey, hashApiKey } from '../../src/security/api-key.js';
+import { createDestinationPolicy, urlRefusal } from '../../src/security/destination-policy.js';
+import { createSecretBox, rememberingOpener } from '../../src/security/secret-box.js';
+import { generateSigningSecret, signBody, verifyHmacHex } from '../../src/security/signature.js';
 import { staticResolver } from '../support/harness.js';
 
 describe('destination policy', () => {

@@ -2,8 +2,8 @@
 import crypto from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { webhookHeaders } from '../../delivery/send-webhook.js';
-import { generateSigningSecret, signBody, standardWebhookKey, standardWebhookSignature } from '../../security/signature.js';
+import { webhookHeaders } from '../../src/delivery/send-webhook.js';
+import { generateSigningSecret, signBody, standardWebhookKey, standardWebhookSignature } from '../../src/security/signature.js';
 
 // The example of the specification (standardwebhooks.com, "Signature scheme"), also in its libraries' tests.
 const SPEC = {

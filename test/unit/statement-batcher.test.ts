@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createStatementBatcher } from '../../runtime/statement-batcher.js';
+import { createStatementBatcher } from '../../src/runtime/statement-batcher.js';
 
 /** A batcher whose statements wait until released, recording the batches they were given. */
 function gated() {

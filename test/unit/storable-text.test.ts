@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { findUnstorableText, isStorableText, storableExcerpt, toStorableText } from '../../core/storable-text.js';
+import { findUnstorableText, isStorableText, storableExcerpt, toStorableText } from '../../src/core/storable-text.js';
 
 describe('storable text (Postgres text and jsonb)', () => {
   it('tells NUL and unpaired surrogates from well-formed text', () => {

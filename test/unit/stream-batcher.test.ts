@@ -1,6 +1,6 @@
 /** The group-commit queue on its own: which calls share a batch, and what a failed batch does to its callers. */
 import { describe, expect, it } from 'vitest';
-import { StreamBatcher, type Turn } from '../../ingest/stream-batcher.js';
+import { StreamBatcher, type Turn } from '../../src/events/stream-batcher.js';
 
 /** A batch runner that records its batches and answers each item after `release()` (or at once). */
 function recorder(opts: { fail?: (items: number[]) => Error | undefined; hold?: boolean } = {}) {

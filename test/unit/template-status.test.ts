@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { templateStatusUpdates } from '../../ingest/chatapp-template-status.js';
+import { templateStatusUpdates } from '../../src/channels/inbound/chatapp-template-status.js';
 
 const envelope = (changes: { field: string; value: unknown }[], id = '102290129340398') => ({
   object: 'whatsapp_business_account',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { take } from '../../core/token-bucket.js';
+import { take } from '../../src/core/token-bucket.js';
 
 describe('token bucket', () => {
   it('allows a burst of capacity, then refuses with a retry-after, then refills', () => {

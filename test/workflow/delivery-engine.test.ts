@@ -5,9 +5,9 @@
  */
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { HOLD_MS } from '../../core/health.js';
-import { expireHeldDeliveries } from '../../db/deliveries.js';
-import { endpointStateQuery } from '../../workflows/endpoint-contract.js';
+import { HOLD_MS } from '../../src/core/health.js';
+import { expireHeldDeliveries } from '../../src/db/deliveries.js';
+import { endpointStateQuery } from '../../src/workflows/endpoint-contract.js';
 import { createTenant, eventually, testDb } from '../support/harness.js';
 import { deliveryTestBed, SECRET } from '../support/delivery-test-bed.js';
 import { waitIdle } from '../support/temporal.js';

@@ -5,7 +5,7 @@
  */
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { endpointStateQuery } from '../../workflows/endpoint-contract.js';
+import { endpointStateQuery } from '../../src/workflows/endpoint-contract.js';
 import { createTenant, testDb } from '../support/harness.js';
 import { deliveryTestBed } from '../support/delivery-test-bed.js';
 

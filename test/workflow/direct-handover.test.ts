@@ -6,7 +6,7 @@
  * Its own file: the worker's sessions take the endpoints' session leases here.
  */
 import { describe, expect, it } from 'vitest';
-import { endpointStateQuery } from '../../workflows/endpoint-contract.js';
+import { endpointStateQuery } from '../../src/workflows/endpoint-contract.js';
 import { createTenant, eventually, testDb } from '../support/harness.js';
 import { deliveryTestBed } from '../support/delivery-test-bed.js';
 import { waitIdle } from '../support/temporal.js';

@@ -10,9 +10,9 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { workflowMetadataQuery } from '@temporalio/workflow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import type { AttemptOutcome } from '../../core/health.js';
-import type { createActivities, DeliveryRound, EndpointSnapshot } from '../../activities/index.js';
-import { endpointWorkflows } from '../../temporal/client.js';
+import type { AttemptOutcome } from '../../src/core/health.js';
+import type { createActivities, DeliveryRound, EndpointSnapshot } from '../../src/delivery/activities.js';
+import { endpointWorkflows } from '../../src/delivery/workflow-client.js';
 import {
   endpointChangedSignal,
   endpointStateQuery,
@@ -21,7 +21,7 @@ import {
   wakeSignal,
   type EndpointChange,
   type EndpointWorkflowInput,
-} from '../../workflows/endpoint-contract.js';
+} from '../../src/workflows/endpoint-contract.js';
 import { eventually } from '../support/harness.js';
 import { timeSkippingEnvironment } from '../support/temporal.js';
 

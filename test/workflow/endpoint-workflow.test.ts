@@ -5,11 +5,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { endpointWorkflows } from '../../temporal/client.js';
-import { createSecretBox } from '../../security/secret-box.js';
-import { endpointStateQuery, endpointWorkflowId } from '../../workflows/endpoint-contract.js';
-import { insertEndpoint } from '../../db/endpoints.js';
-import { inTransaction } from '../../db/pool.js';
+import { endpointWorkflows } from '../../src/delivery/workflow-client.js';
+import { createSecretBox } from '../../src/security/secret-box.js';
+import { endpointStateQuery, endpointWorkflowId } from '../../src/workflows/endpoint-contract.js';
+import { insertEndpoint } from '../../src/db/endpoints.js';
+import { inTransaction } from '../../src/db/pool.js';
 import { createTenant, eventually, TEST_ENCRYPTION_KEY, testDb } from '../support/harness.js';
 import { startTestWorker, timeSkippingEnvironment } from '../support/temporal.js';
 

@@ -3,12 +3,12 @@
  * openapi-typescript from the server's own OpenAPI document (built from the zod schemas that
  * validate requests), so the SDK's types cannot drift from the server. Paths are written
  * relative to /api/v1 because the SDK's baseUrl ends there. A test fails when the file is stale:
- * run `npm run sdk:generate` after changing api/schemas.ts or api/openapi.ts.
+ * run `npm run sdk:generate` after changing src/api/schemas.ts or src/api/openapi.ts.
  */
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { buildOpenApiDocument } from '../../../api/openapi.js';
+import { buildOpenApiDocument } from '../../../src/api/openapi.js';
 
 export const PREFIX = '/api/v1';
 export const generatedFile = fileURLToPath(new URL('../src/openapi.ts', import.meta.url));

@@ -1,0 +1,52 @@
+/** Publishing events (DECISIONS) and reading the durable stream (SPEC 4.8, 6.5). */
+import Router from '@koa/router';
+import type { Middleware } from 'koa';
+import { parseStreamAfter, parseStreamLimit, streamPaging } from '../../core/stream-paging.js';
+import { readStream } from '../../db/events.js';
+import { publishEvent } from '../../events/publish.js';
+import { principalOf, requireScope } from '../auth.js';
+import { readJson } from '../body.js';
+import type { ApiDeps } from '../deps.js';
+import { DomainError } from '../../core/domain-error.js';
+import { presentStreamItem } from '../presenters.js';
+
+export const PUBLISH_PATH = '/api/v1/events';
+
+/** POST /api/v1/events after authentication: its scope, then the publish (src/api/app.ts also serves it without the router). */
+export function publishMiddleware(deps: ApiDeps): Middleware[] {
+  return [
+    requireScope('events:write'),
+    async (ctx) => {
+      const principal = principalOf(ctx);
+      const body = await readJson(ctx, 'invalid_event');
+      const stored = await publishEvent({ db: deps.db, wakes: deps.wakes, now: deps.now }, principal, body);
+      // A repeat of a known event stores nothing and answers with the first one.
+      ctx.status = stored.created ? 201 : 200;
+      ctx.body = { data: presentStreamItem(stored.event) };
+    },
+  ];
+}
+
+export function eventRoutes(deps: ApiDeps): Router {
+  const router = new Router();
+
+  router.post(PUBLISH_PATH, ...publishMiddleware(deps));
+
+  router.get('/api/v1/events', requireScope('events:read'), async (ctx) => {
+    const { accountId, environment } = principalOf(ctx);
+    const after = parseStreamAfter(ctx.query.after);
+    if (after === undefined) throw new DomainError(422, 'invalid_cursor', 'after must be a non-negative integer');
+    const limit = parseStreamLimit(ctx.query.limit);
+    const { rows, hasMore } = await readStream(deps.db, accountId, environment, after, limit);
+    ctx.body = {
+      data: rows.map(presentStreamItem),
+      paging: streamPaging(
+        after,
+        rows.map((r) => String(r.cursor)),
+        hasMore,
+      ),
+    };
+  });
+
+  return router;
+}

@@ -1,0 +1,221 @@
+/**
+ * The messaging provider's webhook (DECISIONS "Provider ingress"). Each item of a notification
+ * (a message, a status, an echo, an account change) is mapped and validated on its own: the
+ * valid ones are stored, each invalid one is kept in provider_rejections naming it, so one bad
+ * item never costs the others. Each event is stored idempotently: provider retries of the same
+ * notification store nothing new.
+ */
+import {
+  echoPayload,
+  editedPayload,
+  factEventType,
+  freeEntryPointEnd,
+  mapChatappWebhook,
+  receivedPayload,
+  revokedPayload,
+  statusPayload,
+  type ProviderFact,
+} from './chatapp-facts.js';
+import { formatIssue, getEventDefinition, type EventDefinition } from '../../core/catalog/index.js';
+import {
+  findChannelAccountByDisplay,
+  findChannelAccountByPhoneNumber,
+  findChannelAccountsByWaba,
+  type ChannelAccount,
+} from '../../db/directory.js';
+import { movesForward, statusesBefore } from '../../core/message-status.js';
+import { advanceMessageStatus, findMessage, recordFepExpiry, recordIncomingMessage } from '../../db/messaging.js';
+import { logger } from '../../runtime/logger.js';
+import { applyTemplateStatusUpdates } from './chatapp-template-status.js';
+import { RejectedNotification, wakeFor, type IngestDeps } from '../../events/deps.js';
+import { planEachItem, recordRejectedItems, splitChatappNotification, type NotificationItem } from './notification-items.js';
+import { rereadNumbers } from './number-health.js';
+import { promoteOnBroadcastReply } from '../../crm/broadcast-reply.js';
+import { awaitRegisteredMessage } from './pending-registration.js';
+import { storeEvent, type IngestEvent } from '../../events/store-event.js';
+
+interface PlannedEvent {
+  fact: ProviderFact;
+  def: EventDefinition;
+  channelAccount: ChannelAccount;
+  data: Record<string, unknown>;
+}
+
+const timeOf = (iso: string | null | undefined) => (iso ? new Date(iso) : new Date());
+
+/** Resolves the channel account a fact belongs to; undefined means the number is not on this platform. */
+async function resolveOrigin(deps: IngestDeps, fact: ProviderFact): Promise<ChannelAccount | undefined> {
+  switch (fact.kind) {
+    case 'account_update':
+      return (await findChannelAccountsByWaba(deps.db, fact.wabaId))[0];
+    case 'quality_update':
+      if (fact.data.phone_number_id) return findChannelAccountByPhoneNumber(deps.db, 'chatapp', fact.data.phone_number_id);
+      return fact.data.display_phone_number ? findChannelAccountByDisplay(deps.db, fact.wabaId, fact.data.display_phone_number) : undefined;
+    default:
+      return findChannelAccountByPhoneNumber(deps.db, 'chatapp', fact.phoneNumberId);
+  }
+}
+
+function payloadOf(fact: ProviderFact, channelAccount: ChannelAccount): Record<string, unknown> {
+  switch (fact.kind) {
+    case 'message':
+      return receivedPayload(fact, { externalId: String(fact.message.id) });
+    case 'status':
+      return statusPayload(fact);
+    case 'echo':
+      return echoPayload(fact, { externalId: String(fact.message.id) });
+    case 'edited':
+      return editedPayload(fact);
+    case 'revoked':
+      return revokedPayload(fact);
+    case 'account_update':
+      return { ...fact.data };
+    case 'quality_update':
+      return { ...fact.data, phone_number_id: fact.data.phone_number_id ?? channelAccount.phone_number_id };
+  }
+}
+
+/** Maps and validates every event of one item; throws RejectedNotification naming the problem. */
+async function planItem(deps: IngestDeps, item: NotificationItem): Promise<PlannedEvent[]> {
+  let facts: ProviderFact[];
+  try {
+    facts = mapChatappWebhook(item.body).facts;
+  } catch (err) {
+    throw new RejectedNotification(item.relocate((err as Error).message));
+  }
+  const planned: PlannedEvent[] = [];
+  for (const fact of facts) {
+    const channelAccount = await resolveOrigin(deps, fact);
+    if (!channelAccount) {
+      logger.info({ kind: fact.kind }, 'provider notification for a number or business account not on this platform');
+      continue;
+    }
+    const def = getEventDefinition(factEventType(fact))!;
+    const parsed = def.data.safeParse(payloadOf(fact, channelAccount));
+    if (!parsed.success) throw new RejectedNotification(`${item.at}: ${def.type}: ${formatIssue(parsed.error, 'data')}`);
+    planned.push({ fact, def, channelAccount, data: parsed.data });
+  }
+  return planned;
+}
+
+/** The wamid a contact's message replies to (`context.id`), when it is a reply. */
+function repliedToId(message: Record<string, unknown>): string | undefined {
+  const context = message.context as { id?: unknown } | undefined;
+  return typeof context?.id === 'string' && context.id !== '' ? context.id : undefined;
+}
+
+/** The event of a status of a message the platform sent and registered; null when it emits nothing. */
+async function statusEvent(
+  deps: IngestDeps,
+  p: PlannedEvent,
+  base: Omit<IngestEvent, 'externalId' | 'messageResourceId' | 'contactRef' | 'streamContext' | 'occurredAt'>,
+): Promise<IngestEvent | null> {
+  const { channelAccount: ca } = p;
+  const fact = p.fact as Extract<PlannedEvent['fact'], { kind: 'status' }>;
+  // Statuses of messages the platform did not send produce no event.
+  const message = await awaitRegisteredMessage(deps.db, ca.id, fact.messageId, fact.occurredAt);
+  if (!message) return null;
+  // Statuses move forward only (DECISIONS): a late one emits nothing; a repeated one goes on
+  // to find its stored event (the idempotency key), so it emits nothing new either.
+  if (message.status !== fact.status && !movesForward(message.status, fact.status)) return null;
+  const fepEnd = freeEntryPointEnd(fact);
+  if (fepEnd) await recordFepExpiry(deps.db, message, fact.recipientId, fepEnd);
+  return {
+    ...base,
+    externalId: fact.messageId,
+    messageResourceId: message.id,
+    contactRef: message.contact_id,
+    streamContext: { messageResourceId: message.id, contactId: message.contact_id, conversationId: message.conversation_id },
+    occurredAt: timeOf(fact.occurredAt),
+  };
+}
+
+/** Stores one planned event, creating the directory rows an incoming message implies; false when it produces no event. */
+async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
+  const { fact, def, channelAccount: ca } = p;
+  const base = {
+    accountId: ca.account_id,
+    def,
+    data: p.data,
+    refs: {},
+    customerId: ca.customer_id,
+    // Account-health events carry no channel stamp and are always live.
+    environment: def.channelStamped ? ca.environment : ('live' as const),
+    channelAccount: def.channelStamped ? ca : null,
+  };
+  let event: IngestEvent;
+  switch (fact.kind) {
+    case 'message':
+    case 'echo': {
+      const externalId = String(fact.message.id);
+      const rows = await recordIncomingMessage(deps.db, ca, fact.contact, {
+        externalId,
+        type: String(fact.message.type),
+        inbound: fact.kind === 'message',
+      });
+      event = {
+        ...base,
+        data: { ...p.data, contact: { ...(p.data.contact as object), metadata: rows.contactMetadata } },
+        externalId,
+        messageResourceId: rows.messageId,
+        contactRef: rows.contactId,
+        streamContext: { messageResourceId: rows.messageId, contactId: rows.contactId, conversationId: rows.conversationId },
+        occurredAt: timeOf(fact.occurredAt),
+      };
+      break;
+    }
+    case 'status': {
+      const stamped = await statusEvent(deps, p, base);
+      if (!stamped) return false;
+      event = stamped;
+      break;
+    }
+    case 'edited':
+    case 'revoked': {
+      const message = await findMessage(deps.db, ca.id, fact.messageId);
+      event = {
+        ...base,
+        externalId: fact.messageId,
+        messageResourceId: message?.id ?? null,
+        contactRef: message?.contact_id ?? null,
+        streamContext: { messageResourceId: message?.id ?? null },
+        occurredAt: timeOf(fact.kind === 'edited' ? fact.editedAt : fact.revokedAt),
+      };
+      break;
+    }
+    case 'account_update':
+    case 'quality_update':
+      // SPEC 6.3: the tier change makes the platform re-read the numbers (best effort) before the event.
+      if (fact.kind === 'quality_update') await rereadNumbers(deps, fact.wabaId);
+      event = {
+        ...base,
+        externalId: null,
+        messageResourceId: null,
+        contactRef: null,
+        streamContext: {},
+        occurredAt: timeOf(fact.data.occurred_at),
+      };
+      break;
+  }
+  const stored = await storeEvent(deps.db, event, deps.now?.());
+  if (stored.created) wakeFor(deps, ca.account_id, stored);
+  // After the event is stored, so a crash in between leaves a provider retry able to finish it.
+  if (fact.kind === 'status') await advanceMessageStatus(deps.db, event.messageResourceId!, fact.status, statusesBefore(fact.status));
+  // Also on a redelivery: a promotion is idempotent, and a retry finishes one a crash cut short.
+  const repliedTo = fact.kind === 'message' ? repliedToId(fact.message) : undefined;
+  if (repliedTo && event.contactRef)
+    await promoteOnBroadcastReply(deps, ca, { contactId: event.contactRef, repliedToExternalId: repliedTo });
+  return true;
+}
+
+/** Ingests a verified notification body. Returns how many events it stored, new or repeated. */
+export async function ingestChatappNotification(deps: IngestDeps, body: unknown): Promise<number> {
+  const { planned, rejected } = await planEachItem(body, splitChatappNotification, (item) => planItem(deps, item));
+  // Template status changes update the template and emit nothing (SPEC 6.4).
+  await applyTemplateStatusUpdates(deps.db, body);
+  let stored = 0;
+  for (const p of planned) if (await store(deps, p)) stored++;
+  // After the stores: a failed store answers 500 and the provider retries, which would record them twice.
+  await recordRejectedItems(deps.db, 'chatapp', rejected);
+  return stored;
+}

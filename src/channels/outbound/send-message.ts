@@ -1,0 +1,219 @@
+/**
+ * Sending a message through the channel account's provider (DECISIONS "Outbound messages").
+ * The provider must accept it first; only then is it registered, with the provider's id, its
+ * contact and conversation, so its statuses become events. Nothing is registered when the
+ * provider refuses, when media is still processing, or when a photoapp token needs reconnecting.
+ * Used by `POST /api/v1/messages` and by broadcasts: keep the signature of sendMessage stable.
+ */
+import {
+  chatappBody,
+  checkForChannel,
+  parseSendRequest,
+  photoappBody,
+  storedContent,
+  type SendMessageRequest,
+} from '../../core/outbound-message.js';
+import { DomainError, notFound } from '../../core/domain-error.js';
+import { blocksSending, tokenStatusOfSubcode } from '../../core/token-status.js';
+import { getChannelAccountFor, recordTokenStatus, type ChannelAccountRow } from '../../db/channel-accounts.js';
+import { registerOutboundMessage, upsertContact, upsertConversation, type MessageRow } from '../../db/messaging.js';
+import { inTransaction, type Db } from '../../db/pool.js';
+import {
+  completeIdempotencyKey,
+  markIdempotencyKeyUnknown,
+  releaseIdempotencyKey,
+  reserveIdempotencyKey,
+} from '../../db/send-idempotency.js';
+import { canonicalJson, sha256Hex } from '../../core/catalog/canonical-json.js';
+import { GRAPH_CODE, MEDIA_PROCESSING_SUBCODE } from '../../core/graph-codes.js';
+import { ProviderError, type ProviderHttp } from '../provider-http.js';
+import { logger } from '../../runtime/logger.js';
+import { requireProvider } from '../provider-errors.js';
+import { refreshTokenStatus } from './token-status.js';
+
+/** The code of a send the provider may have taken without answering. */
+export const OUTCOME_UNKNOWN = 'provider_outcome_unknown';
+
+/** Seconds a client waits before retrying a send whose media is still processing, or when the provider was unreachable. */
+export const RETRY_AFTER_SECONDS = 5;
+
+export interface SendDeps {
+  db: Db;
+  /** Unset: 503 provider_not_configured. */
+  providerApi?: ProviderHttp;
+  now?: () => Date;
+}
+
+export interface Principal {
+  accountId: string;
+  environment: 'live' | 'sandbox';
+}
+
+export interface SentMessage extends MessageRow {
+  channel: 'chatapp' | 'photoapp';
+  /** True when an Idempotency-Key found an earlier send: nothing was sent this time. */
+  replayed: boolean;
+}
+
+interface IdempotencyScope {
+  accountId: string;
+  environment: string;
+  key: string;
+}
+
+const reconnect = (why: string) =>
+  new DomainError(409, 'reconnect_required', `the photoapp account's token is ${why}; reconnect the account before sending`);
+
+/** What a provider refusal means to the sender; the message of the provider is kept for the caller. */
+async function refusalOf(deps: SendDeps, ca: ChannelAccountRow, err: ProviderError): Promise<DomainError> {
+  if (err.outcomeUnknown) {
+    return new DomainError(
+      504,
+      OUTCOME_UNKNOWN,
+      `the messaging provider did not answer (${err.message}); the message may have been sent. Check the conversation before sending it again`,
+    );
+  }
+  if (err.status === 0) {
+    return new DomainError(503, 'provider_unavailable', 'the messaging provider could not be reached; retry later', {
+      'Retry-After': String(RETRY_AFTER_SECONDS),
+    });
+  }
+  if (
+    err.providerCode === GRAPH_CODE.mediaNotReady &&
+    (err.providerSubcode === MEDIA_PROCESSING_SUBCODE || err.providerSubcode === undefined)
+  ) {
+    return new DomainError(202, 'media_not_ready', 'the media is still being processed by the provider; retry after the delay', {
+      'Retry-After': String(RETRY_AFTER_SECONDS),
+    });
+  }
+  if (ca.channel === 'photoapp' && err.providerCode === GRAPH_CODE.oauth) {
+    const status = tokenStatusOfSubcode(err.providerSubcode);
+    await recordTokenStatus(deps.db, ca.id, status, ca.token_expires_at);
+    return reconnect(status);
+  }
+  return new DomainError(502, 'provider_error', `the provider refused the message: ${err.message}`);
+}
+
+async function providerSend(deps: SendDeps & { providerApi: ProviderHttp }, ca: ChannelAccountRow, r: SendMessageRequest, to: string) {
+  if (ca.channel === 'chatapp') {
+    if (!ca.phone_number_id) throw new DomainError(409, 'channel_account_not_ready', 'the channel account has no phone number yet');
+    const answer = await deps.providerApi.post<{ messages?: Array<{ id?: unknown }> }>(
+      `/${encodeURIComponent(ca.phone_number_id)}/messages`,
+      chatappBody(r, to),
+    );
+    return answer.messages?.[0]?.id;
+  }
+  if (!ca.provider_account_id) throw new DomainError(409, 'channel_account_not_ready', 'the channel account has no provider account yet');
+  const answer = await deps.providerApi.post<{ message_id?: unknown }>(
+    `/${encodeURIComponent(ca.provider_account_id)}/messages`,
+    photoappBody(r, to),
+  );
+  return answer.message_id;
+}
+
+/** The provider's send, then the registration (with the idempotency key's completion, when given). */
+async function send(
+  deps: SendDeps & { providerApi: ProviderHttp },
+  principal: Principal,
+  r: SendMessageRequest,
+  idempotency?: IdempotencyScope,
+): Promise<SentMessage> {
+  const ca = await getChannelAccountFor(deps.db, principal, r.channel_account_id);
+  if (!ca) throw notFound('channel account');
+  const { to } = checkForChannel(r, ca.channel);
+
+  if (ca.channel === 'photoapp') {
+    const verdict = await refreshTokenStatus(deps, ca);
+    const status = verdict?.status ?? ca.token_status;
+    if (blocksSending(status)) throw reconnect(status!);
+  }
+
+  let externalId: unknown;
+  try {
+    externalId = await providerSend(deps, ca, r, to);
+  } catch (err) {
+    if (err instanceof ProviderError) throw await refusalOf(deps, ca, err);
+    throw err;
+  }
+  if (typeof externalId !== 'string' || externalId === '') {
+    throw new DomainError(502, 'provider_error', 'the provider accepted the message but named no message id');
+  }
+
+  const message = await inTransaction(deps.db, async (tx) => {
+    const contact = await upsertContact(tx, ca.account_id, ca.id, {
+      wa_id: to,
+      user_id: ca.channel === 'photoapp' ? to : null,
+      username: null,
+      phone: ca.channel === 'chatapp' ? to : null,
+      profile_name: null,
+    });
+    const conversationId = await upsertConversation(tx, ca.account_id, ca.id, contact.id);
+    const row = await registerOutboundMessage(tx, {
+      accountId: ca.account_id,
+      channelAccountId: ca.id,
+      contactId: contact.id,
+      conversationId,
+      externalId,
+      type: r.type,
+      status: 'queued',
+      toRecipient: to,
+      content: storedContent(r),
+    });
+    if (idempotency) await completeIdempotencyKey(tx, { ...idempotency, messageId: row.id });
+    return row;
+  });
+  logger.debug({ messageId: message.id, channelAccountId: ca.id }, 'message sent');
+  return { ...message, channel: ca.channel, replayed: false };
+}
+
+/**
+ * Sends `request` (the body of POST /api/v1/messages, validated here again) from a channel
+ * account of the principal's Account and environment. Resolves with the registered message
+ * (status `queued`); throws DomainError: 422 invalid_message, 404 not_found, 409
+ * reconnect_required, 202 media_not_ready (with Retry-After), 502 provider_error, 503
+ * provider_unavailable / provider_not_configured, 504 provider_outcome_unknown. With
+ * `idempotencyKey`, a repeated call with the same key and request answers the first message
+ * (`replayed: true`) without sending again; the same key with another request is 422
+ * idempotency_key_reused, one still in flight 409 idempotency_key_in_use. A failed send frees
+ * its key; one the provider may have taken without answering keeps it, and its retries are 409
+ * send_outcome_unknown: a person must not get the message twice.
+ */
+export async function sendMessage(
+  deps: SendDeps,
+  principal: Principal,
+  request: unknown,
+  opts: { idempotencyKey?: string } = {},
+): Promise<SentMessage> {
+  const r = parseSendRequest(request);
+  const providerApi = requireProvider(deps.providerApi);
+  if (opts.idempotencyKey === undefined) return send({ ...deps, providerApi }, principal, r);
+
+  const scope: IdempotencyScope = { accountId: principal.accountId, environment: principal.environment, key: opts.idempotencyKey };
+  const requestHash = sha256Hex(canonicalJson(r));
+  const found = await reserveIdempotencyKey(deps.db, { ...scope, requestHash });
+  if (found.state !== 'reserved') {
+    if (found.requestHash !== requestHash) {
+      throw new DomainError(422, 'idempotency_key_reused', 'this Idempotency-Key was already used with a different request');
+    }
+    if (found.state === 'outcome_unknown') {
+      throw new DomainError(
+        409,
+        'send_outcome_unknown',
+        `an earlier send with this Idempotency-Key got no answer from the provider (${found.since.toISOString()}) and may have been sent, so it is not sent again; send it under a new key if it did not arrive`,
+      );
+    }
+    if (found.state === 'in_flight') {
+      throw new DomainError(409, 'idempotency_key_in_use', 'a request with this Idempotency-Key is still in flight; retry later', {
+        'Retry-After': '1',
+      });
+    }
+    return { ...found.message, replayed: true };
+  }
+  try {
+    return await send({ ...deps, providerApi }, principal, r, scope);
+  } catch (err) {
+    if (err instanceof DomainError && err.code === OUTCOME_UNKNOWN) await markIdempotencyKeyUnknown(deps.db, scope);
+    else await releaseIdempotencyKey(deps.db, scope);
+    throw err;
+  }
+}

@@ -1,0 +1,645 @@
+import { DomainError, notFound } from '../core/domain-error.js';
+import type { PageKey } from '../core/paging.js';
+import type { AttemptError } from '../delivery/http-client.js';
+import { eventColumnsOf, type EventRow } from './events.js';
+import { endpointColumnsAs, endpointFromColumns, healthySessionUpdate, type EndpointRow, type HealthStatus } from './endpoints.js';
+import { inPageOrder, keyset } from './keyset.js';
+import type { Queryable } from './pool.js';
+
+export const DELIVERY_STATUSES = ['pending', 'success', 'failed', 'exhausted', 'limited'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export interface DeliveryRow {
+  id: string;
+  account_id: string;
+  endpoint_id: string;
+  event_id: string | null;
+  event_type: string;
+  idempotency_key: string;
+  environment: 'live' | 'sandbox' | null;
+  status: DeliveryStatus;
+  attempts: number;
+  response_code: number | null;
+  last_attempt_at: Date | null;
+  next_attempt_at: Date | null;
+  terminal_reason: string | null;
+  held_since: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  page_key: PageKey;
+}
+
+export interface AttemptRow {
+  number: number;
+  started_at: Date;
+  duration_ms: number;
+  response_code: number | null;
+  error: AttemptError | null;
+  response_excerpt: string | null;
+}
+
+const COLUMNS = `*, json_build_object('ts', created_at::text, 'id', id) AS page_key`;
+
+/**
+ * A delivery the engine still owes: open, and of an event. A `webhook.test` row (no event) is
+ * the record of a synchronous send, so no engine path (claim, hold, release, expiry, closing)
+ * may ever change it, even when that send failed.
+ */
+export const OWED = `status IN ('pending', 'failed') AND event_id IS NOT NULL`;
+
+export interface AttemptRecord {
+  startedAt: Date;
+  durationMs: number;
+  responseCode: number | null;
+  error: AttemptError | null;
+  responseExcerpt: string | null;
+}
+
+/** A `webhook.test` send: one delivery row with its single attempt, terminal at once. */
+export async function recordTestDelivery(
+  db: Queryable,
+  t: { id: string; accountId: string; endpointId: string; attempt: AttemptRecord },
+): Promise<DeliveryRow> {
+  const status: DeliveryStatus = t.attempt.error ? 'failed' : 'success';
+  // The id was chosen before the POST: it went out as the send's webhook-id.
+  const { rows } = await db.query<DeliveryRow>(
+    `INSERT INTO deliveries (id, account_id, endpoint_id, event_type, idempotency_key, environment, status, attempts, response_code, last_attempt_at)
+     VALUES ($6, $1, $2::uuid, 'webhook.test', 'test:' || $2::text, NULL, $3, 1, $4, $5) RETURNING ${COLUMNS}`,
+    [t.accountId, t.endpointId, status, t.attempt.responseCode, t.attempt.startedAt, t.id],
+  );
+  const delivery = rows[0]!;
+  await insertAttempt(db, delivery.id, 1, t.attempt);
+  return delivery;
+}
+
+export async function insertAttempt(db: Queryable, deliveryId: string, number: number, a: AttemptRecord): Promise<void> {
+  await db.query(
+    `INSERT INTO delivery_attempts (delivery_id, number, started_at, duration_ms, response_code, error, response_excerpt)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [deliveryId, number, a.startedAt, a.durationMs, a.responseCode, a.error, a.responseExcerpt],
+  );
+}
+
+export interface DeliveryFilter {
+  endpointId?: string;
+  status?: DeliveryStatus;
+  eventType?: string;
+}
+
+/** Newest first, keyset-paged, always within one account. */
+export async function listDeliveries(
+  db: Queryable,
+  accountId: string,
+  filter: DeliveryFilter,
+  page: { limit: number; after?: PageKey; before?: PageKey },
+): Promise<DeliveryRow[]> {
+  const params: unknown[] = [accountId, page.limit + 1];
+  const where = ['account_id = $1'];
+  const add = (sql: string, value: unknown) => {
+    params.push(value);
+    where.push(sql.replace('?', `$${params.length}`));
+  };
+  if (filter.endpointId) add('endpoint_id = ?', filter.endpointId);
+  if (filter.status) add('status = ?', filter.status);
+  if (filter.eventType) add('event_type = ?', filter.eventType);
+  const ks = keyset(page, params, '', 'newest-first');
+  if (ks.clause) where.push(ks.clause);
+  const { rows } = await db.query<DeliveryRow>(
+    `SELECT ${COLUMNS} FROM deliveries WHERE ${where.join(' AND ')} ORDER BY created_at ${ks.order}, id ${ks.order} LIMIT $2`,
+    params,
+  );
+  return inPageOrder(rows, ks);
+}
+
+export async function getDelivery(
+  db: Queryable,
+  accountId: string,
+  id: string,
+): Promise<(DeliveryRow & { attempts_log: AttemptRow[] }) | undefined> {
+  const { rows } = await db.query<DeliveryRow>(`SELECT ${COLUMNS} FROM deliveries WHERE id = $1 AND account_id = $2`, [id, accountId]);
+  const delivery = rows[0];
+  if (!delivery) return undefined;
+  const { rows: attempts } = await db.query<AttemptRow>(
+    `SELECT number, started_at, duration_ms, response_code, error, response_excerpt FROM delivery_attempts WHERE delivery_id = $1 ORDER BY number`,
+    [id],
+  );
+  return { ...delivery, attempts_log: attempts };
+}
+
+export interface EndpointPacingRow {
+  id: string;
+  active: boolean;
+  health_status: HealthStatus;
+  failure_streak: number;
+  last_failure_at: Date | null;
+  deleted_at: Date | null;
+  /** The owed delivery the endpoint's next POST takes, in the claim's order (`claimWithEndpoint`). */
+  first_in_line: string | null;
+}
+
+/** What a delivery's truthful next attempt depends on, for the endpoints of a page of deliveries (one statement). */
+export async function endpointPacing(db: Queryable, endpointIds: string[]): Promise<Map<string, EndpointPacingRow>> {
+  if (endpointIds.length === 0) return new Map();
+  const { rows } = await db.query<EndpointPacingRow>(
+    `SELECT e.id, e.active, e.health_status, e.failure_streak, e.last_failure_at, e.deleted_at,
+            (SELECT d.id FROM deliveries d
+              WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.event_id IS NOT NULL -- OWED
+                AND d.held_since IS NULL AND d.next_attempt_at IS NOT NULL
+              ORDER BY d.next_attempt_at, d.created_at LIMIT 1) AS first_in_line
+     FROM endpoints e WHERE e.id = ANY($1::uuid[])`,
+    [[...new Set(endpointIds)]],
+  );
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+/** Ends every not-yet-delivered delivery of an endpoint with an auditable reason. Returns how many. */
+export async function exhaustOpenDeliveries(db: Queryable, endpointId: string, reason: string): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE deliveries SET status = 'exhausted', terminal_reason = $2, next_attempt_at = NULL, leased_until = NULL, lease_owner = NULL, updated_at = now()
+     WHERE endpoint_id = $1 AND ${OWED}`,
+    [endpointId, reason],
+  );
+  return rowCount ?? 0;
+}
+
+export interface NewEventDelivery {
+  endpointId: string;
+  status: 'pending' | 'limited';
+  held: boolean;
+}
+
+/** A freshly stored event and the deliveries it routes to. */
+export interface EventDeliveries {
+  eventId: string;
+  eventType: string;
+  idempotencyKey: string;
+  deliveries: NewEventDelivery[];
+}
+
+/**
+ * The deliveries of freshly stored events of one stream, in one statement, in the same
+ * transaction as the events.
+ */
+export async function insertBatchDeliveries(
+  tx: Queryable,
+  stream: { accountId: string; environment: 'live' | 'sandbox' },
+  events: EventDeliveries[],
+): Promise<void> {
+  const rows = events.flatMap((e, index) => e.deliveries.map((d) => ({ ...d, n: index + 1 })));
+  if (rows.length === 0) return;
+  await tx.query({
+    // Prepared once per connection: a batch of the ingest's hot path (store-event.ts) runs it.
+    name: 'insert_batch_deliveries',
+    // The event's columns travel once per event and are joined by its position (n), not once per
+    // delivery: at fan-out 10 they were most of the statement's bytes, escaped, sent and parsed.
+    text: `INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status, next_attempt_at, held_since, terminal_reason)
+     SELECT $1, d.endpoint_id, ev.id, ev.type, ev.idempotency_key, $2, d.status,
+            CASE WHEN d.status = 'pending' AND NOT d.held THEN now() END,
+            -- A held delivery gets no due time; its hold is started by the endpoint's workflow, on the
+            -- workflow's clock, which is the one its 14-day expiry is measured with.
+            NULL::timestamptz,
+            CASE WHEN d.status = 'limited' THEN 'free_plan_limit' END
+     FROM unnest($6::int[], $7::uuid[], $8::text[], $9::boolean[]) AS d(n, endpoint_id, status, held)
+     JOIN unnest($3::uuid[], $4::text[], $5::text[]) WITH ORDINALITY AS ev(id, type, idempotency_key, n) ON ev.n = d.n`,
+    values: [
+      stream.accountId,
+      stream.environment,
+      events.map((e) => e.eventId),
+      events.map((e) => e.eventType),
+      events.map((e) => e.idempotencyKey),
+      rows.map((r) => r.n),
+      rows.map((r) => r.endpointId),
+      rows.map((r) => r.status),
+      rows.map((r) => r.held),
+    ],
+  });
+}
+
+/** The deliveries of one freshly stored event, in the same transaction as the event. */
+export async function insertEventDeliveries(
+  tx: Queryable,
+  e: { accountId: string; eventId: string; eventType: string; idempotencyKey: string; environment: 'live' | 'sandbox' },
+  deliveries: NewEventDelivery[],
+): Promise<void> {
+  await insertBatchDeliveries(tx, e, [{ ...e, deliveries }]);
+}
+
+/**
+ * What a POST needs of a claimed delivery's event (src/core/webhook-body.ts): not the stream item's
+ * copy of the payload (`stream_data`) nor the contact references, which every claim would
+ * otherwise read, send and parse again for nothing.
+ */
+export const CLAIMED_EVENT_COLUMNS = [
+  'id',
+  'type',
+  'customer_id',
+  'environment',
+  'channel',
+  'channel_account',
+  'external_id',
+  'data',
+] as const satisfies readonly (keyof EventRow)[];
+export type ClaimedEvent = Pick<EventRow, (typeof CLAIMED_EVENT_COLUMNS)[number]>;
+const claimedEventColumnsOf = (alias: string): string => eventColumnsOf(alias, CLAIMED_EVENT_COLUMNS);
+
+function claimedEventOf(row: Record<string, unknown>): ClaimedEvent | null {
+  if (!row.id) return null;
+  const event: Record<string, unknown> = {};
+  for (const c of CLAIMED_EVENT_COLUMNS) event[c] = row[c];
+  return event as unknown as ClaimedEvent;
+}
+
+/** A claim's row: the delivery's columns prefixed `delivery_`, its event's (claimedEventColumnsOf) as they are. */
+type ClaimedRow = Record<string, unknown> & {
+  delivery_id: string;
+  delivery_event_id: string | null;
+  delivery_event_type: string;
+  delivery_idempotency_key: string;
+  delivery_attempts: number;
+};
+
+function claimedDeliveryOf(row: ClaimedRow): ClaimedDelivery {
+  return {
+    id: row.delivery_id,
+    event_id: row.delivery_event_id,
+    event_type: row.delivery_event_type,
+    idempotency_key: row.delivery_idempotency_key,
+    attempts: row.delivery_attempts,
+    event: claimedEventOf(row),
+  };
+}
+
+export interface ClaimedDelivery {
+  id: string;
+  event_id: string | null;
+  event_type: string;
+  idempotency_key: string;
+  attempts: number;
+  /** The event as it is at the claim; null when it is gone (deleted since it was stored). */
+  event: ClaimedEvent | null;
+}
+
+/**
+ * Leases the due deliveries of an endpoint to one session (`owner`), earliest first, so one
+ * poison event cannot block the rest, and returns them with their events, in one statement.
+ * `now` is the scheduler's clock (the workflow's), not the database's. The same statement reads
+ * the endpoint as committed when the claim ran (undefined when nothing was claimed): it spares
+ * the POSTs that start at once after the claim a read of their own.
+ */
+export async function claimWithEndpoint(
+  db: Queryable,
+  endpointId: string,
+  now: Date,
+  limit: number,
+  leaseMs: number,
+  owner: string,
+): Promise<{ deliveries: ClaimedDelivery[]; endpoint: EndpointRow | undefined }> {
+  const { rows } = await db.query<ClaimedRow>({
+    // Prepared once per connection: Postgres planned this statement longer than it ran it.
+    name: 'claim_due_deliveries',
+    text: `WITH due AS (
+       SELECT id FROM deliveries
+       WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL
+         AND next_attempt_at <= $2 AND (leased_until IS NULL OR leased_until < $2)
+       ORDER BY next_attempt_at, created_at
+       LIMIT $3
+       FOR UPDATE SKIP LOCKED
+     ), claimed AS (
+       UPDATE deliveries d SET leased_until = $2::timestamptz + make_interval(secs => $4::double precision / 1000), lease_owner = $5
+       FROM due WHERE d.id = due.id
+       RETURNING d.id AS delivery_id, d.event_id AS delivery_event_id, d.event_type AS delivery_event_type,
+                 d.idempotency_key AS delivery_idempotency_key, d.attempts AS delivery_attempts, d.next_attempt_at AS delivery_next_attempt_at
+     )
+     SELECT c.delivery_id, c.delivery_event_id, c.delivery_event_type, c.delivery_idempotency_key, c.delivery_attempts,
+            ${claimedEventColumnsOf('ev')}, ${endpointColumnsAs('ep', 'endpoint_')}
+     FROM (SELECT *, row_number() OVER (ORDER BY delivery_next_attempt_at) AS n FROM claimed) c
+     LEFT JOIN events ev ON ev.id = c.delivery_event_id
+     -- The endpoint once, on the first row.
+     LEFT JOIN endpoints ep ON ep.id = $1 AND c.n = 1
+     ORDER BY c.n`,
+    values: [endpointId, now, limit, leaseMs, owner],
+  });
+  const deliveries = rows.map(claimedDeliveryOf);
+  return { deliveries, endpoint: rows[0] ? endpointFromColumns(rows[0], 'endpoint_') : undefined };
+}
+
+export interface ClaimRequest {
+  endpointId: string;
+  now: Date;
+  limit: number;
+  owner: string;
+  /** How long the claimed deliveries are leased; the claim's `leaseMs` when unset. */
+  leaseMs?: number;
+}
+
+/** What one request of a shared claim got: its deliveries, and its endpoint as the claim read it when it got any. */
+export interface ClaimedWithEndpoint {
+  deliveries: ClaimedDelivery[];
+  endpoint: EndpointRow | undefined;
+}
+
+/**
+ * `claimWithEndpoint`'s claim for several sessions in one statement (a worker's sessions of many
+ * endpoints claim together): each request gets up to its `limit` of its endpoint's due deliveries,
+ * earliest first, leased to its `owner`, with its endpoint as committed when the statement began
+ * (read once, on the request's first row, and only for a request that got deliveries). Two
+ * requests of one endpoint never get the same delivery.
+ */
+export async function claimWithEndpointsFor(db: Queryable, reqs: readonly ClaimRequest[], leaseMs: number): Promise<ClaimedWithEndpoint[]> {
+  // Prepared, and planned once (below).
+  const { rows } = await db.query<ClaimedRow & { delivery_lease_owner: string }>({
+    name: 'claim_due_deliveries_for',
+    text: `WITH req AS (
+       SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::int[], $4::text[], $5::float8[]) AS r(endpoint_id, at, lim, owner, lease_ms)
+       -- Always true (a claim asks for 1 to 32), and estimated at one row whether the arrays are known
+       -- or not: the prepared statement's generic plan then costs what a custom one does, and Postgres
+       -- keeps it instead of planning every call (0.44 ms a call, more than running it). The arrays are
+       -- all the parameters there are, and a custom plan learns only their length from them.
+       WHERE r.lim BETWEEN 1 AND 1000000
+     ), due AS (
+       SELECT DISTINCT ON (pick.id) pick.id, req.at, req.owner, req.lease_ms FROM req CROSS JOIN LATERAL (
+         SELECT id, next_attempt_at, created_at FROM deliveries
+         WHERE endpoint_id = req.endpoint_id AND ${OWED} AND held_since IS NULL
+           AND next_attempt_at <= req.at AND (leased_until IS NULL OR leased_until < req.at)
+         ORDER BY next_attempt_at, created_at
+         LIMIT req.lim
+         FOR UPDATE SKIP LOCKED
+       ) pick
+     ), claimed AS (
+       UPDATE deliveries d SET leased_until = due.at + make_interval(secs => due.lease_ms / 1000), lease_owner = due.owner
+       FROM due WHERE d.id = due.id
+       RETURNING d.id AS delivery_id, d.event_id AS delivery_event_id, d.event_type AS delivery_event_type,
+                 d.idempotency_key AS delivery_idempotency_key, d.attempts AS delivery_attempts, d.endpoint_id AS delivery_endpoint_id,
+                 d.lease_owner AS delivery_lease_owner, d.next_attempt_at AS delivery_next_attempt_at, d.created_at AS delivery_created_at
+     )
+     SELECT c.delivery_id, c.delivery_event_id, c.delivery_event_type, c.delivery_idempotency_key, c.delivery_attempts, c.delivery_lease_owner,
+            ${claimedEventColumnsOf('ev')}, ${endpointColumnsAs('ep', 'endpoint_')}
+     FROM (SELECT *, row_number() OVER (PARTITION BY delivery_lease_owner ORDER BY delivery_next_attempt_at, delivery_created_at) AS n
+           FROM claimed) c
+     LEFT JOIN events ev ON ev.id = c.delivery_event_id
+     -- Each request's endpoint once, on its first row.
+     LEFT JOIN endpoints ep ON ep.id = c.delivery_endpoint_id AND c.n = 1
+     ORDER BY c.delivery_next_attempt_at, c.delivery_created_at`,
+    values: [
+      reqs.map((r) => r.endpointId),
+      reqs.map((r) => r.now),
+      reqs.map((r) => r.limit),
+      reqs.map((r) => r.owner),
+      reqs.map((r) => r.leaseMs ?? leaseMs),
+    ],
+  });
+  const byOwner = new Map<string, ClaimedWithEndpoint>(reqs.map((r) => [r.owner, { deliveries: [], endpoint: undefined }]));
+  for (const row of rows) {
+    const got = byOwner.get(row.delivery_lease_owner);
+    if (!got) continue;
+    got.deliveries.push(claimedDeliveryOf(row));
+    got.endpoint ??= endpointFromColumns(row, 'endpoint_');
+  }
+  return reqs.map((r) => byOwner.get(r.owner)!);
+}
+
+/**
+ * Gives back what a round leased and did not record: the deliveries it never attempted (it
+ * stopped early), or, on a retry of the round, the POSTs its lost attempt had in flight.
+ */
+export async function releaseLeases(db: Queryable, owner: string): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE deliveries SET leased_until = NULL, lease_owner = NULL WHERE lease_owner = $1 AND leased_until IS NOT NULL`,
+    [owner],
+  );
+  return rowCount ?? 0;
+}
+
+/** The event of a claimed delivery is gone (deleted after the claim): the delivery ends with it. */
+export async function closeForDeletedEvent(db: Queryable, id: string): Promise<void> {
+  await db.query(
+    `UPDATE deliveries SET status = 'exhausted', terminal_reason = 'event_deleted', leased_until = NULL, lease_owner = NULL, updated_at = now() WHERE id = $1`,
+    [id],
+  );
+}
+
+export interface AttemptResult {
+  id: string;
+  number: number;
+  attempt: AttemptRecord;
+  success: boolean;
+  nextAttemptAt: Date | null;
+}
+
+/**
+ * Records attempts and their effect on their deliveries, any number in one statement (so
+ * atomically, in one round trip). An attempt already on record (a POST repeated after a lost
+ * lease) keeps its first row; the delivery takes the latest outcome.
+ */
+export async function recordDeliveryAttempts(db: Queryable, results: readonly AttemptResult[]): Promise<void> {
+  if (results.length === 0) return;
+  await db.query({
+    name: 'record_delivery_attempts',
+    text: `WITH result AS (
+       SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::int[], $8::text[], $9::text[])
+         AS r(id, number, status, response_code, started_at, next_attempt_at, duration_ms, error, response_excerpt)
+     ), attempt AS (
+       INSERT INTO delivery_attempts (delivery_id, number, started_at, duration_ms, response_code, error, response_excerpt)
+       SELECT id, number, started_at, duration_ms, response_code, error, response_excerpt FROM result
+       ON CONFLICT (delivery_id, number) DO NOTHING
+     )
+     UPDATE deliveries d SET status = r.status, attempts = r.number, response_code = r.response_code, last_attempt_at = r.started_at,
+       next_attempt_at = r.next_attempt_at, leased_until = NULL, lease_owner = NULL, updated_at = now()
+     FROM result r WHERE d.id = r.id`,
+    values: [
+      results.map((r) => r.id),
+      results.map((r) => r.number),
+      results.map((r) => (r.success ? 'success' : 'failed')),
+      results.map((r) => r.attempt.responseCode),
+      results.map((r) => r.attempt.startedAt),
+      results.map((r) => r.nextAttemptAt),
+      results.map((r) => Math.round(r.attempt.durationMs)),
+      results.map((r) => r.attempt.error),
+      results.map((r) => r.attempt.responseExcerpt),
+    ],
+  });
+}
+
+/**
+ * When the next open, unheld delivery of the endpoint `$1` is due (a leased one when its lease
+ * ends), as `at`; null when none is. It looks at the 64 earliest only, in index order, so it costs
+ * the same at any backlog: only a lease on all 64 of them (lost rounds not yet retried) could make
+ * it answer later than the truth, and a retried round releases its leases at once.
+ */
+const NEXT_DUE_SQL = `SELECT min(greatest(next_attempt_at, coalesce(leased_until, next_attempt_at))) AS at FROM (
+  SELECT next_attempt_at, leased_until FROM deliveries
+  WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL AND next_attempt_at IS NOT NULL
+  ORDER BY next_attempt_at LIMIT 64
+) earliest`;
+
+/** `NEXT_DUE_SQL` for one endpoint (a session's report reads it with the rest: `reportSession`). */
+export async function nextDueAt(db: Queryable, endpointId: string): Promise<Date | null> {
+  // Prepared (a lingering session asks it while it waits): one plan, on the due index.
+  const { rows } = await db.query<{ at: Date | null }>({ name: 'next_due_at', text: NEXT_DUE_SQL, values: [endpointId] });
+  return rows[0]!.at;
+}
+
+/** Holds every open delivery of the endpoint (paused, inactive or unverified); a hold already running keeps its start. */
+export async function holdOpenDeliveries(db: Queryable, endpointId: string, now: Date): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE deliveries SET held_since = $2, leased_until = NULL, lease_owner = NULL, updated_at = now()
+     WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL`,
+    [endpointId, now],
+  );
+  return rowCount ?? 0;
+}
+
+/** The endpoint sends again: held deliveries resume, due at once unless their own retry time is later. */
+export async function releaseHeldDeliveries(db: Queryable, endpointId: string, now: Date): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE deliveries SET held_since = NULL, next_attempt_at = greatest(coalesce(next_attempt_at, $2), $2), updated_at = now()
+     WHERE endpoint_id = $1 AND ${OWED} AND (held_since IS NOT NULL OR next_attempt_at IS NULL)`,
+    [endpointId, now],
+  );
+  return rowCount ?? 0;
+}
+
+/**
+ * Ends holds older than `holdMs` as `exhausted` / `hold_expired`. A hold counts from the
+ * later of the delivery's creation and the start of the hold. Returns when the next one expires.
+ */
+export async function expireHeldDeliveries(
+  db: Queryable,
+  endpointId: string,
+  now: Date,
+  holdMs: number,
+): Promise<{ expired: number; nextExpiryAt: Date | null; held: number }> {
+  const { rowCount } = await db.query(
+    `UPDATE deliveries SET status = 'exhausted', terminal_reason = 'hold_expired', next_attempt_at = NULL, updated_at = now()
+     WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NOT NULL
+       AND greatest(held_since, created_at) + make_interval(secs => $3::double precision / 1000) <= $2`,
+    [endpointId, now, holdMs],
+  );
+  const { rows } = await db.query<{ at: Date | null; held: number }>(
+    `SELECT min(greatest(held_since, created_at)) + make_interval(secs => $2::double precision / 1000) AS at, count(*)::int AS held
+     FROM deliveries WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NOT NULL`,
+    [endpointId, holdMs],
+  );
+  return { expired: rowCount ?? 0, nextExpiryAt: rows[0]!.at, held: rows[0]!.held };
+}
+
+/** Counting stops here: the workflow's story says "10000+" rather than scan a huge backlog. */
+export const OWED_COUNT_CAP = 10_000;
+
+/** How many deliveries the endpoint `$1` owes and does not hold (up to OWED_COUNT_CAP), as `n`. */
+const OWED_COUNT_SQL = `SELECT count(*)::int AS n FROM (
+  SELECT 1 FROM deliveries WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL LIMIT ${OWED_COUNT_CAP}
+) owed`;
+
+export interface SessionReport {
+  nextDueAt: Date | null;
+  owed: number;
+  healthRecorded: boolean;
+}
+
+/**
+ * What a delivery session reports at its end, in one statement instead of three: `nextDueAt`,
+ * the count of what it owes and, for a session of successes only (`healthy` given), its record of health
+ * (`healthySessionUpdate`, src/db/endpoints.ts) with that next due time, all in the same snapshot.
+ */
+export async function reportSession(
+  db: Queryable,
+  endpointId: string,
+  healthy: { lastSuccessAt: Date; lastResponseCode: number | null } | null,
+  observedAt: Date,
+): Promise<SessionReport> {
+  const { rows } = await db.query<{ at: Date | null; owed: number; recorded: number }>({
+    name: 'report_session',
+    text: `WITH due AS (${NEXT_DUE_SQL}), owed AS (${OWED_COUNT_SQL}), healthy AS (
+       ${healthySessionUpdate({ id: '$1', lastSuccessAt: '$2', lastResponseCode: '$3', nextAttemptAt: '(SELECT at FROM due)', observedAt: '$4' })}
+         AND $2::timestamptz IS NOT NULL
+       RETURNING 1
+     )
+     SELECT (SELECT at FROM due) AS at, (SELECT n FROM owed) AS owed, (SELECT count(*) FROM healthy)::int AS recorded`,
+    values: [endpointId, healthy?.lastSuccessAt ?? null, healthy?.lastResponseCode ?? null, observedAt],
+  });
+  const r = rows[0]!;
+  return { nextDueAt: r.at, owed: r.owed, healthRecorded: r.recorded === 1 };
+}
+
+/** Manual resend: a limited, exhausted or failed delivery is due again at once. Test sends cannot be resent. */
+export async function resendDelivery(db: Queryable, accountId: string, id: string): Promise<DeliveryRow> {
+  const { rows } = await db.query<DeliveryRow>(
+    `UPDATE deliveries SET status = 'pending', terminal_reason = NULL, next_attempt_at = now(), held_since = NULL, leased_until = NULL, lease_owner = NULL, updated_at = now()
+     WHERE id = $1 AND account_id = $2 AND status IN ('limited', 'exhausted', 'failed') AND event_id IS NOT NULL
+     RETURNING ${COLUMNS}`,
+    [id, accountId],
+  );
+  if (rows[0]) return rows[0];
+  const { rows: existing } = await db.query(`SELECT 1 FROM deliveries WHERE id = $1 AND account_id = $2`, [id, accountId]);
+  if (!existing.length) throw notFound('delivery');
+  throw new DomainError(409, 'not_resendable', 'only limited, exhausted or failed deliveries of events can be resent');
+}
+
+export interface HourlyOutcomeRow {
+  hour: Date;
+  successes: number;
+  failures: number;
+}
+
+/**
+ * Attempts of one endpoint per hour over the last `hours` hours, the current hour last, every
+ * hour present (zeros included). A success is an attempt without an error. Only deliveries
+ * whose last attempt falls in the window can hold one of its attempts, which keeps the scan to
+ * the endpoint's recent deliveries.
+ */
+export async function endpointHourlyOutcomes(
+  db: Queryable,
+  accountId: string,
+  endpointId: string,
+  hours: number,
+): Promise<HourlyOutcomeRow[]> {
+  const { rows } = await db.query<{ hour: Date; successes: string; failures: string }>(
+    `WITH win AS (SELECT date_trunc('hour', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - ($3::int - 1) * interval '1 hour' AS since),
+     hours AS (SELECT generate_series(win.since, win.since + ($3::int - 1) * interval '1 hour', interval '1 hour') AS hour FROM win),
+     recent AS (
+       SELECT a.started_at, a.error FROM deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id, win
+       WHERE d.endpoint_id = $2 AND d.account_id = $1 AND d.last_attempt_at >= win.since AND a.started_at >= win.since
+     )
+     SELECT h.hour, count(r.started_at) FILTER (WHERE r.error IS NULL) AS successes, count(r.started_at) FILTER (WHERE r.error IS NOT NULL) AS failures
+     FROM hours h LEFT JOIN recent r ON r.started_at >= h.hour AND r.started_at < h.hour + interval '1 hour'
+     GROUP BY h.hour ORDER BY h.hour`,
+    [accountId, endpointId, hours],
+  );
+  return rows.map((r) => ({ hour: r.hour, successes: Number(r.successes), failures: Number(r.failures) }));
+}
+
+/** What a bulk recovery may put back to `pending` (DECISIONS, manual resend, in bulk). */
+export const RECOVERABLE_STATUSES = ['failed', 'exhausted', 'limited'] as const;
+export type RecoverableStatus = (typeof RECOVERABLE_STATUSES)[number];
+
+export interface Recovery {
+  accountId: string;
+  endpointId: string;
+  /** The key's environment: a key never changes the other environment's deliveries. */
+  environment: 'live' | 'sandbox';
+  /** Inclusive window on the delivery's created_at. */
+  since: Date;
+  until: Date;
+  statuses: readonly RecoverableStatus[];
+}
+
+/**
+ * Bulk recovery: every delivery of the endpoint in the window with one of `statuses` is due again
+ * at once, as `resendDelivery` does for one. Never a test send (no event), never one that ended
+ * because its endpoint or event was deleted, never one a session is sending right now (its
+ * outcome is about to be recorded; clearing its lease would let it be claimed and POSTed twice).
+ * Recovered rows are `pending`, so a repeat finds nothing more. Returns how many.
+ */
+export async function recoverDeliveries(db: Queryable, r: Recovery): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE deliveries SET status = 'pending', terminal_reason = NULL, next_attempt_at = now(), held_since = NULL,
+       leased_until = NULL, lease_owner = NULL, updated_at = now()
+     WHERE account_id = $1 AND endpoint_id = $2 AND environment = $3 AND event_id IS NOT NULL
+       AND created_at >= $4 AND created_at <= $5 AND status = ANY($6::text[])
+       AND (status <> 'exhausted' OR terminal_reason IS NULL OR terminal_reason NOT IN ('endpoint_deleted', 'event_deleted'))
+       AND (leased_until IS NULL OR leased_until < now())`,
+    [r.accountId, r.endpointId, r.environment, r.since, r.until, [...r.statuses]],
+  );
+  return rowCount ?? 0;
+}

@@ -1,0 +1,146 @@
+/**
+ * The endpoint row's session lease: at most one delivery session per endpoint across all workers
+ * (src/delivery/session-leases.ts says who takes it and when). Times are the database's, so workers'
+ * clocks need not agree.
+ */
+import { OWED } from './deliveries.js';
+import { endpointColumnsAs, endpointFromColumns, type EndpointRow } from './endpoints.js';
+import type { Queryable } from './pool.js';
+
+/** Who may start a session: a direct one only on a healthy endpoint with no streak, the workflow's on any. */
+export type SessionKind = 'direct' | 'workflow';
+
+export type LeaseAnswer =
+  /** Taken (or already this owner's): the endpoint as committed now. */
+  | { granted: true; endpoint: EndpointRow }
+  /** Another session holds it for `heldMs` more (a live one renews it, and looks for due work when it gives it back). */
+  | { granted: false; heldMs: number }
+  /** Not for this kind of session now: an endpoint the workflow must look at, or a round handed over and not yet taken in. */
+  | { granted: false; heldMs: null };
+
+const secs = (p: string) => `make_interval(secs => ${p}::double precision / 1000)`;
+/** A session may start: no other's live lease, no handed-over round waiting for its workflow (unless that one is abandoned). */
+const FREE = `(e.session_owner IS NULL OR e.session_until < now() OR e.session_owner = $2)
+  AND (e.handover_at IS NULL OR e.handover_at < now() - ${secs('$4')})`;
+/** What lets a session start without its workflow: the endpoint sends, healthy, no streak, not paused. */
+const DIRECT_ELIGIBLE = `e.deleted_at IS NULL AND e.active AND e.health_status = 'healthy' AND e.failure_streak = 0 AND e.paused_at IS NULL`;
+
+/**
+ * Takes the endpoint's session lease for `owner` (for `leaseMs`), reading the endpoint in the
+ * same statement: the read a session makes at its open anyway. An abandoned hand-over (older than
+ * `handoverTimeoutMs`: its workflow never took it in) no longer blocks.
+ */
+export async function takeSessionLease(
+  db: Queryable,
+  endpointId: string,
+  owner: string,
+  kind: SessionKind,
+  leaseMs: number,
+  handoverTimeoutMs: number,
+): Promise<LeaseAnswer> {
+  const { rows } = await db.query({
+    name: `take_session_lease_${kind}`,
+    text: `UPDATE endpoints e SET session_owner = $2, session_until = now() + ${secs('$3')}, handover_at = NULL
+     WHERE e.id = $1 AND ${FREE} ${kind === 'direct' ? `AND ${DIRECT_ELIGIBLE}` : ''}
+     RETURNING ${endpointColumnsAs('e', '')}`,
+    values: [endpointId, owner, leaseMs, handoverTimeoutMs],
+  });
+  const endpoint = rows[0] ? endpointFromColumns(rows[0], '') : undefined;
+  if (endpoint) return { granted: true, endpoint };
+  // Not taken: why, so the caller knows whether to wait for the holder or go to the workflow.
+  const why = await db.query<{ held_ms: number | null }>(
+    `SELECT CASE WHEN ${kind === 'direct' ? DIRECT_ELIGIBLE : 'true'} AND (e.handover_at IS NULL OR e.handover_at < now() - ${secs('$3')})
+                 AND e.session_owner IS NOT NULL AND e.session_owner <> $2 AND e.session_until >= now()
+            THEN extract(epoch FROM e.session_until - now()) * 1000 END::float8 AS held_ms
+     FROM endpoints e WHERE e.id = $1`,
+    [endpointId, owner, handoverTimeoutMs],
+  );
+  return { granted: false, heldMs: why.rows[0]?.held_ms ?? null };
+}
+
+/**
+ * Gives the lease back. `handover`: the session's round goes to the workflow, and no session
+ * starts until it has taken it in (`endHandover`). Answers whether work is due now that nobody
+ * holds (news that came while the session was ending found the lease taken) and the endpoint's
+ * Account; null when the lease was no longer this owner's.
+ */
+export async function endSessionLease(
+  db: Queryable,
+  endpointId: string,
+  owner: string,
+  handover: boolean,
+): Promise<{ due: boolean; accountId: string } | null> {
+  const { rows } = await db.query<{ due: boolean; account_id: string }>({
+    name: 'end_session_lease',
+    text: `UPDATE endpoints e SET session_owner = NULL, session_until = NULL, handover_at = CASE WHEN $3 THEN now() ELSE e.handover_at END
+     WHERE e.id = $1 AND e.session_owner = $2
+     RETURNING e.account_id, EXISTS (
+       SELECT 1 FROM deliveries d
+       WHERE d.endpoint_id = $1 AND ${OWED} AND d.held_since IS NULL AND d.next_attempt_at <= now()
+         AND (d.leased_until IS NULL OR d.leased_until < now())
+     ) AS due`,
+    values: [endpointId, owner, handover],
+  });
+  return rows[0] ? { due: rows[0].due, accountId: rows[0].account_id } : null;
+}
+
+export interface HeldLease {
+  endpointId: string;
+  owner: string;
+}
+
+/**
+ * Renews, in one statement, the leases of a worker's live sessions for `leaseMs` more: the
+ * endpoint's, and the deliveries in `claims` (a direct session's, claimed and not yet recorded, by
+ * id: a backlog's size costs nothing). Answers the owners whose endpoint lease was renewed (not one locked meanwhile).
+ */
+export async function renewSessionLeases(
+  db: Queryable,
+  leases: readonly HeldLease[],
+  claims: readonly { id: string; owner: string }[],
+  leaseMs: number,
+): Promise<Set<string>> {
+  if (leases.length === 0) return new Set();
+  const { rows } = await db.query<{ owner: string }>({
+    name: 'renew_session_leases',
+    // Rows locked meanwhile are skipped, never waited for: a record or a release is ending that
+    // delivery's lease anyway (waiting, in another order than the record's, deadlocked with it),
+    // and an endpoint row is renewed by the next round, well within the lease.
+    text: `WITH claims AS (
+       UPDATE deliveries d SET leased_until = now() + ${secs('$5')}
+       WHERE d.id IN (
+         SELECT x.id FROM deliveries x JOIN unnest($3::uuid[], $4::text[]) AS c(id, owner) ON x.id = c.id AND x.lease_owner = c.owner
+         WHERE x.leased_until IS NOT NULL FOR UPDATE OF x SKIP LOCKED
+       )
+     )
+     UPDATE endpoints e SET session_until = now() + ${secs('$5')}
+     WHERE e.id IN (
+       SELECT y.id FROM endpoints y JOIN unnest($1::uuid[], $2::text[]) AS l(endpoint_id, owner) ON y.id = l.endpoint_id AND y.session_owner = l.owner
+       FOR UPDATE OF y SKIP LOCKED
+     )
+     RETURNING e.session_owner AS owner`,
+    values: [leases.map((l) => l.endpointId), leases.map((l) => l.owner), claims.map((c) => c.id), claims.map((c) => c.owner), leaseMs],
+  });
+  return new Set(rows.map((r) => r.owner));
+}
+
+/** The workflow has applied a handed-over round (recordHealth): sessions may start again. */
+export async function endHandover(db: Queryable, endpointId: string): Promise<void> {
+  await db.query(`UPDATE endpoints SET handover_at = NULL WHERE id = $1 AND handover_at IS NOT NULL`, [endpointId]);
+}
+
+/**
+ * Endpoints whose session lease ran out unreleased (their session was lost with its worker),
+ * their lease cleared so each is found once. A lost activity session's retry takes the lease again
+ * (same owner, or none).
+ */
+export async function takeBackLostSessions(db: Queryable, limit = 1000): Promise<{ endpointId: string; accountId: string }[]> {
+  const { rows } = await db.query<{ id: string; account_id: string }>(
+    `UPDATE endpoints SET session_owner = NULL, session_until = NULL
+     WHERE id IN (SELECT id FROM endpoints WHERE session_owner IS NOT NULL AND session_until < now() LIMIT $1 FOR UPDATE SKIP LOCKED)
+       AND session_owner IS NOT NULL AND session_until < now()
+     RETURNING id, account_id`,
+    [limit],
+  );
+  return rows.map((r) => ({ endpointId: r.id, accountId: r.account_id }));
+}

@@ -1,0 +1,362 @@
+/**
+ * A delivery session: the POSTs of one endpoint, `concurrency` at a time, for as long as work
+ * keeps coming. Lanes take the next due delivery as soon as they are free (no round waits for
+ * its slowest POST), claims and records go to Postgres in batches, and news of due work reaches
+ * the session directly (a poke from the worker's listener), so a busy endpoint costs its
+ * workflow one activity per session instead of a signal, a workflow task and an activity per
+ * round.
+ *
+ * POSTs start no faster than the endpoint's `rate_limit` (src/core/pacer.ts), read before each POST;
+ * waiting for it is no failure.
+ *
+ * It ends at the first failure (health is the workflow's to judge), when the endpoint stops
+ * sending, after `limit` POSTs, when nothing has been due for `lingerMs`, after `maxSessionMs`,
+ * or when cancelled; what it claimed and did not send is released.
+ */
+import { getEventDefinition } from '../core/catalog/index.js';
+import { compactOutcomes, sends, type AttemptOutcome } from '../core/health.js';
+import { paceWaitMs } from '../core/pacer.js';
+import { retryDelayMs } from '../core/retry-curve.js';
+import { webhookBody } from '../core/webhook-body.js';
+import {
+  closeForDeletedEvent,
+  releaseLeases,
+  reportSession,
+  type ClaimedDelivery,
+  type ClaimedWithEndpoint,
+  type ClaimRequest,
+} from '../db/deliveries.js';
+import { getEndpointById, recordEndpointSuccesses, type EndpointRow, type SuccessShown } from '../db/endpoints.js';
+import type { Db } from '../db/pool.js';
+import type { HttpClient, Slot } from './http-client.js';
+import { originOf } from './origin-slots.js';
+import { sendToEndpoint } from './send-webhook.js';
+import { logger } from '../runtime/logger.js';
+import type { BatchedCall } from '../runtime/statement-batcher.js';
+import { originShareWaits, webhookSends } from '../runtime/metrics.js';
+import { rememberingOpener, type SecretBox } from '../security/secret-box.js';
+import type { AttemptRecorder } from './attempt-recorder.js';
+import { DeliveryClaims } from './delivery-claims.js';
+import type { SessionLeases } from './session-leases.js';
+import type { Session, SessionRegistry } from './session-registry.js';
+import { SessionStopping } from './session-stopping.js';
+
+export interface DeliveryRound {
+  /** What came of the POSTs, compacted to at most four with the same effect on health (`compactOutcomes`). */
+  outcomes: AttemptOutcome[];
+  /** The session ended with work possibly left due (its limit, its time, a cancellation): look again at once. */
+  more: boolean;
+  nextDueAtMs: number | null;
+  /** How many POSTs were made (absent from rounds recorded before sessions, whose outcomes were all of them). */
+  posts?: number;
+  /** Deliveries still owed and not held when the session ended, for the workflow's story (absent from older rounds). */
+  owed?: number;
+  /**
+   * Every POST succeeded on an endpoint healthy with no streak, and the session recorded that on the
+   * endpoint itself (`reportSession`): the workflow need not (absent from older rounds).
+   */
+  healthRecorded?: boolean;
+}
+
+export interface SessionDeps {
+  db: Db;
+  secretBox: SecretBox;
+  httpClient: HttpClient;
+  sessions: SessionRegistry;
+  /** The worker's recorder, shared by its sessions so that their records go in the same statements. */
+  recorder: AttemptRecorder;
+  concurrency: number;
+  lingerMs: number;
+  maxSessionMs: number;
+  /**
+   * When the last POST to each throttled endpoint started (performance.now()), kept by the worker
+   * across its sessions so that a new session keeps the pace of the one before; per session when unset.
+   */
+  pacing?: Map<string, number>;
+  /** The worker's reads of endpoints, shared by its sessions (one statement for many); one read per call when unset. */
+  readEndpoint?: BatchedCall<string, EndpointRow | undefined>;
+  /** The worker's claims, shared by its sessions likewise; one statement per claim when unset. */
+  claim?: BatchedCall<ClaimRequest, ClaimedWithEndpoint>;
+  /** The endpoints' session leases (one session per endpoint across workers); none when unset. */
+  leases?: SessionLeases;
+  /** The worker's displays of the latest success, shared by its sessions (`showSuccesses`); one statement each when unset. */
+  showSuccess?: (shown: SuccessShown) => void;
+}
+
+export interface SessionRequest {
+  endpointId: string;
+  /** Whose leases these are: a retry of the same activity releases them. */
+  owner: string;
+  /** The scheduler's clock (the workflow's time, running on). */
+  clock: () => number;
+  /** The workflow's time when it asked for the session, which its record of health is as of (its start by `clock` when unset). */
+  observedAtMs?: number;
+  limit: number;
+  signal: AbortSignal;
+  /** A direct session (started by the due router, no workflow task) has taken its lease already, reading this endpoint. */
+  leased?: EndpointRow;
+}
+
+/** The latest success shows on the endpoint at most this often while a session runs. */
+const SHOW_SUCCESS_EVERY_MS = 1_000;
+/** A lane waiting for the throttle re-reads the endpoint at least this often, so a PATCH of rate_limit applies at once. */
+const PACE_RECHECK_MS = 1_000;
+
+/**
+ * The endpoint as committed now, read before each POST so a PATCH (secret, url, Authorization,
+ * deactivation) applies to every attempt that starts after it. POSTs that start while a read is
+ * in flight share it: one primary-key read per round trip, not per POST. A POST that starts
+ * as soon as the claim that took its delivery returns uses the endpoint read by that claim
+ * statement instead (`DeliveryClaims.next`): as recent as a read of its own would be.
+ */
+function currentEndpoint(deps: SessionDeps, endpointId: string): () => Promise<EndpointRow | undefined> {
+  const read = deps.readEndpoint ?? ((id: string) => getEndpointById(deps.db, id));
+  let reading: Promise<EndpointRow | undefined> | null = null;
+  return () =>
+    (reading ??= read(endpointId).finally(() => {
+      reading = null;
+    }));
+}
+
+const sending = (e: EndpointRow | undefined): e is EndpointRow => !!e && !e.deleted_at && sends(e.active, e.health_status);
+
+const nothingDone = (): DeliveryRound => ({ outcomes: [], more: false, nextDueAtMs: null, posts: 0 });
+
+/** The workflow must apply the round (a failure, or successes the session could not record itself): it is handed over. */
+export const needsWorkflow = (round: DeliveryRound): boolean => round.outcomes.length > 0 && round.healthRecorded !== true;
+
+export async function runDeliverySession(deps: SessionDeps, req: SessionRequest): Promise<DeliveryRound> {
+  const readEndpoint = currentEndpoint(deps, req.endpointId);
+  const { leases } = deps;
+  let opened = req.leased;
+  if (leases && !opened) {
+    const lease = await leases.take(req.endpointId, req.owner, 'workflow');
+    // A direct session runs (it does the work, and looks again when it ends), or a round handed over
+    // by one waits for this workflow: an empty round, and the workflow takes that round in next.
+    if (!lease.granted) return nothingDone();
+    opened = lease.endpoint;
+  }
+  // A PATCH (deactivation, new url) may be committed before its signal reaches the workflow.
+  if (!sending(opened ?? (await readEndpoint()))) {
+    await leases?.end(req.endpointId, req.owner, { handover: false, tellIfDue: false });
+    return nothingDone();
+  }
+  // Opened in the same tick as a direct session's call: news from now on pokes it.
+  const news = deps.sessions.open(req.endpointId);
+  const held = leases?.hold({ endpointId: req.endpointId, owner: req.owner }, !!req.leased);
+  let round: DeliveryRound;
+  try {
+    round = await new DeliverySession(deps, req, readEndpoint, news, held?.claims).run();
+  } finally {
+    news.close();
+    held?.release();
+  }
+  // A workflow session that may have work left loops on its own; any other looks for news it missed.
+  const handover = needsWorkflow(round);
+  await leases?.end(req.endpointId, req.owner, { handover, tellIfDue: !handover && (!!req.leased || !round.more) });
+  return round;
+}
+
+/**
+ * One session's sending side: `concurrency` lanes, each taking the next claimed delivery, waiting
+ * for the throttle, POSTing it to the endpoint as committed now and recording the attempt. It
+ * owns what the session reports (outcomes, POSTs made); its claims (`DeliveryClaims`) own the
+ * leases, and `SessionStopping` says why it ended.
+ */
+class DeliverySession {
+  private readonly stopping: SessionStopping;
+  private readonly claims: DeliveryClaims;
+  /** When the last POST to each throttled endpoint started (shared with the worker's other sessions when given). */
+  private readonly pacing: Map<string, number>;
+  private outcomes: AttemptOutcome[] = [];
+  /** Deliveries taken to the end: POSTed, or closed because their event is gone. */
+  private done = 0;
+  private lastRecord: Promise<void> = Promise.resolve();
+  private lastShownAt = 0;
+  /** The endpoint's secrets, decrypted once per ciphertext instead of once per POST. */
+  private readonly secrets: Pick<SecretBox, 'open'>;
+  private readonly observedAtMs: number;
+
+  constructor(
+    private readonly deps: SessionDeps,
+    private readonly req: SessionRequest,
+    private readonly readEndpoint: () => Promise<EndpointRow | undefined>,
+    news: Session,
+    /** The deliveries claimed under a short lease and not yet taken to the end, which the worker renews (a direct session's). */
+    private readonly leased?: Set<string>,
+  ) {
+    this.stopping = new SessionStopping(news);
+    this.claims = new DeliveryClaims({ ...deps, ...req, leased, shortLeaseMs: deps.leases?.leaseMs }, news, this.stopping);
+    this.pacing = deps.pacing ?? new Map<string, number>();
+    this.secrets = rememberingOpener(deps.secretBox);
+    this.observedAtMs = req.observedAtMs ?? req.clock();
+  }
+
+  async run(): Promise<DeliveryRound> {
+    const onAbort = () => this.stopping.halt('cancelled');
+    this.req.signal.addEventListener('abort', onAbort);
+    // Lanes waiting for a share of a busy origin never ask for more work, where the time is
+    // checked; at the session's end they stop waiting and their deliveries are released.
+    const timeUp = setTimeout(() => this.stopping.halt('time'), this.deps.maxSessionMs);
+    try {
+      const lanes = await Promise.allSettled(Array.from({ length: this.deps.concurrency }, () => this.lane()));
+      const failed = lanes.find((l): l is PromiseRejectedResult => l.status === 'rejected');
+      // Records land before leases are given back: a released delivery is never one already sent.
+      await this.lastRecord;
+      if (this.claims.claimed > this.done) await releaseLeases(this.deps.db, this.req.owner);
+      if (failed) throw failed.reason;
+      return await this.report();
+    } finally {
+      clearTimeout(timeUp);
+      this.req.signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** What the workflow learns; `more` when it ended with work possibly left due. One statement (`reportSession`). */
+  private async report(): Promise<DeliveryRound> {
+    const stop = this.stopping.reason;
+    const more = stop === 'time' || stop === 'cancelled' || (stop === null && this.claims.claimed >= this.req.limit);
+    const r = await reportSession(this.deps.db, this.req.endpointId, this.healthySession(), new Date(this.observedAtMs));
+    return {
+      outcomes: this.outcomes,
+      more,
+      nextDueAtMs: r.nextDueAt?.getTime() ?? null,
+      posts: this.done,
+      owed: r.owed,
+      healthRecorded: r.healthRecorded,
+    };
+  }
+
+  /**
+   * A session of successes only leaves a healthy endpoint's health as it was: it records the latest
+   * success itself, in its report's statement, instead of its workflow scheduling `recordHealth` (an
+   * activity and a workflow task more per wake-up). The latest is taken as `afterRound` takes it.
+   */
+  private healthySession(): { lastSuccessAt: Date; lastResponseCode: number | null } | null {
+    if (this.outcomes.length === 0 || !this.outcomes.every((o) => o.ok)) return null;
+    const last = this.outcomes.reduce((a, b) => (b.atMs >= a.atMs ? b : a));
+    return { lastSuccessAt: new Date(last.atMs), lastResponseCode: last.responseCode };
+  }
+
+  private async lane(): Promise<void> {
+    for (;;) {
+      const taken = await this.claims.next();
+      if (!taken) return;
+      const d = taken.delivery;
+      const { endpoint, slot } = await this.readyToPost(taken.endpoint);
+      // Cut short meanwhile: this delivery stays leased to the session and is released at its end.
+      if (this.stopping.cutShort) return slot?.release();
+      if (!sending(endpoint)) return this.stopping.halt('not_sending');
+      try {
+        const outcome = await this.attempt(endpoint, d, slot!);
+        this.done++;
+        // Its record, on its way, ends the lease.
+        this.leased?.delete(d.id);
+        if (!outcome) continue;
+        this.outcomes = compactOutcomes([...this.outcomes, outcome]);
+        if (!outcome.ok) this.stopping.halt('failure');
+        else this.showSuccess(outcome);
+      } catch (err) {
+        logger.error({ err, deliveryId: d.id }, 'delivery attempt failed before its POST; its lease brings it back');
+      } finally {
+        slot!.release();
+      }
+    }
+  }
+
+  /**
+   * The endpoint as committed now, with its throttle passed and a share of its origin's
+   * connections held (src/delivery/origin-slots.ts), or without a slot when the session was cut short or
+   * the endpoint no longer sends; `justRead` is the endpoint the claim this lane waited for read
+   * moments ago. The share is taken after the throttle, so a throttled lane holds no connection
+   * slot while it waits for its pace; when the share was not free at once, the
+   * endpoint is read and paced again while holding it: a PATCH committed during the wait applies
+   * to this POST, and two lanes that waited together do not start at once past the throttle.
+   */
+  private async readyToPost(justRead?: EndpointRow): Promise<{ endpoint: EndpointRow | undefined; slot?: Slot }> {
+    let endpoint = await this.pacedEndpoint(justRead);
+    for (;;) {
+      if (this.stopping.cutShort || !sending(endpoint)) return { endpoint };
+      const slot = await this.deps.httpClient.slot(this.req.endpointId, endpoint.url, this.stopping.signal);
+      if (!slot) return { endpoint };
+      if (!slot.waited) return { endpoint, slot };
+      originShareWaits.observe(slot.waitedMs / 1000);
+      try {
+        endpoint = await this.pacedEndpoint();
+      } catch (err) {
+        slot.release();
+        throw err;
+      }
+      if (!this.stopping.cutShort && sending(endpoint) && originOf(endpoint.url) === slot.origin) return { endpoint, slot };
+      // Cut short, no longer sending, or moved to another origin (a PATCH of its url) meanwhile.
+      slot.release();
+    }
+  }
+
+  /**
+   * The endpoint as committed now, once its throttle (`rate_limit`) lets a POST start: `justRead`
+   * or read again. Waiting is not a failure and is recorded nowhere. The start is taken with no
+   * await between the check and the claim of the slot, so two lanes never share one.
+   */
+  private async pacedEndpoint(justRead?: EndpointRow): Promise<EndpointRow | undefined> {
+    const { endpointId } = this.req;
+    for (let read = justRead; ; read = undefined) {
+      const endpoint = read ?? (await this.readEndpoint());
+      if (this.stopping.cutShort || !sending(endpoint)) return endpoint;
+      const now = performance.now();
+      const wait = paceWaitMs(this.pacing.get(endpointId), now, endpoint.rate_limit);
+      if (wait === 0) {
+        if (endpoint.rate_limit === null) this.pacing.delete(endpointId);
+        else this.pacing.set(endpointId, now);
+        return endpoint;
+      }
+      await this.stopping.pause(Math.min(wait, PACE_RECHECK_MS));
+    }
+  }
+
+  /** POSTs one claimed delivery to the endpoint as it is now; null when nothing was sent (its event is gone). */
+  private async attempt(endpoint: EndpointRow, d: ClaimedDelivery, slot: Slot): Promise<AttemptOutcome | null> {
+    const event = d.event;
+    const def = getEventDefinition(d.event_type);
+    if (!event || !def) {
+      await closeForDeletedEvent(this.deps.db, d.id);
+      return null;
+    }
+    const body = Buffer.from(JSON.stringify(webhookBody(def, event)), 'utf8');
+    const startedAtMs = this.req.clock();
+    const outcome = await sendToEndpoint(this.deps.httpClient, this.secrets, endpoint, {
+      eventType: d.event_type,
+      idempotencyKey: d.idempotency_key,
+      webhookId: d.id,
+      body,
+      slot,
+    });
+    webhookSends.inc({ kind: 'delivery', outcome: outcome.acknowledged ? 'success' : (outcome.error ?? 'failure') });
+    const number = d.attempts + 1;
+    this.lastRecord = this.deps.recorder.add({
+      id: d.id,
+      number,
+      attempt: {
+        startedAt: new Date(startedAtMs),
+        durationMs: outcome.durationMs,
+        responseCode: outcome.recordedStatus,
+        error: outcome.error,
+        responseExcerpt: outcome.excerpt,
+      },
+      success: outcome.acknowledged,
+      nextAttemptAt: outcome.acknowledged ? null : new Date(startedAtMs + retryDelayMs(number)),
+    });
+    return { ok: outcome.acknowledged, responseCode: outcome.recordedStatus, atMs: startedAtMs + outcome.durationMs, error: outcome.error };
+  }
+
+  private showSuccess(outcome: AttemptOutcome): void {
+    if (outcome.atMs - this.lastShownAt < SHOW_SUCCESS_EVERY_MS) return;
+    this.lastShownAt = outcome.atMs;
+    const { endpointId } = this.req;
+    const shown = { id: endpointId, at: new Date(outcome.atMs), responseCode: outcome.responseCode };
+    if (this.deps.showSuccess) return this.deps.showSuccess(shown);
+    recordEndpointSuccesses(this.deps.db, [shown]).catch((err) =>
+      logger.warn({ err, endpointId }, 'latest success not shown on the endpoint'),
+    );
+  }
+}

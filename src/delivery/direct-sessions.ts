@@ -1,0 +1,126 @@
+/**
+ * Direct sessions: news of due work for a healthy endpoint (no streak, not paused, active) with
+ * no session open here starts its delivery session in this worker, the same `runDeliverySession`
+ * as the workflow's `deliverDue` activity, with no signal, workflow task or activity: a wake-up
+ * costs Temporal nothing. The endpoint row's session lease (src/delivery/session-leases.ts) keeps it
+ * to one session per endpoint across workers, direct or the workflow's.
+ *
+ * A session of successes records them itself (`reportSession`) and tells the workflow
+ * nothing. A round with a failure (the session stops at its first, as every session does) is
+ * handed to the endpoint's workflow by signal, which applies it as it applies its own rounds;
+ * the lease leaves a hand-over mark meanwhile, so no session starts until the workflow has taken
+ * it in (then on the curve, one POST at a time). The deliveries a direct session claims get short
+ * leases, renewed with its endpoint's while it lives: a killed worker's work comes back in seconds.
+ */
+import crypto from 'node:crypto';
+import { setMaxListeners } from 'node:events';
+import { needsWorkflow, runDeliverySession, type DeliveryRound, type SessionDeps } from './delivery-session.js';
+import type { SessionLeases } from './session-leases.js';
+import { doublingBackoffMs } from '../core/backoff.js';
+import { HANDOVER_TIMEOUT_MS } from '../core/runtime-limits.js';
+import { BATCH } from '../core/schedule.js';
+import type { DueEndpoint } from '../db/due-notifications.js';
+import { logger } from '../runtime/logger.js';
+import type { EndpointWorkflows } from './workflow-client.js';
+
+/** What became of news for an endpoint with no session here. */
+export type DirectStart =
+  | { kind: 'started' }
+  /**
+   * Another session holds the endpoint for `inMs` more: look again then. `elsewhere`: it is another
+   * worker's, which hears the same news (not one of this worker's, ending).
+   */
+  | { kind: 'busy'; inMs: number; elsewhere: boolean }
+  /** Not for a direct session: its workflow must look (failing, paused, inactive, a round handed over), or too many run here. */
+  | { kind: 'workflow' };
+
+export interface DirectSessions {
+  start(due: DueEndpoint): Promise<DirectStart>;
+  /** Work found due when a session gave its lease back (news it missed while ending). */
+  onFreed(listener: (due: DueEndpoint) => void): void;
+  /** Stops the sessions running (their unsent deliveries are released) and waits for them. */
+  close(): Promise<void>;
+}
+
+/** Direct sessions at once at most; news for more goes to the workflows, as before. */
+const MAX_DIRECT_SESSIONS = 1_000;
+
+export function createDirectSessions(o: {
+  /** The worker's session deps (shared with its activities), with its leases. */
+  deps: SessionDeps & { leases: SessionLeases };
+  workflows: Pick<EndpointWorkflows, 'handOver'>;
+  maxSessions?: number;
+}): DirectSessions {
+  // The worker's shared claim: a direct session's requests ask for the session lease's time
+  // (DeliveryClaims), renewed while the session lives, not LEASE_MS: no retry releases them.
+  const { leases } = o.deps;
+  const deps: SessionDeps = o.deps;
+  const running = new Set<Promise<void>>();
+  const stop = new AbortController();
+  // Every running session listens for the worker's stop.
+  setMaxListeners(0, stop.signal);
+
+  async function handOver(due: DueEndpoint, round: DeliveryRound, observedAtMs: number): Promise<void> {
+    const since = Date.now();
+    for (let failures = 0; ; failures++) {
+      try {
+        return await o.workflows.handOver(due.endpointId, due.accountId, { round, observedAtMs });
+      } catch (err) {
+        // The lease's hand-over mark lapses after HANDOVER_TIMEOUT_MS: sessions start again then.
+        if (Date.now() - since >= HANDOVER_TIMEOUT_MS || stop.signal.aborted) {
+          logger.error({ err, endpointId: due.endpointId }, 'round of a direct session not handed to its workflow');
+          return;
+        }
+        await new Promise((r) => setTimeout(r, doublingBackoffMs(250, failures, 5_000)));
+      }
+    }
+  }
+
+  async function run(due: DueEndpoint, owner: string, leased: Parameters<typeof runDeliverySession>[1]['leased']) {
+    const observedAtMs = Date.now();
+    const session = runDeliverySession(deps, {
+      endpointId: due.endpointId,
+      owner,
+      clock: Date.now,
+      observedAtMs,
+      limit: BATCH,
+      signal: stop.signal,
+      leased,
+    });
+    try {
+      const round = await session;
+      if (needsWorkflow(round)) await handOver(due, round, observedAtMs);
+    } catch (err) {
+      // Its lease lapses in seconds and the worker's check for lost sessions routes the endpoint again.
+      logger.error({ err, endpointId: due.endpointId }, 'direct delivery session failed');
+    }
+  }
+
+  return {
+    async start(due) {
+      if (stop.signal.aborted || running.size >= (o.maxSessions ?? MAX_DIRECT_SESSIONS)) return { kind: 'workflow' };
+      // Says which process holds it (pid), for an operator looking at the endpoint row.
+      const owner = `direct/${process.pid}/${crypto.randomUUID()}`;
+      // Held here before or after the take: one of this worker's sessions may end while it is asked.
+      const heldHereBefore = leases.heldHere(due.endpointId);
+      const lease = await leases.take(due.endpointId, owner, 'direct');
+      if (!lease.granted)
+        return lease.heldMs === null
+          ? { kind: 'workflow' }
+          : { kind: 'busy', inMs: lease.heldMs, elsewhere: !heldHereBefore && !leases.heldHere(due.endpointId) };
+      if (stop.signal.aborted) {
+        await leases.end(due.endpointId, owner, { handover: false, tellIfDue: false });
+        return { kind: 'workflow' };
+      }
+      // The session registers with the worker's registry before this returns: news from now on pokes it.
+      const session = run(due, owner, lease.endpoint).finally(() => running.delete(session));
+      running.add(session);
+      return { kind: 'started' };
+    },
+    onFreed: (listener) => leases.onFreed(listener),
+    async close() {
+      stop.abort();
+      while (running.size > 0) await Promise.all(running);
+    },
+  };
+}

@@ -1,0 +1,193 @@
+/**
+ * The one HTTP client that talks to receivers. Destinations are re-checked at connect
+ * time inside the socket's DNS lookup, so a name that resolved to a public address when
+ * the endpoint was created but points inside the network now is refused (DNS rebinding).
+ * Keep-alive connections are pooled per origin; redirects are never followed. Endpoints that
+ * share an origin share it fairly (src/delivery/origin-slots.ts): a POST starts once its endpoint's
+ * share of the origin allows it, and its timeout runs from then on.
+ */
+import fs from 'node:fs';
+import type { LookupFunction } from 'node:net';
+import tls from 'node:tls';
+import ipaddr from 'ipaddr.js';
+import { Agent, buildConnector, request } from 'undici';
+import { storableExcerpt } from '../core/storable-text.js';
+import { BlockedDestinationError, type DestinationPolicy } from '../security/destination-policy.js';
+import { createOriginSlots, type Slot } from './origin-slots.js';
+
+export type { Slot };
+
+export type AttemptError = 'timeout' | 'connection_error' | 'tls_error' | 'blocked_destination' | 'non_2xx';
+
+export interface PostResult {
+  /** HTTP status, or null when no response arrived. */
+  status: number | null;
+  headers: Record<string, string | string[] | undefined>;
+  /** The first 4 KiB of the response body, as text Postgres can store. */
+  excerpt: string | null;
+  error: AttemptError | null;
+  errorMessage: string | null;
+  durationMs: number;
+}
+
+/** Where a POST goes, and for whom: the endpoint whose share of the URL's origin it uses. */
+export interface PostTarget {
+  endpointId: string;
+  url: string;
+  /** A slot already taken with `slot()` for this origin (the caller releases it); taken and released here when absent. */
+  slot?: Slot;
+}
+
+export interface HttpClient {
+  /**
+   * Waits for the endpoint's fair share of the URL's origin to allow one more POST; null when
+   * `signal` aborts first. A wait is no attempt: it is not timed, and no receiver failed.
+   */
+  slot(endpointId: string, url: string, signal?: AbortSignal): Promise<Slot | null>;
+  post(target: PostTarget, headers: Record<string, string>, body: Buffer): Promise<PostResult>;
+  close(): Promise<void>;
+}
+
+const EXCERPT_BYTES = 4096;
+
+/**
+ * Node's bundled roots plus NODE_EXTRA_CA_CERTS, read now so a test CA set after start-up is
+ * honoured too, plus the dev-mode CA file, as one TLS context: built per connection, parsing the
+ * ~150 roots cost milliseconds of CPU for every new receiver connection.
+ */
+function trustedCas(devCaFile?: string): { secureContext: tls.SecureContext } {
+  const extras = [process.env.NODE_EXTRA_CA_CERTS, devCaFile].filter((f): f is string => Boolean(f) && fs.existsSync(f!));
+  return { secureContext: tls.createSecureContext({ ca: [...tls.rootCertificates, ...extras.map((f) => fs.readFileSync(f, 'utf8'))] }) };
+}
+
+/**
+ * Dev mode: the CA file is read again whenever it changes, so a `webhooks listen` started (or
+ * its certificate made) after the service is trusted without a restart. New connections only.
+ */
+function reloadingConnector(base: buildConnector.BuildOptions, devCaFile: string): buildConnector.connector {
+  let current: { stamp: number; connector: buildConnector.connector } | undefined;
+  return (options, callback) => {
+    const stamp = fs.existsSync(devCaFile) ? fs.statSync(devCaFile).mtimeMs : -1;
+    if (current?.stamp !== stamp) current = { stamp, connector: buildConnector({ ...base, ...trustedCas(devCaFile) }) };
+    return current.connector(options, callback);
+  };
+}
+
+function guardedLookup(policy: DestinationPolicy): LookupFunction {
+  return (hostname, options, callback) => {
+    policy.resolveAllowed(hostname).then(
+      (addresses) => {
+        const entries = addresses.map((address) => ({ address, family: ipaddr.parse(address).kind() === 'ipv6' ? 6 : 4 }));
+        const wanted = options.family ? entries.filter((e) => e.family === options.family) : entries;
+        const list = wanted.length ? wanted : entries;
+        if (options.all) (callback as (e: null, a: typeof list) => void)(null, list);
+        else callback(null, list[0]!.address, list[0]!.family);
+      },
+      (err: Error) => callback(err as NodeJS.ErrnoException, '', 0),
+    );
+  };
+}
+
+function classify(err: unknown): { error: AttemptError; message: string } {
+  const e = err as { name?: string; code?: string; message?: string; cause?: unknown };
+  if (e instanceof BlockedDestinationError || e?.cause instanceof BlockedDestinationError) {
+    return { error: 'blocked_destination', message: (e instanceof BlockedDestinationError ? e : (e.cause as Error)).message };
+  }
+  const inner = (e?.cause ?? e) as { name?: string; code?: string; message?: string };
+  const code = inner?.code ?? e?.code ?? '';
+  const name = inner?.name ?? e?.name ?? '';
+  const message = inner?.message ?? e?.message ?? 'request failed';
+  if (name === 'TimeoutError' || name === 'AbortError' || /TIMEOUT/.test(code))
+    return { error: 'timeout', message: 'no response within the timeout' };
+  if (/^ERR_TLS|^ERR_SSL|CERT|SELF_SIGNED|UNABLE_TO_VERIFY|^EPROTO$/.test(code)) return { error: 'tls_error', message };
+  return { error: 'connection_error', message };
+}
+
+export function createHttpClient(opts: {
+  policy: DestinationPolicy;
+  timeoutMs: number;
+  maxConnectionsPerOrigin?: number;
+  devCaFile?: string;
+}): HttpClient {
+  const connect = { lookup: guardedLookup(opts.policy), timeout: opts.timeoutMs };
+  const slots = createOriginSlots(opts.maxConnectionsPerOrigin ?? 16);
+  const agent = new Agent({
+    // No limit here: the slots are the limit, and may pass the cap by one per active endpoint
+    // (src/core/fair-share.ts). A limit in the pool would queue POSTs first come, first served again.
+    connections: null,
+    keepAliveTimeout: 30_000,
+    connect: opts.devCaFile ? reloadingConnector(connect, opts.devCaFile) : { ...connect, ...trustedCas() },
+  });
+
+  return {
+    slot: (endpointId, url, signal) => slots.take(endpointId, url, signal),
+    async post(target, headers, body) {
+      const own = target.slot ? null : await slots.take(target.endpointId, target.url);
+      try {
+        return await postOnce(agent, opts, target.url, headers, body);
+      } finally {
+        own?.release();
+      }
+    },
+    close: () => agent.close(),
+  };
+}
+
+/** One POST on a connection of the pool; timed from here, never from a wait for a slot. */
+async function postOnce(
+  agent: Agent,
+  opts: { policy: DestinationPolicy; timeoutMs: number },
+  url: string,
+  headers: Record<string, string>,
+  body: Buffer,
+): Promise<PostResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  // A timer cleared when the POST ends, not AbortSignal.timeout: that one's timer and weak
+  // reference live for the whole timeout after the POST (10,000 of each at 1,000 POSTs a second).
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(new DOMException('no response within the timeout', 'TimeoutError')), opts.timeoutMs);
+  try {
+    // An IP literal never reaches the lookup hook, so it is checked here.
+    const { hostname } = new URL(url);
+    const host = hostname.replace(/^\[|\]$/g, '');
+    if (ipaddr.isValid(host)) {
+      const why = opts.policy.refusal(host);
+      if (why) throw new BlockedDestinationError(why);
+    }
+    const res = await request(url, { method: 'POST', headers, body, dispatcher: agent, signal: deadline.signal });
+    const excerpt = await readExcerpt(res.body);
+    const error = res.statusCode >= 200 && res.statusCode < 300 ? null : 'non_2xx';
+    return {
+      status: res.statusCode,
+      headers: res.headers,
+      excerpt,
+      error,
+      errorMessage: error ? `receiver answered ${res.statusCode}` : null,
+      durationMs: elapsed(),
+    };
+  } catch (err) {
+    const { error, message } = classify(err);
+    return { status: null, headers: {}, excerpt: null, error, errorMessage: message, durationMs: elapsed() };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string | null> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= EXCERPT_BYTES) break;
+    }
+  } catch {
+    // A body cut off mid-way still leaves what arrived.
+  } finally {
+    body.destroy();
+  }
+  if (size === 0) return null;
+  return storableExcerpt(Buffer.concat(chunks).subarray(0, EXCERPT_BYTES), { truncated: size >= EXCERPT_BYTES });
+}

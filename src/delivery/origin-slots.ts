@@ -1,0 +1,76 @@
+/**
+ * The worker's fair-share gate in front of its HTTP pool: a POST of an endpoint starts once the
+ * endpoint's share of the URL's origin allows it (src/core/fair-share.ts), one queue per origin.
+ * Waiting here is no attempt: the request timeout starts when the slot is granted.
+ */
+import { FairShareQueue } from '../core/fair-share.js';
+
+export interface Slot {
+  /** The origin this slot counts against (`new URL(url).origin`). */
+  readonly origin: string;
+  /** The slot was not free when asked for: what the caller read before waiting may be stale. */
+  readonly waited: boolean;
+  /** How long the caller waited for it (0 when it was free). */
+  readonly waitedMs: number;
+  /** Gives the slot back; later calls do nothing. */
+  release(): void;
+}
+
+export interface OriginSlots {
+  /** Waits for a slot of `endpointId` on the URL's origin; null when `signal` aborts first. */
+  take(endpointId: string, url: string, signal?: AbortSignal): Promise<Slot | null>;
+  /** POSTs in flight and endpoints active, per origin (for metrics and tests). */
+  usage(): Map<string, { running: number; active: number }>;
+}
+
+export function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}
+
+export function createOriginSlots(capPerOrigin: number): OriginSlots {
+  const origins = new Map<string, FairShareQueue<() => void>>();
+
+  function slot(origin: string, endpointId: string, askedAt: number | null): Slot {
+    let released = false;
+    return {
+      origin,
+      waited: askedAt !== null,
+      waitedMs: askedAt === null ? 0 : performance.now() - askedAt,
+      release() {
+        if (released) return;
+        released = true;
+        const queue = origins.get(origin)!;
+        const starting = queue.release(endpointId);
+        if (queue.idle) origins.delete(origin);
+        for (const start of starting) start();
+      },
+    };
+  }
+
+  return {
+    take(endpointId, url, signal) {
+      const origin = originOf(url);
+      if (signal?.aborted) return Promise.resolve(null);
+      let queue = origins.get(origin);
+      if (!queue) origins.set(origin, (queue = new FairShareQueue(capPerOrigin)));
+      const askedAt = performance.now();
+      return new Promise<Slot | null>((resolve) => {
+        const onAbort = () => {
+          if (queue.cancel(endpointId, granted)) resolve(null);
+          if (queue.idle) origins.delete(origin);
+        };
+        function granted() {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(slot(origin, endpointId, askedAt));
+        }
+        if (queue.request(endpointId, granted)) return resolve(slot(origin, endpointId, null));
+        signal?.addEventListener('abort', onAbort, { once: true });
+      });
+    },
+    usage: () => new Map([...origins].map(([origin, q]) => [origin, { running: q.running, active: q.active }])),
+  };
+}

@@ -1,0 +1,113 @@
+/**
+ * A worker's side of the endpoints' session leases (src/db/session-leases.ts): at most one delivery
+ * session per endpoint across all workers, direct or the workflow's own. Why a lease on the
+ * endpoint row: the session reads that row at its open anyway, so taking the lease in the same
+ * statement costs nothing more; a row lock serialises two workers racing for it; and a lease with a
+ * time (renewed by one statement per worker every HEARTBEAT_EVERY_MS for all its sessions) frees
+ * itself when its worker dies, where an advisory lock would need a connection held per session.
+ *
+ * A session that gives its lease back learns whether work is due that nobody holds (news that
+ * arrived while it was ending found the lease taken): `onFreed` listeners (the due router) route it.
+ */
+import { HANDOVER_TIMEOUT_MS, HEARTBEAT_EVERY_MS, SESSION_LEASE_MS } from '../core/runtime-limits.js';
+import type { DueEndpoint } from '../db/due-notifications.js';
+import type { Db } from '../db/pool.js';
+import {
+  endSessionLease,
+  renewSessionLeases,
+  takeSessionLease,
+  type HeldLease,
+  type LeaseAnswer,
+  type SessionKind,
+} from '../db/session-leases.js';
+import { logger } from '../runtime/logger.js';
+
+export interface SessionLeases {
+  readonly leaseMs: number;
+  take(endpointId: string, owner: string, kind: SessionKind): Promise<LeaseAnswer>;
+  /**
+   * Renews the lease while the session lives, and with `shortClaims` (a direct session's) the
+   * deliveries it has claimed and not yet taken to the end, which it adds to and deletes from
+   * `claims`; `release` when it ends.
+   */
+  hold(lease: HeldLease, shortClaims: boolean): HeldSession;
+  /**
+   * Gives the lease back; `handover`: the session's round goes to its workflow (no session starts
+   * until it is taken in). With `tellIfDue`, work due meanwhile goes to the `onFreed` listeners.
+   */
+  end(endpointId: string, owner: string, o: { handover: boolean; tellIfDue: boolean }): Promise<void>;
+  onFreed(listener: (due: DueEndpoint) => void): void;
+  /** Whether a session of this worker holds the endpoint's lease, from its take until its end has returned. */
+  heldHere(endpointId: string): boolean;
+}
+
+export interface HeldSession {
+  /** Ids of the deliveries the session holds under a short lease (none: the session's claims are leased for LEASE_MS). */
+  claims: Set<string> | undefined;
+  release(): void;
+}
+
+export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?: number } = {}): SessionLeases {
+  const leaseMs = o.leaseMs ?? SESSION_LEASE_MS;
+  const renewEveryMs = o.renewEveryMs ?? Math.min(HEARTBEAT_EVERY_MS, leaseMs / 5);
+  const held = new Map<string, HeldLease & { claims: Set<string> | undefined }>();
+  const freedListeners: ((due: DueEndpoint) => void)[] = [];
+  /** Sessions here per endpoint with the lease taken and not yet given back (an activity's retry may overlap its lost attempt). */
+  const here = new Map<string, number>();
+  let timer: NodeJS.Timeout | undefined;
+  let renewing = false;
+
+  async function renew() {
+    if (renewing || held.size === 0) return;
+    renewing = true;
+    const leases = [...held.values()];
+    const claims = leases.flatMap((l) => [...(l.claims ?? [])].map((id) => ({ id, owner: l.owner })));
+    try {
+      const kept = await renewSessionLeases(db, leases, claims, leaseMs);
+      // Not renewed: the row was busy (the next round renews it), or the lease lapsed and was taken back.
+      for (const l of leases)
+        if (!kept.has(l.owner) && held.has(l.owner))
+          logger.debug({ endpointId: l.endpointId, owner: l.owner }, 'session lease not renewed');
+    } catch (err) {
+      logger.warn({ err }, 'session leases not renewed; the next renewal tries again');
+    } finally {
+      renewing = false;
+    }
+  }
+
+  return {
+    leaseMs,
+    async take(endpointId, owner, kind) {
+      const answer = await takeSessionLease(db, endpointId, owner, kind, leaseMs, HANDOVER_TIMEOUT_MS);
+      if (answer.granted) here.set(endpointId, (here.get(endpointId) ?? 0) + 1);
+      return answer;
+    },
+    hold(lease, shortClaims) {
+      const claims = shortClaims ? new Set<string>() : undefined;
+      held.set(lease.owner, { ...lease, claims });
+      timer ??= setInterval(() => void renew(), renewEveryMs).unref();
+      return {
+        claims,
+        release() {
+          held.delete(lease.owner);
+          if (held.size === 0) {
+            clearInterval(timer);
+            timer = undefined;
+          }
+        },
+      };
+    },
+    async end(endpointId, owner, { handover, tellIfDue }) {
+      const left = await endSessionLease(db, endpointId, owner, handover).finally(() => {
+        const n = (here.get(endpointId) ?? 1) - 1;
+        if (n > 0) here.set(endpointId, n);
+        else here.delete(endpointId);
+      });
+      if (left?.due && tellIfDue) for (const listener of freedListeners) listener({ endpointId, accountId: left.accountId });
+    },
+    onFreed(listener) {
+      freedListeners.push(listener);
+    },
+    heldHere: (endpointId) => here.has(endpointId),
+  };
+}

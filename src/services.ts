@@ -1,0 +1,62 @@
+/**
+ * The start-up the API and the worker share: configuration checks for a production entry point,
+ * the migrated database, the Temporal client, the destination policy, the HTTP client for
+ * receivers and the secret box, closed again in one call.
+ */
+import type { Client, Connection } from '@temporalio/client';
+import { migrate } from './db/migrate.js';
+import { createPool, type Db } from './db/pool.js';
+import { createHttpClient, type HttpClient } from './delivery/http-client.js';
+import { loadConfig, type Config } from './runtime/config.js';
+import { logger } from './runtime/logger.js';
+import { createDestinationPolicy, type DestinationPolicy, type Resolver } from './security/destination-policy.js';
+import { createSecretBox, loadOrCreateEncryptionKey, type SecretBox } from './security/secret-box.js';
+import { connectTemporal } from './delivery/workflow-client.js';
+
+export type ServiceConfig = Config & { databaseUrl: string; temporalAddress: string };
+
+export interface Services {
+  db: Db;
+  temporal: { connection: Connection; client: Client };
+  policy: DestinationPolicy;
+  httpClient: HttpClient;
+  secretBox: SecretBox;
+  /** Closes the HTTP client, the Temporal connection and the pool (after the caller's own parts). */
+  close(): Promise<void>;
+}
+
+/** Migrates, then opens what both processes use. */
+export async function startServices(config: ServiceConfig, opts: { resolver?: Resolver } = {}): Promise<Services> {
+  await migrate(config.databaseUrl);
+  const db = createPool(config.databaseUrl, 20);
+  const temporal = await connectTemporal(config.temporalAddress, config.temporalNamespace);
+  const policy = createDestinationPolicy({ allowCidrs: config.allowPrivateCidrs, resolver: opts.resolver });
+  const httpClient = createHttpClient({ policy, timeoutMs: config.deliveryTimeoutMs, devCaFile: config.devCaFile });
+  return {
+    db,
+    temporal,
+    policy,
+    httpClient,
+    secretBox: createSecretBox(loadOrCreateEncryptionKey(config.encryptionKey, config.dataDir)),
+    async close() {
+      await httpClient.close();
+      await temporal.connection.close();
+      await db.end();
+    },
+  };
+}
+
+/** The configuration of a production entry point (`npm run api`, `npm run worker`); exits 2 without a database or Temporal. */
+export function loadServiceConfig(command: string): ServiceConfig {
+  const config = loadConfig();
+  if (!config.databaseUrl || !config.temporalAddress) {
+    console.error(`${command} needs DATABASE_URL and TEMPORAL_ADDRESS (npm start runs everything locally).`);
+    process.exit(2);
+  }
+  if (config.devMode)
+    logger.warn(
+      { allowPrivateCidrs: config.allowPrivateCidrs, devCaFile: config.devCaFile },
+      'WEBHOOKS_DEV_MODE is on: loopback receivers allowed; never in production',
+    );
+  return { ...config, databaseUrl: config.databaseUrl, temporalAddress: config.temporalAddress };
+}

@@ -1,0 +1,99 @@
+/** Production worker: runs endpoint workflows and their activities against TEMPORAL_ADDRESS and DATABASE_URL. */
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { NativeConnection } from '@temporalio/worker';
+import { loadServiceConfig, startServices, type ServiceConfig } from '../services.js';
+import { logger } from '../runtime/logger.js';
+import { endpointWorkflows, ensureSearchAttributes } from '../delivery/workflow-client.js';
+import type { Resolver } from '../security/destination-policy.js';
+import { sessionDepsOf, type ActivityDeps } from '../delivery/activities.js';
+import { createSessionLeases } from '../delivery/session-leases.js';
+import { createSessionRegistry } from '../delivery/session-registry.js';
+import { dueChannel } from '../db/due-notifications.js';
+import { createDueWakes } from '../events/due-wakes.js';
+import { createWorker } from './create-worker.js';
+import { runCrmOutboxSweep } from '../crm/outbox-sweep.js';
+import { createDirectSessions } from '../delivery/direct-sessions.js';
+import { startDueRouter } from '../delivery/due-router.js';
+import { runOutboxSender } from './outbox-sender.js';
+import { installTemporalLogging } from './temporal-logging.js';
+
+export async function runWorker(
+  config: ServiceConfig,
+  opts: { signal?: AbortSignal; resolver?: Resolver; workflowBundlePath?: string; onRunning?: () => void } = {},
+): Promise<void> {
+  installTemporalLogging();
+  const services = await startServices(config, opts);
+  const { db, httpClient, temporal } = services;
+  await ensureSearchAttributes(temporal.connection, config.temporalNamespace);
+  const sessions = createSessionRegistry();
+  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const workflows = endpointWorkflows(temporal.client, config.taskQueue);
+  const deps: ActivityDeps = {
+    db,
+    httpClient,
+    secretBox: services.secretBox,
+    sessions,
+    lingerMs: config.deliveryLingerMs,
+    // Taken by the workflows' sessions even with direct sessions off here: a deployment whose
+    // workers differ in DIRECT_SESSIONS (a rolling change of it) still runs one session per endpoint.
+    leases: createSessionLeases(db),
+  };
+  // One recorder, one set of shared reads and claims, for the workflows' sessions and the direct ones.
+  const sessionDeps = sessionDepsOf(deps);
+  const worker = await createWorker({
+    connection,
+    namespace: config.temporalNamespace,
+    taskQueue: config.taskQueue,
+    deps,
+    sessionDeps,
+    workflowBundle: opts.workflowBundlePath ? { codePath: opts.workflowBundlePath } : undefined,
+    maxCachedWorkflows: config.workerMaxCachedWorkflows,
+  });
+  logger.info({ taskQueue: config.taskQueue }, 'worker started');
+  // The SDK already stops the worker on SIGINT/SIGTERM; the signal covers embedded use.
+  opts.signal?.addEventListener('abort', () => {
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+  });
+  const router = startDueRouter({
+    databaseUrl: config.databaseUrl,
+    db,
+    channel: dueChannel(config.taskQueue),
+    sessions,
+    workflows,
+    sweepEveryMs: config.dueSweepMs,
+    direct: config.directSessions ? createDirectSessions({ deps: { ...sessionDeps, leases: deps.leases! }, workflows }) : undefined,
+  });
+  const outboxStop = new AbortController();
+  const outbox = runOutboxSender(db, { smtpUrl: config.smtpUrl, from: config.smtpFrom, signal: outboxStop.signal });
+  const crmWakes = createDueWakes(db, dueChannel(config.taskQueue));
+  const crmSweep = runCrmOutboxSweep({ db, wakes: crmWakes }, { signal: outboxStop.signal });
+  try {
+    const running = worker.run();
+    opts.onRunning?.();
+    await running;
+  } finally {
+    outboxStop.abort();
+    await outbox;
+    await crmSweep;
+    await crmWakes.flush();
+    await router.close();
+    await connection.close();
+    await services.close();
+  }
+}
+
+/** The bundle `npm run build` writes beside the compiled worker (dist/workflow-bundle.js); none when running the source. */
+function prebuiltWorkflowBundle(): string | undefined {
+  if (import.meta.url.endsWith('.ts')) return undefined;
+  const bundle = fileURLToPath(new URL('../../workflow-bundle.js', import.meta.url));
+  if (!fs.existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build\` (it bundles the workflow code).`);
+  return bundle;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`)
+  await runWorker(loadServiceConfig('npm run worker'), {
+    workflowBundlePath: prebuiltWorkflowBundle(),
+    // A supervisor that gave this process an IPC channel (the production-shape launcher) learns it polls.
+    onRunning: () => process.send?.({ type: 'worker-running' }),
+  });
