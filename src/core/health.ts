@@ -104,6 +104,9 @@ export function sends(active: boolean, health: Health): boolean {
   return active && (health === 'healthy' || health === 'degraded');
 }
 
+/** Why a POST failed: the kinds the attempt records and the workflow's story name. */
+export type AttemptError = 'timeout' | 'connection_error' | 'tls_error' | 'blocked_destination' | 'non_2xx';
+
 /** What one POST of a delivery round came to; `atMs` is when its answer (or error) came. */
 export interface AttemptOutcome {
   ok: boolean;

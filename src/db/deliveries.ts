@@ -1,6 +1,6 @@
 import { DomainError, notFound } from '../core/domain-error.js';
 import type { PageKey } from '../core/paging.js';
-import type { AttemptError } from '../delivery/http-client.js';
+import type { AttemptError } from '../core/health.js';
 import { eventColumnsOf, type EventRow } from './events.js';
 import { endpointColumnsAs, endpointFromColumns, healthySessionUpdate, type EndpointRow, type HealthStatus } from './endpoints.js';
 import { inPageOrder, keyset } from './keyset.js';

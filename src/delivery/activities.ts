@@ -18,33 +18,19 @@ import {
   type ClaimRequest,
 } from '../db/deliveries.js';
 import { getAccount } from '../db/directory.js';
-import { getEndpointById, getEndpointsByIds, recordEndpointHealth, recordNextAttempt, type HealthStatus } from '../db/endpoints.js';
+import { getEndpointById, getEndpointsByIds, recordEndpointHealth, recordNextAttempt } from '../db/endpoints.js';
 import { enqueueNotification } from '../db/plan-usage.js';
 import type { Db } from '../db/pool.js';
 import type { HttpClient } from './http-client.js';
 import { createStatementBatcher } from '../runtime/statement-batcher.js';
 import type { SecretBox } from '../security/secret-box.js';
-import { runDeliverySession, type DeliveryRound, type SessionDeps } from './delivery-session.js';
+import type { DeliveryRound, EndpointActivities, HealthRecord } from '../workflows/endpoint-contract.js';
+import { runDeliverySession, type SessionDeps } from './delivery-session.js';
 import { createAttemptRecorder } from './attempt-recorder.js';
 import type { SessionLeases } from './session-leases.js';
 import { createSessionRegistry, type SessionRegistry } from './session-registry.js';
 import { endHandover } from '../db/session-leases.js';
 import { showSuccesses } from './success-display.js';
-
-export type { DeliveryRound };
-
-export interface HoldsLeft {
-  nextExpiryAtMs: number | null;
-  held: number;
-}
-
-export interface EndpointSnapshot {
-  health_status: HealthStatus;
-  failure_streak: number;
-  active: boolean;
-  /** Host and path only, for the workflow's story in the Web UI (absent from older histories). */
-  url_label?: string;
-}
 
 export interface ActivityDeps {
   db: Db;
@@ -125,11 +111,11 @@ async function deliverDue(sessionDeps: SessionDeps, endpointId: string, nowMs: n
 }
 
 /** `sessionDeps`: what the worker's direct sessions share with these (src/delivery/direct-sessions.ts); its own when absent. */
-export function createActivities(deps: ActivityDeps, sessionDeps = sessionDepsOf(deps)) {
+export function createActivities(deps: ActivityDeps, sessionDeps = sessionDepsOf(deps)): EndpointActivities {
   const { db } = deps;
 
   return {
-    async loadEndpointSnapshot(endpointId: string): Promise<EndpointSnapshot | null> {
+    async loadEndpointSnapshot(endpointId) {
       const row = await getEndpointById(db, endpointId);
       if (!row || row.deleted_at) return null;
       return {
@@ -149,19 +135,7 @@ export function createActivities(deps: ActivityDeps, sessionDeps = sessionDepsOf
     deliverDue: (endpointId: string, nowMs: number, limit: number): Promise<DeliveryRound> =>
       deliverDue(sessionDeps, endpointId, nowMs, limit),
 
-    async recordHealth(
-      endpointId: string,
-      h: {
-        health: HealthStatus;
-        failureStreak: number;
-        lastSuccessAtMs: number | null;
-        lastFailureAtMs: number | null;
-        lastResponseCode: number | null;
-        nextAttemptAtMs: number | null;
-        pausedAtMs: number | null;
-        observedAtMs: number;
-      },
-    ): Promise<void> {
+    async recordHealth(endpointId: string, h: HealthRecord): Promise<void> {
       const d = (v: number | null) => (v === null ? null : new Date(v));
       await recordEndpointHealth(
         db,
@@ -197,7 +171,7 @@ export function createActivities(deps: ActivityDeps, sessionDeps = sessionDepsOf
      * Ends holds older than 14 days; returns when the next hold expires and how many are held.
      * (Recorded histories hold the older answer, the bare expiry time: the workflow reads both.)
      */
-    async expireHeld(endpointId: string, nowMs: number): Promise<HoldsLeft> {
+    async expireHeld(endpointId: string, nowMs: number) {
       const r = await expireHeldDeliveries(db, endpointId, new Date(nowMs), HOLD_MS);
       return { nextExpiryAtMs: ms(r.nextExpiryAt), held: r.held };
     },
@@ -217,5 +191,3 @@ export function createActivities(deps: ActivityDeps, sessionDeps = sessionDepsOf
     },
   };
 }
-
-export type EndpointActivities = ReturnType<typeof createActivities>;

@@ -13,6 +13,7 @@
  * sending, after `limit` POSTs, when nothing has been due for `lingerMs`, after `maxSessionMs`,
  * or when cancelled; what it claimed and did not send is released.
  */
+import type { DeliveryRound } from '../workflows/endpoint-contract.js';
 import { getEventDefinition } from '../core/catalog/index.js';
 import { compactOutcomes, sends, type AttemptOutcome } from '../core/health.js';
 import { paceWaitMs } from '../core/pacer.js';
@@ -40,23 +41,6 @@ import { DeliveryClaims } from './delivery-claims.js';
 import type { SessionLeases } from './session-leases.js';
 import type { Session, SessionRegistry } from './session-registry.js';
 import { SessionStopping } from './session-stopping.js';
-
-export interface DeliveryRound {
-  /** What came of the POSTs, compacted to at most four with the same effect on health (`compactOutcomes`). */
-  outcomes: AttemptOutcome[];
-  /** The session ended with work possibly left due (its limit, its time, a cancellation): look again at once. */
-  more: boolean;
-  nextDueAtMs: number | null;
-  /** How many POSTs were made (absent from rounds recorded before sessions, whose outcomes were all of them). */
-  posts?: number;
-  /** Deliveries still owed and not held when the session ended, for the workflow's story (absent from older rounds). */
-  owed?: number;
-  /**
-   * Every POST succeeded on an endpoint healthy with no streak, and the session recorded that on the
-   * endpoint itself (`reportSession`): the workflow need not (absent from older rounds).
-   */
-  healthRecorded?: boolean;
-}
 
 export interface SessionDeps {
   db: Db;

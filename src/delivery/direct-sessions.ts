@@ -14,7 +14,8 @@
  */
 import crypto from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { needsWorkflow, runDeliverySession, type DeliveryRound, type SessionDeps } from './delivery-session.js';
+import { needsWorkflow, runDeliverySession, type SessionDeps } from './delivery-session.js';
+import type { DeliveryRound } from '../workflows/endpoint-contract.js';
 import type { SessionLeases } from './session-leases.js';
 import { doublingBackoffMs } from '../core/backoff.js';
 import { HANDOVER_TIMEOUT_MS } from '../core/runtime-limits.js';

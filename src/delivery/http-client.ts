@@ -11,13 +11,12 @@ import type { LookupFunction } from 'node:net';
 import tls from 'node:tls';
 import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector, request } from 'undici';
+import type { AttemptError } from '../core/health.js';
 import { storableExcerpt } from '../core/storable-text.js';
 import { BlockedDestinationError, type DestinationPolicy } from '../security/destination-policy.js';
 import { createOriginSlots, type Slot } from './origin-slots.js';
 
 export type { Slot };
-
-export type AttemptError = 'timeout' | 'connection_error' | 'tls_error' | 'blocked_destination' | 'non_2xx';
 
 export interface PostResult {
   /** HTTP status, or null when no response arrived. */

@@ -1,10 +1,69 @@
 /**
- * The endpoint workflow's public contract: its id, signals and input. Imported by the
- * workflow and by the code that signals it, so names cannot drift apart.
+ * The endpoint workflow's public contract: its signals, its input, and the activities it asks for.
+ * Imported by the workflow, by the code that signals it and by the activities, so names cannot drift apart.
  */
 import { defineQuery, defineSignal } from '@temporalio/workflow';
-import type { DeliveryRound } from '../delivery/delivery-session.js';
-import type { EndpointHealth } from '../core/health.js';
+import type { AttemptOutcome, EndpointHealth, Health } from '../core/health.js';
+
+/** What one delivery session came to: the workflow applies it to the endpoint's health. */
+export interface DeliveryRound {
+  /** What came of the POSTs, compacted to at most four with the same effect on health (`compactOutcomes`). */
+  outcomes: AttemptOutcome[];
+  /** The session ended with work possibly left due (its limit, its time, a cancellation): look again at once. */
+  more: boolean;
+  nextDueAtMs: number | null;
+  /** How many POSTs were made (absent from rounds recorded before sessions, whose outcomes were all of them). */
+  posts?: number;
+  /** Deliveries still owed and not held when the session ended, for the workflow's story (absent from older rounds). */
+  owed?: number;
+  /**
+   * Every POST succeeded on an endpoint healthy with no streak, and the session recorded that on the
+   * endpoint itself (`reportSession`): the workflow need not (absent from older rounds).
+   */
+  healthRecorded?: boolean;
+}
+
+/** What `expireHeld` leaves: when the next hold expires, and how many deliveries are held. */
+export interface HoldsLeft {
+  nextExpiryAtMs: number | null;
+  held: number;
+}
+
+export interface EndpointSnapshot {
+  health_status: Health;
+  failure_streak: number;
+  active: boolean;
+  /** Host and path only, for the workflow's story in the Web UI (absent from older histories). */
+  url_label?: string;
+}
+
+/** The endpoint's health as the workflow records it on the endpoint row; times in ms since epoch. */
+export interface HealthRecord {
+  health: Health;
+  failureStreak: number;
+  lastSuccessAtMs: number | null;
+  lastFailureAtMs: number | null;
+  lastResponseCode: number | null;
+  nextAttemptAtMs: number | null;
+  pausedAtMs: number | null;
+  observedAtMs: number;
+}
+
+/**
+ * The activities the endpoint workflow asks for (src/delivery/activities.ts carries them out).
+ * Written here, beside the signals, so the workflow depends on its contract and not on the I/O.
+ */
+export interface EndpointActivities {
+  loadEndpointSnapshot(endpointId: string): Promise<EndpointSnapshot | null>;
+  closeEndpoint(endpointId: string): Promise<number>;
+  deliverDue(endpointId: string, nowMs: number, limit: number): Promise<DeliveryRound>;
+  recordHealth(endpointId: string, h: HealthRecord): Promise<void>;
+  recordNextAttempt(endpointId: string, nextAttemptAtMs: number | null): Promise<void>;
+  holdDeliveries(endpointId: string, nowMs: number): Promise<number>;
+  releaseDeliveries(endpointId: string, nowMs: number): Promise<number>;
+  expireHeld(endpointId: string, nowMs: number): Promise<HoldsLeft>;
+  alertOwner(endpointId: string, streak: number, streakStartedAtMs: number): Promise<void>;
+}
 
 export type EndpointChange = 'created' | 'updated' | 'verified' | 'deleted';
 

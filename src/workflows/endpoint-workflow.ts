@@ -16,7 +16,6 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { EndpointActivities, HoldsLeft } from '../delivery/activities.js';
 import { activitySummaries as says, currentDetails, deliverSummary, waitSummary } from '../core/endpoint-story.js';
 import { afterRound, endpointHealthOf, sends } from '../core/health.js';
 import { DELIVER_DUE_TIMEOUT_MS, HEARTBEAT_TIMEOUT_MS } from '../core/runtime-limits.js';
@@ -29,12 +28,14 @@ import {
   wakeSignal,
   withDefaults,
   type CarriedState,
+  type DeliveryRound,
+  type EndpointActivities,
   type EndpointChange,
   type EndpointWorkflowInput,
   type EndpointWorkflowState,
   type HandedOverRound,
+  type HoldsLeft,
 } from './endpoint-contract.js';
-import type { DeliveryRound } from '../delivery/activities.js';
 import { AccountIdAttribute, EndpointHealthAttribute, FailureStreakAttribute } from './search-attributes.js';
 
 const { loadEndpointSnapshot, closeEndpoint } = proxyActivities<EndpointActivities>({

@@ -11,7 +11,7 @@ import { workflowMetadataQuery } from '@temporalio/workflow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import type { AttemptOutcome } from '../../src/core/health.js';
-import type { createActivities, DeliveryRound, EndpointSnapshot } from '../../src/delivery/activities.js';
+import type { DeliveryRound, EndpointActivities, EndpointSnapshot } from '../../src/workflows/endpoint-contract.js';
 import { endpointWorkflows } from '../../src/delivery/workflow-client.js';
 import {
   endpointChangedSignal,
@@ -25,7 +25,7 @@ import {
 import { eventually } from '../support/harness.js';
 import { timeSkippingEnvironment } from '../support/temporal.js';
 
-type Activities = ReturnType<typeof createActivities>;
+type Activities = EndpointActivities;
 type Call = { [K in keyof Activities]: { name: K; args: Parameters<Activities[K]> } }[keyof Activities];
 
 /** What one endpoint's stubs answer, and every call the workflow made to them. */
