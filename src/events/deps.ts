@@ -1,5 +1,4 @@
 import type { Db } from '../db/pool.js';
-import type { ProviderHttp } from '../channels/provider-http.js';
 import type { DueWakes } from './due-wakes.js';
 import type { StoredEvent } from './store-event.js';
 
@@ -8,14 +7,9 @@ export interface IngestDeps {
   wakes: DueWakes;
   /** The clock the Free-plan rules are judged by (SPEC 8); the system clock when unset. Tests pin it. */
   now?: () => Date;
-  /** The provider's API, for re-reads a notification asks for (numbers on a quality update); skipped when unset. */
-  providerApi?: ProviderHttp;
 }
 
 /** After commit: each endpoint with a new pending delivery is woken (coalesced): to send it, or to time its hold. */
 export function wakeFor(deps: IngestDeps, accountId: string, stored: StoredEvent): void {
   for (const d of stored.deliveries) if (d.status === 'pending') deps.wakes.add(d.endpointId, accountId);
 }
-
-/** A provider notification, or one item of it, that cannot be used; nothing of it is stored. */
-export class RejectedNotification extends Error {}

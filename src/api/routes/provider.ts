@@ -5,7 +5,7 @@
  */
 import Router from '@koa/router';
 import { ingestChatappNotification } from '../../channels/inbound/chatapp-webhook.js';
-import { RejectedNotification, type IngestDeps } from '../../events/deps.js';
+import { RejectedNotification, type InboundDeps } from '../../channels/inbound/inbound-deps.js';
 import { ingestPhotoappNotification } from '../../channels/inbound/photoapp-webhook.js';
 import { findUnstorableText, toStorableText, UNSTORABLE_REASON } from '../../core/storable-text.js';
 import { recordProviderRejection } from '../../db/messaging.js';
@@ -14,7 +14,7 @@ import { readRawBody } from '../body.js';
 import type { ApiDeps } from '../deps.js';
 import { DomainError } from '../../core/domain-error.js';
 
-const INGRESSES: Record<'chatapp' | 'photoapp', (deps: IngestDeps, body: unknown) => Promise<number>> = {
+const INGRESSES: Record<'chatapp' | 'photoapp', (deps: InboundDeps, body: unknown) => Promise<number>> = {
   chatapp: ingestChatappNotification,
   photoapp: ingestPhotoappNotification,
 };

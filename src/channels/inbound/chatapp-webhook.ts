@@ -27,7 +27,8 @@ import { movesForward, statusesBefore } from '../../core/message-status.js';
 import { advanceMessageStatus, findMessage, recordFepExpiry, recordIncomingMessage } from '../../db/messaging.js';
 import { logger } from '../../runtime/logger.js';
 import { applyTemplateStatusUpdates } from './chatapp-template-status.js';
-import { RejectedNotification, wakeFor, type IngestDeps } from '../../events/deps.js';
+import { wakeFor } from '../../events/deps.js';
+import { RejectedNotification, type InboundDeps } from './inbound-deps.js';
 import { planEachItem, recordRejectedItems, splitChatappNotification, type NotificationItem } from './notification-items.js';
 import { rereadNumbers } from './number-health.js';
 import { promoteOnBroadcastReply } from '../../crm/broadcast-reply.js';
@@ -44,7 +45,7 @@ interface PlannedEvent {
 const timeOf = (iso: string | null | undefined) => (iso ? new Date(iso) : new Date());
 
 /** Resolves the channel account a fact belongs to; undefined means the number is not on this platform. */
-async function resolveOrigin(deps: IngestDeps, fact: ProviderFact): Promise<ChannelAccount | undefined> {
+async function resolveOrigin(deps: InboundDeps, fact: ProviderFact): Promise<ChannelAccount | undefined> {
   switch (fact.kind) {
     case 'account_update':
       return (await findChannelAccountsByWaba(deps.db, fact.wabaId))[0];
@@ -76,7 +77,7 @@ function payloadOf(fact: ProviderFact, channelAccount: ChannelAccount): Record<s
 }
 
 /** Maps and validates every event of one item; throws RejectedNotification naming the problem. */
-async function planItem(deps: IngestDeps, item: NotificationItem): Promise<PlannedEvent[]> {
+async function planItem(deps: InboundDeps, item: NotificationItem): Promise<PlannedEvent[]> {
   let facts: ProviderFact[];
   try {
     facts = mapChatappWebhook(item.body).facts;
@@ -106,7 +107,7 @@ function repliedToId(message: Record<string, unknown>): string | undefined {
 
 /** The event of a status of a message the platform sent and registered; null when it emits nothing. */
 async function statusEvent(
-  deps: IngestDeps,
+  deps: InboundDeps,
   p: PlannedEvent,
   base: Omit<IngestEvent, 'externalId' | 'messageResourceId' | 'contactRef' | 'streamContext' | 'occurredAt'>,
 ): Promise<IngestEvent | null> {
@@ -131,7 +132,7 @@ async function statusEvent(
 }
 
 /** Stores one planned event, creating the directory rows an incoming message implies; false when it produces no event. */
-async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
+async function store(deps: InboundDeps, p: PlannedEvent): Promise<boolean> {
   const { fact, def, channelAccount: ca } = p;
   const base = {
     accountId: ca.account_id,
@@ -209,7 +210,7 @@ async function store(deps: IngestDeps, p: PlannedEvent): Promise<boolean> {
 }
 
 /** Ingests a verified notification body. Returns how many events it stored, new or repeated. */
-export async function ingestChatappNotification(deps: IngestDeps, body: unknown): Promise<number> {
+export async function ingestChatappNotification(deps: InboundDeps, body: unknown): Promise<number> {
   const { planned, rejected } = await planEachItem(body, splitChatappNotification, (item) => planItem(deps, item));
   // Template status changes update the template and emit nothing (SPEC 6.4).
   await applyTemplateStatusUpdates(deps.db, body);

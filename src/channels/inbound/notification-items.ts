@@ -9,7 +9,7 @@ import { toStorableText } from '../../core/storable-text.js';
 import { recordProviderRejection } from '../../db/messaging.js';
 import type { Queryable } from '../../db/pool.js';
 import { logger } from '../../runtime/logger.js';
-import { RejectedNotification } from '../../events/deps.js';
+import { RejectedNotification } from './inbound-deps.js';
 import { providerEnvelopeSchema } from './chatapp-facts.js';
 import { photoappEnvelopeSchema } from './photoapp-facts.js';
 

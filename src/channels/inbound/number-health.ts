@@ -6,11 +6,11 @@
 import { recordNumberHealth, type NumberHealth } from '../../db/channel-accounts.js';
 import { ProviderError } from '../provider-http.js';
 import { logger } from '../../runtime/logger.js';
-import type { IngestDeps } from '../../events/deps.js';
+import type { InboundDeps } from './inbound-deps.js';
 
 const FIELDS = 'id,display_phone_number,quality_rating,messaging_limit_tier,status';
 
-export async function rereadNumbers(deps: IngestDeps, wabaId: string): Promise<void> {
+export async function rereadNumbers(deps: InboundDeps, wabaId: string): Promise<void> {
   if (!deps.providerApi) {
     logger.warn({ wabaId }, 'numbers not re-read: PROVIDER_API_URL is not set');
     return;

@@ -8,7 +8,8 @@ import { formatIssue, getEventDefinition } from '../../core/catalog/index.js';
 import { findChannelAccountByProviderId, type ChannelAccount } from '../../db/directory.js';
 import { recordIncomingMessage } from '../../db/messaging.js';
 import { logger } from '../../runtime/logger.js';
-import { RejectedNotification, wakeFor, type IngestDeps } from '../../events/deps.js';
+import { wakeFor, type IngestDeps } from '../../events/deps.js';
+import { RejectedNotification } from './inbound-deps.js';
 import { planEachItem, recordRejectedItems, splitPhotoappNotification, type NotificationItem } from './notification-items.js';
 import { storeEvent } from '../../events/store-event.js';
 
