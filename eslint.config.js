@@ -1,34 +1,71 @@
-// Lint: typescript-eslint with type information (for no-floating-promises), and the import
-// boundaries of ARCHITECTURE.md: workflows deterministic, core pure, SQL only in db/.
+// Lint: typescript-eslint with type information (for no-floating-promises), and the dependency
+// rule of ARCHITECTURE.md, written once in LAYERS below: each folder of src/ imports only the
+// folders listed for it, so an upward import (or a circle) fails `npm test`.
 import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
 import { builtinModules } from 'node:module';
 import tseslint from 'typescript-eslint';
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
-const PG = { name: 'pg', message: 'SQL lives only in db/ (one module per table family)' };
+
+/**
+ * What each room of src/ may import, bottom up: a room imports only rooms listed before it here.
+ * `services` is src/services.ts, the start-up the API and the worker share.
+ */
+export const LAYERS = {
+  core: [],
+  runtime: ['core'],
+  security: ['core', 'runtime'],
+  db: ['core', 'runtime', 'security'],
+  events: ['core', 'runtime', 'security', 'db'],
+  crm: ['core', 'runtime', 'security', 'db', 'events'],
+  channels: ['core', 'runtime', 'security', 'db', 'events', 'crm'],
+  workflows: ['core'],
+  delivery: ['core', 'runtime', 'security', 'db', 'workflows'],
+  services: ['core', 'runtime', 'security', 'db', 'delivery'],
+  api: ['core', 'runtime', 'security', 'db', 'events', 'crm', 'channels', 'workflows', 'delivery', 'services'],
+  worker: ['core', 'runtime', 'security', 'db', 'events', 'crm', 'channels', 'workflows', 'delivery', 'services'],
+};
+/** The project's tooling beside src/: the service never imports it. */
+const TOOLING = ['bench', 'cli', 'dev', 'examples', 'packages', 'test'];
+
+/** An import specifier reaching `room` (a folder of src/, or src/services.ts) from anywhere in src/. */
+const reaching = (room) => (room === 'services' ? ['**/services.js'] : [`**/${room}/**`]);
+
+const PG = { name: 'pg', message: 'SQL lives only in src/db/ (one module per table family)' };
 const PG_PATTERN = { group: ['pg/*', 'pg-*'], message: PG.message };
-/** The service's top-level folders. */
-const FOLDERS = [
-  'api',
-  'bench',
-  'channels',
-  'cli',
-  'core',
-  'crm',
-  'db',
-  'delivery',
-  'dev',
-  'events',
-  'examples',
-  'runtime',
-  'security',
-  'test',
-  'worker',
-  'workflows',
-];
-/** Import patterns reaching any top-level folder but the allowed ones. */
-const outside = (...allowed) => FOLDERS.filter((f) => !allowed.includes(f)).map((f) => `**/${f}/**`);
+/** The I/O core/ and workflows/ may not do. */
+const PURE = {
+  core: [
+    { name: 'undici', message: 'core/ is pure: HTTP belongs in delivery/ or channels/' },
+    ...nodeBuiltins.filter((name) => name !== 'node:crypto').map((name) => ({ name, message: 'core/ is pure: no I/O' })),
+  ],
+  workflows: nodeBuiltins.map((name) => ({ name, message: 'workflow code is deterministic: no Node built-ins (do I/O in an activity)' })),
+};
+
+/** One block per room: the rooms above it, the tooling, pg outside db/, and I/O in the pure rooms are refused. */
+const layerRules = Object.entries(LAYERS).map(([room, allowed]) => {
+  const refused = Object.keys(LAYERS).filter((r) => r !== room && !allowed.includes(r));
+  return {
+    files: room === 'services' ? ['src/services.ts'] : [`src/${room}/**/*.ts`],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [...(room === 'db' ? [] : [PG]), ...(PURE[room] ?? [])],
+          patterns: [
+            ...(room === 'db' ? [] : [PG_PATTERN]),
+            ...refused.map((r) => ({
+              group: reaching(r),
+              message: `src/${room} imports only ${allowed.join(', ') || 'itself'} (ARCHITECTURE.md)`,
+            })),
+            { group: TOOLING.map((t) => `**/${t}/**`), message: 'the service never imports the tooling beside src/' },
+          ],
+        },
+      ],
+    },
+  };
+});
 
 export default tseslint.config(
   { ignores: ['node_modules/', '**/dist/', '.data/', '.tools/', 'packages/sdk/src/openapi.ts'] },
@@ -45,52 +82,17 @@ export default tseslint.config(
     },
   },
   {
-    // SQL lives only in db/: nothing else talks to Postgres. Tests, benchmarks and the example
-    // receiver (a separate app with its own tables) are the listed exceptions.
+    // SQL lives only in src/db/. The tooling beside src/ talks to Postgres where it must (dev's
+    // start-up, the admin CLI through src/db); tests, benchmarks and the example receiver (a
+    // separate app with its own tables) may use pg directly.
     files: ['**/*.ts'],
-    ignores: ['src/db/**', 'test/**', 'bench/**', 'examples/**'],
+    ignores: ['src/**', 'test/**', 'bench/**', 'examples/**'],
     rules: { 'no-restricted-imports': ['error', { paths: [PG], patterns: [PG_PATTERN] }] },
   },
-  {
-    // core/ is pure: no I/O (no Node built-ins but hashing, no pg, no undici) and nothing above it.
-    files: ['src/core/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          paths: [
-            PG,
-            { name: 'undici', message: 'core/ is pure: HTTP belongs in delivery/ or provider/' },
-            ...nodeBuiltins.filter((name) => name !== 'node:crypto').map((name) => ({ name, message: 'core/ is pure: no I/O' })),
-          ],
-          patterns: [PG_PATTERN, { group: outside('core'), message: 'core/ imports only core/' }],
-        },
-      ],
-    },
-  },
-  {
-    // Workflow code is deterministic (Temporal samples' rule): no Node built-ins, and it imports
-    // only core/ and its own contract (types of the activities are erased, so they may be named).
-    files: ['src/workflows/**/*.ts'],
-    rules: {
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        {
-          paths: nodeBuiltins.map((name) => ({
-            name,
-            message: 'workflow code is deterministic: no Node built-ins (do I/O in an activity)',
-          })),
-          patterns: [
-            { group: outside('core', 'workflows'), allowTypeImports: true, message: 'workflows/ import only core/ and their contract' },
-          ],
-        },
-      ],
-    },
-  },
+  ...layerRules,
   {
     // Functions stay under ~80 lines (blank lines and comments aside). Tests and benchmarks are
-    // exempt; so are the listed files: flat tables of routes or commands, or files another change
-    // is reshaping (delivery-session.ts, workflows/, dev/start.ts, listen.ts).
+    // exempt, and so is one flat table of routes.
     files: ['**/*.ts'],
     ignores: [
       'test/**',

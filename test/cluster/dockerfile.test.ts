@@ -152,7 +152,7 @@ describe('the Dockerfile, carried out without Docker', () => {
     for (const { child } of processes) {
       // npm -> sh -> sh dev/service.sh -> exec node dist/src/<name>/main.js: the last of the chain is node.
       const chain = descendants(child.pid!).map(cmdline);
-      expect(chain.at(-1)).toMatch(/node dist\/(api|worker)\/main\.js$/);
+      expect(chain.at(-1)).toMatch(/node dist\/src\/(api|worker)\/main\.js$/);
       expect(chain.join('\n')).not.toMatch(/tsx/);
       const uid = /^Uid:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${descendants(child.pid!).at(-1)}/status`, 'utf8'))![1];
       if (process.getuid?.() === 0) expect(Number(uid)).toBe(userIds(build.final).uid);

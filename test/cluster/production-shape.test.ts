@@ -221,7 +221,7 @@ describe('the production shape', () => {
   it('runs the compiled API and workers (no TypeScript loader), serving the API, its console files and the Web UI', async () => {
     for (const p of [...shape.apis, ...shape.workers]) {
       const argv = cmdline(p.pid!);
-      expect(argv.join(' ')).toMatch(/dist\/(api|worker)\/main\.js$/);
+      expect(argv.join(' ')).toMatch(/dist\/src\/(api|worker)\/main\.js$/);
       expect(argv.join(' ')).not.toMatch(/tsx/);
     }
     expect(shape.apis).toHaveLength(2);
@@ -283,7 +283,7 @@ describe('the production shape', () => {
     await phase('100 more published', () => eventually(async () => load.published.length >= before + 100, 30_000));
     await phase('publishers stopped', () => load.stop());
     expect(load.failed).toEqual([]);
-    expect(cmdline(back).join(' ')).toMatch(/dist\/api\/main\.js$/);
+    expect(cmdline(back).join(' ')).toMatch(/dist\/src\/api\/main\.js$/);
     expect(said).toContain(`${victim.name} exited (SIGKILL); starting it again in 1 s.`);
     const published = new Set(load.published);
     console.log(`API kill: ${published.size} published, ${retriesSince(retriedBefore)}, back as pid ${back}`);
