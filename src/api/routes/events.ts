@@ -10,27 +10,26 @@ import type { ApiDeps } from '../deps.js';
 import { DomainError } from '../../core/domain-error.js';
 import { presentStreamItem } from '../presenters.js';
 
-export const PUBLISH_PATH = '/api/v1/events';
-
-/** POST /api/v1/events after authentication: its scope, then the publish (src/api/app.ts also serves it without the router). */
-export function publishMiddleware(deps: ApiDeps): Middleware[] {
-  return [
-    requireScope('events:write'),
-    async (ctx) => {
-      const principal = principalOf(ctx);
-      const body = await readJson(ctx, 'invalid_event');
-      const stored = await publishEvent({ db: deps.db, wakes: deps.wakes, now: deps.now }, principal, body);
-      // A repeat of a known event stores nothing and answers with the first one.
-      ctx.status = stored.created ? 201 : 200;
-      ctx.body = { data: presentStreamItem(stored.event) };
-    },
-  ];
+/**
+ * POST /api/v1/events, the hot route, in a router of its own that the app mounts ahead of the
+ * others with the same guards (`guards`: authentication, rate limit, input checks), so a publish
+ * is matched against one path instead of every route of ~20 routers.
+ */
+export function publishRoutes(deps: ApiDeps, guards: Middleware[]): Router {
+  const router = new Router();
+  router.post('/api/v1/events', ...guards, requireScope('events:write'), async (ctx) => {
+    const principal = principalOf(ctx);
+    const body = await readJson(ctx, 'invalid_event');
+    const stored = await publishEvent({ db: deps.db, wakes: deps.wakes, now: deps.now }, principal, body);
+    // A repeat of a known event stores nothing and answers with the first one.
+    ctx.status = stored.created ? 201 : 200;
+    ctx.body = { data: presentStreamItem(stored.event) };
+  });
+  return router;
 }
 
 export function eventRoutes(deps: ApiDeps): Router {
   const router = new Router();
-
-  router.post(PUBLISH_PATH, ...publishMiddleware(deps));
 
   router.get('/api/v1/events', requireScope('events:read'), async (ctx) => {
     const { accountId, environment } = principalOf(ctx);
