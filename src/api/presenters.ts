@@ -4,17 +4,19 @@ import { nextAttemptOf } from '../core/delivery-timing.js';
 import type { DeliveryRow, AttemptRow, EndpointPacingRow } from '../db/deliveries.js';
 import type { EndpointRow } from '../db/endpoints.js';
 import type { EventRow } from '../db/events.js';
-import type { Attempt, Delivery, Endpoint } from './schemas.js';
+import type { Attempt, Delivery } from './schemas/deliveries.js';
+import type { Endpoint } from './schemas/webhooks.js';
 import type { ConsentRow } from '../db/consents.js';
 import type { ContactRow } from '../db/contacts.js';
 import type { ConversationListRow, MessageListRow } from '../db/messaging-reads.js';
 import type { StageRow } from '../db/stages.js';
-import type { ConsentRecord, Contact, Conversation, Message, Stage } from './schemas.js';
+import type { ConsentRecord, Contact, Conversation, Message, Stage } from './schemas/crm.js';
 import type { BroadcastRow, RecipientRow } from '../db/broadcasts.js';
 import type { SetupLinkRow } from '../db/setup-links.js';
 import type { TemplateRow } from '../db/templates.js';
 import type { ChannelAccountRow } from '../db/channel-accounts.js';
-import type { Broadcast, BroadcastRecipient, ChannelAccountResource, SetupLink, Template } from './schemas.js';
+import type { Broadcast, BroadcastRecipient, SetupLink, Template } from './schemas/account.js';
+import type { ChannelAccountResource } from './schemas/messaging.js';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 

@@ -3,7 +3,7 @@
  * openapi-typescript from the server's own OpenAPI document (built from the zod schemas that
  * validate requests), so the SDK's types cannot drift from the server. Paths are written
  * relative to /api/v1 because the SDK's baseUrl ends there. A test fails when the file is stale:
- * run `npm run sdk:generate` after changing src/api/schemas.ts or src/api/openapi.ts.
+ * run `npm run sdk:generate` after changing src/api/schemas/ or src/api/openapi/.
  */
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';

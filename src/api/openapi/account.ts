@@ -10,9 +10,6 @@ import {
   CompleteSignupBody,
   CreateBroadcastBody,
   CreateSetupLinkBody,
-  ErrorEnvelope,
-  ListQuery,
-  Paging,
   RecipientListQuery,
   SetupLink,
   SetupLinkWithUrl,
@@ -21,7 +18,8 @@ import {
   Template,
   TemplateListQuery,
   TemplateSyncResult,
-} from '../schemas.js';
+} from '../schemas/account.js';
+import { ErrorEnvelope, ListQuery, Paging } from '../schemas/common.js';
 import { auth, errors, json, idParam } from './common.js';
 
 export const accountPaths: RouteConfig[] = [

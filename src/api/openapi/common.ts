@@ -1,7 +1,7 @@
 /** What every family of OpenAPI paths shares: the error responses, JSON bodies, the id parameter and the scope a route needs. */
 import { z } from 'zod';
 import type { Scope } from '../../security/api-key.js';
-import { ErrorEnvelope } from '../schemas.js';
+import { ErrorEnvelope } from '../schemas/common.js';
 
 /** 401, 403 and 429 can answer any authenticated route, and 422 too: text Postgres cannot store (NUL, unpaired surrogates) in the path or query. */
 export function errors(...codes: number[]) {

@@ -1,6 +1,7 @@
 /** OpenAPI paths: Contacts, funnel stages, consents, conversations and messages (read), and deleting a contact. */
 import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
+import { ListQuery, Paging } from '../schemas/common.js';
 import {
   ConsentRecord,
   Contact,
@@ -9,13 +10,11 @@ import {
   ConversationListQuery,
   CreateConsentBody,
   CreateStageBody,
-  ListQuery,
   Message,
   MessageListQuery,
-  Paging,
   Stage,
   UpdateContactBody,
-} from '../schemas.js';
+} from '../schemas/crm.js';
 import { auth, errors, json, idParam } from './common.js';
 
 export const crmPaths: RouteConfig[] = [

@@ -1,7 +1,8 @@
 /** OpenAPI paths: The delivery audit list and resend. */
 import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
-import { Delivery, DeliveryDetail, DeliveryListQuery, Paging } from '../schemas.js';
+import { Paging } from '../schemas/common.js';
+import { Delivery, DeliveryDetail, DeliveryListQuery } from '../schemas/deliveries.js';
 import { auth, errors, json, idParam } from './common.js';
 
 export const deliveryPaths: RouteConfig[] = [

@@ -2,7 +2,7 @@
 import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import { PublishBody } from '../../events/publish.js';
-import { EventType, StreamItem, StreamPaging, StreamQuery, publishExample } from '../schemas.js';
+import { EventType, StreamItem, StreamPaging, StreamQuery, publishExample } from '../schemas/events.js';
 import { auth, errors, json } from './common.js';
 
 export const eventPaths: RouteConfig[] = [

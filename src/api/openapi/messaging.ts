@@ -2,7 +2,8 @@
 import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import { SendMessageRequest } from '../../core/outbound-message.js';
-import { ChannelAccountListQuery, ChannelAccountResource, ErrorEnvelope, OutboundMessage, Paging } from '../schemas.js';
+import { ErrorEnvelope, Paging } from '../schemas/common.js';
+import { ChannelAccountListQuery, ChannelAccountResource, OutboundMessage } from '../schemas/messaging.js';
 import { auth, errors, json, idParam } from './common.js';
 
 export const messagingPaths: RouteConfig[] = [

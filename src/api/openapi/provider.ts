@@ -1,7 +1,7 @@
 /** OpenAPI paths: The messaging provider's webhooks (signed by the provider, no API key). */
 import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
-import { ErrorEnvelope } from '../schemas.js';
+import { ErrorEnvelope } from '../schemas/common.js';
 import { json } from './common.js';
 
 export const providerPaths: RouteConfig[] = [

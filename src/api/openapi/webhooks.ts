@@ -1,18 +1,17 @@
 /** OpenAPI paths: Webhook endpoints: CRUD, the test send, hourly stats and bulk recovery. */
 import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
+import { ListQuery, Paging } from '../schemas/common.js';
 import {
   CreateEndpointBody,
   Endpoint,
   EndpointStats,
   EndpointWithSecret,
-  ListQuery,
-  Paging,
   RecoverBody,
   RecoveryResult,
   TestResult,
   UpdateEndpointBody,
-} from '../schemas.js';
+} from '../schemas/webhooks.js';
 import { auth, errors, json, idParam } from './common.js';
 
 export const webhookPaths: RouteConfig[] = [

@@ -6,7 +6,7 @@ import { principalOf, requireScope } from '../auth.js';
 import type { ApiDeps } from '../deps.js';
 import { DomainError, notFound } from '../../core/domain-error.js';
 import { presentChannelAccount } from '../presenters.js';
-import { Uuid } from '../schemas.js';
+import { Uuid } from '../schemas/common.js';
 import { pageCursor } from './webhooks.js';
 
 export function channelAccountRoutes(deps: ApiDeps): Router {

@@ -9,7 +9,7 @@ import { principalOf, requireScope } from '../auth.js';
 import { readJson } from '../body.js';
 import type { ApiDeps } from '../deps.js';
 import { presentConsent } from '../presenters.js';
-import { CreateConsentBody } from '../schemas.js';
+import { CreateConsentBody } from '../schemas/crm.js';
 import { parseBody } from '../validation.js';
 import { contactId } from './contact-profiles.js';
 import { pageCursor } from './webhooks.js';

@@ -11,7 +11,8 @@ import { principalOf, requireScope } from '../auth.js';
 import { readJson } from '../body.js';
 import type { ApiDeps } from '../deps.js';
 import { presentContact } from '../presenters.js';
-import { UpdateContactBody, Uuid } from '../schemas.js';
+import { Uuid } from '../schemas/common.js';
+import { UpdateContactBody } from '../schemas/crm.js';
 import { parseBody } from '../validation.js';
 import { pageCursor } from './webhooks.js';
 

@@ -13,7 +13,7 @@ import { principalOf, requireScope } from '../auth.js';
 import type { ApiDeps } from '../deps.js';
 import { DomainError, notFound } from '../../core/domain-error.js';
 import { presentAttempt, presentDelivery } from '../presenters.js';
-import { Uuid } from '../schemas.js';
+import { Uuid } from '../schemas/common.js';
 import { pageCursor } from './webhooks.js';
 
 export function deliveryRoutes(deps: ApiDeps): Router {

@@ -6,7 +6,7 @@ import { sendMessage, type SentMessage } from '../../channels/outbound/send-mess
 import { principalOf, requireScope } from '../auth.js';
 import { readJson } from '../body.js';
 import type { ApiDeps } from '../deps.js';
-import type { OutboundMessage } from '../schemas.js';
+import type { OutboundMessage } from '../schemas/messaging.js';
 
 function presentSent(m: SentMessage): z.infer<typeof OutboundMessage> {
   return {

@@ -14,7 +14,8 @@ import { principalOf, requireScope } from '../auth.js';
 import { readJson } from '../body.js';
 import type { ApiDeps } from '../deps.js';
 import { presentSetupLink } from '../presenters.js';
-import { CompleteSignupBody, CreateSetupLinkBody, SETUP_LINK_DEFAULT_TTL_S, Uuid } from '../schemas.js';
+import { CompleteSignupBody, CreateSetupLinkBody, SETUP_LINK_DEFAULT_TTL_S } from '../schemas/account.js';
+import { Uuid } from '../schemas/common.js';
 import { parseBody } from '../validation.js';
 import { pageCursor } from './webhooks.js';
 

@@ -9,7 +9,8 @@ import { principalOf, requireScope } from '../auth.js';
 import { readJson } from '../body.js';
 import type { ApiDeps } from '../deps.js';
 import { presentStage } from '../presenters.js';
-import { CreateStageBody, Uuid } from '../schemas.js';
+import { Uuid } from '../schemas/common.js';
+import { CreateStageBody } from '../schemas/crm.js';
 import { parseBody } from '../validation.js';
 import { pageCursor } from './webhooks.js';
 

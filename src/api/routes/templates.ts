@@ -13,7 +13,8 @@ import { principalOf, requireScope, type Principal } from '../auth.js';
 import { readJson } from '../body.js';
 import type { ApiDeps } from '../deps.js';
 import { presentTemplate } from '../presenters.js';
-import { SyncTemplatesBody, TEMPLATE_STATUSES, Uuid } from '../schemas.js';
+import { SyncTemplatesBody, TEMPLATE_STATUSES } from '../schemas/account.js';
+import { Uuid } from '../schemas/common.js';
 import { parseBody } from '../validation.js';
 import { pageCursor } from './webhooks.js';
 

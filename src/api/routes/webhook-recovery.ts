@@ -10,7 +10,8 @@ import { getEndpoint } from '../../db/endpoints.js';
 import { principalOf, requireScope } from '../auth.js';
 import { readJson } from '../body.js';
 import type { ApiDeps } from '../deps.js';
-import { RecoverBody, Uuid } from '../schemas.js';
+import { Uuid } from '../schemas/common.js';
+import { RecoverBody } from '../schemas/webhooks.js';
 
 const invalid = (message: string) => new DomainError(422, 'invalid_recovery', message);
 

@@ -26,7 +26,8 @@ import { readJson } from '../body.js';
 import type { ApiDeps } from '../deps.js';
 import { DomainError, notFound } from '../../core/domain-error.js';
 import { presentEndpoint } from '../presenters.js';
-import { CreateEndpointBody, UpdateEndpointBody, Uuid } from '../schemas.js';
+import { Uuid } from '../schemas/common.js';
+import { CreateEndpointBody, UpdateEndpointBody } from '../schemas/webhooks.js';
 import { parseBody } from '../validation.js';
 
 const STATS_HOURS = 24;
