@@ -6,7 +6,7 @@
  * once more, so that nothing arriving meanwhile is missed.
  */
 import { LEASE_MS } from '../core/runtime-limits.js';
-import { claimWithEndpoint, nextDueAt, type ClaimedDelivery, type ClaimedWithEndpoint, type ClaimRequest } from '../db/deliveries.js';
+import { nextDueAt, type ClaimedDelivery, type ClaimedWithEndpoint, type ClaimRequest } from '../db/deliveries.js';
 import type { EndpointRow } from '../db/endpoints.js';
 import type { Db } from '../db/pool.js';
 import type { BatchedCall } from '../runtime/statement-batcher.js';
@@ -26,8 +26,8 @@ export interface ClaimLimits {
   concurrency: number;
   lingerMs: number;
   maxSessionMs: number;
-  /** The worker's shared claims (one statement for many sessions); one statement per claim when unset. */
-  claim?: BatchedCall<ClaimRequest, ClaimedWithEndpoint>;
+  /** Claims: the worker's shared ones (one statement for many sessions), or one statement each. */
+  claim: BatchedCall<ClaimRequest, ClaimedWithEndpoint>;
   /** Ids of the deliveries claimed under a short lease that the worker renews (a direct session's). */
   leased?: Set<string>;
   /** That short lease, which its claims take from the start (LEASE_MS when unset). */
@@ -120,15 +120,13 @@ export class DeliveryClaims {
 
   /** Leases up to `want` due deliveries into the queue; false when none was due. */
   private async claim(want: number): Promise<boolean> {
-    const { db, endpointId, clock, owner, claim } = this.limits;
+    const { endpointId, clock, owner, claim } = this.limits;
     // The worker's shared claim serves many sessions in one statement, each with its endpoint
     // (a claim of deliveries alone leaves the lanes to read it).
     // A direct session's claims are leased short from the start (its worker renews them while it
     // lives): a worker killed before its first renewal must not keep them for LEASE_MS.
     const leaseMs = (this.limits.leased && this.limits.shortLeaseMs) || LEASE_MS;
-    const got = claim
-      ? await claim({ endpointId, now: new Date(clock()), limit: want, owner, leaseMs })
-      : await claimWithEndpoint(db, endpointId, new Date(clock()), want, leaseMs, owner);
+    const got = await claim({ endpointId, now: new Date(clock()), limit: want, owner, leaseMs });
     const { deliveries: rows, endpoint } = got;
     this.drained = rows.length < want;
     if (rows.length === 0) return false;

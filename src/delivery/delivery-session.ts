@@ -17,9 +17,11 @@ import type { DeliveryRound } from '../workflows/endpoint-contract.js';
 import { getEventDefinition } from '../core/catalog/index.js';
 import { compactOutcomes, sends, type AttemptOutcome } from '../core/health.js';
 import { paceWaitMs } from '../core/pacer.js';
+import { LEASE_MS } from '../core/runtime-limits.js';
 import { retryDelayMs } from '../core/retry-curve.js';
 import { webhookBody } from '../core/webhook-body.js';
 import {
+  claimWithEndpoint,
   closeForDeletedEvent,
   releaseLeases,
   reportSession,
@@ -93,13 +95,51 @@ const PACE_RECHECK_MS = 1_000;
  * as soon as the claim that took its delivery returns uses the endpoint read by that claim
  * statement instead (`DeliveryClaims.next`): as recent as a read of its own would be.
  */
-function currentEndpoint(deps: SessionDeps, endpointId: string): () => Promise<EndpointRow | undefined> {
-  const read = deps.readEndpoint ?? ((id: string) => getEndpointById(deps.db, id));
+function currentEndpoint(
+  read: (id: string) => Promise<EndpointRow | undefined>,
+  endpointId: string,
+): () => Promise<EndpointRow | undefined> {
   let reading: Promise<EndpointRow | undefined> | null = null;
   return () =>
     (reading ??= read(endpointId).finally(() => {
       reading = null;
     }));
+}
+
+/** The session's use of the leases: the worker's (`SessionLeases`), or none. */
+interface LeasesPart {
+  leaseMs?: number;
+  /** Granted with the endpoint as committed now, or with none to read (no leases). */
+  take(endpointId: string, owner: string, kind: 'workflow'): Promise<{ granted: true; endpoint?: EndpointRow } | { granted: false }>;
+  hold: SessionLeases['hold'];
+  end: SessionLeases['end'];
+}
+
+/** A session's parts, each settled once: the worker's shared ones, or a session's own (tests, a worker without them). */
+type SessionParts = Required<Omit<SessionDeps, 'leases'>> & { leases: LeasesPart };
+
+/** Without session leases (no direct sessions): every take granted, nothing held or given back. */
+const NO_LEASES: LeasesPart = {
+  take: async () => ({ granted: true }),
+  hold: () => ({ claims: undefined, release() {} }),
+  end: async () => {},
+};
+
+function sessionParts(deps: SessionDeps): SessionParts {
+  const { db } = deps;
+  return {
+    ...deps,
+    pacing: deps.pacing ?? new Map<string, number>(),
+    readEndpoint: deps.readEndpoint ?? ((id) => getEndpointById(db, id)),
+    claim: deps.claim ?? (async (r) => claimWithEndpoint(db, r.endpointId, r.now, r.limit, r.leaseMs ?? LEASE_MS, r.owner)),
+    leases: deps.leases ?? NO_LEASES,
+    showSuccess:
+      deps.showSuccess ??
+      ((shown) =>
+        void recordEndpointSuccesses(db, [shown]).catch((err) =>
+          logger.warn({ err, endpointId: shown.id }, 'latest success not shown on the endpoint'),
+        )),
+  };
 }
 
 const sending = (e: EndpointRow | undefined): e is EndpointRow => !!e && !e.deleted_at && sends(e.active, e.health_status);
@@ -109,11 +149,12 @@ const nothingDone = (): DeliveryRound => ({ outcomes: [], more: false, nextDueAt
 /** The workflow must apply the round (a failure, or successes the session could not record itself): it is handed over. */
 export const needsWorkflow = (round: DeliveryRound): boolean => round.outcomes.length > 0 && round.healthRecorded !== true;
 
-export async function runDeliverySession(deps: SessionDeps, req: SessionRequest): Promise<DeliveryRound> {
-  const readEndpoint = currentEndpoint(deps, req.endpointId);
+export async function runDeliverySession(given: SessionDeps, req: SessionRequest): Promise<DeliveryRound> {
+  const deps = sessionParts(given);
+  const readEndpoint = currentEndpoint(deps.readEndpoint, req.endpointId);
   const { leases } = deps;
   let opened = req.leased;
-  if (leases && !opened) {
+  if (!opened) {
     const lease = await leases.take(req.endpointId, req.owner, 'workflow');
     // A direct session runs (it does the work, and looks again when it ends), or a round handed over
     // by one waits for this workflow: an empty round, and the workflow takes that round in next.
@@ -122,22 +163,22 @@ export async function runDeliverySession(deps: SessionDeps, req: SessionRequest)
   }
   // A PATCH (deactivation, new url) may be committed before its signal reaches the workflow.
   if (!sending(opened ?? (await readEndpoint()))) {
-    await leases?.end(req.endpointId, req.owner, { handover: false, tellIfDue: false });
+    await leases.end(req.endpointId, req.owner, { handover: false, tellIfDue: false });
     return nothingDone();
   }
   // Opened in the same tick as a direct session's call: news from now on pokes it.
   const news = deps.sessions.open(req.endpointId);
-  const held = leases?.hold({ endpointId: req.endpointId, owner: req.owner }, !!req.leased);
+  const held = leases.hold({ endpointId: req.endpointId, owner: req.owner }, !!req.leased);
   let round: DeliveryRound;
   try {
-    round = await new DeliverySession(deps, req, readEndpoint, news, held?.claims).run();
+    round = await new DeliverySession(deps, req, readEndpoint, news, held.claims).run();
   } finally {
     news.close();
-    held?.release();
+    held.release();
   }
   // A workflow session that may have work left loops on its own; any other looks for news it missed.
   const handover = needsWorkflow(round);
-  await leases?.end(req.endpointId, req.owner, { handover, tellIfDue: !handover && (!!req.leased || !round.more) });
+  await leases.end(req.endpointId, req.owner, { handover, tellIfDue: !handover && (!!req.leased || !round.more) });
   return round;
 }
 
@@ -150,8 +191,6 @@ export async function runDeliverySession(deps: SessionDeps, req: SessionRequest)
 class DeliverySession {
   private readonly stopping: SessionStopping;
   private readonly claims: DeliveryClaims;
-  /** When the last POST to each throttled endpoint started (shared with the worker's other sessions when given). */
-  private readonly pacing: Map<string, number>;
   private outcomes: AttemptOutcome[] = [];
   /** Deliveries taken to the end: POSTed, or closed because their event is gone. */
   private done = 0;
@@ -162,7 +201,7 @@ class DeliverySession {
   private readonly observedAtMs: number;
 
   constructor(
-    private readonly deps: SessionDeps,
+    private readonly deps: SessionParts,
     private readonly req: SessionRequest,
     private readonly readEndpoint: () => Promise<EndpointRow | undefined>,
     news: Session,
@@ -170,8 +209,7 @@ class DeliverySession {
     private readonly leased?: Set<string>,
   ) {
     this.stopping = new SessionStopping(news);
-    this.claims = new DeliveryClaims({ ...deps, ...req, leased, shortLeaseMs: deps.leases?.leaseMs }, news, this.stopping);
-    this.pacing = deps.pacing ?? new Map<string, number>();
+    this.claims = new DeliveryClaims({ ...deps, ...req, leased, shortLeaseMs: deps.leases.leaseMs }, news, this.stopping);
     this.secrets = rememberingOpener(deps.secretBox);
     this.observedAtMs = req.observedAtMs ?? req.clock();
   }
@@ -288,10 +326,10 @@ class DeliverySession {
       const endpoint = read ?? (await this.readEndpoint());
       if (this.stopping.cutShort || !sending(endpoint)) return endpoint;
       const now = performance.now();
-      const wait = paceWaitMs(this.pacing.get(endpointId), now, endpoint.rate_limit);
+      const wait = paceWaitMs(this.deps.pacing.get(endpointId), now, endpoint.rate_limit);
       if (wait === 0) {
-        if (endpoint.rate_limit === null) this.pacing.delete(endpointId);
-        else this.pacing.set(endpointId, now);
+        if (endpoint.rate_limit === null) this.deps.pacing.delete(endpointId);
+        else this.deps.pacing.set(endpointId, now);
         return endpoint;
       }
       await this.stopping.pause(Math.min(wait, PACE_RECHECK_MS));
@@ -337,10 +375,6 @@ class DeliverySession {
     if (outcome.atMs - this.lastShownAt < SHOW_SUCCESS_EVERY_MS) return;
     this.lastShownAt = outcome.atMs;
     const { endpointId } = this.req;
-    const shown = { id: endpointId, at: new Date(outcome.atMs), responseCode: outcome.responseCode };
-    if (this.deps.showSuccess) return this.deps.showSuccess(shown);
-    recordEndpointSuccesses(this.deps.db, [shown]).catch((err) =>
-      logger.warn({ err, endpointId }, 'latest success not shown on the endpoint'),
-    );
+    this.deps.showSuccess({ id: endpointId, at: new Date(outcome.atMs), responseCode: outcome.responseCode });
   }
 }
