@@ -82,6 +82,25 @@ export async function transactionOn<T>(client: pg.PoolClient, fn: (client: pg.Po
   }
 }
 
+/** What a transaction's body decided: commit with its value, or roll back saying why. */
+export type Decided<T, R> = { commit: T } | { rollback: R };
+
+/** `transactionOn` whose body may also roll back without an exception: the answer says which it did. */
+export async function decidedTransactionOn<T, R>(
+  client: pg.PoolClient,
+  fn: (client: pg.PoolClient) => Promise<Decided<T, R>>,
+): Promise<Decided<T, R>> {
+  await client.query('BEGIN');
+  try {
+    const decided = await fn(client);
+    await client.query('commit' in decided ? 'COMMIT' : 'ROLLBACK');
+    return decided;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  }
+}
+
 // Socket and DNS failures reaching the server (DNS: a stopped container's name disappears).
 const UNAVAILABLE_ERRNO = new Set([
   'ECONNREFUSED',

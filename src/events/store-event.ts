@@ -26,7 +26,15 @@ import {
   type NewEvent,
 } from '../db/events.js';
 import { countReceived, enqueueNotification } from '../db/plan-usage.js';
-import { isDatabaseUnavailable, transactionOn, withClient, type Db, type DbClient, type Queryable } from '../db/pool.js';
+import {
+  decidedTransactionOn,
+  isDatabaseUnavailable,
+  withClient,
+  type Db,
+  type DbClient,
+  type Decided,
+  type Queryable,
+} from '../db/pool.js';
 import { StreamBatcher, type Turn } from './stream-batcher.js';
 
 export interface IngestEvent {
@@ -76,6 +84,8 @@ export interface StoredEvent {
 const MAX_BATCH = 500;
 /** Tries of a batch whose keys other processes (or the batch in flight before it) keep committing first; each try knows those keys. */
 const MAX_TRIES = 5;
+/** A batch met keys another process committed first: it is redone. */
+const TWINS = 'twins' as const;
 /**
  * Batches of one stream in flight at once (per pool). Two: while one holds the stream's head (its
  * events and its commit, in series), the next writes its deliveries; a third would mostly wait
@@ -150,9 +160,6 @@ function eventRow(e: IngestEvent): NewEvent & { id: string } {
   };
 }
 
-/** Thrown inside a batch's transaction when another process committed one of its keys first: the batch is redone. */
-class TwinCommitted extends Error {}
-
 /**
  * One batch of one stream, in order: known keys answered without the stream's lock, the rest
  * stored at once. On one connection throughout, taken in the order batches start (the pool
@@ -186,13 +193,15 @@ async function storeBatchOn(db: DbClient, items: Pending[], turn: Turn): Promise
     const fresh = [...firsts.values()].map((i) => items[i]!);
     let stored = new Map<string, StoredEvent>();
     if (fresh.length > 0) {
-      try {
-        stored = await appendBatch(db, fresh, facts.endpoints, turn);
-      } catch (err) {
-        // The next try's look-up finds the twins that won.
-        if ((err instanceof TwinCommitted || isTakenKey(err)) && attempt < MAX_TRIES) continue;
+      const last = attempt === MAX_TRIES;
+      const appended = await appendBatch(db, fresh, facts.endpoints, turn).catch((err: unknown) => {
+        if (isTakenKey(err) && !last) return TWINS;
         throw err;
-      }
+      });
+      // Another process committed one of the keys first: the next try's look-up finds the twins that won.
+      if (appended === TWINS && !last) continue;
+      if (appended === TWINS) throw new Error(`keys of a batch were taken by other processes ${MAX_TRIES} times in a row`);
+      stored = appended;
     }
     return keys.map((key, i) => {
       const earlier = known.get(key);
@@ -210,7 +219,12 @@ async function storeBatchOn(db: DbClient, items: Pending[], turn: Turn): Promise
  * previous batch of the stream has not taken the head yet, in a transaction that writes the
  * deliveries at once and appends the events after that batch has (appendOverlapped).
  */
-async function appendBatch(db: DbClient, items: Pending[], endpoints: RoutableEndpoint[], turn: Turn): Promise<Map<string, StoredEvent>> {
+async function appendBatch(
+  db: DbClient,
+  items: Pending[],
+  endpoints: RoutableEndpoint[],
+  turn: Turn,
+): Promise<Map<string, StoredEvent> | typeof TWINS> {
   const { accountId, environment } = items[0]!.e;
   const admissions = items.map((i) => admit(i.e.def, i.e.customerId, endpoints));
   const counted = items.flatMap((i, index) =>
@@ -229,8 +243,8 @@ async function appendBatch(db: DbClient, items: Pending[], endpoints: RoutableEn
   };
   if (counting.length > 0) {
     await turn.ready;
-    const { events, deliveries } = await transactionOn(db, (tx) => appendCounted(tx, items, admissions, account!, counting, turn));
-    return stored(events, deliveries);
+    const counted = await decidedTransactionOn(db, (tx) => appendCounted(tx, items, admissions, account!, counting, turn));
+    return 'commit' in counted ? stored(counted.commit.events, counted.commit.deliveries) : counted.rollback;
   }
   const deliveries = admissions.map((admitted) =>
     admitted.map((a): NewEventDelivery => ({ endpointId: a.endpointId, held: a.held, status: 'pending' })),
@@ -246,37 +260,14 @@ async function appendBatch(db: DbClient, items: Pending[], endpoints: RoutableEn
   );
   const rows = items.map((i) => i.row);
   if (!turn.isReady()) {
-    const overlapped = await appendOverlapped(db, items, deliveries, turn);
-    if (overlapped) return stored(overlapped, deliveries);
-    // Rolled back after waiting too long: wait for the turn holding nothing, then go in one statement.
+    const overlapped = await decidedTransactionOn(db, (tx) => writeThenAppend(tx, items, deliveries, turn));
+    if ('commit' in overlapped) return stored(overlapped.commit, deliveries);
+    // Rolled back after waiting TURN_WAIT_MS: wait for the turn holding nothing, then go in one statement.
     await turn.ready;
   }
   const events = await appendEventsWithDeliveries(db, rows, routed);
   turn.placed();
   return stored(events, deliveries);
-}
-
-/** Thrown inside appendOverlapped's transaction when the turn is TURN_WAIT_MS late: it rolls back. */
-class TurnLate extends Error {}
-
-/**
- * The batch's deliveries written while the previous batch of the stream is still on its way to
- * the head; its events appended once that batch holds the head, so they queue behind its commit
- * and take the cursors after its own. Any failure rolls back both; undefined when rolled back
- * because the turn was late (TURN_WAIT_MS).
- */
-async function appendOverlapped(
-  db: DbClient,
-  items: Pending[],
-  deliveries: NewEventDelivery[][],
-  turn: Turn,
-): Promise<EventRow[] | undefined> {
-  try {
-    return await writeThenAppend(db, items, deliveries, turn);
-  } catch (err) {
-    if (err instanceof TurnLate) return undefined;
-    throw err;
-  }
 }
 
 /** The batch's deliveries by event, as insertBatchDeliveries takes them. */
@@ -289,18 +280,26 @@ function eventDeliveries(items: Pending[], deliveries: NewEventDelivery[][]) {
   }));
 }
 
-function writeThenAppend(db: DbClient, items: Pending[], deliveries: NewEventDelivery[][], turn: Turn): Promise<EventRow[]> {
+/**
+ * In a transaction: the batch's deliveries written while the previous batch of the stream is still
+ * on its way to the head; its events appended once that batch holds the head, so they queue behind
+ * its commit and take the cursors after its own. Rolled back (`late`) when that takes TURN_WAIT_MS.
+ */
+async function writeThenAppend(
+  tx: Queryable,
+  items: Pending[],
+  deliveries: NewEventDelivery[][],
+  turn: Turn,
+): Promise<Decided<EventRow[], 'late'>> {
   const { accountId, environment } = items[0]!.e;
-  return transactionOn(db, async (tx) => {
-    await insertBatchDeliveries(tx, { accountId, environment }, eventDeliveries(items, deliveries));
-    if (!(await within(turn.ready, TURN_WAIT_MS))) throw new TurnLate();
-    const events = await appendWholeEvents(
-      tx,
-      items.map((i) => i.row),
-    );
-    turn.placed();
-    return events;
-  });
+  await insertBatchDeliveries(tx, { accountId, environment }, eventDeliveries(items, deliveries));
+  if (!(await within(turn.ready, TURN_WAIT_MS))) return { rollback: 'late' };
+  const events = await appendWholeEvents(
+    tx,
+    items.map((i) => i.row),
+  );
+  turn.placed();
+  return { commit: events };
 }
 
 /** Whether `p` settles within `ms`. */
@@ -318,7 +317,7 @@ async function appendCounted(
   account: Account,
   counting: { index: number; now: Date }[],
   turn: Turn,
-): Promise<{ events: EventRow[]; deliveries: NewEventDelivery[][] }> {
+): Promise<Decided<{ events: EventRow[]; deliveries: NewEventDelivery[][] }, typeof TWINS>> {
   const { accountId, environment } = items[0]!.e;
   const rows = items.map((i) => i.row);
   let events = await appendEvents(tx, rows);
@@ -328,7 +327,7 @@ async function appendCounted(
     events = await appendEvents(tx, rows);
   }
   // A key another process committed meanwhile left a hole in the cursors: roll back (which returns them) and redo.
-  if (events.length < rows.length) throw new TwinCommitted(`${rows.length - events.length} of ${rows.length} keys were taken meanwhile`);
+  if (events.length < rows.length) return { rollback: TWINS };
   // The head is ours until commit: the next batch may queue behind it.
   turn.placed();
   const limited = await countTowardFreePlan(tx, account, counting);
@@ -341,7 +340,7 @@ async function appendCounted(
     }));
   });
   await insertBatchDeliveries(tx, { accountId, environment }, eventDeliveries(items, deliveries));
-  return { events, deliveries };
+  return { commit: { events, deliveries } };
 }
 
 /**
