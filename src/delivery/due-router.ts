@@ -88,124 +88,176 @@ function createSignalQueue(send: (key: string, value: string) => Promise<void>, 
 }
 
 /**
- * News for endpoints with no session here, to their workflows: coalesced signals, and until its
- * session starts an endpoint's workflow is woken once per `signalEveryMs` at most (the first news at
- * once, later news at the end of that interval if no session took it by then).
+ * What the router holds of one endpoint that has no session here; forgotten when one opens. Two
+ * independent parts: the pacing of its workflow's wake signals, and the start of a direct session.
  */
-function startWaking(o: DueRouterOptions) {
-  const signalEveryMs = o.signalEveryMs ?? SIGNAL_EVERY_MS;
-  const signals = createSignalQueue(
-    (endpointId, accountId) =>
-      o.workflows.wake(endpointId, accountId).catch((err) => logger.warn({ err, endpointId }, 'wake signal failed')),
-    o.signalsInFlight ?? SIGNALS_IN_FLIGHT,
-  );
-  const signalledAt = new Map<string, number>();
-  const trailing = new Map<string, NodeJS.Timeout>();
-  const wake = (due: DueEndpoint) => {
-    const now = Date.now();
-    const last = signalledAt.get(due.endpointId);
-    if (last === undefined || now - last >= signalEveryMs) {
-      signalledAt.set(due.endpointId, now);
-      signals.add(due.endpointId, due.accountId);
-      return;
-    }
-    if (trailing.has(due.endpointId)) return;
-    const retry = () => {
-      trailing.delete(due.endpointId);
-      signalledAt.delete(due.endpointId);
-      route(due);
-    };
-    trailing.set(due.endpointId, setTimeout(retry, last + signalEveryMs - now));
-  };
-  const { start: startDirect, stop: stopDirect } = directStarts(o, wake, (due) => route(due));
-  const route = (due: DueEndpoint) => {
-    if (o.sessions.poke(due.endpointId)) return;
-    // Its workflow was signalled moments ago (it was no endpoint for a direct session): the same again, coalesced.
-    const last = signalledAt.get(due.endpointId);
-    if (o.direct && (last === undefined || Date.now() - last >= signalEveryMs)) startDirect(due);
-    else wake(due);
-  };
-  // A session opened here: its first claim covers the news so far, and news after it pokes it.
-  o.sessions.onOpen((endpointId) => {
-    signalledAt.delete(endpointId);
-    clearTimeout(trailing.get(endpointId));
-    trailing.delete(endpointId);
-  });
-  const forgetOld = setInterval(() => {
-    const now = Date.now();
-    for (const [endpointId, at] of signalledAt) if (now - at >= signalEveryMs) signalledAt.delete(endpointId);
-  }, 10 * signalEveryMs);
-  forgetOld.unref();
-  return {
-    route,
-    async close() {
-      clearInterval(forgetOld);
-      for (const timer of trailing.values()) clearTimeout(timer);
-      stopDirect();
-      await o.direct?.close();
-      await signals.flush();
-    },
-  };
+interface EndpointNews {
+  /** Its workflow was signalled at this time (Date.now()); news within `signalEveryMs` waits for `trailing`. */
+  signalledAt?: number;
+  /** News that came within the interval: routed again at its end, if no session took it by then. */
+  trailing?: NodeJS.Timeout;
+  /** A direct session's start is in flight: its session opens before its first claim, which takes this news too. */
+  starting?: boolean;
+  /**
+   * Held by another session: looked at again when its lease would lapse (a live holder renews it and
+   * looks for due work itself when it gives it back; a lost one lets it lapse, and this worker takes
+   * over). `elsewhere`: another worker's session, which hears the same news and pokes it, so news
+   * here is not asked about again before then (that cost two statements per publish).
+   */
+  held?: { timer: NodeJS.Timeout; elsewhere: boolean };
 }
 
 /**
- * News for an endpoint with no session here, to a direct session: started, or `wake` (its workflow
- * must look), or, while another session holds the endpoint, looked at again when that lease would
- * lapse (a live holder renews it, and looks for due work itself when it gives it back; a lost one
- * lets it lapse, and this worker takes over).
+ * Routes each piece of news for an endpoint: a poke to its session here; else, with direct sessions,
+ * a session started here (unless its workflow was signalled moments ago); else a wake signal to its
+ * workflow, at once the first time and then once per `signalEveryMs` at most.
  */
-function directStarts(o: DueRouterOptions, wake: (due: DueEndpoint) => void, route: (due: DueEndpoint) => void) {
-  const starting = new Set<string>();
-  /**
-   * Endpoints held by another session, looked at again when its lease would lapse. `elsewhere`:
-   * another worker's session, which hears the same news and pokes it; asking again before then
-   * cost two statements per publish.
-   */
-  const later = new Map<string, { timer: NodeJS.Timeout; elsewhere: boolean }>();
-  const forget = (endpointId: string) => {
-    clearTimeout(later.get(endpointId)?.timer);
-    later.delete(endpointId);
-  };
-  const start = (due: DueEndpoint) => {
-    // Its session opens before its first claim, which takes the work of this news too.
-    if (starting.has(due.endpointId) || later.get(due.endpointId)?.elsewhere) return;
-    starting.add(due.endpointId);
-    o.direct!.start(due).then(
+class NewsRouter {
+  private readonly news = new Map<string, EndpointNews>();
+  private readonly signals: ReturnType<typeof createSignalQueue>;
+  private readonly signalEveryMs: number;
+  private readonly forgetOld: NodeJS.Timeout;
+
+  constructor(private readonly o: DueRouterOptions) {
+    this.signalEveryMs = o.signalEveryMs ?? SIGNAL_EVERY_MS;
+    this.signals = createSignalQueue(
+      (endpointId, accountId) =>
+        o.workflows.wake(endpointId, accountId).catch((err) => logger.warn({ err, endpointId }, 'wake signal failed')),
+      o.signalsInFlight ?? SIGNALS_IN_FLIGHT,
+    );
+    // A session opened here: its first claim covers the news so far, and news after it pokes it.
+    o.sessions.onOpen((endpointId) => this.forget(endpointId));
+    // Work found as a session gave its lease back: no longer anyone's, whatever this worker heard before.
+    o.direct?.onFreed((due) => {
+      this.endHold(due.endpointId);
+      this.route(due);
+    });
+    this.forgetOld = setInterval(() => this.forgetOldSignals(), 10 * this.signalEveryMs);
+    this.forgetOld.unref();
+  }
+
+  route(due: DueEndpoint): void {
+    if (this.o.sessions.poke(due.endpointId)) return;
+    // Its workflow was signalled moments ago (it was no endpoint for a direct session): the same again, coalesced.
+    if (this.o.direct && !this.signalledRecently(due.endpointId)) this.startDirect(due);
+    else this.wake(due);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.forgetOld);
+    for (const n of this.news.values()) {
+      clearTimeout(n.trailing);
+      clearTimeout(n.held?.timer);
+    }
+    this.news.clear();
+    await this.o.direct?.close();
+    await this.signals.flush();
+  }
+
+  private entry(endpointId: string): EndpointNews {
+    let n = this.news.get(endpointId);
+    if (!n) this.news.set(endpointId, (n = {}));
+    return n;
+  }
+
+  /** Drops an entry left with nothing in it. */
+  private tidy(endpointId: string): void {
+    const n = this.news.get(endpointId);
+    if (n && n.signalledAt === undefined && !n.trailing && !n.starting && !n.held) this.news.delete(endpointId);
+  }
+
+  private signalledRecently(endpointId: string): boolean {
+    const at = this.news.get(endpointId)?.signalledAt;
+    return at !== undefined && Date.now() - at < this.signalEveryMs;
+  }
+
+  /** To the workflow: signalled now, or once the interval since the last signal ends. */
+  private wake(due: DueEndpoint): void {
+    const n = this.entry(due.endpointId);
+    const now = Date.now();
+    if (n.signalledAt === undefined || now - n.signalledAt >= this.signalEveryMs) {
+      n.signalledAt = now;
+      this.signals.add(due.endpointId, due.accountId);
+      return;
+    }
+    n.trailing ??= setTimeout(
+      () => {
+        n.trailing = undefined;
+        n.signalledAt = undefined;
+        this.tidy(due.endpointId);
+        this.route(due);
+      },
+      n.signalledAt + this.signalEveryMs - now,
+    );
+  }
+
+  private startDirect(due: DueEndpoint): void {
+    const n = this.entry(due.endpointId);
+    if (n.starting || n.held?.elsewhere) return;
+    n.starting = true;
+    this.o.direct!.start(due).then(
       (r) => {
-        starting.delete(due.endpointId);
-        if (r.kind === 'workflow') wake(due);
-        else if (r.kind === 'busy' && !later.has(due.endpointId)) {
-          const again = () => {
-            forget(due.endpointId);
-            route(due);
-          };
-          later.set(due.endpointId, { timer: setTimeout(again, Math.max(50, r.inMs + 50)), elsewhere: r.elsewhere });
-        }
+        this.startAnswered(due.endpointId);
+        if (r.kind === 'workflow') this.wake(due);
+        else if (r.kind === 'busy') this.hold(due, r.inMs, r.elsewhere);
       },
       (err) => {
-        starting.delete(due.endpointId);
+        this.startAnswered(due.endpointId);
         logger.warn({ err, endpointId: due.endpointId }, 'direct session not started; its workflow is woken instead');
-        wake(due);
+        this.wake(due);
       },
     );
-  };
-  o.sessions.onOpen(forget);
-  // Work found as a session gave its lease back: no longer anyone's, whatever this worker heard before.
-  o.direct?.onFreed((due) => {
-    forget(due.endpointId);
-    route(due);
-  });
-  return {
-    start,
-    stop() {
-      for (const { timer } of later.values()) clearTimeout(timer);
-      later.clear();
-    },
-  };
+  }
+
+  private startAnswered(endpointId: string): void {
+    const n = this.news.get(endpointId);
+    if (!n) return;
+    n.starting = undefined;
+    this.tidy(endpointId);
+  }
+
+  /** Held by another session: looked at again once its lease would lapse. */
+  private hold(due: DueEndpoint, inMs: number, elsewhere: boolean): void {
+    const n = this.entry(due.endpointId);
+    if (n.held) return;
+    const again = () => {
+      this.endHold(due.endpointId);
+      this.route(due);
+    };
+    n.held = { timer: setTimeout(again, Math.max(50, inMs + 50)), elsewhere };
+  }
+
+  private endHold(endpointId: string): void {
+    const n = this.news.get(endpointId);
+    if (!n?.held) return;
+    clearTimeout(n.held.timer);
+    n.held = undefined;
+    this.tidy(endpointId);
+  }
+
+  /** A session opened here: the wake pacing and the hold are over (a start in flight answers on its own). */
+  private forget(endpointId: string): void {
+    const n = this.news.get(endpointId);
+    if (!n) return;
+    clearTimeout(n.trailing);
+    clearTimeout(n.held?.timer);
+    n.signalledAt = n.trailing = n.held = undefined;
+    this.tidy(endpointId);
+  }
+
+  private forgetOldSignals(): void {
+    const now = Date.now();
+    for (const [endpointId, n] of this.news)
+      if (n.signalledAt !== undefined && now - n.signalledAt >= this.signalEveryMs) {
+        n.signalledAt = undefined;
+        this.tidy(endpointId);
+      }
+  }
 }
 
 export function startDueRouter(o: DueRouterOptions): DueRouter {
-  const { route, close: stopWaking } = startWaking(o);
+  const router = new NewsRouter(o);
+  const route = (due: DueEndpoint) => router.route(due);
   let closed = false;
   let sweepTimer: NodeJS.Timeout | undefined;
 
@@ -259,7 +311,7 @@ export function startDueRouter(o: DueRouterOptions): DueRouter {
       clearTimeout(sweepTimer);
       clearInterval(lostTimer);
       await listener?.close();
-      await stopWaking();
+      await router.close();
     },
   };
 }
