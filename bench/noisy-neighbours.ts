@@ -1,3 +1,4 @@
+import type { AccountId } from '../src/core/ids.js';
 /**
  * Noisy-neighbours benchmark (issue 15, item 6): a fast endpoint's store→receipt latency alone,
  * beside 20 slow endpoints (their receiver answers after BENCH_SLOW_MS, 8 s by default) on the
@@ -66,7 +67,7 @@ async function receiver(tls: LocalTls) {
 type Receiver = Awaited<ReturnType<typeof receiver>>;
 
 interface Tenant {
-  accountId: string;
+  accountId: AccountId;
   endpointIds: string[];
 }
 

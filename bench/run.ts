@@ -1,3 +1,4 @@
+import type { AccountId, EndpointId } from '../src/core/ids.js';
 /**
  * The platform benchmark (issue #8): one run, one process tree. Embedded Postgres and the
  * Temporal dev server; the production API and worker entry points as child processes,
@@ -161,9 +162,9 @@ async function scratchDatabase(serverUrl: string): Promise<{ url: string; drop()
 
 interface Tenant {
   name: string;
-  accountId: string;
+  accountId: AccountId;
   key: string;
-  endpointIds: string[];
+  endpointIds: EndpointId[];
   customerIds: string[];
 }
 
@@ -321,7 +322,7 @@ async function main() {
           ),
         )
       : [];
-    const created: { id: string; path: string; secret: string }[] = [];
+    const created: { id: EndpointId; path: string; secret: string }[] = [];
     await eachOf(endpoints, async (i) => {
       const urlPath = `/h/${name}/${i}`;
       const res = await api('POST', '/api/v1/webhooks', key, {
@@ -733,7 +734,7 @@ async function main() {
     step(`idle cost: ${count} verified endpoints, their workflows started`);
     const account = await createAccount(db, { name: 'bench-idle', ownerEmail: 'bench@example.com', plan: 'paid' });
     // No POST is ever made: any sealed secret will do, the first tenant's.
-    const { rows } = await db.query<{ id: string }>(
+    const { rows } = await db.query<{ id: EndpointId }>(
       `INSERT INTO endpoints (account_id, url, events, active, health_status, failure_streak, secret_ciphertext, verified_at)
        SELECT $1, $2 || g, ARRAY['crm'], true, 'healthy', 0, (SELECT secret_ciphertext FROM endpoints WHERE id = $3), now()
        FROM generate_series(1, $4) g RETURNING id`,
@@ -750,7 +751,7 @@ async function main() {
     const t0 = now();
     let next = 0;
     // The dev server answers slowly while it starts thousands of workflows: a start that timed out is tried again.
-    const start = async (id: string) => {
+    const start = async (id: EndpointId) => {
       for (let attempt = 1; ; attempt++) {
         try {
           return await wf.notify(id, account.id, 'verified');

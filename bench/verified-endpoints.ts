@@ -1,3 +1,4 @@
+import type { AccountId, EndpointId } from '../src/core/ids.js';
 /**
  * Endpoints for a benchmark, written straight to the database as verified and healthy (no signed
  * test per endpoint), each with its workflow told it exists, as the API does after a create.
@@ -10,10 +11,10 @@ import type { EndpointWorkflows } from '../src/delivery/workflow-client.js';
 export async function insertVerifiedEndpoints(
   db: Db,
   deps: { box: Pick<SecretBox, 'seal'>; workflows: EndpointWorkflows },
-  accountId: string,
+  accountId: AccountId,
   urls: string[],
-): Promise<string[]> {
-  const ids: string[] = [];
+): Promise<EndpointId[]> {
+  const ids: EndpointId[] = [];
   for (const url of urls) {
     const e = await inTransaction(db, (tx) =>
       insertEndpoint(tx, {

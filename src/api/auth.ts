@@ -1,3 +1,4 @@
+import type { AccountId } from '../core/ids.js';
 import type { Context, Next } from 'koa';
 import { findApiKeyByHash, type ApiKeyRecord } from '../db/api-keys.js';
 import type { ApiKeyCache } from './api-key-cache.js';
@@ -8,7 +9,7 @@ import { DomainError } from '../core/domain-error.js';
 
 export interface Principal {
   keyId: string;
-  accountId: string;
+  accountId: AccountId;
   environment: ApiKeyRecord['environment'];
   scopes: Scope[];
 }
@@ -26,7 +27,7 @@ export function authenticate(db: Db, keys?: ApiKeyCache) {
     if (!record) throw new DomainError(401, 'unauthorized', 'invalid API key');
     ctx.state.principal = {
       keyId: record.id,
-      accountId: record.account_id,
+      accountId: record.account_id as AccountId,
       environment: record.environment,
       scopes: record.scopes,
     } satisfies Principal;

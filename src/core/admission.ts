@@ -1,3 +1,4 @@
+import type { EndpointId } from './ids.js';
 /**
  * Which endpoints get a delivery for an event, and in which state (SPEC 2.2, 3.1, DECISIONS).
  * Pure: the caller supplies the endpoints and the event's routing facts.
@@ -6,7 +7,7 @@ import { routesTo, type EventDefinition } from './catalog/index.js';
 import type { Health } from './health.js';
 
 export interface RoutableEndpoint {
-  id: string;
+  id: EndpointId;
   customer_id: string | null;
   events: string[];
   active: boolean;
@@ -14,7 +15,7 @@ export interface RoutableEndpoint {
 }
 
 export interface Admission {
-  endpointId: string;
+  endpointId: EndpointId;
   /** Held deliveries wait (paused endpoint) and expire 14 days after they became held. */
   held: boolean;
 }

@@ -1,10 +1,11 @@
+import type { AccountId } from '../core/ids.js';
 /** CRM events decided inside a write's transaction, waiting to be stored in the stream (src/crm/outbox.ts). */
 import type { ChannelAccount } from './directory.js';
 import type { Queryable } from './pool.js';
 
 export interface CrmOutboxRow {
   seq: string;
-  account_id: string;
+  account_id: AccountId;
   contact_id: string;
   type: string;
   data: Record<string, unknown>;

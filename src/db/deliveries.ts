@@ -1,3 +1,4 @@
+import type { EndpointId } from '../core/ids.js';
 import { DomainError, notFound } from '../core/domain-error.js';
 import type { PageKey } from '../core/paging.js';
 import type { AttemptError } from '../core/health.js';
@@ -12,7 +13,7 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 export interface DeliveryRow {
   id: string;
   account_id: string;
-  endpoint_id: string;
+  endpoint_id: EndpointId;
   event_id: string | null;
   event_type: string;
   idempotency_key: string;
@@ -163,7 +164,7 @@ export async function exhaustOpenDeliveries(db: Queryable, endpointId: string, r
 }
 
 export interface NewEventDelivery {
-  endpointId: string;
+  endpointId: EndpointId;
   status: 'pending' | 'limited';
   held: boolean;
 }

@@ -1,10 +1,11 @@
+import type { AccountId } from '../core/ids.js';
 /** Accounts, customers and channel accounts: the origin chain events resolve through. */
 import type { Queryable } from './pool.js';
 
 export type Plan = 'free' | 'trial' | 'paid';
 
 export interface Account {
-  id: string;
+  id: AccountId;
   name: string;
   owner_email: string;
   plan: Plan;
@@ -13,14 +14,14 @@ export interface Account {
 
 export interface Customer {
   id: string;
-  account_id: string;
+  account_id: AccountId;
   name: string;
   created_at: Date;
 }
 
 export interface ChannelAccount {
   id: string;
-  account_id: string;
+  account_id: AccountId;
   customer_id: string | null;
   channel: 'chatapp' | 'photoapp';
   display: string;

@@ -1,3 +1,4 @@
+import type { AccountId, EndpointId } from '../core/ids.js';
 /**
  * "Deliveries are due for these endpoints", from whoever stores them to the workers, by
  * Postgres NOTIFY. A hint only: Postgres stays the queue, and a notification lost (no worker
@@ -7,8 +8,8 @@ import crypto from 'node:crypto';
 import type { Queryable } from './pool.js';
 
 export interface DueEndpoint {
-  endpointId: string;
-  accountId: string;
+  endpointId: EndpointId;
+  accountId: AccountId;
 }
 
 /** Postgres truncates identifiers, channel names included, at 63 bytes, and refuses longer ones in NOTIFY. */
@@ -37,7 +38,7 @@ export async function notifyDue(db: Queryable, channel: string, due: readonly Du
 /** What `notifyDue` sent: null for anything else on the channel. */
 export function parseDuePayload(payload: string | undefined): DueEndpoint | null {
   const [endpointId, accountId] = (payload ?? '').split(' ');
-  return endpointId && accountId ? { endpointId, accountId } : null;
+  return endpointId && accountId ? { endpointId: endpointId as EndpointId, accountId: accountId as AccountId } : null;
 }
 
 /**
@@ -46,7 +47,7 @@ export function parseDuePayload(payload: string | undefined): DueEndpoint | null
  * its own timer). What a lost notification leaves behind.
  */
 export async function findOverdueEndpoints(db: Queryable, olderThanMs: number, limit = 1000): Promise<DueEndpoint[]> {
-  const { rows } = await db.query<{ endpoint_id: string; account_id: string }>(
+  const { rows } = await db.query<{ endpoint_id: EndpointId; account_id: AccountId }>(
     `SELECT e.id AS endpoint_id, e.account_id FROM endpoints e
      WHERE e.deleted_at IS NULL AND e.active AND e.health_status = 'healthy' AND e.failure_streak = 0
        AND EXISTS (

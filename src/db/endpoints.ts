@@ -1,3 +1,4 @@
+import type { AccountId, EndpointId } from '../core/ids.js';
 import { DomainError } from '../core/domain-error.js';
 import { newEndpoint, type afterTest, type Health } from '../core/health.js';
 import type { RoutableEndpoint } from '../core/admission.js';
@@ -8,8 +9,8 @@ import type { Queryable } from './pool.js';
 export type HealthStatus = Health;
 
 export interface EndpointRow {
-  id: string;
-  account_id: string;
+  id: EndpointId;
+  account_id: AccountId;
   customer_id: string | null;
   url: string;
   events: string[];

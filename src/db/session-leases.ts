@@ -1,3 +1,4 @@
+import type { AccountId, EndpointId } from '../core/ids.js';
 /**
  * The endpoint row's session lease: at most one delivery session per endpoint across all workers
  * (src/delivery/session-leases.ts says who takes it and when). Times are the database's, so workers'
@@ -69,8 +70,8 @@ export async function endSessionLease(
   endpointId: string,
   owner: string,
   handover: boolean,
-): Promise<{ due: boolean; accountId: string } | null> {
-  const { rows } = await db.query<{ due: boolean; account_id: string }>({
+): Promise<{ due: boolean; accountId: AccountId } | null> {
+  const { rows } = await db.query<{ due: boolean; account_id: AccountId }>({
     name: 'end_session_lease',
     text: `UPDATE endpoints e SET session_owner = NULL, session_until = NULL, handover_at = CASE WHEN $3 THEN now() ELSE e.handover_at END
      WHERE e.id = $1 AND e.session_owner = $2
@@ -134,8 +135,8 @@ export async function endHandover(db: Queryable, endpointId: string): Promise<vo
  * their lease cleared so each is found once. A lost activity session's retry takes the lease again
  * (same owner, or none).
  */
-export async function takeBackLostSessions(db: Queryable, limit = 1000): Promise<{ endpointId: string; accountId: string }[]> {
-  const { rows } = await db.query<{ id: string; account_id: string }>(
+export async function takeBackLostSessions(db: Queryable, limit = 1000): Promise<{ endpointId: EndpointId; accountId: AccountId }[]> {
+  const { rows } = await db.query<{ id: EndpointId; account_id: AccountId }>(
     `UPDATE endpoints SET session_owner = NULL, session_until = NULL
      WHERE id IN (SELECT id FROM endpoints WHERE session_owner IS NOT NULL AND session_until < now() LIMIT $1 FOR UPDATE SKIP LOCKED)
        AND session_owner IS NOT NULL AND session_until < now()

@@ -1,3 +1,4 @@
+import type { AccountId } from '../core/ids.js';
 /** Setup links: a Customer's way into the provider's embedded signup (DECISIONS "Setup links"). */
 import type { PageKey } from '../core/paging.js';
 import type { Environment } from './events.js';
@@ -8,7 +9,7 @@ export type ConnectionMode = 'dedicated' | 'coexistence';
 
 export interface SetupLinkRow {
   id: string;
-  account_id: string;
+  account_id: AccountId;
   customer_id: string;
   environment: Environment;
   connection_mode: ConnectionMode;

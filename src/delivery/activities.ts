@@ -21,6 +21,7 @@ import { getAccount } from '../db/directory.js';
 import { getEndpointById, getEndpointsByIds, recordEndpointHealth, recordNextAttempt } from '../db/endpoints.js';
 import { enqueueNotification } from '../db/plan-usage.js';
 import type { Db } from '../db/pool.js';
+import type { EndpointRow } from '../db/endpoints.js';
 import type { HttpClient } from './http-client.js';
 import { createStatementBatcher } from '../runtime/statement-batcher.js';
 import type { SecretBox } from '../security/secret-box.js';
@@ -67,7 +68,7 @@ export function sessionDepsOf(deps: ActivityDeps): SessionDeps {
     pacing: new Map<string, number>(),
     // Many endpoints' sessions each read their endpoint and claim on every poke: together, one statement for many.
     readEndpoint: createStatementBatcher(async (ids: string[]) => {
-      const rows = new Map((await getEndpointsByIds(deps.db, ids)).map((r) => [r.id, r]));
+      const rows = new Map<string, EndpointRow>((await getEndpointsByIds(deps.db, ids)).map((r) => [r.id, r]));
       return ids.map((id) => rows.get(id));
     }),
     claim: createStatementBatcher((reqs: ClaimRequest[]) => claimWithEndpointsFor(deps.db, reqs, LEASE_MS)),

@@ -8,6 +8,7 @@
  * One deployment per channel: the sweep wakes every overdue endpoint of the database, so
  * deployments sharing a database must not run it (tests turn it off).
  */
+import type { AccountId, EndpointId } from '../core/ids.js';
 import type { SessionRegistry } from './session-registry.js';
 import { findOverdueEndpoints, parseDuePayload, type DueEndpoint } from '../db/due-notifications.js';
 import { takeBackLostSessions } from '../db/session-leases.js';
@@ -60,9 +61,9 @@ const SIGNAL_EVERY_MS = 3_000;
  */
 const SIGNALS_IN_FLIGHT = 32;
 
-/** Sends `send(key, value)` for each added key, `limit` at a time; a key already waiting is not queued twice. */
-function createSignalQueue(send: (key: string, value: string) => Promise<void>, limit: number) {
-  const waiting = new Map<string, string>();
+/** Sends `send(endpointId, accountId)` for each added endpoint, `limit` at a time; an endpoint already waiting is not queued twice. */
+function createSignalQueue(send: (endpointId: EndpointId, accountId: AccountId) => Promise<void>, limit: number) {
+  const waiting = new Map<EndpointId, AccountId>();
   const inFlight = new Set<Promise<void>>();
   const pump = () => {
     for (const [key, value] of waiting) {
@@ -76,8 +77,8 @@ function createSignalQueue(send: (key: string, value: string) => Promise<void>, 
     }
   };
   return {
-    add(key: string, value: string) {
-      waiting.set(key, value);
+    add(endpointId: EndpointId, accountId: AccountId) {
+      waiting.set(endpointId, accountId);
       pump();
     },
     /** Resolves once everything added so far has been sent. */

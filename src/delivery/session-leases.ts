@@ -9,6 +9,7 @@
  * A session that gives its lease back learns whether work is due that nobody holds (news that
  * arrived while it was ending found the lease taken): `onFreed` listeners (the due router) route it.
  */
+import type { EndpointId } from '../core/ids.js';
 import { HANDOVER_TIMEOUT_MS, HEARTBEAT_EVERY_MS, SESSION_LEASE_MS } from '../core/runtime-limits.js';
 import type { DueEndpoint } from '../db/due-notifications.js';
 import type { Db } from '../db/pool.js';
@@ -103,7 +104,8 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
         if (n > 0) here.set(endpointId, n);
         else here.delete(endpointId);
       });
-      if (left?.due && tellIfDue) for (const listener of freedListeners) listener({ endpointId, accountId: left.accountId });
+      if (left?.due && tellIfDue)
+        for (const listener of freedListeners) listener({ endpointId: endpointId as EndpointId, accountId: left.accountId });
     },
     onFreed(listener) {
       freedListeners.push(listener);

@@ -14,7 +14,7 @@ import { logger } from '../runtime/logger.js';
  * its end (`reportSession`), and a success never replaces a later one.
  */
 export function showSuccesses(db: Db, windowMs = 250): (shown: SuccessShown) => void {
-  const coalescer = createCoalescer<SuccessShown>(
+  const coalescer = createCoalescer<string, SuccessShown>(
     (batch) =>
       recordEndpointSuccesses(db, [...batch.values()]).catch((err) =>
         logger.warn({ err, endpoints: batch.size }, 'latest successes not shown on their endpoints'),

@@ -1,5 +1,6 @@
 /** Temporal connections and the one way the API talks to endpoint workflows. */
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import type { AccountId, EndpointId } from '../core/ids.js';
 import {
   endpointChangedSignal,
   endpointWorkflowId,
@@ -74,11 +75,11 @@ export interface EndpointWorkflows {
    * cannot be reached; callers whose change is already committed use `notifyAfterCommit`.
    * The url, when the caller has it, goes into the summary a started workflow shows in the Web UI.
    */
-  notify(endpointId: string, accountId: string, change: EndpointChange, url?: string): Promise<void>;
+  notify(endpointId: EndpointId, accountId: AccountId, change: EndpointChange, url?: string): Promise<void>;
   /** Coalesced wake-up: there are deliveries waiting in Postgres. */
-  wake(endpointId: string, accountId: string, url?: string): Promise<void>;
+  wake(endpointId: EndpointId, accountId: AccountId, url?: string): Promise<void>;
   /** A direct session's round for the workflow to apply (src/delivery/direct-sessions.ts); starts it if needed (it may have continued as new). */
-  handOver(endpointId: string, accountId: string, handed: HandedOverRound): Promise<void>;
+  handOver(endpointId: EndpointId, accountId: AccountId, handed: HandedOverRound): Promise<void>;
 }
 
 /** How long an API request waits on Temporal for one signal before giving up on it. */
@@ -149,8 +150,8 @@ export function endpointWorkflows(client: Client, taskQueue: string): EndpointWo
  */
 export async function notifyAfterCommit(
   workflows: EndpointWorkflows,
-  endpointId: string,
-  accountId: string,
+  endpointId: EndpointId,
+  accountId: AccountId,
   change: EndpointChange,
   url?: string,
 ): Promise<void> {

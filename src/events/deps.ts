@@ -1,3 +1,4 @@
+import type { AccountId } from '../core/ids.js';
 import type { Db } from '../db/pool.js';
 import type { DueWakes } from './due-wakes.js';
 import type { StoredEvent } from './store-event.js';
@@ -10,6 +11,6 @@ export interface IngestDeps {
 }
 
 /** After commit: each endpoint with a new pending delivery is woken (coalesced): to send it, or to time its hold. */
-export function wakeFor(deps: IngestDeps, accountId: string, stored: StoredEvent): void {
+export function wakeFor(deps: IngestDeps, accountId: AccountId, stored: StoredEvent): void {
   for (const d of stored.deliveries) if (d.status === 'pending') deps.wakes.add(d.endpointId, accountId);
 }

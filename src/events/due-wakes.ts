@@ -3,16 +3,17 @@
  * NOTIFY, coalesced over a few milliseconds: one statement for every endpoint woken meanwhile.
  * A worker pokes the endpoint's running delivery session, or signals its workflow.
  */
+import type { AccountId, EndpointId } from '../core/ids.js';
 import { notifyDue } from '../db/due-notifications.js';
 import type { Db } from '../db/pool.js';
 import { createCoalescer, type Coalescer } from '../runtime/coalescer.js';
 import { logger } from '../runtime/logger.js';
 
 /** Endpoint id → its Account id. */
-export type DueWakes = Coalescer<string>;
+export type DueWakes = Coalescer<EndpointId, AccountId>;
 
 export function createDueWakes(db: Db, channel: string, windowMs = 2): DueWakes {
-  return createCoalescer<string>(
+  return createCoalescer<EndpointId, AccountId>(
     (batch) =>
       notifyDue(
         db,

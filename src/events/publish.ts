@@ -1,3 +1,4 @@
+import type { AccountId } from '../core/ids.js';
 /** The platform's publish API (DECISIONS "Platform publish API"): validate, resolve the origin, store. */
 import { z } from 'zod';
 import { formatIssue, getEventDefinition, type EventDefinition } from '../core/catalog/index.js';
@@ -29,7 +30,7 @@ const obj = (v: unknown): Record<string, unknown> | null => (isRecord(v) ? v : n
 
 export async function publishEvent(
   deps: IngestDeps,
-  principal: { accountId: string; environment: Environment },
+  principal: { accountId: AccountId; environment: Environment },
   raw: unknown,
 ): Promise<StoredEvent> {
   const parsed = PublishBody.safeParse(raw);
@@ -122,7 +123,7 @@ function customerCheck(db: Db): CustomerCheck {
  */
 async function resolveOrigin(
   deps: IngestDeps,
-  principal: { accountId: string; environment: Environment },
+  principal: { accountId: AccountId; environment: Environment },
   def: EventDefinition,
   body: PublishBody,
   data: Record<string, unknown>,

@@ -3,14 +3,14 @@
  * batch. At most one batch is in flight: keys added meanwhile wait for it and go together in
  * the next, so a slow receiver of the batches makes them bigger, never queues them up.
  */
-export interface Coalescer<V> {
-  add(key: string, value: V): void;
+export interface Coalescer<K extends string, V> {
+  add(key: K, value: V): void;
   /** Sends what is waiting now (after the batch in flight); resolves when sent. */
   flush(): Promise<void>;
 }
 
-export function createCoalescer<V>(send: (batch: Map<string, V>) => Promise<void>, windowMs: number): Coalescer<V> {
-  let waiting = new Map<string, V>();
+export function createCoalescer<K extends string, V>(send: (batch: Map<K, V>) => Promise<void>, windowMs: number): Coalescer<K, V> {
+  let waiting = new Map<K, V>();
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<void> | undefined;
 

@@ -1,3 +1,4 @@
+import type { EndpointId } from '../../src/core/ids.js';
 /**
  * Faults in the middle of a real backlog, on the Temporal dev server with the production
  * worker in a process of its own: the worker killed with SIGKILL mid-round, and a secret
@@ -20,16 +21,16 @@ const bed = workerProcessBed('faults', 1);
 const BACKLOG = 300;
 
 /** A verified endpoint on the local receiver, through the API. */
-async function endpoint(prefix: string, secret: string): Promise<string> {
+async function endpoint(prefix: string, secret: string): Promise<EndpointId> {
   bed.receiver.reply({ status: 200 });
-  return bed.verifiedEndpoint(prefix, secret);
+  return (await bed.verifiedEndpoint(prefix, secret)) as EndpointId;
 }
 
 /**
  * BACKLOG stored events for the endpoint, then one wake-up: its first round claims 200 of them
  * at once, and a slow receiver makes that round last seconds.
  */
-async function backlog(endpointId: string, tag: string): Promise<void> {
+async function backlog(endpointId: EndpointId, tag: string): Promise<void> {
   await waitIdle(bed.temporal.workflow.getHandle(endpointWorkflowId(endpointId)));
   bed.receiver.reply({ status: 200, delayMs: 200 });
   for (let n = 0; n < BACKLOG; n++) await storeDemandEvent(bed.tenant.accountId, `${tag}_${n}`);

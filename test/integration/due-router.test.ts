@@ -1,3 +1,4 @@
+import type { AccountId, EndpointId } from '../../src/core/ids.js';
 /**
  * The worker's router of due-delivery news, on a database of its own (its sweep looks at every
  * endpoint of the database) and the Temporal dev server, on a task queue nobody polls: a wake
@@ -10,7 +11,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createSessionRegistry } from '../../src/delivery/session-registry.js';
 import { createAccount } from '../../src/db/directory.js';
-import { dueChannel, notifyDue } from '../../src/db/due-notifications.js';
+import { dueChannel, notifyDue, type DueEndpoint } from '../../src/db/due-notifications.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createPool, type Db } from '../../src/db/pool.js';
 import { endpointWorkflows } from '../../src/delivery/workflow-client.js';
@@ -25,7 +26,7 @@ const channel = dueChannel(taskQueue);
 let databaseUrl: string;
 let db: Db;
 let temporalClient: Client;
-let accountId: string;
+let accountId: AccountId;
 const sessions = createSessionRegistry();
 const routers: DueRouter[] = [];
 
@@ -72,7 +73,7 @@ function router(sweepEveryMs = 0, signalEveryMs?: number, direct?: DirectSession
 
 /** An endpoint row in a given state, with one open delivery due at `dueAgoMs` before now. */
 async function endpointWithDelivery(opts: { health?: string; streak?: number; held?: boolean; leased?: boolean; dueAgoMs?: number } = {}) {
-  const { rows } = await db.query<{ id: string }>(
+  const { rows } = await db.query<{ id: EndpointId }>(
     `INSERT INTO endpoints (account_id, url, events, secret_ciphertext, health_status, failure_streak)
      VALUES ($1, 'https://receiver.example/hook', '{crm}', '\\x00', $2, $3) RETURNING id`,
     [accountId, opts.health ?? 'healthy', opts.streak ?? 0],
@@ -247,7 +248,7 @@ describe('due-delivery router', () => {
       [busyHere, [{ kind: 'busy', inMs: 60_000, elsewhere: false }, { kind: 'started' }]],
     ]);
     const asked: string[] = [];
-    const freed: ((due: { endpointId: string; accountId: string }) => void)[] = [];
+    const freed: ((due: DueEndpoint) => void)[] = [];
     const direct: DirectSessions = {
       start: async (due) => {
         asked.push(due.endpointId);

@@ -1,3 +1,4 @@
+import type { AccountId, EndpointId } from '../../src/core/ids.js';
 /**
  * The line the Temporal Web UI shows for an endpoint workflow (its static summary and details),
  * set when the API's signalWithStart starts it. On the dev server, since the time-skipping test
@@ -30,7 +31,8 @@ afterAll(async () => {
 describe('endpoint workflow summary in the Web UI', () => {
   it('names the endpoint by url host and path (never its query) and its Account; without a url, by its id', async () => {
     const workflows = endpointWorkflows(client, `summary-${crypto.randomUUID()}`);
-    const [withUrl, withoutUrl, accountId] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+    const [withUrl, withoutUrl] = [crypto.randomUUID() as EndpointId, crypto.randomUUID() as EndpointId];
+    const accountId = crypto.randomUUID() as AccountId;
     started.push(endpointWorkflowId(withUrl), endpointWorkflowId(withoutUrl));
 
     await workflows.notify(withUrl, accountId, 'created', 'https://user:pw@hooks.example.com:8443/acme/orders?token=secret#x');

@@ -1,3 +1,4 @@
+import type { AccountId, EndpointId } from '../../src/core/ids.js';
 /**
  * temporalCall (src/delivery/workflow-client.ts): the Temporal connection's AsyncLocalStorage is on only
  * while a call through it is in flight, so that a process whose requests never call Temporal
@@ -61,8 +62,8 @@ describe('temporalCall', () => {
 
   it('signals through endpointWorkflows leave it off', async () => {
     const workflows = endpointWorkflows(temporal.client, `ctx-${crypto.randomUUID()}`);
-    const endpointId = crypto.randomUUID();
-    await workflows.notify(endpointId, crypto.randomUUID(), 'created');
+    const endpointId = crypto.randomUUID() as EndpointId;
+    await workflows.notify(endpointId, crypto.randomUUID() as AccountId, 'created');
     expect(storageOn()).toBe(false);
     await temporal.client.workflow
       .getHandle(endpointWorkflowId(endpointId))

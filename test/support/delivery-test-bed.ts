@@ -1,3 +1,4 @@
+import type { EndpointId } from '../../src/core/ids.js';
 /**
  * A delivery-engine test bed for one test file: its own time-skipping server (time skipping
  * is global to a server), a worker with the real activities, the real API signalling that
@@ -81,7 +82,7 @@ export function deliveryTestBed(o: { directSessions?: boolean } = {}) {
     handle: (endpointId: string) => env.client.workflow.getHandle(endpointWorkflowId(endpointId)),
 
     /** POST /api/v1/webhooks (categories `crm`, secret SECRET); the endpoint starts unverified. */
-    async createEndpoint(tenant: Tenant, urlPath: string, host = 'receiver.test'): Promise<string> {
+    async createEndpoint(tenant: Tenant, urlPath: string, host = 'receiver.test'): Promise<EndpointId> {
       const res = await api.request('POST', '/api/v1/webhooks', {
         key: tenant.key,
         body: { url: `https://${host}:${receiver.port}${urlPath}`, events: ['crm'], secret: SECRET },
@@ -106,7 +107,7 @@ export function deliveryTestBed(o: { directSessions?: boolean } = {}) {
     idle: (endpointId: string) => waitIdle(bed.handle(endpointId)),
 
     /** Created and verified by a 2xx test, as a tenant does it. */
-    async verifiedEndpoint(tenant: Tenant, urlPath: string, host?: string): Promise<string> {
+    async verifiedEndpoint(tenant: Tenant, urlPath: string, host?: string): Promise<EndpointId> {
       const id = await bed.createEndpoint(tenant, urlPath, host);
       await bed.test(tenant, id);
       return id;

@@ -1,3 +1,4 @@
+import type { AccountId } from '../../src/core/ids.js';
 /** Shared test fixtures built on the real components started by global-setup. */
 import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
@@ -29,7 +30,7 @@ export function testDb(): Db {
 }
 
 export interface Tenant {
-  accountId: string;
+  accountId: AccountId;
   /** All scopes, live environment. */
   key: string;
   keyFor(scopes: Scope[], environment?: Environment): Promise<string>;

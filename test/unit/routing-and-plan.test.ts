@@ -1,3 +1,4 @@
+import type { EndpointId } from '../../src/core/ids.js';
 import { describe, expect, it } from 'vitest';
 import { admit, type RoutableEndpoint } from '../../src/core/admission.js';
 import { getEventDefinition } from '../../src/core/catalog/index.js';
@@ -7,7 +8,7 @@ import { webhookBody } from '../../src/core/webhook-body.js';
 
 const def = (t: string) => getEventDefinition(t)!;
 const ep = (over: Partial<RoutableEndpoint>): RoutableEndpoint => ({
-  id: 'e',
+  id: 'e' as EndpointId,
   customer_id: null,
   events: ['messages'],
   active: true,

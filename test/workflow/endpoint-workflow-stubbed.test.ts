@@ -1,3 +1,4 @@
+import type { AccountId, EndpointId } from '../../src/core/ids.js';
 /**
  * The real endpoint workflow code on the time-skipping server with stub activities: no
  * Postgres, no HTTP. Fast, and it shows exactly what the workflow asks its activities for.
@@ -101,11 +102,11 @@ const outcomes = (nowMs: number, n: number, ok: boolean): AttemptOutcome[] =>
   Array.from({ length: n }, (_, i) => ({ ok, responseCode: ok ? 200 : 500, atMs: nowMs + 5 + i }));
 const nothingDue: DeliveryRound = { outcomes: [], more: false, nextDueAtMs: null };
 
-function newEndpoint(round: Script['round'] = () => nothingDue): { endpointId: string; accountId: string; s: Script } {
-  const endpointId = crypto.randomUUID();
+function newEndpoint(round: Script['round'] = () => nothingDue): { endpointId: EndpointId; accountId: AccountId; s: Script } {
+  const endpointId = crypto.randomUUID() as EndpointId;
   const s: Script = { snapshot: healthySnapshot(), round, calls: [] };
   scripts.set(endpointId, s);
-  return { endpointId, accountId: crypto.randomUUID(), s };
+  return { endpointId, accountId: crypto.randomUUID() as AccountId, s };
 }
 
 let env: Awaited<ReturnType<typeof timeSkippingEnvironment>>;

@@ -41,11 +41,12 @@ export function webhookRecoveryRoutes(deps: ApiDeps): Router {
     const id = ctx.params.id!;
     if (!Uuid.safeParse(id).success) throw notFound('webhook endpoint');
     const body = await readJson(ctx, 'invalid_recovery');
-    if (!(await getEndpoint(deps.db, accountId, id))) throw notFound('webhook endpoint');
+    const endpoint = await getEndpoint(deps.db, accountId, id);
+    if (!endpoint) throw notFound('webhook endpoint');
     const { since, until, statuses } = parseRecovery(body, new Date());
     const recovered = await recoverDeliveries(deps.db, { accountId, endpointId: id, environment, since, until, statuses });
     // The endpoint's workflow sends them, paced by its health, or holds them if it is not sending.
-    if (recovered > 0) deps.wakes.add(id, accountId);
+    if (recovered > 0) deps.wakes.add(endpoint.id, accountId);
     ctx.body = { data: { recovered, since: since.toISOString(), until: until.toISOString(), statuses } };
   });
 

@@ -1,3 +1,4 @@
+import type { EndpointId } from '../../core/ids.js';
 /** Webhook endpoints: SPEC 4.1 to 4.6 with the state effects of SPEC 3.2. */
 import crypto from 'node:crypto';
 import Router from '@koa/router';
@@ -60,9 +61,10 @@ async function checkCustomer(db: ApiDeps['db'], accountId: string, customerId: s
   }
 }
 
-function endpointId(raw: string): string {
+/** The path's endpoint id, or 404 when it cannot be one. */
+function endpointId(raw: string): EndpointId {
   if (!Uuid.safeParse(raw).success) throw notFound('webhook endpoint');
-  return raw;
+  return raw as EndpointId;
 }
 
 export function webhookRoutes(deps: ApiDeps): Router {
