@@ -119,6 +119,15 @@ describe('broadcasts', () => {
     expect((await addRecipients(s.tenant.key, id, 'nope')).status).toBe(422);
   });
 
+  it('a recipients body that is not an object (null, an array, a number, a string) is 422 invalid_request, never a 500', async () => {
+    const s = await setup();
+    const id = await draft(s);
+    for (const body of [null, [], 7, 'recipients']) {
+      const res = await bed.api.request('POST', `/api/v1/broadcasts/${id}/recipients`, { key: s.tenant.key, body });
+      expect([res.status, res.body.error.code], JSON.stringify(body)).toEqual([422, 'invalid_request']);
+    }
+  });
+
   it('1000 recipients in one call are taken, 1001 are refused whole', async () => {
     const s = await setup();
     const id = await draft(s);

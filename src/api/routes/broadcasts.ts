@@ -2,6 +2,7 @@
 import Router from '@koa/router';
 import { MAX_RECIPIENTS_PER_CALL, triageRecipients } from '../../core/broadcast-recipients.js';
 import { DomainError, notFound } from '../../core/domain-error.js';
+import { isRecord } from '../../core/is-record.js';
 import { pageOf, parseLimit } from '../../core/paging.js';
 import {
   addRecipients,
@@ -106,8 +107,9 @@ function recipientAndSendRoutes(router: Router, deps: ApiDeps): void {
   router.post('/api/v1/broadcasts/:id/recipients', requireScope('messages:write'), async (ctx) => {
     const principal = principalOf(ctx);
     const body = await readJson(ctx);
-    const items = (body as { recipients?: unknown }).recipients;
-    if (typeof body !== 'object' || body === null || Array.isArray(body) || !Array.isArray(items)) {
+    // The body's shape first: `null` is JSON too, and has no fields to read.
+    const items = isRecord(body) ? body.recipients : undefined;
+    if (!isRecord(body) || !Array.isArray(items)) {
       throw new DomainError(422, 'invalid_request', 'recipients: an array of { to_recipient, components? } is required');
     }
     const unknown = Object.keys(body).filter((k) => k !== 'recipients');
