@@ -68,24 +68,10 @@ export function inTransaction<T>(db: Db, fn: (client: pg.PoolClient) => Promise<
   return withClient(db, (client) => transactionOn(client, fn));
 }
 
-/** inTransaction on a client already checked out (withClient), for a caller that also runs statements outside it. */
-export async function transactionOn<T>(client: pg.PoolClient, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  await client.query('BEGIN');
-  try {
-    const result = await fn(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    // ROLLBACK only fails on a dead connection, and withClient discards that client.
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  }
-}
-
 /** What a transaction's body decided: commit with its value, or roll back saying why. */
 export type Decided<T, R> = { commit: T } | { rollback: R };
 
-/** `transactionOn` whose body may also roll back without an exception: the answer says which it did. */
+/** A transaction on a client already checked out (withClient) whose body may also roll back without an exception: the answer says which it did. */
 export async function decidedTransactionOn<T, R>(
   client: pg.PoolClient,
   fn: (client: pg.PoolClient) => Promise<Decided<T, R>>,
@@ -96,9 +82,17 @@ export async function decidedTransactionOn<T, R>(
     await client.query('commit' in decided ? 'COMMIT' : 'ROLLBACK');
     return decided;
   } catch (err) {
+    // ROLLBACK only fails on a dead connection, and withClient discards that client.
     await client.query('ROLLBACK').catch(() => {});
     throw err;
   }
+}
+
+/** inTransaction on a client already checked out (withClient), for a caller that also runs statements outside it. */
+export async function transactionOn<T>(client: pg.PoolClient, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  // A body that only commits (it never decides to roll back): every error rolls back.
+  const decided = await decidedTransactionOn<T, never>(client, async (c) => ({ commit: await fn(c) }));
+  return 'commit' in decided ? decided.commit : decided.rollback;
 }
 
 // Socket and DNS failures reaching the server (DNS: a stopped container's name disappears).
