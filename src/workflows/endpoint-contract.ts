@@ -37,17 +37,8 @@ export interface EndpointSnapshot {
   url_label?: string;
 }
 
-/** The endpoint's health as the workflow records it on the endpoint row; times in ms since epoch. */
-export interface HealthRecord {
-  health: Health;
-  failureStreak: number;
-  lastSuccessAtMs: number | null;
-  lastFailureAtMs: number | null;
-  lastResponseCode: number | null;
-  nextAttemptAtMs: number | null;
-  pausedAtMs: number | null;
-  observedAtMs: number;
-}
+/** The endpoint's health as the workflow records it on the endpoint row (its streak's start aside), as of `observedAtMs`. */
+export type HealthRecord = Omit<EndpointHealth, 'streakStartedAtMs'> & { nextAttemptAtMs: number | null; observedAtMs: number };
 
 /**
  * The activities the endpoint workflow asks for (src/delivery/activities.ts carries them out).
