@@ -23,7 +23,7 @@ const BACKLOG = 300;
 /** A verified endpoint on the local receiver, through the API. */
 async function endpoint(prefix: string, secret: string): Promise<EndpointId> {
   bed.receiver.reply({ status: 200 });
-  return (await bed.verifiedEndpoint(prefix, secret)) as EndpointId;
+  return bed.verifiedEndpoint(prefix, secret);
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { EndpointId } from '../../src/core/ids.js';
 /**
  * What the end-to-end tests with production workers in processes of their own share: a test API
  * and `workerCount` workers on a task queue of the file's own, a client of the dev server, an
@@ -22,7 +23,7 @@ export interface WorkerProcessBed {
   /** The deliveries (test sends left out) received under `prefix`. */
   posts(prefix: string): ReceivedRequest[];
   /** An endpoint on the receiver under `prefix`, created with `secret` and verified by a test send, through the API. */
-  verifiedEndpoint(prefix: string, secret: string): Promise<string>;
+  verifiedEndpoint(prefix: string, secret: string): Promise<EndpointId>;
 }
 
 export function workerProcessBed(name: string, workerCount: number): WorkerProcessBed {
