@@ -5,14 +5,24 @@ export function signBody(secret: string, body: Buffer | string): string {
   return crypto.createHmac('sha256', Buffer.from(secret, 'utf8')).update(body).digest('hex');
 }
 
+/** A secret in the Standard Webhooks form: `whsec_` + canonical standard base64 of 32 bytes (with its `=`). */
+const STANDARD_FORM = /^whsec_([A-Za-z0-9+/]{43}=)$/;
+
 /**
- * The key of the Standard Webhooks `webhook-signature`: the UTF-8 bytes of the whole secret string,
- * prefix included, the same key as `X-Webhook-Signature`. The standard's libraries would
- * base64-decode what follows `whsec_`, but a generated secret is base64url (its `-` and `_` are
- * refused by their decoders) and a chosen one need not be base64 at all, so the raw bytes are
- * the one key every secret has; receivers give it to the library as a raw key (docs/delivery.md).
+ * The key of the Standard Webhooks `webhook-signature`. A secret in the standard form (every secret
+ * generated now) is keyed by its decoded bytes, as the standard's libraries do with `new
+ * Webhook(secret)`. Any other secret keeps the UTF-8 bytes of the whole string, the same key as
+ * `X-Webhook-Signature`: secrets generated before were `whsec_` + 43 base64url characters, which
+ * this form never matches (no `=`), so their receivers (a raw key) keep verifying; a chosen one
+ * need not be base64 at all.
  */
 export function standardWebhookKey(secret: string): Buffer {
+  const encoded = STANDARD_FORM.exec(secret)?.[1];
+  if (encoded !== undefined) {
+    const key = Buffer.from(encoded, 'base64');
+    // Canonical only (the last character's unused bits zero): what the libraries' decoders agree on.
+    if (key.length === 32 && key.toString('base64') === encoded) return key;
+  }
   return Buffer.from(secret, 'utf8');
 }
 
@@ -33,7 +43,7 @@ export function verifyHmacHex(secret: string, body: Buffer, givenHex: string): b
   return crypto.timingSafeEqual(expected, Buffer.from(givenHex, 'hex'));
 }
 
-/** `whsec_` followed by 32 random bytes in base64url. */
+/** `whsec_` followed by 32 random bytes in standard base64: the Standard Webhooks form, so its libraries take it as shown. */
 export function generateSigningSecret(): string {
-  return `whsec_${crypto.randomBytes(32).toString('base64url')}`;
+  return `whsec_${crypto.randomBytes(32).toString('base64')}`;
 }

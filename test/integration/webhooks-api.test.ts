@@ -104,7 +104,7 @@ describe('POST /api/v1/webhooks', () => {
       paused_at: null,
     });
     expect(d.id).toMatch(/^[0-9a-f-]{36}$/);
-    expect(d.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(d.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(new Date(d.created_at).toISOString()).toBe(d.created_at);
     expect(Object.keys(d).sort()).toEqual(
       [

@@ -2,9 +2,11 @@
 import crypto from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { standardSignatureFor, verifyStandardWebhook } from '@webhook-platform/sdk';
+import { standardSignatureFor, verifyStandardWebhook, verifyWebhook } from '@webhook-platform/sdk';
 import { webhookHeaders } from '../../src/delivery/send-webhook.js';
+import { generateSigningSecret } from '../../src/security/signature.js';
 
+// A secret of the old generated form (base64url): it verifies as it always did.
 const secret = 'whsec_' + crypto.randomBytes(32).toString('base64url');
 const raw = Buffer.from('{"event":"crm.demand.created",  "n":1.0}', 'utf8');
 // What the service sends, built by the service's own code.
@@ -26,6 +28,27 @@ describe('verifyStandardWebhook', () => {
     const upper = Object.fromEntries(Object.entries(sent).map(([k, v]) => [k.toUpperCase(), [v]]));
     expect(verifyStandardWebhook(raw, upper, secret)).toBe(true);
     expect(standardSignatureFor(raw, secret, sent['webhook-id']!, Number(sent['webhook-timestamp']))).toBe(sent['webhook-signature']);
+  });
+
+  it('accepts what the service sends for a new generated secret (the standard form), as the official library given the secret as shown does', () => {
+    const generated = generateSigningSecret();
+    const headers = webhookHeaders({
+      url: 'https://receiver.test/hooks',
+      secret: generated,
+      authorization: null,
+      eventType: 'crm.demand.created',
+      idempotencyKey: 'crm:demand:dem_1:1',
+      webhookId: crypto.randomUUID(),
+      body: raw,
+    });
+    expect(new Webhook(generated).verify(raw, headers)).toEqual(JSON.parse(raw.toString()));
+    expect(verifyStandardWebhook(raw, headers, generated)).toBe(true);
+    expect(verifyStandardWebhook(raw, headers, [secret, generated])).toBe(true);
+    expect(standardSignatureFor(raw, generated, headers['webhook-id']!, Number(headers['webhook-timestamp']))).toBe(
+      headers['webhook-signature'],
+    );
+    expect(verifyWebhook(raw, headers['x-webhook-signature'], generated)).toBe(true);
+    expect(verifyStandardWebhook(raw, headers, secret)).toBe(false);
   });
 
   it('accepts a matching signature among several', () => {

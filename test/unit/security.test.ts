@@ -183,7 +183,8 @@ describe('secrets and signatures', () => {
 
   it('generates whsec_ secrets of 32 random bytes and hashed API keys', () => {
     const s = generateSigningSecret();
-    expect(s).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(s).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(s.slice(6), 'base64')).toHaveLength(32);
     const k = generateApiKey('sandbox');
     expect(k.key.startsWith('wh_sandbox_')).toBe(true);
     expect(k.hash.equals(hashApiKey(k.key))).toBe(true);

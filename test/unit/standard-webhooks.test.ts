@@ -36,8 +36,21 @@ describe('standardWebhookSignature', () => {
     expect(standardWebhookSignature(key, SPEC.id, SPEC.timestamp, '{"test": 2432232315}')).not.toBe(SPEC.signature);
   });
 
-  it('is keyed by the UTF-8 bytes of the whole secret, as X-Webhook-Signature is', () => {
+  it('is keyed by the UTF-8 bytes of the whole secret for a secret not in the standard form, as X-Webhook-Signature is', () => {
     expect(standardWebhookKey('whsec_abc-_é')).toEqual(Buffer.from('whsec_abc-_é', 'utf8'));
+    // The old generated form (43 base64url characters, no `=`), even with no `-` or `_` in it.
+    const old = 'whsec_jjtFoSCR7m1xzYpOadcTRHVtfZgB9RWIzE4hHGKRqQw';
+    expect(standardWebhookKey(old)).toEqual(Buffer.from(old, 'utf8'));
+    // Not canonical (its last character's unused bits set), or not 32 bytes: not the standard form.
+    expect(standardWebhookKey('whsec_3q2+7wEXAMPLEv5dH0hZ1lS8nQkQm9YV0cXo1pA2bC1=')).toEqual(
+      Buffer.from('whsec_3q2+7wEXAMPLEv5dH0hZ1lS8nQkQm9YV0cXo1pA2bC1=', 'utf8'),
+    );
+    expect(standardWebhookKey(SPEC.secret)).toEqual(Buffer.from(SPEC.secret, 'utf8'));
+  });
+
+  it('is keyed by the decoded bytes of a secret in the standard form (whsec_ + base64 of 32 bytes)', () => {
+    const bytes = crypto.randomBytes(32);
+    expect(standardWebhookKey(`whsec_${bytes.toString('base64')}`)).toEqual(bytes);
   });
 });
 
@@ -57,14 +70,38 @@ describe('the headers of a delivery', () => {
     expect(webhookHeaders({ ...m, timestampSeconds: 1614265330 })['webhook-timestamp']).toBe('1614265330');
   });
 
-  it('verify with the official library given the secret as the user has it, as a raw key', () => {
-    // Generated secrets (many, so some hold the `-` and `_` of base64url) and chosen ones.
-    const secrets = [...Array.from({ length: 20 }, generateSigningSecret), 'my own secret of 16+ chars', 'whsec_not_base64_at_all!'];
+  it('of a new generated secret verify with the Standard Webhooks scheme as the specification defines it, and with X-Webhook-Signature', () => {
+    // Many, so that some hold a `+` or `/` (the characters base64url would have changed).
+    for (const secret of Array.from({ length: 20 }, generateSigningSecret)) {
+      expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+      const body = JSON.stringify({ event: 'crm.demand.created', note: 'ünïcödé ✓' });
+      const m = message(secret, body);
+      const headers = webhookHeaders(m);
+      // The specification's own verification, written here: HMAC-SHA256 of `id.timestamp.body` keyed by the base64-decoded secret after `whsec_`.
+      const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+      const expected = crypto
+        .createHmac('sha256', key)
+        .update(`${headers['webhook-id']}.${headers['webhook-timestamp']}.${body}`)
+        .digest('base64');
+      expect(headers['webhook-signature']).toBe(`v1,${expected}`);
+      // The official library, given the secret exactly as shown.
+      expect(new Webhook(secret).verify(m.body, headers)).toEqual(JSON.parse(body));
+      expect(() => new Webhook(secret).verify(Buffer.from(`${body} `), headers)).toThrow(/No matching signature/);
+      // SPEC 5's signature: the UTF-8 bytes of the whole secret, prefix included.
+      expect(headers['x-webhook-signature']).toBe(crypto.createHmac('sha256', Buffer.from(secret, 'utf8')).update(body).digest('hex'));
+    }
+  });
+
+  it('of an old-form or chosen secret verify as before: with the official library given the secret as a raw key', () => {
+    // Secrets generated before (base64url) and chosen ones.
+    const oldForm = Array.from({ length: 20 }, () => `whsec_${crypto.randomBytes(32).toString('base64url')}`);
+    const secrets = [...oldForm, 'my own secret of 16+ chars', 'whsec_not_base64_at_all!', SPEC.secret];
     for (const secret of secrets) {
       const body = JSON.stringify({ event: 'crm.demand.created', note: 'ünïcödé ✓' });
       const m = message(secret, body);
       const headers = webhookHeaders(m);
       expect(new Webhook(secret, { format: 'raw' }).verify(m.body, headers)).toEqual(JSON.parse(body));
+      expect(headers['x-webhook-signature']).toBe(signBody(secret, m.body));
       // Another secret, or another body, does not verify.
       expect(() => new Webhook(`${secret}x`, { format: 'raw' }).verify(m.body, headers)).toThrow(/No matching signature/);
       expect(() => new Webhook(secret, { format: 'raw' }).verify(Buffer.from(`${body} `), headers)).toThrow(/No matching signature/);
@@ -74,10 +111,5 @@ describe('the headers of a delivery', () => {
     const headers = webhookHeaders(message(wide, '{}'));
     expect(new Webhook(Buffer.from(wide, 'utf8'), { format: 'raw' }).verify('{}', headers)).toEqual({});
     expect(() => new Webhook(wide, { format: 'raw' }).verify('{}', headers)).toThrow(/No matching signature/);
-  });
-
-  it("cannot use the library's base64 form for our secrets: its decoder refuses base64url", () => {
-    // Why the key is the raw secret: a generated secret with `-` or `_` does not even construct.
-    expect(() => new Webhook('whsec_jjtFoSCR7m1xzYpO-dcTRHVtfZgB9RWIzE4hHGKRqQw')).toThrow();
   });
 });

@@ -38,5 +38,5 @@ export type {
 export { WebhookPlatformError } from './errors.js';
 export { EventStream, type StreamOptions } from './stream.js';
 export { ROUTES, type Method, type Route, type RouteName, type Shape } from './routes.js';
-export { signatureFor, standardSignatureFor, verifyStandardWebhook, verifyWebhook, type HeaderBag } from './verify.js';
+export { signatureFor, standardKeyFor, standardSignatureFor, verifyStandardWebhook, verifyWebhook, type HeaderBag } from './verify.js';
 export type { components, paths } from './openapi.js';

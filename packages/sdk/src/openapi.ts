@@ -3694,7 +3694,7 @@ export interface components {
          *       "rate_limit": null,
          *       "created_at": "2026-11-22T10:00:00.000Z",
          *       "updated_at": "2026-11-22T10:00:00.000Z",
-         *       "secret": "whsec_3q2-7wEXAMPLEv5dH0hZ1lS8nQkQm9YV0cXo1pA2bC3dE4"
+         *       "secret": "whsec_3q2+7wEXAMPLEv5dH0hZ1lS8nQkQm9YV0cXo1pA2bC0="
          *     }
          */
         EndpointWithSecret: components["schemas"]["Endpoint"] & {

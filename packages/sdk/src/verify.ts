@@ -40,9 +40,26 @@ function header(headers: HeaderBag, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : (value as string | undefined);
 }
 
-/** The `webhook-signature` (Standard Webhooks, v1) the service sends; the key is the UTF-8 bytes of the whole secret. */
+/** A secret in the Standard Webhooks form: `whsec_` + canonical standard base64 of 32 bytes (with its `=`). */
+const STANDARD_FORM = /^whsec_([A-Za-z0-9+/]{43}=)$/;
+
+/**
+ * The key of `webhook-signature` for `secret`, as the service chooses it: the decoded bytes of a
+ * secret in the Standard Webhooks form (every secret generated now), else the UTF-8 bytes of the
+ * whole secret (secrets generated before, `whsec_` + base64url, and secrets you chose).
+ */
+export function standardKeyFor(secret: string): Buffer {
+  const encoded = STANDARD_FORM.exec(secret)?.[1];
+  if (encoded !== undefined) {
+    const key = Buffer.from(encoded, 'base64');
+    if (key.length === 32 && key.toString('base64') === encoded) return key;
+  }
+  return Buffer.from(secret, 'utf8');
+}
+
+/** The `webhook-signature` (Standard Webhooks, v1) the service sends, keyed by `standardKeyFor(secret)`. */
 export function standardSignatureFor(rawBody: Buffer | string, secret: string, webhookId: string, timestampSeconds: number): string {
-  const hmac = crypto.createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${webhookId}.${timestampSeconds}.`, 'utf8');
+  const hmac = crypto.createHmac('sha256', standardKeyFor(secret)).update(`${webhookId}.${timestampSeconds}.`, 'utf8');
   hmac.update(typeof rawBody === 'string' ? Buffer.from(rawBody, 'utf8') : rawBody);
   return `v1,${hmac.digest('base64')}`;
 }
@@ -50,7 +67,8 @@ export function standardSignatureFor(rawBody: Buffer | string, secret: string, w
 /**
  * True when the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`)
  * sign `rawBody` under any of `secrets` and the timestamp is within `toleranceSeconds` (default
- * 300) of now: the same check as the `standardwebhooks` package given the secret as a raw key.
+ * 300) of now: the same check as the `standardwebhooks` package (`new Webhook(secret)` for a
+ * secret in the standard form, the secret as a raw key for any other).
  */
 export function verifyStandardWebhook(
   rawBody: Buffer | string,

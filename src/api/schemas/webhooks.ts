@@ -124,7 +124,7 @@ export const EndpointWithSecret = Endpoint.extend({ secret: z.string().openapi({
       last_success_at: null,
       last_response_code: null,
       updated_at: endpointExample.created_at,
-      secret: 'whsec_3q2-7wEXAMPLEv5dH0hZ1lS8nQkQm9YV0cXo1pA2bC3dE4',
+      secret: 'whsec_3q2+7wEXAMPLEv5dH0hZ1lS8nQkQm9YV0cXo1pA2bC0=',
     },
   },
 );
