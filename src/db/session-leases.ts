@@ -12,8 +12,11 @@ import type { Queryable } from './pool.js';
 export type SessionKind = 'direct' | 'workflow';
 
 export type LeaseAnswer =
-  /** Taken (or already this owner's): the endpoint as committed now. */
-  | { granted: true; endpoint: EndpointRow }
+  /**
+   * Taken (or already this owner's): the endpoint as committed now, and how long ago the last POST
+   * of its sessions started (null: none recorded), so this session keeps their pace (`rate_limit`).
+   */
+  | { granted: true; endpoint: EndpointRow; lastPostAgoMs: number | null }
   /** Another session holds it for `heldMs` more (a live one renews it, and looks for due work when it gives it back). */
   | { granted: false; heldMs: number }
   /** Not for this kind of session now: an endpoint the workflow must look at, or a round handed over and not yet taken in. */
@@ -43,11 +46,11 @@ export async function takeSessionLease(
     name: `take_session_lease_${kind}`,
     text: `UPDATE endpoints e SET session_owner = $2, session_until = now() + ${secs('$3')}, handover_at = NULL
      WHERE e.id = $1 AND ${FREE} ${kind === 'direct' ? `AND ${DIRECT_ELIGIBLE}` : ''}
-     RETURNING ${endpointColumnsAs('e', '')}`,
+     RETURNING ${endpointColumnsAs('e', '')}, (extract(epoch FROM now() - e.session_paced_at) * 1000)::float8 AS last_post_ago_ms`,
     values: [endpointId, owner, leaseMs, handoverTimeoutMs],
   });
   const endpoint = rows[0] ? endpointFromColumns(rows[0], '') : undefined;
-  if (endpoint) return { granted: true, endpoint };
+  if (endpoint) return { granted: true, endpoint, lastPostAgoMs: (rows[0] as { last_post_ago_ms: number | null }).last_post_ago_ms };
   // Not taken: why, so the caller knows whether to wait for the holder or go to the workflow.
   const why = await db.query<{ held_ms: number | null }>(
     `SELECT CASE WHEN ${kind === 'direct' ? DIRECT_ELIGIBLE : 'true'} AND (e.handover_at IS NULL OR e.handover_at < now() - ${secs('$3')})
@@ -61,7 +64,9 @@ export async function takeSessionLease(
 
 /**
  * Gives the lease back. `handover`: the session's round goes to the workflow, and no session
- * starts until it has taken it in (`endHandover`). Answers whether work is due now that nobody
+ * starts until it has taken it in (`endHandover`). `lastPostAgoMs`: how long ago the session's last
+ * POST started (by its worker's clock; stored by the database's), for the next session's pace; null
+ * keeps what was stored. Answers whether work is due now that nobody
  * holds (news that came while the session was ending found the lease taken) and the endpoint's
  * Account; null when the lease was no longer this owner's.
  */
@@ -70,17 +75,19 @@ export async function endSessionLease(
   endpointId: string,
   owner: string,
   handover: boolean,
+  lastPostAgoMs: number | null = null,
 ): Promise<{ due: boolean; accountId: AccountId } | null> {
   const { rows } = await db.query<{ due: boolean; account_id: AccountId }>({
     name: 'end_session_lease',
-    text: `UPDATE endpoints e SET session_owner = NULL, session_until = NULL, handover_at = CASE WHEN $3 THEN now() ELSE e.handover_at END
+    text: `UPDATE endpoints e SET session_owner = NULL, session_until = NULL, handover_at = CASE WHEN $3 THEN now() ELSE e.handover_at END,
+       session_paced_at = coalesce(now() - ${secs('$4')}, e.session_paced_at)
      WHERE e.id = $1 AND e.session_owner = $2
      RETURNING e.account_id, EXISTS (
        SELECT 1 FROM deliveries d
        WHERE d.endpoint_id = $1 AND ${OWED} AND d.held_since IS NULL AND d.next_attempt_at <= now()
          AND (d.leased_until IS NULL OR d.leased_until < now())
      ) AS due`,
-    values: [endpointId, owner, handover],
+    values: [endpointId, owner, handover, lastPostAgoMs],
   });
   return rows[0] ? { due: rows[0].due, accountId: rows[0].account_id } : null;
 }

@@ -81,6 +81,8 @@ export interface SessionRequest {
   signal: AbortSignal;
   /** A direct session (started by the due router, no workflow task) has taken its lease already, reading this endpoint. */
   leased?: EndpointRow;
+  /** With `leased`: how long ago the last POST of the endpoint's sessions started, as the lease read it (`LeaseAnswer`). */
+  lastPostAgoMs?: number | null;
 }
 
 /** The latest success shows on the endpoint at most this often while a session runs. */
@@ -109,8 +111,12 @@ function currentEndpoint(
 /** The session's use of the leases: the worker's (`SessionLeases`), or none. */
 interface LeasesPart {
   leaseMs?: number;
-  /** Granted with the endpoint as committed now, or with none to read (no leases). */
-  take(endpointId: string, owner: string, kind: 'workflow'): Promise<{ granted: true; endpoint?: EndpointRow } | { granted: false }>;
+  /** Granted with the endpoint as committed now and its sessions' last POST, or with none to read (no leases). */
+  take(
+    endpointId: string,
+    owner: string,
+    kind: 'workflow',
+  ): Promise<{ granted: true; endpoint?: EndpointRow; lastPostAgoMs?: number | null } | { granted: false }>;
   hold: SessionLeases['hold'];
   end: SessionLeases['end'];
 }
@@ -154,13 +160,16 @@ export async function runDeliverySession(given: SessionDeps, req: SessionRequest
   const readEndpoint = currentEndpoint(deps.readEndpoint, req.endpointId);
   const { leases } = deps;
   let opened = req.leased;
+  let lastPostAgoMs = req.lastPostAgoMs;
   if (!opened) {
     const lease = await leases.take(req.endpointId, req.owner, 'workflow');
     // A direct session runs (it does the work, and looks again when it ends), or a round handed over
     // by one waits for this workflow: an empty round, and the workflow takes that round in next.
     if (!lease.granted) return nothingDone();
     opened = lease.endpoint;
+    lastPostAgoMs = lease.lastPostAgoMs;
   }
+  keepPace(deps.pacing, req.endpointId, lastPostAgoMs);
   // A PATCH (deactivation, new url) may be committed before its signal reaches the workflow.
   if (!sending(opened ?? (await readEndpoint()))) {
     await leases.end(req.endpointId, req.owner, { handover: false, tellIfDue: false });
@@ -178,8 +187,25 @@ export async function runDeliverySession(given: SessionDeps, req: SessionRequest
   }
   // A workflow session that may have work left loops on its own; any other looks for news it missed.
   const handover = needsWorkflow(round);
-  await leases.end(req.endpointId, req.owner, { handover, tellIfDue: !handover && (!!req.leased || !round.more) });
+  const lastStart = deps.pacing.get(req.endpointId);
+  await leases.end(req.endpointId, req.owner, {
+    handover,
+    tellIfDue: !handover && (!!req.leased || !round.more),
+    lastPostAgoMs: lastStart === undefined ? null : performance.now() - lastStart,
+  });
   return round;
+}
+
+/**
+ * Takes in the pace of the endpoint's sessions kept with its lease: the last POST started
+ * `lastPostAgoMs` ago, on this worker or another (a session moved between workers keeps its
+ * pacing window, no POST too many). This worker's own record stands when it is the later one.
+ */
+function keepPace(pacing: Map<string, number>, endpointId: string, lastPostAgoMs: number | null | undefined): void {
+  if (lastPostAgoMs === null || lastPostAgoMs === undefined) return;
+  const kept = performance.now() - Math.max(0, lastPostAgoMs);
+  const here = pacing.get(endpointId);
+  if (here === undefined || here < kept) pacing.set(endpointId, kept);
 }
 
 /**

@@ -21,6 +21,7 @@ import { doublingBackoffMs } from '../core/backoff.js';
 import { HANDOVER_TIMEOUT_MS } from '../core/runtime-limits.js';
 import { BATCH } from '../core/schedule.js';
 import type { DueEndpoint } from '../db/due-notifications.js';
+import type { EndpointRow } from '../db/endpoints.js';
 import { logger } from '../runtime/logger.js';
 import type { EndpointWorkflows } from './workflow-client.js';
 
@@ -77,7 +78,7 @@ export function createDirectSessions(o: {
     }
   }
 
-  async function run(due: DueEndpoint, owner: string, leased: Parameters<typeof runDeliverySession>[1]['leased']) {
+  async function run(due: DueEndpoint, owner: string, lease: { endpoint: EndpointRow; lastPostAgoMs: number | null }) {
     const observedAtMs = Date.now();
     const session = runDeliverySession(deps, {
       endpointId: due.endpointId,
@@ -86,7 +87,8 @@ export function createDirectSessions(o: {
       observedAtMs,
       limit: BATCH,
       signal: stop.signal,
-      leased,
+      leased: lease.endpoint,
+      lastPostAgoMs: lease.lastPostAgoMs,
     });
     try {
       const round = await session;
@@ -114,7 +116,7 @@ export function createDirectSessions(o: {
         return { kind: 'workflow' };
       }
       // The session registers with the worker's registry before this returns: news from now on pokes it.
-      const session = run(due, owner, lease.endpoint).finally(() => running.delete(session));
+      const session = run(due, owner, lease).finally(() => running.delete(session));
       running.add(session);
       return { kind: 'started' };
     },

@@ -35,8 +35,10 @@ export interface SessionLeases {
   /**
    * Gives the lease back; `handover`: the session's round goes to its workflow (no session starts
    * until it is taken in). With `tellIfDue`, work due meanwhile goes to the `onFreed` listeners.
+   * `lastPostAgoMs`: how long ago the session's last POST started, kept with the lease for the next
+   * session's pace, wherever it runs (none: what was kept stays).
    */
-  end(endpointId: string, owner: string, o: { handover: boolean; tellIfDue: boolean }): Promise<void>;
+  end(endpointId: string, owner: string, o: { handover: boolean; tellIfDue: boolean; lastPostAgoMs?: number | null }): Promise<void>;
   onFreed(listener: (due: DueEndpoint) => void): void;
   /** Whether a session of this worker holds the endpoint's lease, from its take until its end has returned. */
   heldHere(endpointId: string): boolean;
@@ -98,8 +100,8 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
         },
       };
     },
-    async end(endpointId, owner, { handover, tellIfDue }) {
-      const left = await endSessionLease(db, endpointId, owner, handover).finally(() => {
+    async end(endpointId, owner, { handover, tellIfDue, lastPostAgoMs }) {
+      const left = await endSessionLease(db, endpointId, owner, handover, lastPostAgoMs ?? null).finally(() => {
         const n = (here.get(endpointId) ?? 1) - 1;
         if (n > 0) here.set(endpointId, n);
         else here.delete(endpointId);

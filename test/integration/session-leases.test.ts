@@ -134,4 +134,42 @@ describe('session leases', () => {
       bed.receiver.replyOn(e.prefix, null);
     }
   });
+
+  it('a throttled endpoint whose session moves between two workers keeps its pace: no window of its rate_limit holds more POSTs', async () => {
+    const RATE = 5;
+    const SESSIONS = 8;
+    const PER_SESSION = 2;
+    const e = await bed.endpointWithBacklog(SESSIONS * PER_SESSION);
+    await testDb().query(`UPDATE endpoints SET rate_limit = $2 WHERE id = $1`, [e.id, RATE]);
+    // Two workers: each its own leases and its own record of the pace (a worker's, shared by its sessions).
+    const workers = [
+      { ...sessionDeps(), pacing: new Map<string, number>() },
+      { ...sessionDeps(), pacing: new Map<string, number>() },
+    ];
+    // The endpoint's session moves to the other worker after every PER_SESSION POSTs: the first
+    // worker's are direct sessions (the lease taken by its due router), the second's its workflow's.
+    for (let n = 0; n < SESSIONS; n++) {
+      const worker = workers[n % 2]!;
+      const req = { ...request(e.id, `run/${n}`), limit: PER_SESSION };
+      let round;
+      if (n % 2 === 0) {
+        const lease = await worker.leases.take(e.id, req.owner, 'direct');
+        if (!lease.granted) throw new Error('lease not granted');
+        round = await runDeliverySession(worker, { ...req, leased: lease.endpoint, lastPostAgoMs: lease.lastPostAgoMs });
+      } else {
+        round = await runDeliverySession(worker, req);
+      }
+      expect(round.posts).toBe(PER_SESSION);
+    }
+    const at = e
+      .posts()
+      .map((p) => p.atMs)
+      .sort((a, b) => a - b);
+    expect(at).toHaveLength(SESSIONS * PER_SESSION);
+    // The most receipts in any window of one second (less 100 ms for a receipt's lag behind its POST's start).
+    const most = Math.max(...at.map((start) => at.filter((t) => t >= start && t < start + 900).length));
+    expect(most).toBeLessThanOrEqual(RATE);
+    // And the pace was kept, not lost: the workers' sessions sent every POST, in one window after another.
+    expect(most).toBeGreaterThanOrEqual(RATE - 1);
+  });
 });
