@@ -138,6 +138,22 @@ export async function findChannelAccountByProviderId(
   return rows[0];
 }
 
+/** The channel accounts of many provider account ids in one statement, by provider account id (ids with none are absent). */
+export async function findChannelAccountsByProviderIds(
+  db: Queryable,
+  channel: ChannelAccount['channel'],
+  providerAccountIds: readonly string[],
+): Promise<Map<string, ChannelAccount>> {
+  const found = new Map<string, ChannelAccount>();
+  if (providerAccountIds.length === 0) return found;
+  const { rows } = await db.query<ChannelAccount & { provider_account_id: string }>(
+    `SELECT * FROM channel_accounts WHERE channel = $1 AND provider_account_id = ANY($2::text[])`,
+    [channel, [...new Set(providerAccountIds)]],
+  );
+  for (const row of rows) if (!found.has(row.provider_account_id)) found.set(row.provider_account_id, row);
+  return found;
+}
+
 /** Channel accounts of a business account, live ones first: account-health events resolve their owner through these. */
 export async function findChannelAccountsByWaba(db: Queryable, wabaId: string): Promise<ChannelAccount[]> {
   const { rows } = await db.query<ChannelAccount>(

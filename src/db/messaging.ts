@@ -211,5 +211,98 @@ export async function recordIncomingMessage(
 
 /** A provider notification that stored nothing, kept for the operator (it was answered 200). */
 export async function recordProviderRejection(db: Queryable, r: { provider: string; reason: string; body: string }): Promise<void> {
-  await db.query(`INSERT INTO provider_rejections (provider, reason, body) VALUES ($1, $2, $3)`, [r.provider, r.reason, r.body]);
+  await recordProviderRejections(db, [r]);
+}
+
+/** Several refused notifications (or items of one) kept for the operator in one statement. */
+export async function recordProviderRejections(
+  db: Queryable,
+  rs: readonly { provider: string; reason: string; body: string }[],
+): Promise<void> {
+  if (rs.length === 0) return;
+  await db.query(`INSERT INTO provider_rejections (provider, reason, body) SELECT * FROM unnest($1::text[], $2::text[], $3::text[])`, [
+    rs.map((r) => r.provider),
+    rs.map((r) => r.reason),
+    rs.map((r) => r.body),
+  ]);
+}
+
+/** One inbound message of a provider notification, for `recordIncomingMessages`. */
+export interface IncomingMessage {
+  ca: { id: string; account_id: string };
+  contact: ContactFields;
+  externalId: string;
+  type: string;
+}
+
+/**
+ * `recordIncomingMessage` for many inbound messages in one statement: the contacts (created or
+ * refreshed, each once: the latest of its messages' fields, as sequential upserts would leave
+ * them), their conversations and the messages (each once). Answers the rows of each message, in
+ * the order given. Rows are written in key order, so two notifications racing for the same
+ * contacts lock them in the same order.
+ */
+export async function recordIncomingMessages(db: Queryable, ms: readonly IncomingMessage[]): Promise<IncomingMessageRows[]> {
+  if (ms.length === 0) return [];
+  const col = <T>(f: (m: IncomingMessage) => T) => ms.map(f);
+  const { rows } = await db.query<{
+    n: string;
+    contact_id: string;
+    metadata: Record<string, unknown>;
+    conversation_id: string;
+    message_id: string;
+  }>(
+    `WITH input AS (
+       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[])
+         WITH ORDINALITY AS i(account_id, channel_account_id, wa_id, user_id, username, phone, profile_name, external_id, type, n)
+     ),
+     contact_rows AS (
+       INSERT INTO contacts (account_id, channel_account_id, wa_id, user_id, username, phone, profile_name)
+       SELECT DISTINCT ON (channel_account_id, wa_id) account_id, channel_account_id, wa_id, user_id, username, phone, profile_name
+       FROM input ORDER BY channel_account_id, wa_id, n DESC
+       ON CONFLICT (channel_account_id, wa_id) DO UPDATE SET
+         user_id = coalesce(EXCLUDED.user_id, contacts.user_id), username = coalesce(EXCLUDED.username, contacts.username),
+         phone = coalesce(EXCLUDED.phone, contacts.phone), profile_name = coalesce(EXCLUDED.profile_name, contacts.profile_name)
+       RETURNING id, account_id, channel_account_id, wa_id, metadata
+     ),
+     conversation_rows AS (
+       INSERT INTO conversations (account_id, channel_account_id, contact_id)
+       SELECT account_id, channel_account_id, id FROM contact_rows ORDER BY channel_account_id, id
+       ON CONFLICT (channel_account_id, contact_id) DO UPDATE SET contact_id = EXCLUDED.contact_id
+       RETURNING id, channel_account_id, contact_id
+     ),
+     message_rows AS (
+       INSERT INTO messages (account_id, channel_account_id, contact_id, conversation_id, external_id, direction, type, status)
+       SELECT DISTINCT ON (i.channel_account_id, i.external_id) i.account_id, i.channel_account_id, c.id, v.id, i.external_id, 'inbound', i.type, 'received'
+       FROM input i
+       JOIN contact_rows c ON c.channel_account_id = i.channel_account_id AND c.wa_id = i.wa_id
+       JOIN conversation_rows v ON v.channel_account_id = i.channel_account_id AND v.contact_id = c.id
+       ORDER BY i.channel_account_id, i.external_id, i.n DESC
+       ON CONFLICT (channel_account_id, external_id) DO UPDATE SET type = EXCLUDED.type
+       RETURNING id, channel_account_id, external_id
+     )
+     SELECT i.n, c.id AS contact_id, c.metadata, v.id AS conversation_id, m.id AS message_id
+     FROM input i
+     JOIN contact_rows c ON c.channel_account_id = i.channel_account_id AND c.wa_id = i.wa_id
+     JOIN conversation_rows v ON v.channel_account_id = i.channel_account_id AND v.contact_id = c.id
+     JOIN message_rows m ON m.channel_account_id = i.channel_account_id AND m.external_id = i.external_id
+     ORDER BY i.n`,
+    [
+      col((m) => m.ca.account_id),
+      col((m) => m.ca.id),
+      col((m) => m.contact.wa_id),
+      col((m) => m.contact.user_id),
+      col((m) => m.contact.username),
+      col((m) => m.contact.phone),
+      col((m) => m.contact.profile_name),
+      col((m) => m.externalId),
+      col((m) => m.type),
+    ],
+  );
+  return rows.map((r) => ({
+    contactId: r.contact_id,
+    contactMetadata: r.metadata,
+    conversationId: r.conversation_id,
+    messageId: r.message_id,
+  }));
 }

@@ -1,11 +1,13 @@
 /** The messaging provider's webhook end to end on real Postgres: signature, mapping, directory, stream. */
 import crypto from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { getEventDefinition } from '../../src/core/catalog/index.js';
 import { webhookBody } from '../../src/core/webhook-body.js';
 import { createChannelAccount } from '../../src/db/directory.js';
 import type { EventRow } from '../../src/db/events.js';
 import { registerOutboundMessage } from '../../src/db/messaging.js';
+import { createPool, type Db } from '../../src/db/pool.js';
+import { MAX_ITEMS } from '../../src/channels/inbound/photoapp-webhook.js';
 import {
   createTenant,
   PROVIDER_APP_SECRET,
@@ -549,5 +551,105 @@ describe('photoapp webhook', () => {
     });
     expect(bad.status).toBe(401);
     expect((await api.request('GET', '/api/v1/events', { key: tenant.key })).body.data).toEqual([]);
+  });
+  describe('a notification with many items', () => {
+    /** A pool of its own (an API process's), counting the statements sent through it. */
+    let counted: { db: Db; statements: () => number };
+    let countedApi: TestApi;
+    beforeAll(async () => {
+      const db = createPool(inject('databaseUrl'), 5);
+      let statements = 0;
+      db.on('connect', (client) => {
+        const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+        (client as unknown as { query: typeof query }).query = (...args: unknown[]) => {
+          statements++;
+          return query(...args);
+        };
+      });
+      counted = { db, statements: () => statements };
+      countedApi = await startTestApi({ db });
+    });
+    afterAll(async () => {
+      await countedApi.close();
+      await counted.db.end();
+    });
+
+    /** `count` direct messages to `igId`, from seven senders (many messages each), in one notification. */
+    const many = (igId: string, count: number) => {
+      const tag = crypto.randomBytes(4).toString('hex');
+      return {
+        object: 'instagram',
+        entry: [
+          {
+            id: igId,
+            time: 1795341600123,
+            // Items kept small, so that a few thousand fit in one request body (256 KiB).
+            messaging: Array.from({ length: count }, (_, n) => ({
+              sender: { id: `s${n % 7}${tag}` },
+              message: { mid: `${tag}_${n}`, text: `m${n}` },
+            })),
+          },
+        ],
+      };
+    };
+    const postCounted = async (body: unknown) => {
+      const raw = JSON.stringify(body);
+      const signature = `sha256=${crypto.createHmac('sha256', PROVIDER_APP_SECRET).update(raw).digest('hex')}`;
+      const before = counted.statements();
+      const res = await countedApi.request('POST', '/provider/photoapp/webhook', {
+        rawBody: raw,
+        headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature },
+      });
+      return { res, statements: counted.statements() - before };
+    };
+    const countOf = async (sql: string, accountId: string) => (await testDb().query<{ n: number }>(sql, [accountId])).rows[0]!.n;
+    const eventsOf = (accountId: string) => countOf(`SELECT count(*)::int AS n FROM events WHERE account_id = $1`, accountId);
+    const messagesOf = (accountId: string) => countOf(`SELECT count(*)::int AS n FROM messages WHERE account_id = $1`, accountId);
+    const contactsOf = (accountId: string) => countOf(`SELECT count(*)::int AS n FROM contacts WHERE account_id = $1`, accountId);
+
+    it('above the item limit: the first MAX_ITEMS items stored in a few statements, the rest kept in one rejection, the answer 200 for what was stored', async () => {
+      const { tenant, igId } = await photoSetup();
+      const beyond = 1500;
+      const { res, statements } = await postCounted(many(igId, MAX_ITEMS + beyond));
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ received: true, events: MAX_ITEMS, items_beyond_limit: beyond });
+      expect(await eventsOf(tenant.accountId)).toBe(MAX_ITEMS);
+      expect(await messagesOf(tenant.accountId)).toBe(MAX_ITEMS);
+      expect(await contactsOf(tenant.accountId)).toBe(7);
+      // Writes go together, not a few round trips per item.
+      expect(statements).toBeLessThanOrEqual(30);
+      // The items not stored are kept, as one notification of them, for an operator to post again.
+      const rejections = await rejectionsNaming(igId);
+      expect(rejections).toHaveLength(1);
+      expect(rejections[0]!.reason).toContain(`${beyond} messaging items from entry[0].messaging[${MAX_ITEMS}] on`);
+      const kept = JSON.parse(rejections[0]!.body);
+      expect(kept.object).toBe('instagram');
+      expect(kept.entry).toHaveLength(beyond);
+      expect(kept.entry[0].messaging[0].message.text).toBe(`m${MAX_ITEMS}`);
+      expect(kept.entry.at(-1).messaging[0].message.text).toBe(`m${MAX_ITEMS + beyond - 1}`);
+    });
+
+    it('at the item limit: every item stored, once, with its contact, conversation and message; a repeat stores nothing new', async () => {
+      const { tenant, igId } = await photoSetup();
+      const body = many(igId, MAX_ITEMS);
+      const first = await postCounted(body);
+      expect(first.res.body).toEqual({ received: true, events: MAX_ITEMS });
+      expect(first.statements).toBeLessThanOrEqual(30);
+      expect(await eventsOf(tenant.accountId)).toBe(MAX_ITEMS);
+      expect(await messagesOf(tenant.accountId)).toBe(MAX_ITEMS);
+      expect(
+        await countOf(
+          `SELECT count(*)::int AS n FROM events e JOIN messages m ON m.id = e.message_resource_id AND m.conversation_id IS NOT NULL
+           WHERE e.account_id = $1 AND e.idempotency_key = m.external_id`,
+          tenant.accountId,
+        ),
+      ).toBe(MAX_ITEMS);
+      expect(await contactsOf(tenant.accountId)).toBe(7);
+      expect(await rejectionsNaming(igId)).toEqual([]);
+      // The provider's redelivery: the same answer, nothing stored twice.
+      expect((await postCounted(body)).res.body).toEqual({ received: true, events: MAX_ITEMS });
+      expect(await eventsOf(tenant.accountId)).toBe(MAX_ITEMS);
+      expect(await messagesOf(tenant.accountId)).toBe(MAX_ITEMS);
+    });
   });
 });

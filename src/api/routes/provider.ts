@@ -14,8 +14,9 @@ import { readRawBody } from '../body.js';
 import type { ApiDeps } from '../deps.js';
 import { DomainError } from '../../core/domain-error.js';
 
-const INGRESSES: Record<'chatapp' | 'photoapp', (deps: InboundDeps, body: unknown) => Promise<number>> = {
-  chatapp: ingestChatappNotification,
+/** Each ingress answers the events it stored and the items it did not read (beyond its limit). */
+const INGRESSES: Record<'chatapp' | 'photoapp', (deps: InboundDeps, body: unknown) => Promise<{ events: number; beyondLimit: number }>> = {
+  chatapp: async (deps, body) => ({ events: await ingestChatappNotification(deps, body), beyondLimit: 0 }),
   photoapp: ingestPhotoappNotification,
 };
 
@@ -61,10 +62,12 @@ export function providerRoutes(deps: ApiDeps): Router {
       const unstorable = findUnstorableText(body);
       if (unstorable !== undefined) return reject(`${unstorable}: ${UNSTORABLE_REASON}`);
       try {
-        ctx.body = {
-          received: true,
-          events: await ingest({ db: deps.db, wakes: deps.wakes, now: deps.now, providerApi: deps.providerApi }, body),
-        };
+        const { events, beyondLimit } = await ingest(
+          { db: deps.db, wakes: deps.wakes, now: deps.now, providerApi: deps.providerApi },
+          body,
+        );
+        // 200 for what was stored; items beyond the limit are named by count (kept in provider_rejections).
+        ctx.body = { received: true, events, ...(beyondLimit > 0 ? { items_beyond_limit: beyondLimit } : {}) };
       } catch (err) {
         if (!(err instanceof RejectedNotification)) throw err;
         await reject(err.message);

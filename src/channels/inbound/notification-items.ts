@@ -6,7 +6,7 @@
 import { parseProviderPart } from '../../core/catalog/issues.js';
 import { isRecord } from '../../core/is-record.js';
 import { toStorableText } from '../../core/storable-text.js';
-import { recordProviderRejection } from '../../db/messaging.js';
+import { recordProviderRejections } from '../../db/messaging.js';
 import type { Queryable } from '../../db/pool.js';
 import { logger } from '../../runtime/logger.js';
 import { RejectedNotification } from './inbound-deps.js';
@@ -125,14 +125,15 @@ export async function planEachItem<P>(
   return { planned, rejected };
 }
 
-/** Keeps each refused item for the operator: the reason names it, the body is the item's own notification. */
+/** Keeps each refused item for the operator, all in one statement: the reason names it, the body is the item's own notification. */
 export async function recordRejectedItems(db: Queryable, provider: 'chatapp' | 'photoapp', rejected: RejectedItem[]): Promise<void> {
-  for (const { item: refused, reason } of rejected) {
-    await recordProviderRejection(db, {
+  await recordProviderRejections(
+    db,
+    rejected.map(({ item: refused, reason }) => ({
       provider,
       reason: toStorableText(reason),
       body: toStorableText(JSON.stringify(refused.body)),
-    });
-    logger.warn({ channel: provider, reason }, 'provider notification item rejected');
-  }
+    })),
+  );
+  for (const { reason } of rejected) logger.warn({ channel: provider, reason }, 'provider notification item rejected');
 }
