@@ -441,6 +441,7 @@ describe('the production shape', () => {
     expect(shape.postgres!.pid).toBe(pid);
     const recordedBeforeKill = new Set((await deliveries(id)).filter((d) => d.status === 'success').map((d) => d.idempotency_key));
     const publishedAtKill = load.published.length;
+    const saidBefore = said.length;
     process.kill(pid, 'SIGKILL');
     expect(recordedBeforeKill.size).toBeLessThan(publishedAtKill);
     await phase('back', () => eventually(async () => shape.postgres!.pid !== undefined && shape.postgres!.pid !== pid, 120_000));
@@ -453,6 +454,8 @@ describe('the production shape', () => {
     console.log(
       `Postgres kill: ${published.size} acknowledged (${publishedAtKill} at the kill), ${recordedBeforeKill.size} delivered then; ${load.failed.length} publishes never acknowledged`,
     );
+    // What else went down with it and came back (the Temporal server's connections are to it too), a failed start included.
+    console.log(`Postgres kill: the launcher said: ${said.slice(saidBefore).join(' | ')}`);
     const rows = await phase('all delivered', () => allDelivered(id, published.size, 240_000));
     const received = new Set(posts(prefix).map(entityOf));
     expect([...published].filter((e) => !received.has(e))).toEqual([]);
