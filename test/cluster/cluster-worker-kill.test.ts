@@ -1,7 +1,11 @@
 /**
- * The API processes' cluster (dev/service-processes.ts) when one of them is killed -9 while clients
- * keep opening connections: every request gets an answer or an error at once, none hangs. Before
- * forkClusterWorker closed the connections a dead worker had not taken, about one request per
+ * The primary's side of the API processes' cluster (dev/service-processes.ts forkClusterWorker,
+ * which forks each API process) when one of its processes is killed -9 while clients keep opening
+ * connections: every request gets an answer or an error at once, none hangs. The processes here
+ * are stub HTTP servers (test/support/cluster-http-main.ts), forked by that same function: what is
+ * under test is the primary's handoff of connections, which is the same whatever the process
+ * serves; kill -9 of a real compiled API process under load is in production-shape.test.ts. Before
+ * forkClusterWorker closed the connections a dead process had not taken, about one request per
  * kill hung until the client's own timeout.
  */
 import cluster, { type Worker } from 'node:cluster';
@@ -19,7 +23,7 @@ afterAll(() => {
 /** Far beyond a served request here (a few ms) and far below undici's 300 s: a request still open this long hangs. */
 const HUNG_MS = 10_000;
 
-it('kill -9 of a cluster worker while clients open connections: no request hangs', async () => {
+it('kill -9 of a stub HTTP process forked by forkClusterWorker while 32 clients open a connection per request: no request hangs', async () => {
   const port = await freePort();
   cluster.schedulingPolicy = cluster.SCHED_RR;
   cluster.setupPrimary({

@@ -135,9 +135,23 @@ async function call(method: string, url: string, body?: unknown): Promise<{ stat
 }
 
 describe('the Dockerfile, carried out without Docker', () => {
-  it('has the image run as the unprivileged node user with NODE_ENV=production, by its CMD `npm run api`', () => {
+  it('has the image run as the unprivileged node user (uid 1000: USER node after the last RUN and COPY) with NODE_ENV=production, by its CMD `npm run api`', () => {
     expect(build.final.image).toMatch(/^node:20/);
     expect(build.final.user).toBe('node');
+    // Read from the Dockerfile itself too, not only through the builder: in the final stage the last
+    // USER is node, and it comes after every step that writes files and before the CMD.
+    const text = fs.readFileSync(path.join(projectRoot, 'Dockerfile'), 'utf8');
+    const finalStage = text
+      .slice(text.lastIndexOf('\nFROM '))
+      .split('\n')
+      .map((l) => l.trim());
+    const at = (re: RegExp) => finalStage.map((l, i) => (re.test(l) ? i : -1)).filter((i) => i >= 0);
+    const users = at(/^USER\s/);
+    expect(finalStage[users.at(-1)!]).toBe('USER node');
+    expect(Math.max(...at(/^(RUN|COPY|ADD)\s/))).toBeLessThan(users.at(-1)!);
+    expect(at(/^CMD\s/)[0]).toBeGreaterThan(users.at(-1)!);
+    // The node:20 images define node as uid and gid 1000: no root.
+    expect(userIds(build.final)).toEqual({ uid: 1000, gid: 1000 });
     expect(build.final.env.NODE_ENV).toBe('production');
     // The image user's home is fresh, as a new container's is: npm would ask the registry for its own update at every start.
     expect(fs.existsSync(path.join(build.final.root, 'home', build.final.user, '.npm', '_update-notifier-last-checked'))).toBe(false);
@@ -154,8 +168,17 @@ describe('the Dockerfile, carried out without Docker', () => {
       const chain = descendants(child.pid!).map(cmdline);
       expect(chain.at(-1)).toMatch(/node dist\/src\/(api|worker)\/main\.js$/);
       expect(chain.join('\n')).not.toMatch(/tsx/);
-      const uid = /^Uid:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${descendants(child.pid!).at(-1)}/status`, 'utf8'))![1];
-      if (process.getuid?.() === 0) expect(Number(uid)).toBe(userIds(build.final).uid);
+    }
+  });
+
+  // Only root may take on another uid: run as anyone else, the processes keep the test's own, and
+  // the image's user is proven by the static test above instead.
+  it('runs node as the image user node (uid 1000) when the tests run as root; as the test user otherwise', () => {
+    const expected = process.getuid?.() === 0 ? userIds(build.final).uid : process.getuid?.();
+    for (const { child } of processes) {
+      const node = descendants(child.pid!).at(-1);
+      const uid = /^Uid:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${node}/status`, 'utf8'))![1];
+      expect(Number(uid)).toBe(expected);
     }
   });
 

@@ -217,6 +217,36 @@ function phases(test: string) {
 
 const cmdline = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
 
+/**
+ * The local ports of the TCP connections process `pid` holds to `serverPort` on this machine: the
+ * connections in its network namespace's tables (/proc/<pid>/net/tcp, tcp6) whose socket is one of
+ * its open files. The receiver knows each POST's remote port, so this says which worker sent it.
+ */
+function clientPortsOf(pid: number, serverPort: number): Set<number> {
+  const owned = new Set<string>();
+  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+    const target = (() => {
+      try {
+        return fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        return ''; // closed meanwhile
+      }
+    })();
+    const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+    if (inode) owned.add(inode);
+  }
+  const ports = new Set<number>();
+  for (const table of ['tcp', 'tcp6']) {
+    for (const line of fs.readFileSync(`/proc/${pid}/net/${table}`, 'utf8').split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length < 10) continue;
+      const port = (address: string) => parseInt(address.split(':').at(-1)!, 16);
+      if (port(f[2]!) === serverPort && owned.has(f[9]!)) ports.add(port(f[1]!));
+    }
+  }
+  return ports;
+}
+
 describe('the production shape', () => {
   it('runs the compiled API and workers (no TypeScript loader), serving the API, its console files and the Web UI', async () => {
     for (const p of [...shape.apis, ...shape.workers]) {
@@ -234,10 +264,12 @@ describe('the production shape', () => {
     expect((await fetch(`${shape.uiUrl}/api/v1/namespaces/default`)).status).toBe(200);
   });
 
-  it('kill -9 of the worker running a session mid-drain: the other carries on; nothing lost, no double success, duplicates only for POSTs in flight', async () => {
+  it('kill -9 of the worker running a session mid-drain, held down: the other worker delivers while it is down (the POSTs come on its sockets); nothing lost, no double success, duplicates only for POSTs in flight', async () => {
     const prefix = `/kill-worker/${crypto.randomUUID()}`;
     const id = await endpoint(prefix);
+    const phase = phases('worker kill');
     const BACKLOG = 300;
+    const WHILE_DOWN = 60;
     receiver.reply({ status: 200, delayMs: 100 });
     for (let n = 0; n < BACKLOG; n += 20) await Promise.all(Array.from({ length: 20 }, (_, i) => publish(`dem_kill_${n + i}`)));
     await eventually(async () => posts(prefix).length >= 40);
@@ -245,14 +277,39 @@ describe('the production shape', () => {
     const victim = shape.workers.find((w) => w.pid === pid)!;
     const survivor = shape.workers.find((w) => w !== victim)!;
     expect(victim).toBeDefined();
-    await victim.kill9();
+    const survivorPid = survivor.pid!;
+    // The victim's connections just before the kill: a POST it had written whole may still be read after it died.
+    const victimPorts = clientPortsOf(pid, receiver.port);
+    let letGo!: () => void;
+    await victim.kill9({ holdDown: new Promise<void>((resolve) => (letGo = resolve)) });
+    const atKill = posts(prefix).length;
     const recordedBeforeKill = new Set((await deliveries(id)).filter((d) => d.status === 'success').map((d) => d.idempotency_key));
     const sentBeforeKill = new Set(posts(prefix).map((p) => String(p.headers['x-idempotency-key'])));
-    expect(recordedBeforeKill.size).toBeLessThan(BACKLOG);
+    expect(recordedBeforeKill.size).toBeLessThan(BACKLOG - WHILE_DOWN);
 
-    await allDelivered(id, BACKLOG);
-    expect(await sessionWorkerPid(id).catch(() => undefined)).not.toBe(pid);
-    expect(survivor.pid).toBeDefined();
+    // Held down: the launcher has not started it again, so every POST now is the survivor's.
+    const survivorPorts = new Set<number>();
+    await phase(`${WHILE_DOWN} POSTs while the victim is down`, () =>
+      eventually(async () => {
+        for (const port of clientPortsOf(survivorPid, receiver.port)) survivorPorts.add(port);
+        return posts(prefix).length >= atKill + WHILE_DOWN;
+      }, 120_000),
+    );
+    for (const port of clientPortsOf(survivorPid, receiver.port)) survivorPorts.add(port);
+    expect(victim.pid).toBeUndefined();
+    expect(await sessionWorkerPid(id)).not.toBe(pid);
+    const whileDown = posts(prefix).slice(atKill);
+    const bySurvivor = whileDown.filter((p) => survivorPorts.has(p.remotePort!));
+    // Anything else is a POST the victim had written whole before it died, on one of its connections: one per lane at most.
+    expect(whileDown.filter((p) => !survivorPorts.has(p.remotePort!) && !victimPorts.has(p.remotePort!))).toEqual([]);
+    expect(whileDown.length - bySurvivor.length).toBeLessThanOrEqual(16);
+    console.log(
+      `worker kill: ${bySurvivor.length} of ${whileDown.length} POSTs while the victim was down came from the survivor's sockets`,
+    );
+    letGo();
+
+    await phase('all delivered', () => allDelivered(id, BACKLOG));
+    expect(survivor.pid).toBe(survivorPid);
     // Sent twice: only POSTs the dead worker had made and not recorded (in flight, or answered with the record not yet landed).
     const twice = expectOnlyUnrecordedResent(posts(prefix), {
       expected: BACKLOG,
@@ -260,10 +317,10 @@ describe('the production shape', () => {
       recordedBefore: recordedBeforeKill,
     });
     console.log(`worker kill: ${twice.length} of ${BACKLOG} POSTs sent twice (in flight at the kill)`);
-    // The launcher started the killed worker again.
-    await eventually(async () => victim.pid !== undefined && victim.pid !== pid, 120_000);
+    // Let go, the launcher started the killed worker again.
+    await phase('victim back', () => eventually(async () => victim.pid !== undefined && victim.pid !== pid, 120_000));
     expect(said).toContain(`${victim.name} exited (SIGKILL); starting it again in 1 s.`);
-  }, 240_000);
+  }, 300_000);
 
   it('kill -9 of an API process under load: the launcher starts it again; 0 failed publishes, 0 lost events', async () => {
     const prefix = `/kill-api/${crypto.randomUUID()}`;
@@ -316,27 +373,101 @@ describe('the production shape', () => {
     expect([...published].filter((e) => !received.has(e))).toEqual([]);
   }, 240_000);
 
-  it('kill -9 of the Temporal server under load: the launcher starts it again on its Postgres and delivery resumes, nothing lost', async () => {
+  it('kill -9 of the Temporal server while a failing endpoint waits on its workflow for a retry, held down: no retry while it is down though one is due; started again on its Postgres, the workflow retries and delivers every event once', async () => {
     const prefix = `/kill-temporal/${crypto.randomUUID()}`;
     const id = await endpoint(prefix);
-    receiver.reply({ status: 200 });
     const phase = phases('Temporal kill');
-    const load = publishers(4, 'temporal');
-    await phase('50 delivered', () => eventually(async () => posts(prefix).length >= 50, 20_000));
-    const pid = shape.temporal.pid!;
-    await phase('killed', () => shape.temporal.kill9());
-    // Back includes the launcher's 1 s backoff. The waits add up to 225 s at most, inside the test's 240 s.
-    await phase('back', () => eventually(async () => shape.temporal.pid !== undefined && shape.temporal.pid !== pid, 45_000));
+    const EVENTS = 20;
+    const tag = crypto.randomUUID().slice(0, 8);
+    receiver.replyOn(prefix, { status: 500 });
+    try {
+      await Promise.all(Array.from({ length: EVENTS }, (_, i) => publish(`dem_temporal_${tag}_${i}`)));
+      // A failure gives the endpoint a streak: no direct session takes it any more (src/delivery/direct-sessions.ts);
+      // its retry is a timer of its workflow, and no session of it runs now.
+      const retryAt = await phase('failed, retry set on the workflow', () =>
+        eventually(async () => {
+          const { rows } = await db.query<{ failure_streak: number; next_attempt_at: Date | null; handover_at: Date | null }>(
+            `SELECT failure_streak, next_attempt_at, handover_at FROM endpoints WHERE id = $1`,
+            [id],
+          );
+          const e = rows[0]!;
+          if (e.failure_streak < 1 || !e.next_attempt_at || e.handover_at) return undefined;
+          const { raw } = await temporal.workflow.getHandle(endpointWorkflowId(id)).describe();
+          return (raw.pendingActivities ?? []).length === 0 && e.next_attempt_at;
+        }, 60_000),
+      );
+      const failedPosts = posts(prefix).length;
+      expect(failedPosts).toBeGreaterThanOrEqual(1);
+      const pid = shape.temporal.pid!;
+      let letGo!: () => void;
+      await phase('killed', () => shape.temporal.kill9({ holdDown: new Promise<void>((resolve) => (letGo = resolve)) }));
+      // The receiver recovers while Temporal is down.
+      receiver.replyOn(prefix, { status: 200 });
+      // Held down until the retry is overdue by Postgres's clock, which the workflow's timer follows too.
+      await phase('retry due while down', () =>
+        eventually(
+          async () => (await db.query(`SELECT now() > $1::timestamptz + interval '2 seconds' AS due`, [retryAt])).rows[0].due,
+          150_000,
+        ),
+      );
+      expect(shape.temporal.pid).toBeUndefined();
+      expect(posts(prefix).length).toBe(failedPosts);
+      const atLetGo = posts(prefix).length;
+      letGo();
+      await phase('back', () => eventually(async () => shape.temporal.pid !== undefined && shape.temporal.pid !== pid, 60_000));
+      const rows = await phase('all delivered', () => allDelivered(id, EVENTS, 120_000));
+      expect(rows).toHaveLength(EVENTS);
+      // Every POST before the kill failed; every one since Temporal came back succeeded, each event once.
+      const after = posts(prefix).slice(atLetGo);
+      expect(new Set(after.map(entityOf)).size).toBe(EVENTS);
+      expect(after).toHaveLength(EVENTS);
+      expect(said).toContain('temporal-server exited (SIGKILL); starting it again in 1 s.');
+    } finally {
+      receiver.replyOn(prefix, null);
+    }
+  }, 300_000);
+
+  it('kill -9 of the embedded Postgres postmaster under publishing load, after 3,000 acknowledged publishes with deliveries still owed: the launcher starts it again on its folder; no acknowledged publish lost, none recorded as delivered twice, POSTs sent twice only before it was back', async () => {
+    const prefix = `/kill-postgres/${crypto.randomUUID()}`;
+    const id = await endpoint(prefix);
+    const phase = phases('Postgres kill');
+    // A slow receiver: deliveries are still owed (in flight or pending) behind the publishes at the kill.
+    receiver.reply({ status: 200, delayMs: 50 });
+    const load = publishers(4, `pg_${crypto.randomUUID().slice(0, 8)}`);
+    await phase('3,000 published', () => eventually(async () => load.published.length >= 3_000, 200_000));
+    const pgDir = path.join(shape.dataDir, 'postgres');
+    // The postmaster by its pid file, killed from outside as the OOM killer would.
+    const pid = Number(fs.readFileSync(path.join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    expect(shape.postgres!.pid).toBe(pid);
+    const recordedBeforeKill = new Set((await deliveries(id)).filter((d) => d.status === 'success').map((d) => d.idempotency_key));
+    const publishedAtKill = load.published.length;
+    const saidBefore = said.length;
+    process.kill(pid, 'SIGKILL');
+    expect(recordedBeforeKill.size).toBeLessThan(publishedAtKill);
+    await phase('back', () => eventually(async () => shape.postgres!.pid !== undefined && shape.postgres!.pid !== pid, 120_000));
+    const sentBeforeBack = new Set(posts(prefix).map((p) => String(p.headers['x-idempotency-key'])));
     const before = load.published.length;
-    await phase('100 more published', () => eventually(async () => load.published.length >= before + 100, 30_000));
+    await phase('100 more published', () => eventually(async () => load.published.length >= before + 100, 120_000));
     await phase('publishers stopped', () => load.stop());
+    expect(said).toContain('postgres exited (SIGKILL); starting it again in 1 s.');
     const published = new Set(load.published);
-    console.log(`Temporal kill: ${published.size} published, ${load.failed.length} publishes failed while it was down`);
-    const rows = await phase('all delivered', () => allDelivered(id, published.size, 75_000));
+    console.log(
+      `Postgres kill: ${published.size} acknowledged (${publishedAtKill} at the kill), ${recordedBeforeKill.size} delivered then; ${load.failed.length} publishes never acknowledged`,
+    );
+    // What else went down with it and came back (the Temporal server's connections are to it too), a failed start included.
+    console.log(`Postgres kill: the launcher said: ${said.slice(saidBefore).join(' | ')}`);
+    const rows = await phase('all delivered', () => allDelivered(id, published.size, 240_000));
     const received = new Set(posts(prefix).map(entityOf));
     expect([...published].filter((e) => !received.has(e))).toEqual([]);
-    expect(received.size).toBe(rows.length);
-  }, 240_000);
+    // A POST answered while its record could not be written is sent again: only those, and only twice.
+    const counts = new Map<string, number>();
+    for (const p of posts(prefix))
+      counts.set(String(p.headers['x-idempotency-key']), (counts.get(String(p.headers['x-idempotency-key'])) ?? 0) + 1);
+    expect(counts.size).toBe(rows.length);
+    const twice = [...counts].filter(([, n]) => n > 1);
+    expect(twice.filter(([key, n]) => n > 2 || !sentBeforeBack.has(key) || recordedBeforeKill.has(key))).toEqual([]);
+    console.log(`Postgres kill: ${twice.length} of ${rows.length} POSTs sent twice (answered while Postgres was down)`);
+  }, 600_000);
 });
 
 describe('npm run production', () => {

@@ -10,6 +10,8 @@ export interface ReceivedRequest {
   body: Buffer;
   /** When the whole request had arrived. */
   atMs: number;
+  /** The sender's port: a test finds which process sent it by the sockets that process holds. */
+  remotePort: number | undefined;
 }
 
 export interface Reply {
@@ -55,7 +57,14 @@ export async function startReceiver(): Promise<Receiver> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const path = req.url ?? '';
-      received.push({ method: req.method ?? '', path, headers: req.headers, body: Buffer.concat(chunks), atMs: Date.now() });
+      received.push({
+        method: req.method ?? '',
+        path,
+        headers: req.headers,
+        body: Buffer.concat(chunks),
+        atMs: Date.now(),
+        remotePort: req.socket.remotePort,
+      });
       const reply = routed(path) ?? (replies.length > 1 ? replies.shift()! : replies[0]!);
       track(path, 1);
       res.once('close', () => track(path, -1));
