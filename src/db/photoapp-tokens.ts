@@ -136,20 +136,20 @@ export interface TokenToMaintain {
 /**
  * The photoapp tokens maintenance should look at: usable ones ending before `renewBefore` (an
  * expired, invalid or revoked one waits for a reconnect) and any last checked before
- * `checkedBefore` (or never), soonest to end first, at most `limit`.
+ * `checkedBefore` (or never), soonest to end first, at most `limit`; of one Account with `accountId`.
  */
 export async function photoappTokensToMaintain(
   db: Queryable,
-  f: { renewBefore: Date; checkedBefore: Date; limit: number },
+  f: { renewBefore: Date; checkedBefore: Date; limit: number; accountId?: string },
 ): Promise<TokenToMaintain[]> {
   const { rows } = await db.query<TokenToMaintain>(
     `SELECT ca.id, ca.provider_account_id, t.token_ciphertext, ca.token_status, ca.token_expires_at, ca.token_checked_at
      FROM channel_account_tokens t JOIN channel_accounts ca ON ca.id = t.channel_account_id
-     WHERE ca.channel = 'photoapp' AND ca.provider_account_id IS NOT NULL
+     WHERE ca.channel = 'photoapp' AND ca.provider_account_id IS NOT NULL AND ($4::uuid IS NULL OR ca.account_id = $4)
        AND ((ca.token_expires_at < $1 AND coalesce(ca.token_status, 'unknown') NOT IN ('expired', 'invalid', 'revoked'))
          OR ca.token_checked_at IS NULL OR ca.token_checked_at < $2)
      ORDER BY ca.token_expires_at ASC NULLS LAST, ca.id LIMIT $3`,
-    [f.renewBefore, f.checkedBefore, f.limit],
+    [f.renewBefore, f.checkedBefore, f.limit, f.accountId ?? null],
   );
   return rows;
 }
