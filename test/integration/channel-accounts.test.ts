@@ -1,7 +1,8 @@
 /** Channel accounts (account:read) and the photoapp token status (SPEC 3.4) on real Postgres and the local provider. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChannelAccount } from '../../src/db/directory.js';
-import { storePhotoappToken } from '../../src/db/photoapp-tokens.js';
+import type { ProviderHttp } from '../../src/channels/provider-http.js';
+import { getPhotoappToken, storePhotoappToken, storeRenewedToken } from '../../src/db/photoapp-tokens.js';
 import { createTenant, testDb, type Tenant } from '../support/harness.js';
 import { connectPhotoappAccount, startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
 
@@ -80,6 +81,29 @@ describe('photoapp accounts use their own token (SPEC 3.4)', () => {
     // What the platform did before: the app's token, which the provider does not take for an account.
     const withAppToken = bed.api.deps.providerApi!.get(`/${s.igId}`, { fields: 'token_info' });
     await expect(withAppToken).rejects.toMatchObject({ providerCode: 190 });
+  });
+
+  it('a send whose token maintenance renewed between its read and the provider’s call is sent again with the new token, not 409', async () => {
+    const s = await photoappSetup();
+    const real = bed.api.deps.providerApi!;
+    let renewals = 0;
+    // Maintenance renews the token (provider and database) just before the send reaches the provider.
+    const racing: ProviderHttp = {
+      get: (path, query, token) => real.get(path, query, token),
+      async post(path, body, token) {
+        if (path.endsWith('/messages') && renewals++ === 0) {
+          const stored = (await getPhotoappToken(testDb(), s.id))!;
+          const grant = await real.get<{ access_token: string }>('/refresh_access_token', { grant_type: 'ig_refresh_token' }, token);
+          const box = bed.api.deps.secretBox;
+          await storeRenewedToken(testDb(), s.id, stored, box.seal(grant.access_token), { status: 'ok', expiresAt: null });
+        }
+        return real.post(path, body, token);
+      },
+    };
+    const res = await bed.withProvider(racing, () => sendTo(s.tenant.key, s.id));
+    expect(res.status).toBe(202);
+    expect(await messageCount(s.id)).toBe(1);
+    expect((await read(s.tenant.key, s.id)).body.data.token_status).toBe('ok');
   });
 
   it('a stored token the provider no longer knows reads invalid and its send is 409 reconnect_required, registering nothing', async () => {
