@@ -9,7 +9,7 @@
  */
 import { z } from 'zod';
 import { DomainError } from '../core/domain-error.js';
-import { judgeToken } from '../core/token-status.js';
+import { judgeToken, type TokenStatus } from '../core/token-status.js';
 import { markSetupLinkCompleted, type SetupLinkRow } from '../db/setup-links.js';
 import { connectPhotoappAccount } from '../db/photoapp-tokens.js';
 import type { Db } from '../db/pool.js';
@@ -48,9 +48,10 @@ function shape<T extends z.ZodType>(schema: T, raw: unknown, doing: string): z.i
   return parsed.data;
 }
 
-/** When a granted token ends: `expires_in` seconds after `now`; never when the provider names no life. */
-export function grantExpiry(grant: z.infer<typeof tokenGrant>, now: Date): Date | null {
-  return grant.expires_in ? new Date(now.getTime() + grant.expires_in * 1000) : null;
+/** A granted token's verdict: valid, ending `expires_in` seconds after `now` (never when the provider names no life). */
+export function grantVerdict(grant: z.infer<typeof tokenGrant>, now: Date): { status: TokenStatus; expiresAt: Date | null } {
+  const expiresAt = grant.expires_in ? new Date(now.getTime() + grant.expires_in * 1000) : null;
+  return judgeToken({ is_valid: true, expires_at: expiresAt ? expiresAt.getTime() / 1000 : 0 }, now);
 }
 
 async function exchangeCode(deps: PhotoappLoginDeps, code: string): Promise<z.infer<typeof tokenGrant>> {
@@ -83,7 +84,6 @@ export async function completePhotoappLogin(
     asProviderFailure(err, 'reading which account the login authorized');
   }
   const who = shape(whoAnswer, raw, 'reading which account the login authorized');
-  const expiresAt = grantExpiry(grant, now);
   const connected = await connectPhotoappAccount(deps.db, {
     accountId: link.account_id,
     customerId: link.customer_id,
@@ -91,7 +91,7 @@ export async function completePhotoappLogin(
     providerAccountId: who.id,
     display: who.username ? `@${who.username}` : who.id,
     ciphertext: deps.secretBox.seal(grant.access_token),
-    verdict: judgeToken({ is_valid: true, expires_at: expiresAt ? expiresAt.getTime() / 1000 : 0 }, now),
+    verdict: grantVerdict(grant, now),
   });
   if (!connected) {
     throw new DomainError(409, 'channel_account_in_use', 'this photoapp account is connected to another Account or environment');

@@ -7,12 +7,12 @@
  */
 import type { TokenMaintenanceReport } from '../../core/maintenance.js';
 import { TOKENS_PER_RUN } from '../../core/maintenance.js';
-import { blocksSending, dueForRenewal, judgeToken, maintenanceWindow, type TokenStatus } from '../../core/token-status.js';
+import { blocksSending, dueForRenewal, maintenanceWindow, type TokenStatus } from '../../core/token-status.js';
 import { photoappTokensToMaintain, recordTokenVerdict, storeRenewedToken, type TokenToMaintain } from '../../db/photoapp-tokens.js';
 import type { Db } from '../../db/pool.js';
 import { logger } from '../../runtime/logger.js';
 import type { SecretBox } from '../../security/secret-box.js';
-import { grantExpiry, tokenGrant } from '../photoapp-login.js';
+import { grantVerdict, tokenGrant } from '../photoapp-login.js';
 import { ProviderError, type ProviderHttp } from '../provider-http.js';
 import { refreshTokenStatus, statusOfRefusal, type AccountToken } from './token-status.js';
 
@@ -47,8 +47,7 @@ async function renew(deps: TokenMaintenanceDeps & { providerApi: ProviderHttp },
     logger.warn({ channelAccountId: row.id }, 'photoapp token renewal answered an unexpected shape');
     return undefined;
   }
-  const expiresAt = grantExpiry(grant.data, now);
-  const verdict = judgeToken({ is_valid: true, expires_at: expiresAt ? expiresAt.getTime() / 1000 : 0 }, now);
+  const verdict = grantVerdict(grant.data, now);
   // A reconnect that stored another token meanwhile keeps it: this renewal is dropped.
   await storeRenewedToken(deps.db, row.id, token.sealed, deps.secretBox.seal(grant.data.access_token), verdict);
   return { status: verdict.status, renewed: true };
