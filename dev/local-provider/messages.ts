@@ -8,7 +8,7 @@
 import type { RouterMiddleware } from '@koa/router';
 import { z } from 'zod';
 import { GRAPH_CODE, MEDIA_PROCESSING_SUBCODE } from '../../src/core/graph-codes.js';
-import { graphError, jsonBody, type LocalProviderContext, type LocalRouteModule } from './graph.js';
+import { bearerOf, graphError, jsonBody, type LocalProviderContext, type LocalRouteModule } from './graph.js';
 import { tokenCheck } from './photoapp.js';
 import { chatappEnvelope } from './notify.js';
 import { findPhoneNumber, newMessageId, type SentMessage } from './state.js';
@@ -175,7 +175,7 @@ function photoappSend(ctx: LocalProviderContext): RouterMiddleware {
         'GraphMethodException',
       );
     }
-    const refused = tokenCheck(account);
+    const refused = tokenCheck(account, bearerOf(koa));
     if (refused) return graphError(koa, 400, GRAPH_CODE.oauth, refused.message, refused.subcode);
     const body = await jsonBody(koa);
     if (!body) return;

@@ -17,6 +17,7 @@ import { messagesModule } from './messages.js';
 import { createNotifier } from './notify.js';
 import { numbersModule } from './numbers.js';
 import { photoappModule } from './photoapp.js';
+import { photoappLoginModule } from './photoapp-login.js';
 import { clearTimers, createLocalProviderState, type LocalProviderState } from './state.js';
 
 /** Every route module of the local provider, one per line; add yours here. */
@@ -26,6 +27,8 @@ const MODULES: LocalRouteModule[] = [
   numbersModule,
   messagesModule,
   messageControlModule,
+  // Before photoappModule: its `GET /{account_id}` would take `/me`.
+  photoappLoginModule,
   photoappModule,
   mediaModule,
   inboundModule,

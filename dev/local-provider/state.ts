@@ -32,6 +32,7 @@ export type TokenStatus = 'ok' | 'expiring' | 'expired' | 'invalid' | 'revoked';
 
 export interface PhotoappAccount {
   id: string;
+  username: string;
   /** The account's own access token; the platform sends with it. */
   access_token: string;
   token_status: TokenStatus;

@@ -13,6 +13,7 @@ import type { StageRow } from '../db/stages.js';
 import type { ConsentRecord, Contact, Conversation, Message, Stage } from './schemas/crm.js';
 import type { BroadcastRow, RecipientRow } from '../db/broadcasts.js';
 import type { SetupLinkRow } from '../db/setup-links.js';
+import { tokenStatusAt } from '../core/token-status.js';
 import type { TemplateRow } from '../db/templates.js';
 import type { ChannelAccountRow } from '../db/channel-accounts.js';
 import type { Broadcast, BroadcastRecipient, SetupLink, Template } from './schemas/account.js';
@@ -182,6 +183,7 @@ export function presentSetupLink(row: SetupLinkRow, now: Date): z.infer<typeof S
     id: row.id,
     customer_id: row.customer_id,
     environment: row.environment,
+    channel: row.channel,
     connection_mode: row.connection_mode,
     status: row.completed_at ? 'completed' : row.expires_at <= now ? 'expired' : 'open',
     expires_at: row.expires_at.toISOString(),
@@ -218,7 +220,7 @@ export function presentRecipient(row: RecipientRow): z.infer<typeof BroadcastRec
     updated_at: row.updated_at.toISOString(),
   };
 }
-export function presentChannelAccount(row: ChannelAccountRow): z.infer<typeof ChannelAccountResource> {
+export function presentChannelAccount(row: ChannelAccountRow, now = new Date()): z.infer<typeof ChannelAccountResource> {
   const photoapp = row.channel === 'photoapp';
   return {
     id: row.id,
@@ -234,7 +236,8 @@ export function presentChannelAccount(row: ChannelAccountRow): z.infer<typeof Ch
     number_status: row.number_status,
     numbers_read_at: iso(row.numbers_read_at),
     // A photoapp account never read yet is `unknown`; chatapp accounts have no token of their own.
-    token_status: photoapp ? (row.token_status ?? 'unknown') : null,
+    // As it stands now: a date that came since the last read already counts (SPEC 3.4 `expiring`).
+    token_status: photoapp ? tokenStatusAt(row.token_status ?? 'unknown', row.token_expires_at, now) : null,
     token_expires_at: photoapp ? iso(row.token_expires_at) : null,
     created_at: row.created_at.toISOString(),
   };

@@ -120,9 +120,8 @@ async function readNumbers(provider: ProviderHttp, wabaId: string) {
   }
 }
 
-export async function completeSignup(deps: SignupDeps, token: string, req: SignupRequest): Promise<SignupResult> {
-  const now = deps.now?.() ?? new Date();
-  const link = await openSetupLink(deps, token, now);
+/** Completes a chatapp link opened by openSetupLink at `now`. */
+export async function completeSignup(deps: SignupDeps, link: SetupLinkRow, req: SignupRequest, now: Date): Promise<SignupResult> {
   const granted = await grantedWabas(deps, req.code);
   if (req.waba_id !== undefined && !granted.includes(req.waba_id)) {
     throw new DomainError(422, 'waba_not_granted', `the signup did not grant access to business account ${req.waba_id}`);

@@ -39,3 +39,34 @@ export function tokenStatusOfSubcode(subcode: number | undefined): TokenStatus {
 export function blocksSending(status: TokenStatus | null | undefined): boolean {
   return status === 'expired' || status === 'invalid' || status === 'revoked';
 }
+
+/**
+ * Maintenance renews a usable token once it ends within this many days: before it reads
+ * `expiring`, and again at every run while it does (a renewal that keeps failing).
+ */
+export const RENEW_WITHIN_DAYS = 14;
+/** Maintenance re-reads a token's status from the provider when its last read is older than this. */
+export const RECHECK_AFTER_MS = 6 * 3_600_000;
+
+/** Which tokens a maintenance run at `now` looks at: those ending before `renewBefore`, those last read before `checkedBefore`. */
+export function maintenanceWindow(now: Date): { renewBefore: Date; checkedBefore: Date } {
+  return {
+    renewBefore: new Date(now.getTime() + RENEW_WITHIN_DAYS * 86_400_000),
+    checkedBefore: new Date(now.getTime() - RECHECK_AFTER_MS),
+  };
+}
+
+/** Whether a token ending at `expiresAt` is one to renew now (a usable one only: the others wait for a reconnect). */
+export function dueForRenewal(status: TokenStatus | null, expiresAt: Date | null, now: Date): boolean {
+  if (blocksSending(status) || expiresAt === null) return false;
+  return expiresAt.getTime() < maintenanceWindow(now).renewBefore.getTime();
+}
+
+/**
+ * The stored status as it stands at `now`: a token read `ok` or `expiring` whose date has come
+ * since is `expiring` or `expired` already, without waiting for the next read.
+ */
+export function tokenStatusAt(stored: TokenStatus, expiresAt: Date | null, now: Date): TokenStatus {
+  if (stored !== 'ok' && stored !== 'expiring') return stored;
+  return judgeToken({ is_valid: true, expires_at: expiresAt ? expiresAt.getTime() / 1000 : 0 }, now).status;
+}

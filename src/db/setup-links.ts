@@ -6,12 +6,15 @@ import { inPageOrder, keyset, type Page } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export type ConnectionMode = 'dedicated' | 'coexistence';
+/** What a link connects: a chatapp number (the embedded signup) or a photoapp account (the provider's login). */
+export type SetupLinkChannel = 'chatapp' | 'photoapp';
 
 export interface SetupLinkRow {
   id: string;
   account_id: AccountId;
   customer_id: string;
   environment: Environment;
+  channel: SetupLinkChannel;
   connection_mode: ConnectionMode;
   expires_at: Date;
   completed_at: Date | null;
@@ -19,7 +22,7 @@ export interface SetupLinkRow {
   page_key: PageKey;
 }
 
-const COLUMNS = `id, account_id, customer_id, environment, connection_mode, expires_at, completed_at, created_at,
+const COLUMNS = `id, account_id, customer_id, environment, channel, connection_mode, expires_at, completed_at, created_at,
   json_build_object('ts', created_at::text, 'id', id) AS page_key`;
 
 export async function insertSetupLink(
@@ -28,15 +31,16 @@ export async function insertSetupLink(
     accountId: string;
     customerId: string;
     environment: Environment;
+    channel: SetupLinkChannel;
     connectionMode: ConnectionMode;
     tokenHash: Buffer;
     expiresAt: Date;
   },
 ): Promise<SetupLinkRow> {
   const { rows } = await db.query<SetupLinkRow>(
-    `INSERT INTO setup_links (account_id, customer_id, environment, connection_mode, token_hash, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
-    [l.accountId, l.customerId, l.environment, l.connectionMode, l.tokenHash, l.expiresAt],
+    `INSERT INTO setup_links (account_id, customer_id, environment, channel, connection_mode, token_hash, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
+    [l.accountId, l.customerId, l.environment, l.channel, l.connectionMode, l.tokenHash, l.expiresAt],
   );
   return rows[0]!;
 }

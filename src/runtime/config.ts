@@ -60,6 +60,7 @@ const Env = z.object({
   DELIVERY_LINGER_MS: count(5_000),
   DUE_SWEEP_MS: count(30_000),
   DIRECT_SESSIONS: onUnlessOff,
+  MAINTENANCE_SCHEDULE: onUnlessOff,
   // 0 turns the SDK's sticky cache off (every workflow task replays); the SDK makes 1 into 2.
   WORKER_MAX_CACHED_WORKFLOWS: count(DEFAULT_MAX_CACHED_WORKFLOWS),
   RATE_LIMIT_BURST: count(100),
@@ -100,6 +101,8 @@ export interface Config {
   dueSweepMs: number;
   /** DIRECT_SESSIONS (on unless `false`): a worker runs a healthy endpoint's delivery sessions itself, without a workflow task (src/delivery/direct-sessions.ts). */
   directSessions: boolean;
+  /** MAINTENANCE_SCHEDULE (on unless `false`): the worker creates the deployment's maintenance Schedule at start if it is missing (src/worker/maintenance-schedule.ts). */
+  maintenanceSchedule: boolean;
   /**
    * Endpoint workflows a worker keeps in memory between their tasks (the SDK's sticky cache). One that
    * left it replays its (short: it continues as new) history on its next wake-up; each kept one costs
@@ -150,6 +153,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     deliveryLingerMs: e.DELIVERY_LINGER_MS,
     dueSweepMs: e.DUE_SWEEP_MS,
     directSessions: e.DIRECT_SESSIONS,
+    maintenanceSchedule: e.MAINTENANCE_SCHEDULE,
     workerMaxCachedWorkflows: e.WORKER_MAX_CACHED_WORKFLOWS,
     rateLimit: { capacity: e.RATE_LIMIT_BURST, refillPerSecond: e.RATE_LIMIT_PER_SECOND },
     allowPrivateCidrs: e.WEBHOOKS_DEV_MODE

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../delivery/activities.js';
 import type { SessionDeps } from '../delivery/delivery-session.js';
+import type { MaintenanceActivities } from '../workflows/maintenance-contract.js';
 import { bundlerLogger, temporalLogger } from './temporal-logging.js';
 
 const require = createRequire(import.meta.url);
@@ -22,12 +23,14 @@ export async function createWorker(opts: {
   workflowBundle?: WorkerOptions['workflowBundle'];
   /** Config.workerMaxCachedWorkflows (WORKER_MAX_CACHED_WORKFLOWS). */
   maxCachedWorkflows: number;
+  /** The maintenance workflow's activities (src/worker/maintenance-activities.ts). */
+  maintenance: MaintenanceActivities;
 }): Promise<Worker> {
   return Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
-    activities: createActivities(opts.deps, opts.sessionDeps),
+    activities: { ...createActivities(opts.deps, opts.sessionDeps), ...opts.maintenance },
     // Bundled here rather than by Worker.create so the bundler's webpack report is a debug line, not an info screenful.
     workflowBundle: opts.workflowBundle ?? (await bundleWorkflowCode({ workflowsPath, logger: bundlerLogger(temporalLogger) })),
     // The workflow is signal-driven and long-lived; the cache keeps busy endpoints' workflows in memory.

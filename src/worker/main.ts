@@ -1,4 +1,7 @@
-/** Production worker: runs endpoint workflows and their activities against TEMPORAL_ADDRESS and DATABASE_URL. */
+/**
+ * Production worker: runs endpoint workflows, the maintenance workflow and their activities against
+ * TEMPORAL_ADDRESS and DATABASE_URL, and makes sure the maintenance Schedule exists.
+ */
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { NativeConnection } from '@temporalio/worker';
@@ -17,6 +20,9 @@ import { createDirectSessions } from '../delivery/direct-sessions.js';
 import { startDueRouter } from '../delivery/due-router.js';
 import { runOutboxSender } from './outbox-sender.js';
 import { installTemporalLogging } from './temporal-logging.js';
+import { createProviderHttp } from '../channels/provider-http.js';
+import { createMaintenanceActivities } from './maintenance-activities.js';
+import { ensureMaintenanceSchedule } from './maintenance-schedule.js';
 
 export async function runWorker(
   config: ServiceConfig,
@@ -49,7 +55,15 @@ export async function runWorker(
     sessionDeps,
     workflowBundle: opts.workflowBundlePath ? { codePath: opts.workflowBundlePath } : undefined,
     maxCachedWorkflows: config.workerMaxCachedWorkflows,
+    maintenance: createMaintenanceActivities({
+      db,
+      secretBox: services.secretBox,
+      providerApi: config.providerApiUrl
+        ? createProviderHttp({ baseUrl: config.providerApiUrl, accessToken: config.providerAccessToken ?? '' })
+        : undefined,
+    }),
   });
+  if (config.maintenanceSchedule) await ensureMaintenanceSchedule(temporal.client, config.taskQueue);
   logger.info({ taskQueue: config.taskQueue }, 'worker started');
   // The SDK already stops the worker on SIGINT/SIGTERM; the signal covers embedded use.
   opts.signal?.addEventListener('abort', () => {

@@ -1,1 +1,2 @@
 export { endpointWorkflow } from './endpoint-workflow.js';
+export { maintenanceWorkflow } from './maintenance.js';

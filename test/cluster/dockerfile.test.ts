@@ -81,6 +81,8 @@ beforeAll(async () => {
     SECRETS_ENCRYPTION_KEY: crypto.randomBytes(32).toString('base64'),
     // Test files share one database: a sweep would wake other files' endpoints on this task queue.
     DUE_SWEEP_MS: '0',
+    // Nor may a maintenance run (one Schedule per namespace) touch other files' photoapp tokens.
+    MAINTENANCE_SCHEDULE: 'false',
     // The receiver is on loopback, trusted through the test CA.
     WEBHOOKS_DEV_MODE: '1',
     WEBHOOKS_DEV_CA_FILE: caFile,

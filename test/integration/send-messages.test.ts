@@ -4,7 +4,7 @@ import { canonicalJson, sha256Hex } from '../../src/core/catalog/canonical-json.
 import { parseSendRequest } from '../../src/core/outbound-message.js';
 import { createChannelAccount } from '../../src/db/directory.js';
 import { createTenant, testDb, type Tenant } from '../support/harness.js';
-import { startApiWithProvider, type ApiWithProvider, unreachableProvider } from '../support/local-provider.js';
+import { connectPhotoappAccount, startApiWithProvider, type ApiWithProvider, unreachableProvider } from '../support/local-provider.js';
 
 let bed: ApiWithProvider;
 beforeAll(async () => {
@@ -27,7 +27,6 @@ async function setup(): Promise<Setup> {
   const tenant = await createTenant();
   const waba = await bed.control('/wabas', { phone_numbers: [{ display_phone_number: '+1 555 0100' }] });
   const sandboxWaba = await bed.control('/wabas', { phone_numbers: [{}] });
-  const ig = await bed.control('/photoapp_accounts', {});
   const pnid = waba.phone_numbers[0].id as string;
   const db = testDb();
   const chatapp = await createChannelAccount(db, {
@@ -38,12 +37,7 @@ async function setup(): Promise<Setup> {
     phoneNumberId: pnid,
     wabaId: waba.id,
   });
-  const photoapp = await createChannelAccount(db, {
-    accountId: tenant.accountId,
-    channel: 'photoapp',
-    display: '@shop',
-    providerAccountId: ig.id,
-  });
+  const photoapp = await connectPhotoappAccount(bed, tenant);
   const sandbox = await createChannelAccount(db, {
     accountId: tenant.accountId,
     channel: 'chatapp',
@@ -52,7 +46,14 @@ async function setup(): Promise<Setup> {
     wabaId: sandboxWaba.id,
     environment: 'sandbox',
   });
-  return { tenant, chatapp: chatapp.id, photoapp: photoapp.id, sandbox: sandbox.id, pnid, photoappProviderId: ig.id };
+  return {
+    tenant,
+    chatapp: chatapp.id,
+    photoapp: photoapp.channelAccountId,
+    sandbox: sandbox.id,
+    pnid,
+    photoappProviderId: photoapp.providerAccountId,
+  };
 }
 
 const send = (key: string, body: unknown) => bed.api.request('POST', '/api/v1/messages', { key, body });

@@ -85,7 +85,12 @@ describe('the SDK on the platform surfaces', () => {
     expect((await sdk.templates.list({ channel_account_id: channelAccountId })).data.map((t) => t.name)).toEqual(['order_update']);
     const link = await sdk.setupLinks.create(tenant.customerId, { connection_mode: 'dedicated' });
     expect(link.url).toMatch(/\/setup\//);
-    expect((await sdk.setupLinks.list(tenant.customerId)).data.map((l) => l.id)).toEqual([link.id]);
+    const photoapp = await sdk.setupLinks.create(tenant.customerId, { channel: 'photoapp' });
+    expect(photoapp).toMatchObject({ channel: 'photoapp', status: 'open' });
+    expect((await sdk.setupLinks.list(tenant.customerId)).data.map((l) => [l.id, l.channel])).toEqual([
+      [link.id, 'chatapp'],
+      [photoapp.id, 'photoapp'],
+    ]);
 
     const broadcast = await sdk.broadcasts.create({
       channel_account_id: channelAccountId,

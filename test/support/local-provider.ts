@@ -2,6 +2,7 @@
 import { startLocalProvider, type LocalProvider } from '../../dev/local-provider/server.js';
 import { createProviderHttp, type ProviderHttp } from '../../src/channels/provider-http.js';
 import { createChannelAccount } from '../../src/db/directory.js';
+import { storePhotoappToken } from '../../src/db/photoapp-tokens.js';
 import { PROVIDER_APP_SECRET, startTestApi, testDb, type Tenant, type TestApi } from './harness.js';
 
 export const PROVIDER_ACCESS_TOKEN = 'local-provider-access-token-for-tests';
@@ -97,4 +98,36 @@ export async function connectChatappNumber(
   });
   if (opts.templates) await bed.control(`/wabas/${waba.id}/templates`, { templates: opts.templates });
   return { channelAccountId: ca.id, phoneNumberId: number.id, wabaId: waba.id, display: number.display_phone_number };
+}
+
+export interface ConnectedPhotoapp {
+  channelAccountId: string;
+  /** The provider's id of the account. */
+  providerAccountId: string;
+  /** Its token as the provider issued it (the platform holds it sealed). */
+  accessToken: string;
+}
+
+/**
+ * A photoapp account on the local provider, connected to the tenant with its own token stored
+ * sealed, as a photoapp setup link leaves it (setup-links.test.ts goes through the link itself).
+ */
+export async function connectPhotoappAccount(
+  bed: Pick<ApiWithProvider, 'control' | 'api'>,
+  tenant: Tenant,
+  opts: { expires_at?: number | null; id?: string; environment?: 'live' | 'sandbox' } = {},
+): Promise<ConnectedPhotoapp> {
+  const ig = await bed.control('/photoapp_accounts', {
+    ...(opts.id ? { id: opts.id } : {}),
+    ...(opts.expires_at !== undefined ? { expires_at: opts.expires_at } : {}),
+  });
+  const ca = await createChannelAccount(testDb(), {
+    accountId: tenant.accountId,
+    channel: 'photoapp',
+    display: '@shop',
+    providerAccountId: ig.id,
+    environment: opts.environment,
+  });
+  await storePhotoappToken(testDb(), ca.id, bed.api.deps.secretBox.seal(ig.access_token));
+  return { channelAccountId: ca.id, providerAccountId: ig.id, accessToken: ig.access_token };
 }

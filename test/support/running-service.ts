@@ -50,6 +50,8 @@ export async function startService(opts: { name: string; provider?: { statusDela
     encryptionKey: crypto.randomBytes(32).toString('base64'),
     // Test files share one database: a sweep would wake other files' endpoints on this task queue.
     dueSweepMs: 0,
+    // Nor may a maintenance run (one Schedule per namespace) touch other files' photoapp tokens.
+    maintenanceSchedule: false,
     allowPrivateCidrs: ['127.0.0.0/8', '::1/128'],
   };
   const stopWorker = new AbortController();

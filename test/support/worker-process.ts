@@ -29,6 +29,8 @@ export async function startWorkerProcess(taskQueue: string, env: Record<string, 
       TEMPORAL_TASK_QUEUE: taskQueue,
       // Test files share one database: a sweep would wake other files' endpoints on this task queue.
       DUE_SWEEP_MS: '0',
+      // Nor may a maintenance run (one Schedule per namespace) touch other files' photoapp tokens.
+      MAINTENANCE_SCHEDULE: 'false',
       SECRETS_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
       WEBHOOK_ALLOW_PRIVATE_CIDRS: '127.0.0.0/8',
       NODE_EXTRA_CA_CERTS: inject('tls').caFile,

@@ -215,13 +215,19 @@ function registerTemplateCommands(program: Command, kit: CommandKit): void {
 
 function registerSetupLinkCommands(program: Command, kit: CommandKit): void {
   const { client, show } = kit;
-  const links = program.command('setup-links').description("links a Customer follows to connect a number (the provider's embedded signup)");
+  const links = program
+    .command('setup-links')
+    .description(
+      "links a Customer follows to connect a number (the provider's embedded signup) or a photoapp account (the provider's login)",
+    );
   links
     .command('create')
     .requiredOption('--customer <id>', 'the Customer who connects')
-    .option('--mode <mode>', 'dedicated or coexistence')
-    .action(async (opts: { customer: string; mode?: string }, cmd: Command) => {
+    .option('--channel <channel>', 'chatapp (the default) or photoapp: connect or reconnect a photoapp account')
+    .option('--mode <mode>', 'chatapp: dedicated or coexistence')
+    .action(async (opts: { customer: string; channel?: string; mode?: string }, cmd: Command) => {
       const link = await client(cmd).setupLinks.create(opts.customer, {
+        channel: opts.channel as 'chatapp' | 'photoapp' | undefined,
         connection_mode: opts.mode as 'dedicated' | 'coexistence' | undefined,
       });
       show(cmd, link, () => `${record(link)}\n\nThe url is shown only now.`);
@@ -233,6 +239,7 @@ function registerSetupLinkCommands(program: Command, kit: CommandKit): void {
       show(cmd, page, () =>
         table(page.data, [
           ['id', (l) => l.id],
+          ['channel', (l) => l.channel],
           ['status', (l) => l.status],
           ['expires_at', (l) => l.expires_at],
         ]),

@@ -273,7 +273,7 @@ export class WebhookPlatform {
   };
 
   readonly setupLinks = {
-    /** The answer's url is shown only now: the Customer finishes the provider's embedded signup through it. */
+    /** The answer's url is shown only now: the Customer finishes the provider's embedded signup (or, with `channel: 'photoapp'`, its login) through it. */
     create: (customerId: string, body: BodyOf<'createSetupLink'> = {}, o?: Opts) =>
       this.#data<'createSetupLink'>('createSetupLink', { params: { id: customerId }, body, ...o }),
     list: (customerId: string, query: QueryOf<'listSetupLinks'> = {}, o?: Opts) =>

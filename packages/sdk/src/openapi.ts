@@ -3454,7 +3454,12 @@ export interface components {
         };
         CreateSetupLink: {
             /**
-             * @description `dedicated` (number only on the API, the default) or `coexistence` (number stays in the business app).
+             * @description `chatapp` (the default): the provider's embedded signup connects a business account's numbers. `photoapp`: the provider's login connects a photoapp account with its own token, or reconnects one already connected (its token replaced).
+             * @enum {string}
+             */
+            channel?: "chatapp" | "photoapp";
+            /**
+             * @description chatapp only: `dedicated` (number only on the API, the default) or `coexistence` (number stays in the business app).
              * @enum {string}
              */
             connection_mode?: "dedicated" | "coexistence";
@@ -3826,6 +3831,19 @@ export interface components {
             next: string | null;
             previous: string | null;
         };
+        /** @description The answer for a photoapp link. The token itself is never shown. */
+        PhotoappLoginResult: {
+            /** @enum {string} */
+            channel: "photoapp";
+            /** Format: uuid */
+            channel_account_id: string;
+            provider_account_id: string;
+            /** @description True when the account was already connected: its token was replaced. */
+            reconnected: boolean;
+            /** Format: uuid */
+            setup_link_id: string;
+            username: string | null;
+        };
         /**
          * @example {
          *       "type": "crm.demand.created",
@@ -3916,6 +3934,7 @@ export interface components {
          *       "id": "7a6b5c4d-3e2f-4a1b-9c8d-7e6f5a4b3c2d",
          *       "customer_id": "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
          *       "environment": "live",
+         *       "channel": "chatapp",
          *       "connection_mode": "dedicated",
          *       "status": "open",
          *       "expires_at": "2026-11-29T10:00:00.000Z",
@@ -3924,12 +3943,17 @@ export interface components {
          *     }
          */
         SetupLink: {
+            /** @enum {string} */
+            channel: "chatapp" | "photoapp";
             /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
              */
             completed_at: string | null;
-            /** @enum {string} */
+            /**
+             * @description Meaningful for chatapp links only.
+             * @enum {string}
+             */
             connection_mode: "dedicated" | "coexistence";
             /**
              * Format: date-time
@@ -3958,6 +3982,7 @@ export interface components {
          *       "id": "7a6b5c4d-3e2f-4a1b-9c8d-7e6f5a4b3c2d",
          *       "customer_id": "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
          *       "environment": "live",
+         *       "channel": "chatapp",
          *       "connection_mode": "dedicated",
          *       "status": "open",
          *       "expires_at": "2026-11-29T10:00:00.000Z",

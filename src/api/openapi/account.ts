@@ -13,6 +13,7 @@ import {
   RecipientListQuery,
   SetupLink,
   SetupLinkWithUrl,
+  PhotoappLoginResult,
   SignupResult,
   SyncTemplatesBody,
   Template,
@@ -59,15 +60,16 @@ export const accountPaths: RouteConfig[] = [
   {
     method: 'post',
     path: '/setup/{token}/complete',
-    summary: "End of the provider's embedded signup, called by the Customer's browser with the link's token (no API key)",
+    summary:
+      "End of the provider's embedded signup (chatapp link) or login (photoapp link), called by the Customer's browser with the link's token (no API key)",
     request: {
       params: z.object({ token: z.string() }),
       body: { content: { 'application/json': { schema: CompleteSignupBody } } },
     },
     responses: {
-      200: json(z.object({ data: SignupResult })),
+      200: json(z.object({ data: z.union([SignupResult, PhotoappLoginResult]) })),
       ...Object.fromEntries(
-        [404, 410, 422, 502, 503].map((code) => [
+        [404, 409, 410, 422, 502, 503].map((code) => [
           code,
           { description: 'Error envelope', content: { 'application/json': { schema: ErrorEnvelope } } },
         ]),

@@ -172,7 +172,7 @@ function recipientAndSendRoutes(router: Router, deps: ApiDeps): void {
       );
     }
     if (!(await startSending(deps.db, b.id))) throw new DomainError(409, 'broadcast_already_sent', 'this broadcast was sent already');
-    await sendBroadcast({ db: deps.db, providerApi: deps.providerApi, now: deps.now }, principal, b);
+    await sendBroadcast({ db: deps.db, providerApi: deps.providerApi, secretBox: deps.secretBox, now: deps.now }, principal, b);
     ctx.body = { data: presentBroadcast((await getBroadcast(deps.db, principal, b.id))!) };
   });
 }

@@ -26,14 +26,15 @@ export function channelAccountRoutes(deps: ApiDeps): Router {
     }
     const rows = await listChannelAccounts(deps.db, principal, { limit, after, before, channel, customerId });
     const { items, paging } = pageOf(rows, limit, before ? 'before' : 'after', Boolean(after || before));
-    ctx.body = { data: items.map(presentChannelAccount), paging };
+    const now = deps.now?.() ?? new Date();
+    ctx.body = { data: items.map((r) => presentChannelAccount(r, now)), paging };
   });
 
   router.get('/api/v1/channel_accounts/:id', requireScope('account:read'), async (ctx) => {
     const id = ctx.params.id!;
     const row = Uuid.safeParse(id).success ? await getChannelAccountFor(deps.db, principalOf(ctx), id) : undefined;
     if (!row) throw notFound('channel account');
-    ctx.body = { data: presentChannelAccount(row) };
+    ctx.body = { data: presentChannelAccount(row, deps.now?.() ?? new Date()) };
   });
 
   return router;

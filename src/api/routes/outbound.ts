@@ -40,9 +40,14 @@ export function outboundRoutes(deps: ApiDeps): Router {
     const body = await readJson(ctx, 'invalid_message');
     const idempotencyKey = idempotencyKeyOf(ctx.get('idempotency-key'));
     // deps is read per request: the provider client may be attached after start (tests).
-    const message = await sendMessage({ db: deps.db, providerApi: deps.providerApi, now: deps.now }, { accountId, environment }, body, {
-      idempotencyKey,
-    });
+    const message = await sendMessage(
+      { db: deps.db, providerApi: deps.providerApi, secretBox: deps.secretBox, now: deps.now },
+      { accountId, environment },
+      body,
+      {
+        idempotencyKey,
+      },
+    );
     if (message.replayed) ctx.set('Idempotent-Replayed', 'true');
     ctx.status = 202;
     ctx.body = { data: presentSent(message) };

@@ -4,11 +4,12 @@
  * signup, authenticated by the link's secret token instead of an API key.
  */
 import Router from '@koa/router';
-import { notFound } from '../../core/domain-error.js';
+import { DomainError, notFound } from '../../core/domain-error.js';
 import { pageOf, parseLimit } from '../../core/paging.js';
 import { getCustomerOfAccount } from '../../db/directory.js';
 import { insertSetupLink, listSetupLinks } from '../../db/setup-links.js';
-import { completeSignup, newSetupToken } from '../../channels/embedded-signup.js';
+import { completeSignup, newSetupToken, openSetupLink } from '../../channels/embedded-signup.js';
+import { completePhotoappLogin } from '../../channels/photoapp-login.js';
 import { requireProvider } from '../../channels/provider-errors.js';
 import { principalOf, requireScope } from '../auth.js';
 import { readJson } from '../body.js';
@@ -38,6 +39,7 @@ export function setupLinkRoutes(deps: ApiDeps): Router {
       accountId,
       customerId,
       environment,
+      channel: body.channel ?? 'chatapp',
       connectionMode: body.connection_mode ?? 'dedicated',
       tokenHash: hash,
       expiresAt: new Date(now().getTime() + (body.expires_in ?? SETUP_LINK_DEFAULT_TTL_S) * 1000),
@@ -67,12 +69,21 @@ export function setupCompletionRoutes(deps: ApiDeps): Router {
   const router = new Router();
   router.post('/setup/:token/complete', async (ctx) => {
     const body = parseBody(CompleteSignupBody, await readJson(ctx));
-    const result = await completeSignup(
-      { db: deps.db, wakes: deps.wakes, now: deps.now, provider: requireProvider(deps.providerApi), appSecret: deps.provider.appSecret },
-      ctx.params.token!,
-      body,
-    );
-    ctx.body = { data: result };
+    const now = deps.now?.() ?? new Date();
+    const link = await openSetupLink(deps, ctx.params.token!, now);
+    const provider = requireProvider(deps.providerApi);
+    const { appSecret } = deps.provider;
+    if (link.channel === 'photoapp') {
+      // The provider's login names the account itself: a business account or number says nothing here.
+      if (body.waba_id !== undefined || body.phone_number_id !== undefined) {
+        throw new DomainError(422, 'invalid_request', 'a photoapp setup link takes only the code');
+      }
+      ctx.body = {
+        data: await completePhotoappLogin({ db: deps.db, provider, secretBox: deps.secretBox, appSecret }, link, body.code, now),
+      };
+      return;
+    }
+    ctx.body = { data: await completeSignup({ db: deps.db, wakes: deps.wakes, now: deps.now, provider, appSecret }, link, body, now) };
   });
   return router;
 }

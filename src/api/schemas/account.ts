@@ -73,12 +73,17 @@ export const CONNECTION_MODES = ['dedicated', 'coexistence'] as const;
 export const SETUP_LINK_DEFAULT_TTL_S = 7 * 24 * 3600;
 export const SETUP_LINK_MAX_TTL_S = 30 * 24 * 3600;
 
+export const SETUP_LINK_CHANNELS = ['chatapp', 'photoapp'] as const;
+
 export const CreateSetupLinkBody = z
   .object({
-    connection_mode: z
-      .enum(CONNECTION_MODES)
-      .optional()
-      .openapi({ description: '`dedicated` (number only on the API, the default) or `coexistence` (number stays in the business app).' }),
+    channel: z.enum(SETUP_LINK_CHANNELS).optional().openapi({
+      description:
+        "`chatapp` (the default): the provider's embedded signup connects a business account's numbers. `photoapp`: the provider's login connects a photoapp account with its own token, or reconnects one already connected (its token replaced).",
+    }),
+    connection_mode: z.enum(CONNECTION_MODES).optional().openapi({
+      description: 'chatapp only: `dedicated` (number only on the API, the default) or `coexistence` (number stays in the business app).',
+    }),
     expires_in: z
       .number()
       .int()
@@ -88,12 +93,17 @@ export const CreateSetupLinkBody = z
       .openapi({ description: `Seconds until the link expires: 300 to ${SETUP_LINK_MAX_TTL_S}, default ${SETUP_LINK_DEFAULT_TTL_S}.` }),
   })
   .strict()
+  .refine((b) => b.channel !== 'photoapp' || b.connection_mode === undefined, {
+    message: 'connection_mode is for chatapp links only',
+    path: ['connection_mode'],
+  })
   .openapi('CreateSetupLink');
 
 const setupLinkExample = {
   id: '7a6b5c4d-3e2f-4a1b-9c8d-7e6f5a4b3c2d',
   customer_id: '1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f',
   environment: 'live',
+  channel: 'chatapp',
   connection_mode: 'dedicated',
   status: 'open',
   expires_at: '2026-11-29T10:00:00.000Z',
@@ -106,7 +116,8 @@ export const SetupLink = z
     id: Uuid,
     customer_id: Uuid,
     environment: z.enum(['live', 'sandbox']),
-    connection_mode: z.enum(CONNECTION_MODES),
+    channel: z.enum(SETUP_LINK_CHANNELS),
+    connection_mode: z.enum(CONNECTION_MODES).openapi({ description: 'Meaningful for chatapp links only.' }),
     status: z
       .enum(['open', 'completed', 'expired'])
       .openapi({ description: '`completed` once a signup finished through it (it can still be repeated until it expires).' }),
@@ -147,6 +158,17 @@ export const SignupResult = z
     skipped: z.array(z.object({ phone_number_id: z.string(), reason: z.string() })),
   })
   .openapi('SignupResult');
+
+export const PhotoappLoginResult = z
+  .object({
+    setup_link_id: Uuid,
+    channel: z.literal('photoapp'),
+    channel_account_id: Uuid,
+    provider_account_id: z.string(),
+    username: z.string().nullable(),
+    reconnected: z.boolean().openapi({ description: 'True when the account was already connected: its token was replaced.' }),
+  })
+  .openapi('PhotoappLoginResult', { description: 'The answer for a photoapp link. The token itself is never shown.' });
 
 export const BROADCAST_STATUSES = ['draft', 'sending', 'sent'] as const;
 export const RECIPIENT_STATUSES = ['pending', 'sending', 'sent', 'failed'] as const;

@@ -14,8 +14,9 @@ import {
   type SendMessageRequest,
 } from '../../core/outbound-message.js';
 import { DomainError, notFound } from '../../core/domain-error.js';
-import { blocksSending, tokenStatusOfSubcode } from '../../core/token-status.js';
-import { getChannelAccountFor, recordTokenStatus, type ChannelAccountRow } from '../../db/channel-accounts.js';
+import { blocksSending } from '../../core/token-status.js';
+import { getChannelAccountFor, type ChannelAccountRow } from '../../db/channel-accounts.js';
+import { getPhotoappToken, recordTokenVerdict } from '../../db/photoapp-tokens.js';
 import { registerOutboundMessage, upsertContact, upsertConversation, type MessageRow } from '../../db/messaging.js';
 import { inTransaction, type Db } from '../../db/pool.js';
 import {
@@ -29,7 +30,8 @@ import { GRAPH_CODE, MEDIA_PROCESSING_SUBCODE } from '../../core/graph-codes.js'
 import { ProviderError, type ProviderHttp } from '../provider-http.js';
 import { logger } from '../../runtime/logger.js';
 import { requireProvider } from '../provider-errors.js';
-import { refreshTokenStatus } from './token-status.js';
+import type { SecretBox } from '../../security/secret-box.js';
+import { accountToken, refreshTokenStatus, statusOfRefusal, type AccountToken } from './token-status.js';
 
 /** The code of a send the provider may have taken without answering. */
 export const OUTCOME_UNKNOWN = 'provider_outcome_unknown';
@@ -41,6 +43,8 @@ export interface SendDeps {
   db: Db;
   /** Unset: 503 provider_not_configured. */
   providerApi?: ProviderHttp;
+  /** Opens a photoapp account's own token: its sends and token reads use it, never the app's. */
+  secretBox: Pick<SecretBox, 'open'>;
   now?: () => Date;
 }
 
@@ -65,7 +69,7 @@ const reconnect = (why: string) =>
   new DomainError(409, 'reconnect_required', `the photoapp account's token is ${why}; reconnect the account before sending`);
 
 /** What a provider refusal means to the sender; the message of the provider is kept for the caller. */
-async function refusalOf(deps: SendDeps, ca: ChannelAccountRow, err: ProviderError): Promise<DomainError> {
+async function refusalOf(deps: SendDeps, ca: ChannelAccountRow, err: ProviderError, token?: AccountToken): Promise<DomainError> {
   if (err.outcomeUnknown) {
     return new DomainError(
       504,
@@ -86,15 +90,21 @@ async function refusalOf(deps: SendDeps, ca: ChannelAccountRow, err: ProviderErr
       'Retry-After': String(RETRY_AFTER_SECONDS),
     });
   }
-  if (ca.channel === 'photoapp' && err.providerCode === GRAPH_CODE.oauth) {
-    const status = tokenStatusOfSubcode(err.providerSubcode);
-    await recordTokenStatus(deps.db, ca.id, status, ca.token_expires_at);
-    return reconnect(status);
+  const refused = token && statusOfRefusal(err);
+  if (token && refused) {
+    await recordTokenVerdict(deps.db, ca.id, token.sealed, { status: refused, expiresAt: ca.token_expires_at });
+    return reconnect(refused);
   }
   return new DomainError(502, 'provider_error', `the provider refused the message: ${err.message}`);
 }
 
-async function providerSend(deps: SendDeps & { providerApi: ProviderHttp }, ca: ChannelAccountRow, r: SendMessageRequest, to: string) {
+async function providerSend(
+  deps: SendDeps & { providerApi: ProviderHttp },
+  ca: ChannelAccountRow,
+  r: SendMessageRequest,
+  to: string,
+  token: AccountToken | undefined,
+) {
   if (ca.channel === 'chatapp') {
     if (!ca.phone_number_id) throw new DomainError(409, 'channel_account_not_ready', 'the channel account has no phone number yet');
     const answer = await deps.providerApi.post<{ messages?: Array<{ id?: unknown }> }>(
@@ -103,12 +113,42 @@ async function providerSend(deps: SendDeps & { providerApi: ProviderHttp }, ca: 
     );
     return answer.messages?.[0]?.id;
   }
-  if (!ca.provider_account_id) throw new DomainError(409, 'channel_account_not_ready', 'the channel account has no provider account yet');
+  if (!ca.provider_account_id || !token) {
+    throw new DomainError(409, 'channel_account_not_ready', 'the channel account has no provider account yet');
+  }
   const answer = await deps.providerApi.post<{ message_id?: unknown }>(
     `/${encodeURIComponent(ca.provider_account_id)}/messages`,
     photoappBody(r, to),
+    token.plain,
   );
   return answer.message_id;
+}
+
+/**
+ * The provider's send. A photoapp token refused because maintenance renewed it meanwhile (the
+ * stored one is no longer the one used) is no reason to reconnect: sent once more with the new one.
+ */
+async function sendWithToken(
+  deps: SendDeps & { providerApi: ProviderHttp },
+  ca: ChannelAccountRow,
+  r: SendMessageRequest,
+  to: string,
+  token: AccountToken | undefined,
+): Promise<unknown> {
+  try {
+    return await providerSend(deps, ca, r, to, token);
+  } catch (err) {
+    if (!(err instanceof ProviderError)) throw err;
+    const stored = token && statusOfRefusal(err) ? await getPhotoappToken(deps.db, ca.id) : undefined;
+    if (!token || !stored || stored.equals(token.sealed)) throw await refusalOf(deps, ca, err, token);
+    const renewed = { sealed: stored, plain: deps.secretBox.open(stored) };
+    try {
+      return await providerSend(deps, ca, r, to, renewed);
+    } catch (again) {
+      if (again instanceof ProviderError) throw await refusalOf(deps, ca, again, renewed);
+      throw again;
+    }
+  }
 }
 
 /** The provider's send, then the registration (with the idempotency key's completion, when given). */
@@ -122,19 +162,16 @@ async function send(
   if (!ca) throw notFound('channel account');
   const { to } = checkForChannel(r, ca.channel);
 
+  let token: AccountToken | undefined;
   if (ca.channel === 'photoapp') {
-    const verdict = await refreshTokenStatus(deps, ca);
+    token = await accountToken(deps, ca.id);
+    if (!token) throw reconnect('invalid (the account has no token of its own: connect it through a photoapp setup link)');
+    const verdict = await refreshTokenStatus(deps, ca, token);
     const status = verdict?.status ?? ca.token_status;
     if (blocksSending(status)) throw reconnect(status!);
   }
 
-  let externalId: unknown;
-  try {
-    externalId = await providerSend(deps, ca, r, to);
-  } catch (err) {
-    if (err instanceof ProviderError) throw await refusalOf(deps, ca, err);
-    throw err;
-  }
+  const externalId = await sendWithToken(deps, ca, r, to, token);
   if (typeof externalId !== 'string' || externalId === '') {
     throw new DomainError(502, 'provider_error', 'the provider accepted the message but named no message id');
   }
