@@ -135,6 +135,21 @@ describe('README.md, run as written', () => {
     ])
       await listen.waitFor(printed, 20_000);
     expect(listen.output()).not.toContain('refused');
+    // Once they are in, the block's `deliveries list` line shows what its comment says: the test, the event and
+    // the three statuses, each a success with 200.
+    const listLine = quickstart[2]!.split('\n').find((l) => l.startsWith('npx webhooks deliveries list --endpoint $ID'))!;
+    const endpoints = JSON.parse(await runShell('npx webhooks endpoints list --json', env, ROOT)) as {
+      data: { id: string; url: string }[];
+    };
+    const id = endpoints.data.find((e) => e.url === `https://localhost:${listenPort}/hooks`)!.id;
+    const wanted = ['webhook.test', 'crm.demand.created', 'chatapp.message.sent', 'chatapp.message.delivered', 'chatapp.message.read'];
+    const shown = async () => {
+      const table = await runShell(`ID=${id}\n${listLine}`, env, ROOT);
+      return wanted.every((type) =>
+        new RegExp(`^[0-9a-f-]{36}\\s+${type.replaceAll('.', '\\.')}\\s+success\\s+\\d+\\s+200\\s`, 'm').test(table),
+      );
+    };
+    await expect.poll(shown, { timeout: 30_000, interval: 500 }).toBe(true);
   }, 150_000);
 
   it('the session with curl: the endpoint verifies, its delivery is read and resent by id', async () => {
