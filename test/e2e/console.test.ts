@@ -149,9 +149,7 @@ describe('the console in a browser', () => {
     // The chart counts the attempts of the last 24 hours: two tests, two events' first attempts (one failed) and the recovered one.
     await page.click('#refresh');
     const chart = card().locator('svg.chart');
-    await expect
-      .poll(async () => [await chart.getAttribute('data-successes'), await chart.getAttribute('data-failures')])
-      .toEqual(['4', '1']);
+    await poll(async () => [await chart.getAttribute('data-successes'), await chart.getAttribute('data-failures')]).toEqual(['4', '1']);
 
     // The live stream polls from the cursor it keeps in this tab.
     await page.click('#stream-toggle');

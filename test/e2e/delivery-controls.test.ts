@@ -140,11 +140,14 @@ describe('bulk recovery with the real worker', () => {
         .map((r) => r.idempotency_key)
         .sort(),
     );
-    // Each verifies, and a delivery keeps its webhook-id from its failed attempt to its recovery.
+    // Each verifies, and a delivery keeps its webhook-id from its failed attempt to its recovery;
+    // only the deleted event's delivery, which failed too, never arrives.
     for (const p of arrived) expect(verifyStandard(p, secret)).toMatchObject({ event: 'crm.demand.created' });
+    const deletedKey = done.find((r) => r.id === deleted!.id)!.idempotency_key;
     for (const f of failedPosts) {
       const later = arrived.find((p) => p.headers['x-idempotency-key'] === f.headers['x-idempotency-key']);
-      if (later) expect(later.headers['webhook-id']).toBe(f.headers['webhook-id']);
+      if (f.headers['x-idempotency-key'] === deletedKey) expect(later).toBeUndefined();
+      else expect(later?.headers['webhook-id']).toBe(f.headers['webhook-id']);
     }
     const endpoint = (await call('GET', `/api/v1/webhooks/${id}`)).body.data;
     expect(endpoint).toMatchObject({ failure_streak: 0, health_status: 'healthy' });
@@ -180,7 +183,7 @@ describe('per-endpoint throttle with the real worker', () => {
     expect(endpoint).toMatchObject({ failure_streak: 0, health_status: 'healthy', rate_limit: 5, last_failure_at: null });
   });
 
-  it('a PATCH of rate_limit applies within a second, to the POSTs after it', async () => {
+  it('a PATCH of rate_limit applies to the POSTs after it', async () => {
     const path = `/throttle-patch/${crypto.randomUUID()}`;
     const { id } = await verifiedEndpoint(path, { rate_limit: 1 });
     await publish(`patch_${id}`, 10);

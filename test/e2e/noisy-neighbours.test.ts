@@ -1,10 +1,11 @@
 /**
  * No noisy neighbours (issue 15, item 6): endpoints of many tenants on one origin share the
- * worker's connections to it fairly. A fast endpoint's publish→receipt latency is measured alone,
- * then beside 20 slow endpoints (their receiver answers after SLOW_MS) on the SAME origin (same
- * host and port, other paths), with the production worker in a process of its own on the dev
- * server. Before fair shares, the slow endpoints' POSTs filled the 16 pooled connections and the
- * fast endpoint's queued behind them for seconds.
+ * worker's connections to it fairly. A fast endpoint's deliveries are received alone, then beside
+ * 20 slow endpoints on the SAME origin (same host and port, other paths) whose receiver holds every
+ * POST unanswered until the fast endpoint's deliveries are in, with the production worker in a
+ * process of its own on the dev server. Before fair shares, the slow endpoints' POSTs filled the
+ * 16 pooled connections and the fast endpoint's queued behind them: here, held, it never arrives.
+ * Latencies are logged, not bounded: what is checked is an order, which a busy machine keeps.
  */
 import crypto from 'node:crypto';
 import os from 'node:os';
@@ -17,12 +18,7 @@ import { startWorkerProcess, type WorkerProcess } from '../support/worker-proces
 
 const taskQueue = `neighbours-${crypto.randomUUID()}`;
 const SLOW_ENDPOINTS = 20;
-/** How late the slow receivers answer: long beside a fast POST, short enough for a quick test. */
-const SLOW_MS = 4_000;
-/**
- * Events published to the slow tenant: each slow endpoint gets this many, one SLOW_MS POST at a
- * time, so they stay busy through the fast endpoint's measurement even on a loaded machine.
- */
+/** Events published to the slow tenant: each slow endpoint gets this many. */
 const SLOW_EVENTS = 5;
 const FAST_SAMPLES = 30;
 const CAP = 16;
@@ -38,7 +34,8 @@ beforeAll(async () => {
   [receiver, fastTenant, slowTenant] = await Promise.all([startReceiver(), createTenant(), createTenant()]);
   api = await startTestApi({ allowLoopback: true, taskQueue });
   temporal = new Client({ connection: await Connection.connect({ address: inject('devServerAddress') }) });
-  worker = await startWorkerProcess(taskQueue);
+  // The slow POSTs are held through the fast endpoint's deliveries: the longest POST a worker allows, so none times out meanwhile.
+  worker = await startWorkerProcess(taskQueue, { DELIVERY_TIMEOUT_MS: '120000' });
 }, 120_000);
 afterAll(async () => {
   await worker?.kill();
@@ -96,34 +93,42 @@ const slowInFlight = () => [...receiver.inFlight].filter(([path]) => path.starts
 const allInFlight = () => [...receiver.inFlight.values()].reduce((n, c) => n + c, 0);
 
 describe('no noisy neighbours', () => {
-  it('a fast endpoint beside 20 slow ones on its origin keeps its latency, and the slow ones still get their deliveries', async () => {
+  it('a fast endpoint beside 20 slow ones on its origin gets every delivery while theirs hold the connections, and the slow ones still get theirs', async () => {
     const fastPrefix = `/fast/${run}`;
     await endpoint(fastTenant, fastPrefix);
     const alone = await fastLatencies(fastPrefix, 'alone', FAST_SAMPLES);
 
     const slowIds = await Promise.all(Array.from({ length: SLOW_ENDPOINTS }, (_, n) => endpoint(slowTenant, `/slow/${run}/${n}`)));
-    receiver.replyOn('/slow/', { status: 200, delayMs: SLOW_MS });
+    // The slow receivers answer nothing until the fast endpoint's deliveries are in.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    receiver.replyOn('/slow/', { status: 200, hold: held });
     for (let e = 0; e < SLOW_EVENTS; e++) await publish(slowTenant, `${run}_slow_${e}`);
     // The slow receivers hold as many POSTs as the origin's cap (they hold more with fair shares: one per endpoint).
     await eventually(async () => slowInFlight() >= CAP, 30_000);
 
     const slowHeld: number[] = [];
     let peak = 0;
-    const beside = await fastLatencies(fastPrefix, 'beside', FAST_SAMPLES, () => {
-      slowHeld.push(slowInFlight());
-      peak = Math.max(peak, allInFlight());
-    });
+    let beside: number[];
+    let releasedAt: number;
+    try {
+      beside = await fastLatencies(fastPrefix, 'beside', FAST_SAMPLES, () => {
+        slowHeld.push(slowInFlight());
+        peak = Math.max(peak, allInFlight());
+      });
+    } finally {
+      releasedAt = Date.now();
+      release();
+    }
     const p50 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     console.log(
       `fast endpoint publish→receipt p50/p99: alone ${p50(alone)}/${p99(alone)} ms, beside ${SLOW_ENDPOINTS} slow endpoints on its origin ` +
         `${p50(beside)}/${p99(beside)} ms (slow POSTs held ${Math.min(...slowHeld)}-${Math.max(...slowHeld)}; load ${os.loadavg()[0]!.toFixed(2)})`,
     );
-    // Generous bounds for a loaded 2-core machine (p99 of 30 is their slowest), far below a slow answer.
-    expect(p99(beside)).toBeLessThan(5 * p99(alone) + 500);
-    expect(p99(beside)).toBeLessThan(SLOW_MS / 2);
-    // The slow receivers held the origin's cap of POSTs or more through the measurement (but for
-    // the moments their answers come back together and the next POSTs are not yet there).
-    expect(slowHeld.filter((n) => n >= CAP).length).toBeGreaterThanOrEqual(0.75 * slowHeld.length);
+    // Every fast delivery came while the slow receivers held the origin's cap of POSTs or more, none of them answered:
+    // it took a connection of its own instead of one a slow POST gave back.
+    expect(beside).toHaveLength(FAST_SAMPLES);
+    expect(Math.min(...slowHeld)).toBeGreaterThanOrEqual(CAP);
     // Past the cap by at most one POST per active endpoint (src/core/fair-share.ts).
     expect(peak).toBeLessThanOrEqual(CAP + SLOW_ENDPOINTS + 1);
 
@@ -135,17 +140,22 @@ describe('no noisy neighbours', () => {
       );
       return rows[0]!.n === SLOW_ENDPOINTS * SLOW_EVENTS;
     }, 90_000);
-    // Waiting for a share was no attempt: one attempt each, none failed, each timed from its grant
-    // (the third POST of a slow endpoint waited two slow answers for its share).
-    const { rows: attempts } = await testDb().query<{ n: number; error: string | null; duration_ms: number }>(
-      `SELECT count(*) OVER (PARTITION BY a.delivery_id)::int AS n, a.error, a.duration_ms FROM delivery_attempts a
-         JOIN deliveries d ON d.id = a.delivery_id WHERE d.endpoint_id = ANY($1) AND d.event_type <> 'webhook.test'`,
+    // Waiting for a share was no attempt: one attempt each, none failed, and each timed from its grant:
+    // a POST sent after the release started after it, however long it waited for its share through the hold.
+    const { rows: attempts } = await testDb().query<{ n: number; error: string | null; delivery_id: string; started_ms: number }>(
+      `SELECT count(*) OVER (PARTITION BY a.delivery_id)::int AS n, a.error, a.delivery_id,
+              (extract(epoch FROM a.started_at) * 1000)::float8 AS started_ms
+         FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.endpoint_id = ANY($1) AND d.event_type <> 'webhook.test'`,
       [slowIds],
     );
     expect(attempts).toHaveLength(SLOW_ENDPOINTS * SLOW_EVENTS);
     for (const a of attempts) expect(a).toMatchObject({ n: 1, error: null });
-    expect(Math.max(...attempts.map((a) => a.duration_ms))).toBeLessThan(SLOW_MS * 1.5);
+    // (webhook-id is the delivery id)
     const slowPosts = receiver.deliveriesUnder(`/slow/${run}/`);
     expect(new Set(slowPosts.map((r) => `${r.path} ${String(r.headers['x-idempotency-key'])}`)).size).toBe(SLOW_ENDPOINTS * SLOW_EVENTS);
+    const sentAfter = new Set(slowPosts.filter((r) => r.atMs > releasedAt).map((r) => String(r.headers['webhook-id'])));
+    const startedBefore = attempts.filter((a) => sentAfter.has(a.delivery_id) && a.started_ms < releasedAt);
+    expect(sentAfter.size).toBeGreaterThan(0);
+    expect(startedBefore).toEqual([]);
   }, 240_000);
 });

@@ -1,19 +1,33 @@
 /**
- * The READMEs run as written: the quickstart, the curl session and the reference receiver's
- * blocks, extracted from the markdown and run with bash against a real `npm start` (dev mode,
- * a fresh DATA_DIR and HOME), so the documentation cannot drift from the product. Then the
- * frictions a first user met, and Ctrl-C: an ordered stop with exit status 0.
+ * The READMEs run as written: the quickstart, the curl session, the operator CLI, the MCP server,
+ * the reference receiver's blocks and packages/cli/README.md's, extracted from the markdown and
+ * run with bash against a real `npm start` (dev mode, a fresh DATA_DIR and HOME), so the
+ * documentation cannot drift from the product. What they print is checked, and every curl's HTTP
+ * status. Then the frictions a first user met, and Ctrl-C: an ordered stop with exit status 0.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, isPortOpen } from '../../dev/ports.js';
-import { fillIn, runShell, shBlock, startShell, terminals, type Shell } from '../support/readme-shell.js';
+import {
+  CURL_STATUS,
+  curlStatuses,
+  fillIn,
+  runShell,
+  shBlock,
+  shBlocks,
+  startShell,
+  terminals,
+  type Shell,
+} from '../support/readme-shell.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
 const receiverReadme = fs.readFileSync(path.join(ROOT, 'examples/receiver/README.md'), 'utf8');
+const cliReadme = fs.readFileSync(path.join(ROOT, 'packages/cli/README.md'), 'utf8');
 let quickstart: string[];
 let session: string;
 let receiverRun: string[];
@@ -99,8 +113,19 @@ describe('README.md, run as written', () => {
     expect(listen.output()).toContain(
       `Then: npx webhooks endpoints create --url https://localhost:${listenPort}/hooks --events crm --secret whsec_quickstart_0123456789`,
     );
-    const out = await runShell(fillIn(quickstart[2]!, 'KEY', liveKey), env, ROOT);
+    const out = await runShell(CURL_STATUS + fillIn(quickstart[2]!, 'KEY', liveKey), env, ROOT);
     expect(out).toContain('webhook.test');
+    // The publish is created.
+    expect(curlStatuses(out).map((c) => [c.status, c.method, new URL(c.url).pathname])).toEqual([[201, 'POST', '/api/v1/events']]);
+    // `deliveries list`: the audit table, the signed test's delivery a success with 200 and the event's delivery there.
+    expect(out).toMatch(/^ID\s+EVENT_TYPE\s+STATUS\s+ATTEMPTS\s+CODE\s+CREATED_AT$/m);
+    expect(out).toMatch(/^[0-9a-f-]{36}\s+webhook\.test\s+success\s+1\s+200\s/m);
+    expect(out).toMatch(/^[0-9a-f-]{36}\s+crm\.demand\.created\s+(pending|success)\s/m);
+    // `events tail --after 0`: the published event at its cursor, and the cursor to resume from.
+    const published = out.match(/^\s*(\d+)\s+\S+\s+crm\.demand\.created\s+[0-9a-f-]{36}$/m);
+    expect(published).not.toBeNull();
+    const resume = out.match(/^cursor (\d+) \(resume with --after \1\)$/m);
+    expect(Number(resume?.[1])).toBeGreaterThanOrEqual(Number(published![1]));
     for (const printed of [
       /verified {2}webhook\.test/,
       /verified {2}crm\.demand\.created {2}crm:demand:dem_1:1/,
@@ -110,10 +135,30 @@ describe('README.md, run as written', () => {
     ])
       await listen.waitFor(printed, 20_000);
     expect(listen.output()).not.toContain('refused');
+    // Once they are in, the block's `deliveries list` line shows what its comment says: the test, the event and
+    // the three statuses, each a success with 200.
+    const listLine = quickstart[2]!.split('\n').find((l) => l.startsWith('npx webhooks deliveries list --endpoint $ID'))!;
+    const endpoints = JSON.parse(await runShell('npx webhooks endpoints list --json', env, ROOT)) as {
+      data: { id: string; url: string }[];
+    };
+    const id = endpoints.data.find((e) => e.url === `https://localhost:${listenPort}/hooks`)!.id;
+    const wanted = ['webhook.test', 'crm.demand.created', 'chatapp.message.sent', 'chatapp.message.delivered', 'chatapp.message.read'];
+    const shown = async () => {
+      const table = await runShell(`ID=${id}\n${listLine}`, env, ROOT);
+      return wanted.every((type) =>
+        new RegExp(`^[0-9a-f-]{36}\\s+${type.replaceAll('.', '\\.')}\\s+success\\s+\\d+\\s+200\\s`, 'm').test(table),
+      );
+    };
+    await expect.poll(shown, { timeout: 30_000, interval: 500 }).toBe(true);
   }, 150_000);
 
   it('the session with curl: the endpoint verifies, its delivery is read and resent by id', async () => {
-    const out = await runShell(session, env, ROOT);
+    const out = await runShell(CURL_STATUS + session, env, ROOT);
+    // Every curl got an answer of success, but the resend of a delivered delivery, which the README says is 409.
+    const statuses = curlStatuses(out);
+    expect(statuses.length).toBeGreaterThanOrEqual(15);
+    const refused = statuses.filter((c) => c.status < 200 || c.status >= 300);
+    expect(refused.filter((c) => !(c.status === 409 && c.method === 'POST' && c.url.endsWith('/resend')))).toEqual([]);
     // curl prints no newline after a body: the answers are read from the whole output.
     expect(out.match(/"success":true/g)).toHaveLength(2);
     expect(out).toContain('"attempts_log"');
@@ -121,6 +166,95 @@ describe('README.md, run as written', () => {
     const errors = [...out.matchAll(/"error":\{"code":"(\w+)"/g)].map((m) => m[1]);
     expect(errors.filter((code) => code !== 'not_resendable')).toEqual([]);
     expect(out).toMatch(/"recovered":\d+/);
+  }, 120_000);
+});
+
+describe('README.md: the operator CLI and the MCP server, run as written', () => {
+  it('webhooks-admin makes an Account and a key that the API accepts', async () => {
+    const [createAccount, createKey] = shBlock(readme, '## Operator CLI').trim().split('\n');
+    expect(createKey).toContain('--account ID');
+    const account = await runShell(createAccount!, env, ROOT);
+    const accountId = account.match(/^id\s+([0-9a-f-]{36})$/m)?.[1];
+    expect(accountId, account).toBeDefined();
+    expect(account).toMatch(/^name\s+Acme$/m);
+    const key = JSON.parse(await runShell(createKey!.replace('--account ID', `--account ${accountId}`), env, ROOT));
+    expect(key).toMatchObject({ account_id: accountId, environment: 'live', scopes: ['webhooks:read', 'events:read'] });
+    const listed = await fetch(`http://127.0.0.1:${port}/api/v1/webhooks`, { headers: { 'x-api-key': key.key } });
+    expect(listed.status).toBe(200);
+    expect(await listed.json()).toMatchObject({ data: [] });
+  }, 60_000);
+
+  it('npx webhooks-mcp answers the MCP handshake and lists the endpoints', async () => {
+    const block = shBlock(readme, '## MCP server');
+    expect(block).toContain('WEBHOOKS_API_KEY=wh_live_…');
+    const transport = new StdioClientTransport({
+      command: 'bash',
+      args: ['-c', block.replace('wh_live_…', liveKey)],
+      cwd: ROOT,
+      env: env as Record<string, string>,
+      stderr: 'pipe',
+    });
+    const client = new Client({ name: 'readme-test', version: '1.0.0' });
+    try {
+      await client.connect(transport);
+      expect(client.getServerVersion()?.name).toBe('webhook-platform');
+      const listed = await client.callTool({ name: 'list_endpoints', arguments: {} });
+      expect(listed.isError).toBeFalsy();
+      const [first] = listed.content as { type: string; text: string }[];
+      // The quickstart's endpoint, through the base url the README gives.
+      expect(first!.text).toContain(`https://localhost:${listenPort}/hooks`);
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+});
+
+describe('packages/cli/README.md, run as written', () => {
+  /**
+   * The synopsis block's commands, each with the options its line names: `a|b` and `… | get ID`
+   * are alternatives, a placeholder (upper case, `…`, brackets) ends the command's words.
+   */
+  function synopsis(block: string): { path: string; options: string[] }[] {
+    const out: { path: string; options: string[] }[] = [];
+    for (const line of block.split('\n')) {
+      const code = line.replace(/\s#.*$/, '').trim();
+      if (!code.startsWith('webhooks ')) continue;
+      let path: string[] = [];
+      for (const segment of code.slice('webhooks '.length).split(/\s\|\s/)) {
+        const words = segment.trim().split(/\s+/);
+        const lead = words.findIndex((w) => !/^[a-z][a-z|-]*$/.test(w));
+        const commandWords = lead < 0 ? words : words.slice(0, lead);
+        const options = segment.match(/--[a-z][a-z-]*/g) ?? [];
+        if (commandWords.length === 0) {
+          // An alternative of options (`(--text BODY | --template NAME)`): the commands before take them too.
+          for (const c of out.slice(-1)) c.options.push(...options);
+          continue;
+        }
+        // `contacts list … | get ID`: the alternative replaces the last word.
+        path = path.length === 0 ? commandWords : [...path.slice(0, -commandWords.length), ...commandWords];
+        const last = path.at(-1)!;
+        for (const alt of last.split('|')) out.push({ path: [...path.slice(0, -1), alt].join(' '), options: [...options] });
+      }
+    }
+    return out;
+  }
+
+  it('each command of the synopsis exists, with the options its line names', async () => {
+    const [block, devMode] = shBlocks(cliReadme);
+    const commands = synopsis(block!);
+    expect(commands.length).toBeGreaterThanOrEqual(30);
+    // The README writes `webhooks`: the bin `npm install` links, on the PATH as a package manager puts it.
+    const pathEnv = { ...env, PATH: `${path.join(ROOT, 'node_modules/.bin')}:${env.PATH}` };
+    const script = ['webhooks --help', ...commands.map((c) => `echo "=== ${c.path}"; webhooks ${c.path} --help`)].join('\n');
+    const out = await runShell(script, pathEnv, ROOT);
+    const [rootHelp, ...helps] = out.split(/^=== .*$/m);
+    expect(helps).toHaveLength(commands.length);
+    commands.forEach((c, i) => {
+      expect(helps[i], c.path).toMatch(new RegExp(`^Usage: webhooks ${c.path} `, 'm'));
+      for (const option of c.options) expect(`${helps[i]}${rootHelp}`, `${c.path} ${option}`).toContain(option);
+    });
+    // Its second block starts the service in development mode, as the quickstart's Terminal 1 (run above) does.
+    expect(quickstart[0]).toContain(devMode!.trim());
   }, 120_000);
 });
 

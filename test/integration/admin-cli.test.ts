@@ -33,6 +33,7 @@ function run(file: string, args: string[], env: Record<string, string> = {}): Pr
 }
 
 const admin = (...args: string[]) => run(process.execPath, [BIN, ...args]);
+const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 /** The `field  value` lines of a record, as a map. */
 const fields = (stdout: string) =>
@@ -44,11 +45,21 @@ const fields = (stdout: string) =>
   );
 
 describe('webhooks-admin', () => {
-  it('is the root package bin and npm run admin; npm run cli is the same tool with --json', () => {
+  it('is the root package bin and npm run admin; npm run cli is the same tool with --json', async () => {
     const pkg = JSON.parse(fs.readFileSync(path.join(projectRoot, 'package.json'), 'utf8'));
     expect(pkg.bin).toEqual({ 'webhooks-admin': './cli/webhooks-admin.js' });
-    expect(pkg.scripts.admin).toBe('tsx cli/main.ts');
-    expect(pkg.scripts.cli).toBe('tsx cli/main.ts --json');
+    // npm run admin runs the same tool: the same usage, and a record by default.
+    const npmRun = (script: string, ...args: string[]) => run(NPM, ['run', '--silent', script, '--', ...args]);
+    const [binHelp, adminHelp] = [await admin('--help'), await npmRun('admin', '--help')];
+    expect(adminHelp).toMatchObject({ code: 0, stdout: binHelp.stdout });
+    expect(binHelp.stdout).toContain('usage: webhooks-admin');
+    const created = await npmRun('admin', 'account', 'create', '--name', 'Run Co', '--owner-email', 'run@admin.test');
+    expect(created.code, created.stderr).toBe(0);
+    expect(fields(created.stdout).get('name')).toBe('Run Co');
+    // npm run cli: the same command answers JSON.
+    const json = await npmRun('cli', 'account', 'create', '--name', 'Json Co', '--owner-email', 'json@admin.test');
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ name: 'Json Co', plan: 'free' });
   });
 
   it('prints a record by default and JSON with --json', async () => {
@@ -115,8 +126,7 @@ describe('webhooks-admin', () => {
   });
 
   it('npm run --silent cli prints the JSON that the README pipes into a field', async () => {
-    const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-    const result = await run(npm, [
+    const result = await run(NPM, [
       'run',
       '--silent',
       'cli',

@@ -8,7 +8,7 @@
 import crypto from 'node:crypto';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { createTenant, testDb } from '../support/harness.js';
+import { createTenant, eventually, testDb } from '../support/harness.js';
 
 async function endpoint(accountId: string): Promise<string> {
   const { rows } = await testDb().query<{ id: string }>(
@@ -75,11 +75,22 @@ describe('deliveries name endpoints of their own Account', () => {
     const [writer, deleter] = [await session(), await session()];
     await deleter.query('BEGIN');
     await deleter.query(`DELETE FROM endpoints WHERE id = $1`, [id]);
-    const write = writer.query(INSERT, [[t.accountId], [id]]).then(
-      () => 'written',
-      (err: { code?: string }) => err.code,
-    );
-    await new Promise((r) => setTimeout(r, 300));
+    const pid = async (c: pg.Client) => (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    const [writerPid, deleterPid] = [await pid(writer), await pid(deleter)];
+    let settled = false;
+    const write = writer
+      .query(INSERT, [[t.accountId], [id]])
+      .then(
+        () => 'written',
+        (err: { code?: string }) => err.code,
+      )
+      .finally(() => (settled = true));
+    // It waits: Postgres shows the writer blocked by the deleter's uncommitted transaction.
+    await eventually(async () => {
+      const { rows } = await testDb().query<{ blockers: number[] }>('SELECT pg_blocking_pids($1) AS blockers', [writerPid]);
+      return rows[0]!.blockers.includes(deleterPid);
+    });
+    expect(settled).toBe(false);
     await deleter.query('COMMIT');
     expect(await write).toBe('23503');
     expect(await deliveriesOf(id)).toBe(0);

@@ -233,7 +233,8 @@ describe('due-delivery router', () => {
   });
 
   it('with direct sessions: a started one costs no signal; one for the workflow is signalled as before; a busy endpoint is looked at again when the lease of its holder would lapse', async () => {
-    const [started, toWorkflow, busy, freedBusy, busyHere] = [
+    const [started, toWorkflow, busy, freedBusy, busyHere, marker] = [
+      await endpointWithDelivery(),
       await endpointWithDelivery(),
       await endpointWithDelivery(),
       await endpointWithDelivery(),
@@ -246,6 +247,7 @@ describe('due-delivery router', () => {
       [busy, [{ kind: 'busy', inMs: 1_000, elsewhere: true }, { kind: 'started' }]],
       [freedBusy, [{ kind: 'busy', inMs: 60_000, elsewhere: true }, { kind: 'started' }]],
       [busyHere, [{ kind: 'busy', inMs: 60_000, elsewhere: false }, { kind: 'started' }]],
+      [marker, [{ kind: 'started' }]],
     ]);
     const asked: string[] = [];
     const freed: ((due: DueEndpoint) => void)[] = [];
@@ -258,6 +260,16 @@ describe('due-delivery router', () => {
       onFreed: (listener) => freed.push(listener),
       close: async () => {},
     };
+    const askedAbout = (id: string) => asked.filter((a) => a === id).length;
+    /**
+     * Every piece of news notified before has been routed: the router hears one connection's
+     * notifications in order and asks about the marker (answered `started`, no session opens) at once.
+     */
+    const routedSoFar = async () => {
+      const before = askedAbout(marker);
+      await notifyDue(db, channel, [{ endpointId: marker, accountId }]);
+      await eventually(async () => askedAbout(marker) > before);
+    };
     const r = router(0, 60_000, direct);
     await r.ready;
     await notifyDue(
@@ -266,20 +278,20 @@ describe('due-delivery router', () => {
       [started, toWorkflow, busy, freedBusy, busyHere].map((endpointId) => ({ endpointId, accountId })),
     );
     await eventually(async () => (await wakeSignals(toWorkflow)) === 1);
-    // The busy one: asked once; more news meanwhile is its holder's to hear (no statements here)...
-    await eventually(async () => asked.includes(busy));
-    const askedAt = Date.now();
-    for (let i = 0; i < 3; i++) await notifyDue(db, channel, [{ endpointId: busy, accountId }]);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    if (Date.now() - askedAt < 1_000) expect(asked.filter((id) => id === busy)).toHaveLength(1);
-    // ...then asked again once its holder's lease would have lapsed (1 s), not signalled.
+    // One held by another worker's session: asked once; more news before its holder's lease would
+    // lapse (a minute) is its holder's to hear (no statements here)...
+    await eventually(async () => asked.includes(freedBusy));
+    for (let i = 0; i < 3; i++) await notifyDue(db, channel, [{ endpointId: freedBusy, accountId }]);
+    await routedSoFar();
+    expect(askedAbout(freedBusy)).toBe(1);
+    // ...and one whose holder's lease would lapse in 1 s is asked about again then, not signalled.
     await eventually(async () => asked.filter((id) => id === busy).length === 2);
     // Held by a session of this worker (ending: it may give the lease back with nothing due), news is asked about again at once.
     await notifyDue(db, channel, [{ endpointId: busyHere, accountId }]);
     await eventually(async () => asked.filter((id) => id === busyHere).length === 2, 5_000);
     // More news for the endpoint just signalled goes to its workflow's interval, not to a direct session again.
     await notifyDue(db, channel, [{ endpointId: toWorkflow, accountId }]);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await routedSoFar();
     expect(asked.filter((id) => id === toWorkflow)).toHaveLength(1);
     expect(await wakeSignals(started)).toBe(0);
     expect(await wakeSignals(busy)).toBe(0);

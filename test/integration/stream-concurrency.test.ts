@@ -70,7 +70,7 @@ describe('stream cursors under concurrency', () => {
     await writeWhileReading([testDb()], 8, 2000);
   });
 
-  it('the same with two batches in flight in each of two processes (64 writers each)', async () => {
+  it('the same with two batches in flight in each of two pools, as two processes have (a batcher per pool; 64 writers each)', async () => {
     const dbs = [createPool(inject('databaseUrl'), 4), createPool(inject('databaseUrl'), 4)];
     pools.push(...dbs);
     // How many batches of each pool appended their events after waiting for the one before them (appendWholeEvents).

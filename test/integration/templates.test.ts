@@ -148,6 +148,7 @@ describe('templates', () => {
   it('a sync without a provider is 503, a provider refusal 502', async () => {
     const s = await setup();
     const unset = await bed.withProvider(undefined, () => sync(s.tenant.key, s.channelAccountId));
+    expect(unset.status).toBe(503);
     expect(unset.body.error.code).toBe('provider_not_configured');
     const ghost = await createChannelAccount(testDb(), {
       accountId: s.tenant.accountId,

@@ -1,5 +1,6 @@
 /**
- * The client packages as a user gets them: built, packed with `npm pack`, installed from the
+ * The client packages as a user gets them: built (into a temporary copy, never the tree's
+ * packages/<name>/dist, which other test files run at the same time), packed with `npm pack`, installed from the
  * tarballs into an empty project outside this repository (third-party dependencies from the npm
  * cache or registry), then used on plain Node: the SDK imported as ESM against a running API,
  * the `webhooks` bin, and the MCP server's stdio handshake.
@@ -34,17 +35,68 @@ let packed: Packed[];
 let api: TestApi;
 let tenant: Tenant;
 
+/**
+ * Builds a package from the tree's source into a copy of it under `dir` (its manifest, README,
+ * bin and a fresh dist/), never into packages/<name>/dist: other test files run `npx webhooks`
+ * off that dist at the same time. The copy's CLI and MCP compile against the copy's SDK.
+ */
+async function buildCopy(dir: string, name: (typeof PACKAGES)[number]): Promise<string> {
+  const source = path.join(projectRoot, 'packages', name);
+  const copy = path.join(dir, name);
+  fs.mkdirSync(copy, { recursive: true });
+  for (const entry of ['package.json', 'README.md', 'bin']) {
+    if (fs.existsSync(path.join(source, entry))) fs.cpSync(path.join(source, entry), path.join(copy, entry), { recursive: true });
+  }
+  const tsconfig = path.join(copy, 'tsconfig.build.json');
+  fs.writeFileSync(
+    tsconfig,
+    JSON.stringify({
+      extends: path.join(source, 'tsconfig.build.json'),
+      compilerOptions: {
+        outDir: path.join(copy, 'dist'),
+        rootDir: path.join(source, 'src'),
+        typeRoots: [path.join(projectRoot, 'node_modules/@types')],
+        paths: { '@webhook-platform/sdk': [path.join(dir, 'sdk/dist/index.d.ts')] },
+      },
+      include: [path.join(source, 'src')],
+    }),
+  );
+  await exec(path.join(projectRoot, 'node_modules/.bin/tsc'), ['-p', tsconfig], { cwd: copy, timeout: 120_000 });
+  return copy;
+}
+
+/** The tree's packages/<name>/dist as files and their modification times, to show the test left them alone. */
+function treeDists(): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const name of PACKAGES) {
+    const dist = path.join(projectRoot, 'packages', name, 'dist');
+    if (!fs.existsSync(dist)) continue;
+    for (const entry of fs.readdirSync(dist, { withFileTypes: true, recursive: true })) {
+      const file = path.join(entry.parentPath, entry.name);
+      if (entry.isFile()) out[path.relative(projectRoot, file)] = fs.statSync(file).mtimeMs;
+    }
+  }
+  return out;
+}
+let distsBefore: Record<string, number>;
+
 beforeAll(async () => {
+  distsBefore = treeDists();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'webhooks-packages-'));
   const tarballs = path.join(dir, 'tarballs');
   scratch = path.join(dir, 'app');
   fs.mkdirSync(tarballs);
   fs.mkdirSync(scratch);
-  await npm(projectRoot, ['run', 'build:packages']);
-  // Built just above; --ignore-scripts skips each package's prepack, which would build it again.
-  const workspaces = PACKAGES.flatMap((p) => ['-w', `@webhook-platform/${p}`]);
-  const pack = await npm(projectRoot, ['pack', '--ignore-scripts', '--json', '--pack-destination', tarballs, ...workspaces]);
-  packed = JSON.parse(pack.stdout);
+  const copies = path.join(dir, 'packages');
+  // The SDK first: the CLI and the MCP server compile against its declarations.
+  const sdk = await buildCopy(copies, 'sdk');
+  const others = await Promise.all([buildCopy(copies, 'cli'), buildCopy(copies, 'mcp')]);
+  packed = [];
+  for (const copy of [sdk, ...others]) {
+    // Built just above; --ignore-scripts skips the package's prepack, which would build it again.
+    const pack = await npm(copy, ['pack', '--ignore-scripts', '--json', '--pack-destination', tarballs]);
+    packed.push(...(JSON.parse(pack.stdout) as Packed[]));
+  }
   fs.writeFileSync(path.join(scratch, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module' }));
   // The SDK tarball goes in alongside: the CLI depends on @webhook-platform/sdk 0.12.0.
   const files = packed.map((p) => path.join(tarballs, p.filename));
@@ -58,6 +110,10 @@ afterAll(async () => {
 });
 
 describe('the packed client packages', () => {
+  it("are built without touching the tree's packages/*/dist", () => {
+    expect(treeDists()).toEqual(distsBefore);
+  });
+
   it('ship compiled JavaScript with declarations, no TypeScript source and no tsx', () => {
     expect(packed.map((p) => p.filename)).toEqual(PACKAGES.map((p) => `webhook-platform-${p}-${VERSION}.tgz`));
     for (const p of packed) {

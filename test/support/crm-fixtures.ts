@@ -2,6 +2,7 @@
 import crypto from 'node:crypto';
 import { createChannelAccount } from '../../src/db/directory.js';
 import { recordIncomingMessage } from '../../src/db/messaging.js';
+import type { Db } from '../../src/db/pool.js';
 import { createTenant, testDb, type Tenant, type TestApi } from './harness.js';
 
 export interface CrmOrigin {
@@ -12,9 +13,9 @@ export interface CrmOrigin {
   sandbox: { id: string; phoneNumberId: string };
 }
 
-export async function crmOrigin(): Promise<CrmOrigin> {
-  const tenant = await createTenant();
-  const db = testDb();
+/** On the run's shared database unless a test with its own database passes its pool (so do contactOn and eventsOf). */
+export async function crmOrigin(db: Db = testDb()): Promise<CrmOrigin> {
+  const tenant = await createTenant({ db });
   const unique = crypto.randomUUID().slice(0, 8);
   const chatapp = await createChannelAccount(db, {
     accountId: tenant.accountId,
@@ -45,10 +46,11 @@ export async function contactOn(
   o: CrmOrigin,
   channelAccountId: string,
   c: { waId?: string; phone?: string | null; profileName?: string | null; username?: string | null } = {},
+  db: Db = testDb(),
 ) {
   const waId = c.waId ?? `55119${crypto.randomInt(10_000_000, 99_999_999)}`;
   const rows = await recordIncomingMessage(
-    testDb(),
+    db,
     { id: channelAccountId, account_id: o.tenant.accountId },
     {
       wa_id: waId,
@@ -72,8 +74,8 @@ export async function receivingEndpoint(api: TestApi, tenant: Tenant, events: st
   return res.body.data.id as string;
 }
 
-export async function eventsOf(accountId: string, environment = 'live') {
-  const { rows } = await testDb().query<{
+export async function eventsOf(accountId: string, environment = 'live', db: Db = testDb()) {
+  const { rows } = await db.query<{
     id: string;
     type: string;
     idempotency_key: string;

@@ -37,8 +37,9 @@ export interface Tenant {
   customerId: string;
 }
 
-export async function createTenant(opts: { plan?: Plan; createdAt?: Date } = {}): Promise<Tenant> {
-  const db = testDb();
+/** On the run's shared database unless a test with its own database passes its pool. */
+export async function createTenant(opts: { plan?: Plan; createdAt?: Date; db?: Db } = {}): Promise<Tenant> {
+  const db = opts.db ?? testDb();
   const account = await createAccount(db, {
     name: `acct-${crypto.randomUUID().slice(0, 8)}`,
     ownerEmail: 'owner@example.com',

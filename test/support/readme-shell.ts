@@ -18,6 +18,25 @@ export function shBlock(markdown: string, heading: string): string {
   return block[1]!;
 }
 
+/** Every ```sh block of a markdown file, in order. */
+export function shBlocks(markdown: string): string[] {
+  return [...markdown.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+}
+
+/**
+ * A shell function that stands in for curl in a README block: the same call, and after it a line
+ * `curl: HTTP <status> <method> <url>` on stderr (the block's stdout and what it captures are
+ * unchanged), so a test sees every answer's status, not just curl's exit status.
+ */
+export const CURL_STATUS = `curl() { command curl -w '%{stderr}\\ncurl: HTTP %{http_code} %{method} %{url_effective}\\n' "$@"; }
+`;
+
+/** The statuses CURL_STATUS reported, in order. */
+export function curlStatuses(output: string): { status: number; method: string; url: string }[] {
+  // Not anchored at a line's start: the body before it, on stdout, ends without a newline.
+  return [...output.matchAll(/curl: HTTP (\d+) (\S+) (\S+)$/gm)].map((m) => ({ status: Number(m[1]), method: m[2]!, url: m[3]! }));
+}
+
 /** The parts of a block that begin with `# Terminal N:` comments, in order. */
 export function terminals(block: string): string[] {
   return block.split(/^(?=# Terminal \d+:)/m).filter((part) => part.startsWith('# Terminal'));
