@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { findUnstorableText, UNSTORABLE_REASON } from '../core/storable-text.js';
 import { DomainError } from '../core/domain-error.js';
+import { isRecord } from '../core/is-record.js';
 import { fieldCode } from './validation.js';
 
 const LIMIT = '256kb';
@@ -15,9 +16,11 @@ export async function readRawBody(ctx: Context): Promise<Buffer> {
 }
 
 /**
- * The JSON body; an empty body reads as `{}` so bodiless POSTs and PATCHes are fine. A body
- * with text Postgres cannot store is 422 here, for every route at once: `code` when the route
- * has one for all its fields (invalid_event), else the failing field's code (invalid_url...).
+ * The JSON body; an empty body reads as `{}` so bodiless POSTs and PATCHes are fine. Every route
+ * takes an object: any other JSON (`null`, an array, a number, a string, a boolean) is 422
+ * invalid_request here, for every route at once, before a route reads a field of it. A body
+ * with text Postgres cannot store is 422 here too: `code` when the route has one for all its
+ * fields (invalid_event), else the failing field's code (invalid_url...).
  */
 export async function readJson(ctx: Context, code?: string): Promise<unknown> {
   const raw = await readRawBody(ctx);
@@ -32,6 +35,7 @@ export async function readJson(ctx: Context, code?: string): Promise<unknown> {
   } catch {
     throw new DomainError(400, 'invalid_json', 'request body is not valid JSON');
   }
+  if (!isRecord(body)) throw new DomainError(422, 'invalid_request', 'request body must be a JSON object');
   // Valid JSON can only carry a NUL or a lone surrogate as a \u escape (raw control characters
   // are invalid JSON, and bytes that are not UTF-8 decode as U+FFFD): without one, skip the walk.
   const field = raw.includes('\\u') ? findUnstorableText(body) : undefined;
