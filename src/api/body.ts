@@ -5,12 +5,13 @@ import { DomainError } from '../core/domain-error.js';
 import { isRecord } from '../core/is-record.js';
 import { fieldCode } from './validation.js';
 
-const LIMIT = '256kb';
+/** Every body's limit (256 KiB), unless its route names a larger one (a broadcast's recipients). */
+export const DEFAULT_BODY_LIMIT_BYTES = 256 * 1024;
 
 /** The exact request bytes: signatures are checked over these, never over re-serialized JSON. */
-export async function readRawBody(ctx: Context): Promise<Buffer> {
+export async function readRawBody(ctx: Context, limitBytes = DEFAULT_BODY_LIMIT_BYTES): Promise<Buffer> {
   if (ctx.state.rawBody) return ctx.state.rawBody as Buffer;
-  const raw = await getRawBody(ctx.req, { limit: LIMIT, length: ctx.request.length });
+  const raw = await getRawBody(ctx.req, { limit: limitBytes, length: ctx.request.length });
   ctx.state.rawBody = raw;
   return raw;
 }
@@ -22,8 +23,8 @@ export async function readRawBody(ctx: Context): Promise<Buffer> {
  * with text Postgres cannot store is 422 here too: `code` when the route has one for all its
  * fields (invalid_event), else the failing field's code (invalid_url...).
  */
-export async function readJson(ctx: Context, code?: string): Promise<unknown> {
-  const raw = await readRawBody(ctx);
+export async function readJson(ctx: Context, code?: string, opts: { limitBytes?: number } = {}): Promise<unknown> {
+  const raw = await readRawBody(ctx, opts.limitBytes);
   if (raw.length === 0) return {};
   const type = ctx.request.type;
   if (type && type !== 'application/json' && !type.endsWith('+json')) {

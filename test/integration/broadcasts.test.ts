@@ -5,9 +5,11 @@
  */
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_RECIPIENTS_BODY_BYTES } from '../../src/core/broadcast-recipients.js';
 import { promoteOnBroadcastReply } from '../../src/crm/broadcast-reply.js';
 import { createChannelAccount } from '../../src/db/directory.js';
 import { createTenant, eventually, testDb, type Tenant } from '../support/harness.js';
+import { recipientsBody } from '../support/broadcast-bodies.js';
 import { connectChatappNumber, startApiWithProvider, type ApiWithProvider, unreachableProvider } from '../support/local-provider.js';
 
 let bed: ApiWithProvider;
@@ -127,6 +129,34 @@ describe('broadcasts', () => {
       const res = await bed.api.request('POST', `/api/v1/broadcasts/${id}/recipients`, { key: s.tenant.key, body });
       expect([res.status, res.body.error.code], JSON.stringify(body)).toEqual([422, 'invalid_request']);
     }
+  });
+
+  it('1000 maximal recipients (32-character numbers, 4096 bytes of components each) are taken in one call; one byte more than that is 413 payload_too_large', async () => {
+    const s = await setup();
+    const id = await draft(s);
+    const body = recipientsBody(1000);
+    expect(Buffer.byteLength(body)).toBe(MAX_RECIPIENTS_BODY_BYTES);
+    const taken = await bed.api.request('POST', `/api/v1/broadcasts/${id}/recipients`, {
+      key: s.tenant.key,
+      rawBody: body,
+      headers: { 'content-type': 'application/json' },
+    });
+    expect([taken.status, taken.body.data?.added, taken.body.data?.errors]).toEqual([200, 1000, []]);
+
+    const over = await bed.api.request('POST', `/api/v1/broadcasts/${await draft(s)}/recipients`, {
+      key: s.tenant.key,
+      rawBody: `${body} `,
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(over.status).toBe(413);
+    expect(over.body).toEqual({ error: { code: 'payload_too_large', message: expect.any(String) } });
+    // Other routes keep 256 KiB.
+    const big = await create(s.tenant.key, {
+      channel_account_id: s.channelAccountId,
+      template: { name: 'order_update', language: 'en_US' },
+      name: 'x'.repeat(256 * 1024),
+    });
+    expect(big.status).toBe(413);
   });
 
   it('1000 recipients in one call are taken, 1001 are refused whole', async () => {
