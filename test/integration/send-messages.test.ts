@@ -307,6 +307,43 @@ describe('a send the provider accepted keeps its Idempotency-Key bound to it', (
     expect(sentTo(s, '15550004444')).toHaveLength(1);
   });
 
+  it('when marking the key fails too (Postgres still down), the mark is retried: past the abandonment minute the key still does not send again', async () => {
+    const s = await setup();
+    const body = { channel_account_id: s.chatapp, to: '15550007777', type: 'text', text: { body: 'Blip' } };
+    const name = `blip_${s.chatapp.replace(/-/g, '_')}`;
+    // The registration fails, and so does the first attempt to mark the key (a sequence is not rolled back).
+    await testDb().query(
+      `CREATE SEQUENCE ${name}_marks;
+       CREATE FUNCTION ${name}_msg() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+         IF NEW.channel_account_id = '${s.chatapp}' THEN RAISE EXCEPTION 'registration refused by the test'; END IF;
+         RETURN NEW; END $$;
+       CREATE TRIGGER ${name}_msg BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION ${name}_msg();
+       CREATE FUNCTION ${name}_key() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+         IF NEW.key = '${name}' AND NEW.outcome_unknown_at IS NOT NULL AND nextval('${name}_marks') = 1 THEN
+           RAISE EXCEPTION 'mark refused by the test'; END IF;
+         RETURN NEW; END $$;
+       CREATE TRIGGER ${name}_key BEFORE UPDATE ON message_idempotency_keys FOR EACH ROW EXECUTE FUNCTION ${name}_key()`,
+    );
+    let first;
+    try {
+      first = await withKey(s.tenant.key, name, body);
+    } finally {
+      await testDb().query(
+        `DROP TRIGGER ${name}_msg ON messages; DROP FUNCTION ${name}_msg();
+         DROP TRIGGER ${name}_key ON message_idempotency_keys; DROP FUNCTION ${name}_key(); DROP SEQUENCE ${name}_marks`,
+      );
+    }
+    expect(first.status).toBeGreaterThanOrEqual(500);
+    expect(sentTo(s, '15550007777')).toHaveLength(1);
+    await testDb().query(
+      `UPDATE message_idempotency_keys SET reserved_at = now() - interval '2 minutes' WHERE key = $1 AND account_id = $2`,
+      [name, s.tenant.accountId],
+    );
+    const retry = await withKey(s.tenant.key, name, body);
+    expect(retry.body.error?.code).toBe('send_outcome_unknown');
+    expect(sentTo(s, '15550007777')).toHaveLength(1);
+  });
+
   it('a 2xx without a message id is 502, and a retry with the same key is 409 send_outcome_unknown without a second send', async () => {
     const s = await setup();
     const body = { channel_account_id: s.chatapp, to: '15550005555', type: 'text', text: { body: 'No id' } };

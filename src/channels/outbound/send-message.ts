@@ -18,7 +18,9 @@ import { blocksSending, tokenStatusOfSubcode } from '../../core/token-status.js'
 import { getChannelAccountFor, recordTokenStatus, type ChannelAccountRow } from '../../db/channel-accounts.js';
 import { registerOutboundMessage, upsertContact, upsertConversation, type MessageRow } from '../../db/messaging.js';
 import { inTransaction, type Db } from '../../db/pool.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  ABANDONED_AFTER_SECONDS,
   completeIdempotencyKey,
   markIdempotencyKeyUnknown,
   releaseIdempotencyKey,
@@ -217,9 +219,35 @@ export async function sendMessage(
   try {
     return await send({ ...deps, providerApi }, principal, r, scope, progress);
   } catch (err) {
-    if (progress.accepted || (err instanceof DomainError && err.code === OUTCOME_UNKNOWN)) {
-      await markIdempotencyKeyUnknown(deps.db, scope);
-    } else await releaseIdempotencyKey(deps.db, scope);
+    if (progress.accepted || (err instanceof DomainError && err.code === OUTCOME_UNKNOWN)) await keepKeyBound(deps.db, scope);
+    else await releaseIdempotencyKey(deps.db, scope);
     throw err;
+  }
+}
+
+/** Pause between attempts to mark a key; the attempts end well before a reservation counts as abandoned. */
+const MARK_RETRY_MS = 1_000;
+const MARK_ATTEMPTS = Math.floor(ABANDONED_AFTER_SECONDS / 2);
+
+/**
+ * Marks the key of a send the provider took or may have taken. Retried: the failure that got us
+ * here may be Postgres itself, and a reservation left unmarked is taken over as abandoned after a
+ * minute, which would send the message again.
+ */
+async function keepKeyBound(db: Db, scope: IdempotencyScope): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await markIdempotencyKeyUnknown(db, scope);
+      return;
+    } catch (err) {
+      if (attempt >= MARK_ATTEMPTS) {
+        logger.error(
+          { err, key: scope.key, accountId: scope.accountId },
+          'the Idempotency-Key of a send the provider took could not be kept',
+        );
+        return;
+      }
+      await sleep(MARK_RETRY_MS);
+    }
   }
 }
