@@ -25,7 +25,7 @@ export async function promoteOnBroadcastReply(
   if (stageKey === undefined) return;
   const principal = { accountId: channelAccount.account_id, environment: channelAccount.environment };
   const promoted = await inTransaction(deps.db, async (tx) => {
-    if (!(await claimReplyPromotion(tx, { replyMessageId: reply.messageId, contactId: reply.contactId }))) return false;
+    if (!(await claimReplyPromotion(tx, reply.messageId))) return false;
     return applyContactEdit(tx, principal, { contactId: reply.contactId, stageKey, changedBy: 'auto', onlyForward: true });
   });
   if (promoted) await emitContactCrmEvents(deps, reply.contactId);

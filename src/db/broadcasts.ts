@@ -246,10 +246,9 @@ export async function replyStageOf(
  * Inside the promotion's transaction: true for the first claim of this reply message, false once
  * it was handled (a concurrent claim waits for the first one's commit, then finds it).
  */
-export async function claimReplyPromotion(db: Queryable, r: { replyMessageId: string; contactId: string }): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `INSERT INTO broadcast_reply_promotions (reply_message_id, contact_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
-    [r.replyMessageId, r.contactId],
-  );
+export async function claimReplyPromotion(db: Queryable, replyMessageId: string): Promise<boolean> {
+  const { rowCount } = await db.query(`INSERT INTO broadcast_reply_promotions (reply_message_id) VALUES ($1) ON CONFLICT DO NOTHING`, [
+    replyMessageId,
+  ]);
   return rowCount === 1;
 }
