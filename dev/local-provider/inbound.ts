@@ -18,6 +18,8 @@ const inboundMessage = z.object({
   text: z.string().default('Hello'),
   /** The wamid of a message this one replies to (a broadcast, for example). */
   context_id: z.string().optional(),
+  /** The wamid of a message sent before: the provider delivers the same message again. */
+  message_id: z.string().min(1).optional(),
   /** A click-to-chat ad: the contact enters a free-entry-point window. */
   referral: z.looseObject({ source_id: z.string(), source_url: z.string(), source_type: z.string() }).optional(),
 });
@@ -97,7 +99,7 @@ type Koa = Parameters<typeof jsonBody>[0];
 async function contactWrites(ctx: LocalProviderContext, koa: Koa): Promise<void> {
   const m = await input(koa, inboundMessage);
   if (!m) return;
-  const id = newMessageId();
+  const id = m.message_id ?? newMessageId();
   if (m.referral) ctx.state.freeEntryPoints.set(m.from, unix() + FEP_SECONDS);
   const message = {
     from: m.from,

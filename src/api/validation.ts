@@ -40,11 +40,11 @@ export async function refuseUnstorableInput(ctx: Context, next: Next): Promise<v
   await next();
 }
 
-/** `code`, when given, is the error code of every failing field (a route with one code for its whole body). */
+/**
+ * `code`, when given, is the error code of every failing field (a route with one code for its
+ * whole body). `body` is an object already: readJson refuses any other JSON.
+ */
 export function parseBody<S extends z.ZodType>(schema: S, body: unknown, code?: string): z.infer<S> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new DomainError(422, 'invalid_request', 'request body must be a JSON object');
-  }
   const result = schema.safeParse(body);
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;

@@ -6,6 +6,22 @@
 import { isRecord } from './is-record.js';
 
 export const MAX_RECIPIENTS_PER_CALL = 1000;
+/** A phone number as people write it (`+55 (11) 98765-4321` is 19); longer is no number. */
+export const MAX_TO_RECIPIENT_CHARS = 32;
+/** A recipient's `components`, as compact JSON (JSON.stringify) in UTF-8: a template's parameters. */
+export const MAX_COMPONENTS_BYTES = 4096;
+
+/**
+ * The body limit of POST /broadcasts/{id}/recipients: 1000 maximal items in compact JSON.
+ * Envelope `{"recipients":[]}` 17 bytes; an item `{"to_recipient":"…","components":…}` is 33
+ * bytes of frame + 32 (to_recipient, ASCII only) + 4096 (components) = 4161; 999 commas between
+ * items. 17 + 1000 × 4161 + 999 = 4,162,016 bytes (about 3.97 MiB); the 256 KiB of other routes
+ * would leave each of 1000 items 262 bytes.
+ */
+export const MAX_RECIPIENTS_BODY_BYTES =
+  '{"recipients":[]}'.length +
+  MAX_RECIPIENTS_PER_CALL * ('{"to_recipient":"","components":}'.length + MAX_TO_RECIPIENT_CHARS + MAX_COMPONENTS_BYTES) +
+  (MAX_RECIPIENTS_PER_CALL - 1);
 
 export type RecipientRefusal = 'not_an_object' | 'missing_to_recipient' | 'invalid_to_recipient' | 'invalid_components' | 'unknown_field';
 
@@ -60,13 +76,13 @@ function judgeItem(item: unknown, index: number): Omit<AcceptedRecipient, 'index
     return { index, reason: 'missing_to_recipient', message: 'to_recipient is required' };
   }
   if (typeof given !== 'string') return { index, reason: 'invalid_to_recipient', message: 'to_recipient must be a string' };
-  const toRecipient = normalizePhoneNumber(given);
+  const toRecipient = given.length <= MAX_TO_RECIPIENT_CHARS ? normalizePhoneNumber(given) : undefined;
   if (!toRecipient) {
     return {
       index,
       ...to,
       reason: 'invalid_to_recipient',
-      message: `to_recipient is not an international phone number (${MIN_DIGITS} to ${MAX_DIGITS} digits, country code first)`,
+      message: `to_recipient is not an international phone number (${MIN_DIGITS} to ${MAX_DIGITS} digits, country code first, at most ${MAX_TO_RECIPIENT_CHARS} characters)`,
     };
   }
   const components = item.components;
@@ -75,6 +91,9 @@ function judgeItem(item: unknown, index: number): Omit<AcceptedRecipient, 'index
     const bad = components.findIndex((c) => !isRecord(c) || typeof c.type !== 'string' || c.type.length === 0);
     if (bad >= 0) {
       return { index, ...to, reason: 'invalid_components', message: `components[${bad}] must be an object with a type` };
+    }
+    if (Buffer.byteLength(JSON.stringify(components)) > MAX_COMPONENTS_BYTES) {
+      return { index, ...to, reason: 'invalid_components', message: `components must be at most ${MAX_COMPONENTS_BYTES} bytes of JSON` };
     }
     return { toRecipient, components: components as Record<string, unknown>[] };
   }

@@ -14,7 +14,7 @@ import { DomainError, notFound } from '../core/domain-error.js';
 import { getContact, updateContact, type ContactChanges, type ContactRow, type Scope } from '../db/contacts.js';
 import { enqueueCrmEvent } from '../db/crm-outbox.js';
 import { inTransaction, type Queryable } from '../db/pool.js';
-import { findStageByKey, type StageRef } from '../db/stages.js';
+import { findStageByKey, stagePosition, type StageRef } from '../db/stages.js';
 import type { IngestDeps } from '../events/deps.js';
 import type { StoredEvent } from '../events/store-event.js';
 import { emitContactCrmEvents } from './outbox.js';
@@ -28,6 +28,8 @@ export interface ContactEdit {
   changedBy?: ChangedBy;
   /** Only move the contact when it is still on this stage (a stage being deleted). */
   onlyFromStageId?: string;
+  /** Only move the contact further down the funnel than its stage (a broadcast reply's promotion). */
+  onlyForward?: boolean;
   profileName?: string | null;
   /** Merged into the stored metadata; a null value removes its key. */
   metadata?: Record<string, unknown>;
@@ -83,7 +85,8 @@ export async function applyContactEdit(tx: Queryable, principal: Scope, edit: Co
   const moves =
     edit.stageKey !== undefined &&
     (previous?.id ?? null) !== (next?.id ?? null) &&
-    (edit.onlyFromStageId === undefined || previous?.id === edit.onlyFromStageId);
+    (edit.onlyFromStageId === undefined || previous?.id === edit.onlyFromStageId) &&
+    (!edit.onlyForward || (target !== null && target !== undefined && (await isFurtherDown(tx, target, previous))));
   if (moves) changes.stageId = next?.id ?? null;
   await updateContact(tx, contact.id, changes);
   if (!moves) return false;
@@ -100,6 +103,13 @@ export async function applyContactEdit(tx: Queryable, principal: Scope, edit: Co
     occurredAt,
   });
   return true;
+}
+
+/** Read under the contact's row lock, so the stage compared is the one the contact is on now. */
+async function isFurtherDown(tx: Queryable, target: { position: number }, previous: StageRef | null): Promise<boolean> {
+  if (!previous) return true;
+  const position = await stagePosition(tx, previous.id);
+  return position === undefined || position < target.position;
 }
 
 /** The payload of SPEC 6.3: phone_number_id only for chatapp contacts, null fields omitted. */

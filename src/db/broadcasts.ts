@@ -224,23 +224,31 @@ export async function listRecipients(
 }
 
 /**
- * The stage a reply promotes its contact to: the reply stage of the broadcast that sent the
- * message replied to, when it lies further down the funnel than the contact's stage (a
- * promotion never moves a contact back). Undefined when the reply promotes nobody.
+ * The reply stage of the broadcast that sent the message replied to; undefined when there is
+ * none. Whether it lies further down the funnel than the contact's stage is decided under the
+ * contact's row lock (applyContactEdit's `onlyForward`), not here.
  */
-export async function replyPromotion(
+export async function replyStageOf(
   db: Queryable,
-  r: { channelAccountId: string; repliedToExternalId: string; contactId: string },
+  r: { channelAccountId: string; repliedToExternalId: string },
 ): Promise<string | undefined> {
   const { rows } = await db.query<{ key: string }>(
     `SELECT s.key FROM messages m
        JOIN broadcasts b ON b.id = m.broadcast_id
        JOIN stages s ON s.id = b.reply_stage_id
-       JOIN contacts c ON c.id = $3
-       LEFT JOIN stages cur ON cur.id = c.stage_id
-     WHERE m.channel_account_id = $1 AND m.external_id = $2 AND m.direction = 'outbound'
-       AND (cur.id IS NULL OR cur.position < s.position)`,
-    [r.channelAccountId, r.repliedToExternalId, r.contactId],
+     WHERE m.channel_account_id = $1 AND m.external_id = $2 AND m.direction = 'outbound'`,
+    [r.channelAccountId, r.repliedToExternalId],
   );
   return rows[0]?.key;
+}
+
+/**
+ * Inside the promotion's transaction: true for the first claim of this reply message, false once
+ * it was handled (a concurrent claim waits for the first one's commit, then finds it).
+ */
+export async function claimReplyPromotion(db: Queryable, replyMessageId: string): Promise<boolean> {
+  const { rowCount } = await db.query(`INSERT INTO broadcast_reply_promotions (reply_message_id) VALUES ($1) ON CONFLICT DO NOTHING`, [
+    replyMessageId,
+  ]);
+  return rowCount === 1;
 }

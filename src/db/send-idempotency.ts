@@ -28,11 +28,12 @@ export async function reserveIdempotencyKey(db: Queryable, k: Scope & { requestH
     [k.accountId, k.environment, k.key, k.requestHash],
   );
   if (inserted.rowCount === 1) return { state: 'reserved' };
-  // Taken: done, in flight, or abandoned (then taken over, by one request only).
+  // Taken: done, in flight, or abandoned (then taken over, by one request only, and only by the
+  // same request: the key stays bound to its first body, another one is idempotency_key_reused).
   const retaken = await db.query(
-    `UPDATE message_idempotency_keys SET reserved_at = now(), request_hash = $4
+    `UPDATE message_idempotency_keys SET reserved_at = now()
      WHERE account_id = $1 AND environment = $2 AND key = $3 AND message_id IS NULL AND outcome_unknown_at IS NULL
-       AND reserved_at < now() - make_interval(secs => $5)
+       AND request_hash = $4 AND reserved_at < now() - make_interval(secs => $5)
      RETURNING key`,
     [k.accountId, k.environment, k.key, k.requestHash, ABANDONED_AFTER_SECONDS],
   );

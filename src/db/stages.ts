@@ -71,6 +71,12 @@ export async function findStageByKey(
   return rows[0];
 }
 
+/** A stage's place in the funnel; undefined when it is gone. */
+export async function stagePosition(db: Queryable, id: string): Promise<number | undefined> {
+  const { rows } = await db.query<{ position: number }>(`SELECT position FROM stages WHERE id = $1`, [id]);
+  return rows[0]?.position;
+}
+
 /** Locks the stage for its deletion; undefined when it is not the Account's. */
 export async function lockStage(db: Queryable, accountId: string, id: string): Promise<StageRow | undefined> {
   const { rows } = await db.query<StageRow>(`SELECT ${COLUMNS} FROM stages WHERE id = $1 AND account_id = $2 FOR UPDATE`, [id, accountId]);

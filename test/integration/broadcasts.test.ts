@@ -5,8 +5,11 @@
  */
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_RECIPIENTS_BODY_BYTES } from '../../src/core/broadcast-recipients.js';
+import { promoteOnBroadcastReply } from '../../src/crm/broadcast-reply.js';
 import { createChannelAccount } from '../../src/db/directory.js';
 import { createTenant, eventually, testDb, type Tenant } from '../support/harness.js';
+import { recipientsBody } from '../support/broadcast-bodies.js';
 import { connectChatappNumber, startApiWithProvider, type ApiWithProvider, unreachableProvider } from '../support/local-provider.js';
 
 let bed: ApiWithProvider;
@@ -126,6 +129,34 @@ describe('broadcasts', () => {
       const res = await bed.api.request('POST', `/api/v1/broadcasts/${id}/recipients`, { key: s.tenant.key, body });
       expect([res.status, res.body.error.code], JSON.stringify(body)).toEqual([422, 'invalid_request']);
     }
+  });
+
+  it('1000 maximal recipients (32-character numbers, 4096 bytes of components each) are taken in one call; one byte more than that is 413 payload_too_large', async () => {
+    const s = await setup();
+    const id = await draft(s);
+    const body = recipientsBody(1000);
+    expect(Buffer.byteLength(body)).toBe(MAX_RECIPIENTS_BODY_BYTES);
+    const taken = await bed.api.request('POST', `/api/v1/broadcasts/${id}/recipients`, {
+      key: s.tenant.key,
+      rawBody: body,
+      headers: { 'content-type': 'application/json' },
+    });
+    expect([taken.status, taken.body.data?.added, taken.body.data?.errors]).toEqual([200, 1000, []]);
+
+    const over = await bed.api.request('POST', `/api/v1/broadcasts/${await draft(s)}/recipients`, {
+      key: s.tenant.key,
+      rawBody: `${body} `,
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(over.status).toBe(413);
+    expect(over.body).toEqual({ error: { code: 'payload_too_large', message: expect.any(String) } });
+    // Other routes keep 256 KiB.
+    const big = await create(s.tenant.key, {
+      channel_account_id: s.channelAccountId,
+      template: { name: 'order_update', language: 'en_US' },
+      name: 'x'.repeat(256 * 1024),
+    });
+    expect(big.status).toBe(413);
   });
 
   it('1000 recipients in one call are taken, 1001 are refused whole', async () => {
@@ -405,6 +436,96 @@ describe('a reply to a broadcast', () => {
     expect(promoted[0].data.previous_stage).toBeUndefined();
     expect((await stageEvents(key, sentTo.get(customer)!.contact_id)).map((e: any) => e.data.changed_by)).toEqual(['manual']);
     expect(await stageEvents(key, sentTo.get(silent)!.contact_id)).toEqual([]);
+  });
+
+  /** A broadcast with reply stage `engaged` (after `lead`, before `customer`) sent to one contact. */
+  async function sentBroadcast() {
+    const s = await setup();
+    const key = s.tenant.key;
+    const stages = new Map<string, string>();
+    for (const stage of ['lead', 'engaged', 'customer']) {
+      const made = await bed.api.request('POST', '/api/v1/stages', { key, body: { key: stage, label: stage } });
+      expect(made.status).toBe(201);
+      stages.set(stage, made.body.data.id);
+    }
+    const created = await create(key, {
+      channel_account_id: s.channelAccountId,
+      template: { name: 'order_update', language: 'en_US' },
+      reply_stage: 'engaged',
+    });
+    const [to] = numbers(1) as [string];
+    await addRecipients(key, created.body.data.id, [{ to_recipient: to }]);
+    expect((await send(key, created.body.data.id)).status).toBe(200);
+    const { rows } = await testDb().query<{ external_id: string; contact_id: string }>(
+      `SELECT external_id, contact_id FROM messages WHERE broadcast_id = $1`,
+      [created.body.data.id],
+    );
+    const reply = (o: { messageId?: string; toNothing?: boolean } = {}) =>
+      bed.control<{ id: string }>('/inbound/messages', {
+        phone_number_id: s.phoneNumberId,
+        from: to,
+        text: 'Yes please',
+        context_id: o.toNothing ? undefined : rows[0]!.external_id,
+        message_id: o.messageId,
+      });
+    const stageOf = async () =>
+      (await bed.api.request('GET', `/api/v1/contacts/${rows[0]!.contact_id}`, { key })).body.data.stage?.key ?? null;
+    const autoEvents = async () => (await stageEvents(key, rows[0]!.contact_id)).filter((e: any) => e.data.changed_by === 'auto');
+    return { s, key, stages, contactId: rows[0]!.contact_id, broadcastMessage: rows[0]!.external_id, reply, stageOf, autoEvents };
+  }
+
+  it('a redelivery of the same reply does not promote again, even after the contact was moved back', async () => {
+    const b = await sentBroadcast();
+    const first = await b.reply();
+    expect(await b.stageOf()).toBe('engaged');
+    const back = await bed.api.request('PATCH', `/api/v1/contacts/${b.contactId}`, { key: b.key, body: { stage: 'lead' } });
+    expect(back.status).toBe(200);
+    await b.reply({ messageId: first.id });
+    expect(await b.stageOf()).toBe('lead');
+    expect(await b.autoEvents()).toHaveLength(1);
+  });
+
+  it('concurrent redeliveries of a handled reply promote nobody; concurrent new replies promote the contact once', async () => {
+    const b = await sentBroadcast();
+    const handled = await b.reply();
+    const out = await bed.api.request('PATCH', `/api/v1/contacts/${b.contactId}`, { key: b.key, body: { stage: null } });
+    expect(out.status).toBe(200);
+    await Promise.all([1, 2, 3].map(() => b.reply({ messageId: handled.id })));
+    expect(await b.stageOf()).toBeNull();
+    expect(await b.autoEvents()).toHaveLength(1);
+    await Promise.all([1, 2, 3].map(() => b.reply()));
+    expect(await b.stageOf()).toBe('engaged');
+    expect(await b.autoEvents()).toHaveLength(2);
+  });
+
+  it('decides "further down the funnel" under the contact’s row lock: a move to customer committed meanwhile is not undone', async () => {
+    const b = await sentBroadcast();
+    // The webhook path locks the contact early (its upsert); the promotion is driven directly so
+    // that the concurrent move lands between the reply's ingestion and its promotion.
+    const inbound = await b.reply({ toNothing: true });
+    const { rows } = await testDb().query<{ id: string }>(`SELECT id FROM messages WHERE external_id = $1`, [inbound.id]);
+    const locker = await testDb().connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`UPDATE contacts SET stage_id = $2 WHERE id = $1`, [b.contactId, b.stages.get('customer')]);
+      const lockerPid = (await locker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      const promoting = promoteOnBroadcastReply(
+        bed.api.deps,
+        { id: b.s.channelAccountId, account_id: b.s.tenant.accountId, environment: 'live' },
+        { messageId: rows[0]!.id, contactId: b.contactId, repliedToExternalId: b.broadcastMessage },
+      );
+      // The promotion waits for the contact's row lock.
+      await eventually(async () => {
+        const blocked = await testDb().query(`SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))`, [lockerPid]);
+        return blocked.rows.length > 0;
+      });
+      await locker.query('COMMIT');
+      await promoting;
+    } finally {
+      locker.release();
+    }
+    expect(await b.stageOf()).toBe('customer');
+    expect(await b.autoEvents()).toHaveLength(0);
   });
 
   it('a reply_stage naming no stage of the Account is 422 invalid_stage', async () => {

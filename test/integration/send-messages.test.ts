@@ -278,6 +278,107 @@ describe('a send the provider may have taken without answering', () => {
   });
 });
 
+describe('a send the provider accepted keeps its Idempotency-Key bound to it', () => {
+  const withKey = (key: string, idem: string, body: unknown) =>
+    bed.api.request('POST', '/api/v1/messages', { key, body, headers: { 'idempotency-key': idem } });
+  const sentTo = (s: Setup, to: string) => [...bed.provider.state.messages.values()].filter((m) => m.from === s.pnid && m.to === to);
+
+  it('the registration fails after the provider’s 2xx: a retry with the same key is 409 send_outcome_unknown and the provider gets one send', async () => {
+    const s = await setup();
+    const body = { channel_account_id: s.chatapp, to: '15550004444', type: 'text', text: { body: 'Registered?' } };
+    // A failure of Postgres in the registration, for this channel account only.
+    const trigger = `refuse_messages_${s.chatapp.replace(/-/g, '_')}`;
+    await testDb().query(
+      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+         IF NEW.channel_account_id = '${s.chatapp}' THEN RAISE EXCEPTION 'registration refused by the test'; END IF;
+         RETURN NEW; END $$;
+       CREATE TRIGGER ${trigger} BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION ${trigger}()`,
+    );
+    let first;
+    try {
+      first = await withKey(s.tenant.key, 'reg-1', body);
+    } finally {
+      await testDb().query(`DROP TRIGGER ${trigger} ON messages; DROP FUNCTION ${trigger}()`);
+    }
+    expect(first.status).toBeGreaterThanOrEqual(500);
+    expect(sentTo(s, '15550004444')).toHaveLength(1);
+    const retry = await withKey(s.tenant.key, 'reg-1', body);
+    expect(retry.status).toBe(409);
+    expect(retry.body.error.code).toBe('send_outcome_unknown');
+    expect(sentTo(s, '15550004444')).toHaveLength(1);
+  });
+
+  it('when marking the key fails too (Postgres still down), the mark is retried: past the abandonment minute the key still does not send again', async () => {
+    const s = await setup();
+    const body = { channel_account_id: s.chatapp, to: '15550007777', type: 'text', text: { body: 'Blip' } };
+    const name = `blip_${s.chatapp.replace(/-/g, '_')}`;
+    // The registration fails, and so does the first attempt to mark the key (a sequence is not rolled back).
+    await testDb().query(
+      `CREATE SEQUENCE ${name}_marks;
+       CREATE FUNCTION ${name}_msg() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+         IF NEW.channel_account_id = '${s.chatapp}' THEN RAISE EXCEPTION 'registration refused by the test'; END IF;
+         RETURN NEW; END $$;
+       CREATE TRIGGER ${name}_msg BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION ${name}_msg();
+       CREATE FUNCTION ${name}_key() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+         IF NEW.key = '${name}' AND NEW.outcome_unknown_at IS NOT NULL AND nextval('${name}_marks') = 1 THEN
+           RAISE EXCEPTION 'mark refused by the test'; END IF;
+         RETURN NEW; END $$;
+       CREATE TRIGGER ${name}_key BEFORE UPDATE ON message_idempotency_keys FOR EACH ROW EXECUTE FUNCTION ${name}_key()`,
+    );
+    let first;
+    try {
+      first = await withKey(s.tenant.key, name, body);
+    } finally {
+      await testDb().query(
+        `DROP TRIGGER ${name}_msg ON messages; DROP FUNCTION ${name}_msg();
+         DROP TRIGGER ${name}_key ON message_idempotency_keys; DROP FUNCTION ${name}_key(); DROP SEQUENCE ${name}_marks`,
+      );
+    }
+    expect(first.status).toBeGreaterThanOrEqual(500);
+    expect(sentTo(s, '15550007777')).toHaveLength(1);
+    await testDb().query(
+      `UPDATE message_idempotency_keys SET reserved_at = now() - interval '2 minutes' WHERE key = $1 AND account_id = $2`,
+      [name, s.tenant.accountId],
+    );
+    const retry = await withKey(s.tenant.key, name, body);
+    expect(retry.body.error?.code).toBe('send_outcome_unknown');
+    expect(sentTo(s, '15550007777')).toHaveLength(1);
+  });
+
+  it('a 2xx without a message id is 502, and a retry with the same key is 409 send_outcome_unknown without a second send', async () => {
+    const s = await setup();
+    const body = { channel_account_id: s.chatapp, to: '15550005555', type: 'text', text: { body: 'No id' } };
+    const real = bed.api.deps.providerApi!;
+    // The real provider takes the send; its answer reaches the platform without the id.
+    const withoutId: typeof real = { get: (...a) => real.get(...a), post: async (...a) => (await real.post(...a), {}) as never };
+    const first = await bed.withProvider(withoutId, () => withKey(s.tenant.key, 'noid-1', body));
+    expect(first.status).toBe(502);
+    expect(sentTo(s, '15550005555')).toHaveLength(1);
+    const retry = await withKey(s.tenant.key, 'noid-1', body);
+    expect(retry.status).toBe(409);
+    expect(retry.body.error.code).toBe('send_outcome_unknown');
+    expect(sentTo(s, '15550005555')).toHaveLength(1);
+    expect(await messageCount(s.chatapp)).toBe(0);
+  });
+
+  it('an abandoned reservation taken over with another body is 422 idempotency_key_reused and sends nothing', async () => {
+    const s = await setup();
+    const body = { channel_account_id: s.chatapp, to: '15550006666', type: 'text', text: { body: 'First' } };
+    await testDb().query(
+      `INSERT INTO message_idempotency_keys (account_id, environment, key, request_hash, reserved_at)
+       VALUES ($1, 'live', 'gone-1', $2, now() - interval '2 minutes')`,
+      [s.tenant.accountId, sha256Hex(canonicalJson(parseSendRequest(body)))],
+    );
+    const other = await withKey(s.tenant.key, 'gone-1', { ...body, text: { body: 'Second' } });
+    expect(other.status).toBe(422);
+    expect(other.body.error.code).toBe('idempotency_key_reused');
+    expect(sentTo(s, '15550006666')).toHaveLength(0);
+    // The first body still takes the abandoned key over and sends.
+    expect((await withKey(s.tenant.key, 'gone-1', body)).status).toBe(202);
+    expect(sentTo(s, '15550006666')).toHaveLength(1);
+  });
+});
+
 describe('quick replies', () => {
   const replies = (n: number) => Array.from({ length: n }, (_, i) => ({ title: `Option ${i + 1}` }));
 

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { normalizePhoneNumber, triageRecipients } from '../../src/core/broadcast-recipients.js';
+import {
+  MAX_COMPONENTS_BYTES,
+  MAX_RECIPIENTS_BODY_BYTES,
+  MAX_TO_RECIPIENT_CHARS,
+  normalizePhoneNumber,
+  triageRecipients,
+} from '../../src/core/broadcast-recipients.js';
+import { maximalRecipient, recipientsBody } from '../support/broadcast-bodies.js';
 
 describe('normalizePhoneNumber', () => {
   it('reduces the usual ways of writing a number to its digits', () => {
@@ -67,5 +74,28 @@ describe('triageRecipients', () => {
 
   it('takes an empty list', () => {
     expect(triageRecipients([])).toEqual({ accepted: [], duplicatesInCall: 0, errors: [] });
+  });
+});
+
+describe('the size of a recipient, and of 1000 of them', () => {
+  it('to_recipient of 32 characters is taken, 33 is invalid_to_recipient', () => {
+    const item = maximalRecipient(0);
+    expect(item.to_recipient).toHaveLength(MAX_TO_RECIPIENT_CHARS);
+    expect(triageRecipients([item]).accepted).toHaveLength(1);
+    const longer = triageRecipients([{ to_recipient: `${item.to_recipient}.` }]);
+    expect(longer.errors.map((e) => e.reason)).toEqual(['invalid_to_recipient']);
+  });
+
+  it('components of 4096 bytes of JSON are taken, 4097 are invalid_components', () => {
+    const item = maximalRecipient(0);
+    expect(Buffer.byteLength(JSON.stringify(item.components))).toBe(MAX_COMPONENTS_BYTES);
+    const over = structuredClone(item);
+    (over.components[0]!.parameters as { text: string }[])[0]!.text += 'x';
+    expect(triageRecipients([over]).errors.map((e) => e.reason)).toEqual(['invalid_components']);
+  });
+
+  it('the body limit of the recipients route is exactly 1000 maximal items in compact JSON', () => {
+    expect(Buffer.byteLength(recipientsBody(1000))).toBe(MAX_RECIPIENTS_BODY_BYTES);
+    expect(MAX_RECIPIENTS_BODY_BYTES).toBe(4_162_016);
   });
 });

@@ -3062,8 +3062,9 @@ export interface components {
          *     }
          */
         AddRecipients: {
-            /** @description At most 1000 per call (more is 422 too_many_recipients). Invalid items come back in errors; the valid ones are added. */
+            /** @description At most 1000 per call (more is 422 too_many_recipients); the body at most 4162016 bytes (413 payload_too_large). Invalid items come back in errors; the valid ones are added. */
             recipients: {
+                /** @description At most 4096 bytes as compact JSON. */
                 components?: {
                     [key: string]: unknown;
                 }[];

@@ -1,6 +1,6 @@
 /** Broadcasts (DECISIONS "Broadcasts"): a template sent to up to many recipients of one channel account. */
 import Router from '@koa/router';
-import { MAX_RECIPIENTS_PER_CALL, triageRecipients } from '../../core/broadcast-recipients.js';
+import { MAX_RECIPIENTS_BODY_BYTES, MAX_RECIPIENTS_PER_CALL, triageRecipients } from '../../core/broadcast-recipients.js';
 import { DomainError, notFound } from '../../core/domain-error.js';
 import { isRecord } from '../../core/is-record.js';
 import { pageOf, parseLimit } from '../../core/paging.js';
@@ -106,7 +106,7 @@ function broadcastItselfRoutes(router: Router, deps: ApiDeps): void {
 function recipientAndSendRoutes(router: Router, deps: ApiDeps): void {
   router.post('/api/v1/broadcasts/:id/recipients', requireScope('messages:write'), async (ctx) => {
     const principal = principalOf(ctx);
-    const body = await readJson(ctx);
+    const body = await readJson(ctx, undefined, { limitBytes: MAX_RECIPIENTS_BODY_BYTES });
     // The body's shape first: `null` is JSON too, and has no fields to read.
     const items = isRecord(body) ? body.recipients : undefined;
     if (!isRecord(body) || !Array.isArray(items)) {

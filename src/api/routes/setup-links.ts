@@ -32,8 +32,8 @@ export function setupLinkRoutes(deps: ApiDeps): Router {
 
   router.post('/api/v1/customers/:id/setup_links', requireScope('account:write'), async (ctx) => {
     const { accountId, environment } = principalOf(ctx);
-    const customerId = await customerOf(accountId, ctx.params.id!);
     const body = parseBody(CreateSetupLinkBody, await readJson(ctx));
+    const customerId = await customerOf(accountId, ctx.params.id!);
     const { token, hash } = newSetupToken();
     const row = await insertSetupLink(deps.db, {
       accountId,

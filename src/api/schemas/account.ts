@@ -1,4 +1,10 @@
 import { z } from 'zod';
+import {
+  MAX_COMPONENTS_BYTES,
+  MAX_RECIPIENTS_BODY_BYTES,
+  MAX_RECIPIENTS_PER_CALL,
+  MAX_TO_RECIPIENT_CHARS,
+} from '../../core/broadcast-recipients.js';
 import { ListQuery, Timestamp, Uuid } from './common.js';
 
 // ---- Templates, setup links and broadcasts ----
@@ -222,9 +228,19 @@ export const BroadcastListQuery = ListQuery.extend({
 
 export const AddRecipientsBody = z
   .object({
-    recipients: z.array(z.object({ to_recipient: z.string(), components: z.array(z.record(z.string(), z.unknown())).optional() })).openapi({
-      description: 'At most 1000 per call (more is 422 too_many_recipients). Invalid items come back in errors; the valid ones are added.',
-    }),
+    recipients: z
+      .array(
+        z.object({
+          to_recipient: z.string().max(MAX_TO_RECIPIENT_CHARS),
+          components: z
+            .array(z.record(z.string(), z.unknown()))
+            .optional()
+            .openapi({ description: `At most ${MAX_COMPONENTS_BYTES} bytes as compact JSON.` }),
+        }),
+      )
+      .openapi({
+        description: `At most ${MAX_RECIPIENTS_PER_CALL} per call (more is 422 too_many_recipients); the body at most ${MAX_RECIPIENTS_BODY_BYTES} bytes (413 payload_too_large). Invalid items come back in errors; the valid ones are added.`,
+      }),
   })
   .openapi('AddRecipients', { example: { recipients: [{ to_recipient: '+55 11 98765-4321' }] } });
 

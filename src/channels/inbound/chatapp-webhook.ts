@@ -202,10 +202,14 @@ async function store(deps: InboundDeps, p: PlannedEvent): Promise<boolean> {
   if (stored.created) wakeFor(deps, ca.account_id, stored);
   // After the event is stored, so a crash in between leaves a provider retry able to finish it.
   if (fact.kind === 'status') await advanceMessageStatus(deps.db, event.messageResourceId!, fact.status, statusesBefore(fact.status));
-  // Also on a redelivery: a promotion is idempotent, and a retry finishes one a crash cut short.
+  // Also on a redelivery: a promotion is claimed by its reply once, and a retry finishes one a crash cut short.
   const repliedTo = fact.kind === 'message' ? repliedToId(fact.message) : undefined;
-  if (repliedTo && event.contactRef)
-    await promoteOnBroadcastReply(deps, ca, { contactId: event.contactRef, repliedToExternalId: repliedTo });
+  if (repliedTo && event.contactRef && event.messageResourceId)
+    await promoteOnBroadcastReply(deps, ca, {
+      messageId: event.messageResourceId,
+      contactId: event.contactRef,
+      repliedToExternalId: repliedTo,
+    });
   return true;
 }
 

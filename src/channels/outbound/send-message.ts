@@ -19,7 +19,9 @@ import { getChannelAccountFor, type ChannelAccountRow } from '../../db/channel-a
 import { getPhotoappToken, recordTokenVerdict } from '../../db/photoapp-tokens.js';
 import { registerOutboundMessage, upsertContact, upsertConversation, type MessageRow } from '../../db/messaging.js';
 import { inTransaction, type Db } from '../../db/pool.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  ABANDONED_AFTER_SECONDS,
   completeIdempotencyKey,
   markIdempotencyKeyUnknown,
   releaseIdempotencyKey,
@@ -157,6 +159,7 @@ async function send(
   principal: Principal,
   r: SendMessageRequest,
   idempotency?: IdempotencyScope,
+  progress: { accepted: boolean } = { accepted: false },
 ): Promise<SentMessage> {
   const ca = await getChannelAccountFor(deps.db, principal, r.channel_account_id);
   if (!ca) throw notFound('channel account');
@@ -172,6 +175,8 @@ async function send(
   }
 
   const externalId = await sendWithToken(deps, ca, r, to, token);
+  // From here on a person may have the message: no failure may free the Idempotency-Key.
+  progress.accepted = true;
   if (typeof externalId !== 'string' || externalId === '') {
     throw new DomainError(502, 'provider_error', 'the provider accepted the message but named no message id');
   }
@@ -211,8 +216,9 @@ async function send(
  * provider_unavailable / provider_not_configured, 504 provider_outcome_unknown. With
  * `idempotencyKey`, a repeated call with the same key and request answers the first message
  * (`replayed: true`) without sending again; the same key with another request is 422
- * idempotency_key_reused, one still in flight 409 idempotency_key_in_use. A failed send frees
- * its key; one the provider may have taken without answering keeps it, and its retries are 409
+ * idempotency_key_reused, one still in flight 409 idempotency_key_in_use. A send the provider
+ * refused frees its key; one the provider took or may have taken (no answer, an answer without a
+ * message id, a registration that failed after its 2xx) keeps it, and its retries are 409
  * send_outcome_unknown: a person must not get the message twice.
  */
 export async function sendMessage(
@@ -236,7 +242,7 @@ export async function sendMessage(
       throw new DomainError(
         409,
         'send_outcome_unknown',
-        `an earlier send with this Idempotency-Key got no answer from the provider (${found.since.toISOString()}) and may have been sent, so it is not sent again; send it under a new key if it did not arrive`,
+        `an earlier send with this Idempotency-Key may have reached the provider without its outcome being recorded (${found.since.toISOString()}), so it is not sent again; send it under a new key if it did not arrive`,
       );
     }
     if (found.state === 'in_flight') {
@@ -246,11 +252,39 @@ export async function sendMessage(
     }
     return { ...found.message, replayed: true };
   }
+  const progress = { accepted: false };
   try {
-    return await send({ ...deps, providerApi }, principal, r, scope);
+    return await send({ ...deps, providerApi }, principal, r, scope, progress);
   } catch (err) {
-    if (err instanceof DomainError && err.code === OUTCOME_UNKNOWN) await markIdempotencyKeyUnknown(deps.db, scope);
+    if (progress.accepted || (err instanceof DomainError && err.code === OUTCOME_UNKNOWN)) await keepKeyBound(deps.db, scope);
     else await releaseIdempotencyKey(deps.db, scope);
     throw err;
+  }
+}
+
+/** Pause between attempts to mark a key; the attempts end well before a reservation counts as abandoned. */
+const MARK_RETRY_MS = 1_000;
+const MARK_ATTEMPTS = Math.floor(ABANDONED_AFTER_SECONDS / 2);
+
+/**
+ * Marks the key of a send the provider took or may have taken. Retried: the failure that got us
+ * here may be Postgres itself, and a reservation left unmarked is taken over as abandoned after a
+ * minute, which would send the message again.
+ */
+async function keepKeyBound(db: Db, scope: IdempotencyScope): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await markIdempotencyKeyUnknown(db, scope);
+      return;
+    } catch (err) {
+      if (attempt >= MARK_ATTEMPTS) {
+        logger.error(
+          { err, key: scope.key, accountId: scope.accountId },
+          'the Idempotency-Key of a send the provider took could not be kept',
+        );
+        return;
+      }
+      await sleep(MARK_RETRY_MS);
+    }
   }
 }
