@@ -5,6 +5,9 @@
  * the run, leaving the next one to the Schedule.
  */
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { WorkflowFailedError } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
@@ -23,6 +26,7 @@ import { MAINTENANCE_WORKFLOW_TYPE, type MaintenanceActivities } from '../../src
 import { createTenant, PROVIDER_APP_SECRET, TEST_ENCRYPTION_KEY, testDb } from '../support/harness.js';
 import { timeSkippingEnvironment } from '../support/temporal.js';
 
+const historiesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'histories');
 const ACCESS_TOKEN = 'maintenance-test-app-token';
 const box = createSecretBox(TEST_ENCRYPTION_KEY);
 const { EventType } = temporal.api.enums.v1;
@@ -103,6 +107,13 @@ describe('the maintenance workflow (time skipping)', () => {
     expect(scheduled.map((e) => defaultPayloadConverter.fromPayload<string>(e.userMetadata!.summary as never))).toEqual([
       TOKEN_JOB_SUMMARY,
     ]);
+    // `RECORD_HISTORIES=1 npx vitest run test/workflow` refreshes the recorded history the replay test keeps.
+    if (process.env.RECORD_HISTORIES === '1') {
+      fs.writeFileSync(
+        path.join(historiesDir, 'maintenance-renews-a-token.binpb'),
+        temporal.api.history.v1.History.encode(await handle.fetchHistory()).finish(),
+      );
+    }
   });
 
   it('retries a token job that keeps failing three times, then fails the run (the next one is the Schedule’s)', async () => {

@@ -17,7 +17,7 @@ const files = fs.readdirSync(dir).filter((f) => f.endsWith('.binpb'));
 // Binary protobuf: the SDK's JSON history path trips over its own duplicated protobufjs copies.
 const load = (file: string) => temporal.api.history.v1.History.decode(fs.readFileSync(path.join(dir, file)));
 
-describe('replay of recorded endpoint workflow histories', () => {
+describe('replay of recorded workflow histories (endpoint and maintenance)', () => {
   it('has recorded histories to replay', () => {
     expect(files.length).toBeGreaterThan(0);
   });
@@ -33,7 +33,7 @@ describe('replay of recorded endpoint workflow histories', () => {
 describe('replay can fail', () => {
   it('every recorded history is refused by a deliberately changed workflow (a timer before its first step)', async () => {
     const quiet = { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} } as never;
-    const workflowsPath = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'changed-endpoint-workflow.ts');
+    const workflowsPath = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'changed-workflows.ts');
     const workflowBundle = await bundleWorkflowCode({ workflowsPath, logger: quiet });
     for (const file of files) {
       await expect(Worker.runReplayHistory({ workflowBundle }, load(file), file), file).rejects.toBeInstanceOf(DeterminismViolationError);
