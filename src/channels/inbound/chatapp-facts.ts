@@ -25,6 +25,7 @@ import { ProviderPayloadError, parseProviderPart } from '../../core/catalog/issu
 export { ProviderPayloadError };
 import { unixSecondsToIso } from '../../core/catalog/time.js';
 import { conversationSchema, pricingSchema, providerErrorSchema, providerTime, referralSchema } from '../../core/catalog/types.js';
+import { freeEntryPointEndOf } from '../../core/message-status.js';
 
 // ---- envelope and value schemas (lenient on unknown fields) ----
 
@@ -467,15 +468,9 @@ export function statusPayload(fact: Fact<'status'>): Record<string, unknown> {
   };
 }
 
-/**
- * The end of the free-entry-point window a `sent` status reports (SPEC 6.3): the
- * conversation's expiration_timestamp when pricing.type says free_entry_point (before graph API
- * 24 every conversation carried an expiration, so the conversation alone does not prove a
- * window). ISO time, or null.
- */
+/** The end of the free-entry-point window a status reports (ISO time), or null: read from its payload. */
 export function freeEntryPointEnd(fact: Fact<'status'>): string | null {
-  if (fact.status !== 'sent' || fact.pricing?.type !== 'free_entry_point') return null;
-  return unixSecondsToIso(fact.conversation?.expiration_timestamp);
+  return freeEntryPointEndOf(statusPayload(fact));
 }
 
 /** `data` of chatapp.message.echo: received's shape plus the source app. */

@@ -9,7 +9,6 @@ import {
   echoPayload,
   editedPayload,
   factEventType,
-  freeEntryPointEnd,
   mapChatappWebhook,
   receivedPayload,
   revokedPayload,
@@ -23,8 +22,7 @@ import {
   findChannelAccountsByWaba,
   type ChannelAccount,
 } from '../../db/directory.js';
-import { movesForward, statusesBefore } from '../../core/message-status.js';
-import { advanceMessageStatus, findMessage, recordFepExpiry, recordIncomingMessage } from '../../db/messaging.js';
+import { findMessage, recordIncomingMessage } from '../../db/messaging.js';
 import { logger } from '../../runtime/logger.js';
 import { applyTemplateStatusUpdates } from './chatapp-template-status.js';
 import { wakeFor } from '../../events/deps.js';
@@ -33,7 +31,8 @@ import { planEachItem, recordRejectedItems, splitChatappNotification, type Notif
 import { rereadNumbers } from './number-health.js';
 import { promoteOnBroadcastReply } from '../../crm/broadcast-reply.js';
 import { awaitRegisteredMessage } from './pending-registration.js';
-import { storeEvent, type IngestEvent } from '../../events/store-event.js';
+import { storeEvent, type IngestEvent, type StoredEvent } from '../../events/store-event.js';
+import { storeMessageStatus } from '../../events/message-statuses.js';
 
 interface PlannedEvent {
   fact: ProviderFact;
@@ -105,30 +104,29 @@ function repliedToId(message: Record<string, unknown>): string | undefined {
   return typeof context?.id === 'string' && context.id !== '' ? context.id : undefined;
 }
 
-/** The event of a status of a message the platform sent and registered; null when it emits nothing. */
-async function statusEvent(
+/**
+ * Stores a status of a message the platform sent and registered, through the path the publish
+ * API shares (forward only, window's end); null when it stores nothing.
+ */
+async function storeStatus(
   deps: InboundDeps,
   p: PlannedEvent,
   base: Omit<IngestEvent, 'externalId' | 'messageResourceId' | 'contactRef' | 'streamContext' | 'occurredAt'>,
-): Promise<IngestEvent | null> {
+): Promise<StoredEvent | null> {
   const { channelAccount: ca } = p;
   const fact = p.fact as Extract<PlannedEvent['fact'], { kind: 'status' }>;
   // Statuses of messages the platform did not send produce no event.
   const message = await awaitRegisteredMessage(deps.db, ca.id, fact.messageId, fact.occurredAt);
   if (!message) return null;
-  // Statuses move forward only (DECISIONS): a late one emits nothing; a repeated one goes on
-  // to find its stored event (the idempotency key), so it emits nothing new either.
-  if (message.status !== fact.status && !movesForward(message.status, fact.status)) return null;
-  const fepEnd = freeEntryPointEnd(fact);
-  if (fepEnd) await recordFepExpiry(deps.db, message, fact.recipientId, fepEnd);
-  return {
+  const outcome = await storeMessageStatus(deps, message, fact.recipientId, {
     ...base,
     externalId: fact.messageId,
     messageResourceId: message.id,
     contactRef: message.contact_id,
     streamContext: { messageResourceId: message.id, contactId: message.contact_id, conversationId: message.conversation_id },
     occurredAt: timeOf(fact.occurredAt),
-  };
+  });
+  return 'stored' in outcome ? outcome.stored : null;
 }
 
 /** Stores one planned event, creating the directory rows an incoming message implies; false when it produces no event. */
@@ -144,6 +142,11 @@ async function store(deps: InboundDeps, p: PlannedEvent): Promise<boolean> {
     environment: def.channelStamped ? ca.environment : ('live' as const),
     channelAccount: def.channelStamped ? ca : null,
   };
+  if (fact.kind === 'status') {
+    const stored = await storeStatus(deps, p, base);
+    if (stored?.created) wakeFor(deps, ca.account_id, stored);
+    return stored !== null;
+  }
   let event: IngestEvent;
   switch (fact.kind) {
     case 'message':
@@ -163,12 +166,6 @@ async function store(deps: InboundDeps, p: PlannedEvent): Promise<boolean> {
         streamContext: { messageResourceId: rows.messageId, contactId: rows.contactId, conversationId: rows.conversationId },
         occurredAt: timeOf(fact.occurredAt),
       };
-      break;
-    }
-    case 'status': {
-      const stamped = await statusEvent(deps, p, base);
-      if (!stamped) return false;
-      event = stamped;
       break;
     }
     case 'edited':
@@ -200,8 +197,6 @@ async function store(deps: InboundDeps, p: PlannedEvent): Promise<boolean> {
   }
   const stored = await storeEvent(deps.db, event, deps.now?.());
   if (stored.created) wakeFor(deps, ca.account_id, stored);
-  // After the event is stored, so a crash in between leaves a provider retry able to finish it.
-  if (fact.kind === 'status') await advanceMessageStatus(deps.db, event.messageResourceId!, fact.status, statusesBefore(fact.status));
   // Also on a redelivery: a promotion is idempotent, and a retry finishes one a crash cut short.
   const repliedTo = fact.kind === 'message' ? repliedToId(fact.message) : undefined;
   if (repliedTo && event.contactRef)
