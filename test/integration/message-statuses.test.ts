@@ -298,6 +298,29 @@ describe('quality updates re-read the numbers', () => {
     expect(ca.numbers_read_at).not.toBeNull();
   });
 
+  it('a notification without a usable tier makes no event but still re-reads the numbers', async () => {
+    const tenant = await createTenant();
+    const waba = await bed.control('/wabas', {
+      phone_numbers: [{ display_phone_number: '+1 555 0177', messaging_limit_tier: 'TIER_NOT_SET' }],
+    });
+    const pnid = waba.phone_numbers[0].id as string;
+    const ca = await createChannelAccount(testDb(), {
+      accountId: tenant.accountId,
+      customerId: tenant.customerId,
+      channel: 'chatapp',
+      display: '+1 555 0177',
+      phoneNumberId: pnid,
+      wabaId: waba.id,
+    });
+    // The notification carries the number's tier, TIER_NOT_SET: no usable tier.
+    const res = await bed.control(`/phone_numbers/${pnid}/quality`, { quality_rating: 'RED', status: 'FLAGGED' });
+    expect(res.notification_status).toBe(200);
+    expect(await types(tenant)).toEqual([]);
+    const read = (await bed.api.request('GET', `/api/v1/channel_accounts/${ca.id}`, { key: tenant.key })).body.data;
+    expect(read).toMatchObject({ quality_rating: 'RED', number_status: 'FLAGGED' });
+    expect(read.numbers_read_at).not.toBeNull();
+  });
+
   it('a provider that cannot be reached loses no event; the re-read is skipped', async () => {
     const s = await setup();
     const res = await bed.withProvider(unreachableProvider(), () =>

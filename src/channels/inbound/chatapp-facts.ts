@@ -275,6 +275,22 @@ const FIELD_HANDLERS: Readonly<Record<string, FieldHandler>> = {
   },
 };
 
+const QUALITY_FIELD = 'phone_number_quality_update';
+const loneEnvelope = z.looseObject({
+  entry: z.array(z.looseObject({ id: z.string(), changes: z.array(z.looseObject({ field: z.string() })) })),
+});
+
+/**
+ * The business accounts whose numbers a notification asks to re-read (SPEC 6.3): every
+ * `phone_number_quality_update`, also one that makes no event (no usable tier, no number).
+ */
+export function qualityUpdateWabas(body: unknown): string[] {
+  const parsed = loneEnvelope.safeParse(body);
+  if (!parsed.success) return [];
+  const wabas = parsed.data.entry.filter((e) => e.changes.some((c) => c.field === QUALITY_FIELD)).map((e) => e.id);
+  return [...new Set(wabas)];
+}
+
 /** How the items of a message list are read: messages come from the contact, echoes go to them. */
 interface MessageListKind {
   kind: 'message' | 'echo';

@@ -10,6 +10,7 @@ import {
   editedPayload,
   factEventType,
   mapChatappWebhook,
+  qualityUpdateWabas,
   receivedPayload,
   revokedPayload,
   statusPayload,
@@ -183,8 +184,6 @@ async function store(deps: InboundDeps, p: PlannedEvent): Promise<boolean> {
     }
     case 'account_update':
     case 'quality_update':
-      // SPEC 6.3: the tier change makes the platform re-read the numbers (best effort) before the event.
-      if (fact.kind === 'quality_update') await rereadNumbers(deps, fact.wabaId);
       event = {
         ...base,
         externalId: null,
@@ -209,6 +208,8 @@ export async function ingestChatappNotification(deps: InboundDeps, body: unknown
   const { planned, rejected } = await planEachItem(body, splitChatappNotification, (item) => planItem(deps, item));
   // Template status changes update the template and emit nothing (SPEC 6.4).
   await applyTemplateStatusUpdates(deps.db, body);
+  // SPEC 6.3: the field makes the platform re-read the numbers (best effort) before any event, also when it makes none.
+  for (const wabaId of qualityUpdateWabas(body)) await rereadNumbers(deps, wabaId);
   let stored = 0;
   for (const p of planned) if (await store(deps, p)) stored++;
   // After the stores: a failed store answers 500 and the provider retries, which would record them twice.
