@@ -20,7 +20,8 @@ import { formatIssue, getEventDefinition, type EventDefinition } from '../../cor
 import {
   findChannelAccountByDisplay,
   findChannelAccountByPhoneNumber,
-  findChannelAccountsByWaba,
+  findCustomerOfWaba,
+  findWabaOwners,
   type ChannelAccount,
 } from '../../db/directory.js';
 import { findMessage, recordIncomingMessage } from '../../db/messaging.js';
@@ -39,21 +40,44 @@ interface PlannedEvent {
   fact: ProviderFact;
   def: EventDefinition;
   channelAccount: ChannelAccount;
+  customerId: string | null;
   data: Record<string, unknown>;
 }
 
 const timeOf = (iso: string | null | undefined) => (iso ? new Date(iso) : new Date());
 
-/** Resolves the channel account a fact belongs to; undefined means the number is not on this platform. */
-async function resolveOrigin(deps: InboundDeps, fact: ProviderFact): Promise<ChannelAccount | undefined> {
+/** Where a fact's event goes: the channel account it belongs to and its Customer. */
+interface Origin {
+  channelAccount: ChannelAccount;
+  customerId: string | null;
+}
+
+/**
+ * The origins of a fact; none means the number or business account is not on this platform. An
+ * account change goes to every Account holding the waba, each with its own Customer, resolved
+ * as the publish API resolves it (findWabaOwners); account-health events are always live.
+ */
+async function resolveOrigins(deps: InboundDeps, fact: ProviderFact): Promise<Origin[]> {
+  let ca: ChannelAccount | undefined;
   switch (fact.kind) {
     case 'account_update':
-      return (await findChannelAccountsByWaba(deps.db, fact.wabaId))[0];
+      return findWabaOwners(deps.db, fact.wabaId, 'live');
     case 'quality_update':
-      if (fact.data.phone_number_id) return findChannelAccountByPhoneNumber(deps.db, 'chatapp', fact.data.phone_number_id);
-      return fact.data.display_phone_number ? findChannelAccountByDisplay(deps.db, fact.wabaId, fact.data.display_phone_number) : undefined;
+      ca = fact.data.phone_number_id
+        ? await findChannelAccountByPhoneNumber(deps.db, 'chatapp', fact.data.phone_number_id)
+        : fact.data.display_phone_number
+          ? await findChannelAccountByDisplay(deps.db, fact.wabaId, fact.data.display_phone_number)
+          : undefined;
+      if (!ca) return [];
+      return [
+        {
+          channelAccount: ca,
+          customerId: ca.customer_id ?? (await findCustomerOfWaba(deps.db, ca.account_id, 'live', fact.wabaId)) ?? null,
+        },
+      ];
     default:
-      return findChannelAccountByPhoneNumber(deps.db, 'chatapp', fact.phoneNumberId);
+      ca = await findChannelAccountByPhoneNumber(deps.db, 'chatapp', fact.phoneNumberId);
+      return ca ? [{ channelAccount: ca, customerId: ca.customer_id }] : [];
   }
 }
 
@@ -86,15 +110,17 @@ async function planItem(deps: InboundDeps, item: NotificationItem): Promise<Plan
   }
   const planned: PlannedEvent[] = [];
   for (const fact of facts) {
-    const channelAccount = await resolveOrigin(deps, fact);
-    if (!channelAccount) {
+    const origins = await resolveOrigins(deps, fact);
+    if (origins.length === 0) {
       logger.info({ kind: fact.kind }, 'provider notification for a number or business account not on this platform');
       continue;
     }
     const def = getEventDefinition(factEventType(fact))!;
-    const parsed = def.data.safeParse(payloadOf(fact, channelAccount));
-    if (!parsed.success) throw new RejectedNotification(`${item.at}: ${def.type}: ${formatIssue(parsed.error, 'data')}`);
-    planned.push({ fact, def, channelAccount, data: parsed.data });
+    for (const { channelAccount, customerId } of origins) {
+      const parsed = def.data.safeParse(payloadOf(fact, channelAccount));
+      if (!parsed.success) throw new RejectedNotification(`${item.at}: ${def.type}: ${formatIssue(parsed.error, 'data')}`);
+      planned.push({ fact, def, channelAccount, customerId, data: parsed.data });
+    }
   }
   return planned;
 }
@@ -138,7 +164,7 @@ async function store(deps: InboundDeps, p: PlannedEvent): Promise<boolean> {
     def,
     data: p.data,
     refs: {},
-    customerId: ca.customer_id,
+    customerId: p.customerId,
     // Account-health events carry no channel stamp and are always live.
     environment: def.channelStamped ? ca.environment : ('live' as const),
     channelAccount: def.channelStamped ? ca : null,
