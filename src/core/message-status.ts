@@ -15,11 +15,6 @@ export function movesForward(current: string | null | undefined, next: string): 
   return to !== undefined && to > (RANK[current ?? 'queued'] ?? 0);
 }
 
-/** The statuses a message may be in for `next` to move it forward. */
-export function statusesBefore(next: string): string[] {
-  return Object.keys(RANK).filter((s) => movesForward(s, next));
-}
-
 /**
  * The end of the free-entry-point window a status payload reports (SPEC 6.3): in `sent`, the
  * conversation's expiration_timestamp when pricing.type says free_entry_point (before graph API

@@ -1,7 +1,7 @@
 /**
  * The one path of status events (storeMessageStatus) under races between processes: two pools
- * stand in for two API processes, each small enough that its status-lock holders could take every
- * connection if nothing kept room for their stores.
+ * stand in for two API processes; with two connections each, status-lock holders could take
+ * every connection if nothing kept room for their stores.
  */
 import crypto from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
