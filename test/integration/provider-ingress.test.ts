@@ -393,6 +393,33 @@ describe('provider webhook', () => {
     expect(row.customer_id).toBe(a.customerId);
   });
 
+  it("a tier change of a number without a Customer goes to its waba owner's Customer, as a publish resolves it", async () => {
+    const a = await createTenant();
+    const waba = `wabatier${crypto.randomBytes(5).toString('hex')}`;
+    const pnid = `pn${crypto.randomBytes(5).toString('hex')}`;
+    await createChannelAccount(testDb(), {
+      accountId: a.accountId,
+      channel: 'chatapp',
+      display: 'no customer',
+      phoneNumberId: pnid,
+      wabaId: waba,
+    });
+    await createChannelAccount(testDb(), {
+      accountId: a.accountId,
+      customerId: a.customerId,
+      channel: 'chatapp',
+      display: 'owner',
+      phoneNumberId: `pn${crypto.randomBytes(5).toString('hex')}`,
+      wabaId: waba,
+    });
+    await post(envelope(waba, 'phone_number_quality_update', { phone_number_id: pnid, event: 'UPGRADE', current_limit: 'TIER_10K' }));
+    const { rows } = await testDb().query(
+      `SELECT customer_id FROM events WHERE account_id = $1 AND type = 'chatapp.phone_number.quality_updated'`,
+      [a.accountId],
+    );
+    expect(rows).toEqual([{ customer_id: a.customerId }]);
+  });
+
   it('stores the valid items of a notification and keeps each invalid one in provider_rejections', async () => {
     const s = await setup();
     const good = textMessage(s, `wamid.half.${s.pnid}`);
