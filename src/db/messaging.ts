@@ -140,17 +140,18 @@ export async function recordFepExpiry(db: Queryable, m: MessageRow, recipientWaI
 const statusLockHolders = new WeakMap<Db, { held: number; waiting: Array<() => void> }>();
 
 /**
- * Runs `fn` holding the status of message `id` locked (FOR NO KEY UPDATE: an event referencing
- * the message may still be inserted meanwhile), with its current status and a way to advance it
- * in the same transaction. Racing statuses of one message take turns, across processes, so the
- * check, the stored event and the advance happen as one. A holder keeps a connection while `fn`
- * stores on others: at most half of the pool holds, so those others are always there.
+ * Runs `fn` holding the status of message `id` locked (NO KEY: rows referencing the message may
+ * still be written meanwhile), with its current status and a way to advance it in the same
+ * transaction; undefined, without `fn`, when the message is gone. Racing statuses of one message
+ * take turns, across processes, so the check, the stored event and the advance happen as one. A
+ * holder keeps a connection while `fn` stores on others: at most half of the pool holds, so those
+ * others are always there.
  */
 export async function withMessageStatusLock<T>(
   db: Db,
   id: string,
   fn: (current: string | null, advance: (status: string) => Promise<void>) => Promise<T>,
-): Promise<T> {
+): Promise<T | undefined> {
   let gate = statusLockHolders.get(db);
   if (!gate) statusLockHolders.set(db, (gate = { held: 0, waiting: [] }));
   const limit = Math.max(1, Math.floor((db.options.max ?? 10) / 2));
@@ -161,7 +162,7 @@ export async function withMessageStatusLock<T>(
       transactionOn(client, async (c) => {
         const { rows } = await c.query<{ status: string | null }>(`SELECT status FROM messages WHERE id = $1 FOR NO KEY UPDATE`, [id]);
         const advance = async (status: string) => void (await c.query(`UPDATE messages SET status = $2 WHERE id = $1`, [id, status]));
-        return fn(rows[0]?.status ?? null, advance);
+        return rows[0] ? fn(rows[0].status, advance) : undefined;
       }),
     );
   } finally {

@@ -8,8 +8,8 @@ import { recordFepExpiry, withMessageStatusLock, type MessageRow } from '../db/m
 import type { IngestDeps } from './deps.js';
 import { storeEvent, type IngestEvent, type StoredEvent } from './store-event.js';
 
-/** What a status came to: its event (new, or the stored one of a repeat), or nothing when it is behind `current`. */
-export type StatusOutcome = { stored: StoredEvent } | { behind: string };
+/** What a status came to: its event (new, or the stored one of a repeat), or nothing: behind the message's status, or the message is gone. */
+export type StatusOutcome = { stored: StoredEvent } | { behind: string } | { gone: true };
 
 export async function storeMessageStatus(
   deps: IngestDeps,
@@ -22,7 +22,7 @@ export async function storeMessageStatus(
   const fepEnd = freeEntryPointEndOf(event.data);
   if (fepEnd) await recordFepExpiry(deps.db, message, recipientId, fepEnd);
   const status = String(event.data.status);
-  return withMessageStatusLock(deps.db, message.id, async (current, advance) => {
+  const outcome = await withMessageStatusLock(deps.db, message.id, async (current, advance): Promise<StatusOutcome> => {
     // A repeat goes on to find its stored event (the idempotency key): it emits nothing new.
     if (current !== status && !movesForward(current, status)) return { behind: current ?? 'queued' };
     // Stored before the advance commits: a crash in between leaves the status behind, and a retry finishes it.
@@ -30,4 +30,6 @@ export async function storeMessageStatus(
     if (current !== status) await advance(status);
     return { stored };
   });
+  // Deleted (with its contact) since it was found: its statuses emit nothing, as an unknown message's.
+  return outcome ?? { gone: true };
 }

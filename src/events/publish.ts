@@ -106,6 +106,8 @@ export async function publishEvent(
 async function storeStatus(deps: IngestDeps, message: MessageRow, event: IngestEvent): Promise<StoredEvent> {
   const outcome = await storeMessageStatus(deps, message, str(event.data.recipient_id), event);
   if ('stored' in outcome) return outcome.stored;
+  if ('gone' in outcome)
+    throw invalidEvent(`data.message_id: message "${message.external_id}" is no longer registered on this channel account`);
   throw invalidEvent(
     `data.status: message "${message.external_id}" is already ${outcome.behind}; statuses move forward only, so a late ${String(event.data.status)} emits nothing`,
   );

@@ -104,3 +104,14 @@ describe('statuses of one message from two processes at once', () => {
     }
   });
 });
+
+describe('a status of a message deleted after it was found', () => {
+  it('stores no event and reports the message gone', async () => {
+    const { accountId, origin, messages } = await registeredMessages(1);
+    const m = messages[0]!;
+    await testDb().query(`DELETE FROM messages WHERE id = $1`, [m.id]);
+    expect(await statusOf(testDb(), accountId, origin, m, 'read')).toEqual({ gone: true });
+    const { rows } = await testDb().query(`SELECT 1 FROM events WHERE account_id = $1`, [accountId]);
+    expect(rows).toEqual([]);
+  });
+});
