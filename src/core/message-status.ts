@@ -1,3 +1,5 @@
+import { unixSecondsToIso } from './catalog/time.js';
+import { isRecord } from './is-record.js';
 /**
  * Statuses of an outbound message move forward only (DECISIONS "Outbound messages"):
  * queued → sent → delivered → read, and failed at any point. A late or repeated status
@@ -13,7 +15,14 @@ export function movesForward(current: string | null | undefined, next: string): 
   return to !== undefined && to > (RANK[current ?? 'queued'] ?? 0);
 }
 
-/** The statuses a message may be in for `next` to move it forward. */
-export function statusesBefore(next: string): string[] {
-  return Object.keys(RANK).filter((s) => movesForward(s, next));
+/**
+ * The end of the free-entry-point window a status payload reports (SPEC 6.3): in `sent`, the
+ * conversation's expiration_timestamp when pricing.type says free_entry_point (before graph API
+ * 24 every conversation carried an expiration, so the conversation alone does not prove a
+ * window). ISO time, or null. Read from the payload so both ingresses (provider, publish) agree.
+ */
+export function freeEntryPointEndOf(data: Record<string, unknown>): string | null {
+  const pricing = isRecord(data.pricing) ? data.pricing : undefined;
+  if (data.status !== 'sent' || pricing?.type !== 'free_entry_point') return null;
+  return unixSecondsToIso(isRecord(data.conversation) ? data.conversation.expiration_timestamp : undefined);
 }

@@ -154,31 +154,45 @@ export async function findChannelAccountsByProviderIds(
   return found;
 }
 
-/** Channel accounts of a business account, live ones first: account-health events resolve their owner through these. */
-export async function findChannelAccountsByWaba(db: Queryable, wabaId: string): Promise<ChannelAccount[]> {
-  const { rows } = await db.query<ChannelAccount>(
-    `SELECT * FROM channel_accounts WHERE waba_id = $1 ORDER BY (environment = 'live') DESC, created_at`,
-    [wabaId],
-  );
-  return rows;
+/** An Account that holds a business account, and the Customer owning it there (null when none). */
+export interface WabaOwner {
+  /** The Account's channel account on that waba, of `environment` first, oldest first. */
+  channelAccount: ChannelAccount;
+  customerId: string | null;
 }
 
 /**
- * The Customer owning a business account, among one Account's channel accounts of one environment
- * (the oldest with a Customer): how the publish API resolves account-health events (SPEC 6.3).
+ * Every Account holding business account `wabaId` (only `accountId` when given), each with its
+ * Customer: the oldest channel account of `environment` on that waba that has one (SPEC 6.3). The
+ * one resolution of account-health events, from the provider and from the publish API alike.
  */
+export async function findWabaOwners(
+  db: Queryable,
+  wabaId: string,
+  environment: ChannelAccount['environment'],
+  accountId?: string,
+): Promise<WabaOwner[]> {
+  const { rows } = await db.query<ChannelAccount & { owner_customer_id: string | null }>(
+    `SELECT DISTINCT ON (ca.account_id) ca.*,
+       (SELECT o.customer_id FROM channel_accounts o
+        WHERE o.account_id = ca.account_id AND o.environment = $2 AND o.waba_id = $1 AND o.customer_id IS NOT NULL
+        ORDER BY o.created_at, o.id LIMIT 1) AS owner_customer_id
+     FROM channel_accounts ca
+     WHERE ca.waba_id = $1 AND ($3::uuid IS NULL OR ca.account_id = $3)
+     ORDER BY ca.account_id, (ca.environment = $2) DESC, ca.created_at, ca.id`,
+    [wabaId, environment, accountId ?? null],
+  );
+  return rows.map(({ owner_customer_id, ...channelAccount }) => ({ channelAccount, customerId: owner_customer_id }));
+}
+
+/** The Customer owning a business account in one Account and environment (findWabaOwners). */
 export async function findCustomerOfWaba(
   db: Queryable,
   accountId: string,
   environment: ChannelAccount['environment'],
   wabaId: string,
 ): Promise<string | undefined> {
-  const { rows } = await db.query<{ customer_id: string }>(
-    `SELECT customer_id FROM channel_accounts
-     WHERE account_id = $1 AND environment = $2 AND waba_id = $3 AND customer_id IS NOT NULL ORDER BY created_at, id LIMIT 1`,
-    [accountId, environment, wabaId],
-  );
-  return rows[0]?.customer_id;
+  return (await findWabaOwners(db, wabaId, environment, accountId))[0]?.customerId ?? undefined;
 }
 
 export async function findChannelAccountByDisplay(db: Queryable, wabaId: string, display: string): Promise<ChannelAccount | undefined> {

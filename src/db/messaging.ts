@@ -1,5 +1,5 @@
 /** Contacts, conversations and messages: just enough directory to resolve events. */
-import type { Queryable } from './pool.js';
+import { transactionOn, withClient, type Db, type Queryable } from './pool.js';
 
 export interface ContactFields {
   wa_id: string;
@@ -136,17 +136,39 @@ export async function recordFepExpiry(db: Queryable, m: MessageRow, recipientWaI
   return rowCount === 1;
 }
 
+/** Holders of a message's status lock per pool: the rest of the pool stays free for what they wait on (storeEvent). */
+const statusLockHolders = new WeakMap<Db, { held: number; waiting: Array<() => void> }>();
+
 /**
- * Moves a message to `status` only from one of the statuses in `from` (null counts as the
- * first status), in one statement, so racing notifications never move it backwards.
+ * Runs `fn` holding the status of message `id` locked (NO KEY: rows referencing the message may
+ * still be written meanwhile), with its current status and a way to advance it in the same
+ * transaction; undefined, without `fn`, when the message is gone. Racing statuses of one message
+ * take turns, across processes, so the check, the stored event and the advance happen as one. A
+ * holder keeps a connection while `fn` stores on others: at most half of the pool holds, so those
+ * others are always there.
  */
-export async function advanceMessageStatus(db: Queryable, id: string, status: string, from: string[]): Promise<boolean> {
-  const { rowCount } = await db.query(`UPDATE messages SET status = $2 WHERE id = $1 AND (status IS NULL OR status = ANY($3::text[]))`, [
-    id,
-    status,
-    from,
-  ]);
-  return rowCount === 1;
+export async function withMessageStatusLock<T>(
+  db: Db,
+  id: string,
+  fn: (current: string | null, advance: (status: string) => Promise<void>) => Promise<T>,
+): Promise<T | undefined> {
+  let gate = statusLockHolders.get(db);
+  if (!gate) statusLockHolders.set(db, (gate = { held: 0, waiting: [] }));
+  const limit = Math.max(1, Math.floor((db.options.max ?? 10) / 2));
+  while (gate.held >= limit) await new Promise<void>((r) => gate.waiting.push(r));
+  gate.held++;
+  try {
+    return await withClient(db, (client) =>
+      transactionOn(client, async (c) => {
+        const { rows } = await c.query<{ status: string | null }>(`SELECT status FROM messages WHERE id = $1 FOR NO KEY UPDATE`, [id]);
+        const advance = async (status: string) => void (await c.query(`UPDATE messages SET status = $2 WHERE id = $1`, [id, status]));
+        return rows[0] ? fn(rows[0].status, advance) : undefined;
+      }),
+    );
+  } finally {
+    gate.held--;
+    gate.waiting.shift()?.();
+  }
 }
 
 /** The environment of a contact of the account (its channel account's), or undefined when there is no such contact. */

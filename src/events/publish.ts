@@ -7,10 +7,11 @@ import { isRecord } from '../core/is-record.js';
 import { areCustomersOfAccounts, findCustomerOfWaba, getChannelAccountOfAccount, type ChannelAccount } from '../db/directory.js';
 import type { Db } from '../db/pool.js';
 import type { Environment } from '../db/events.js';
-import { findMessage, findRegisteredMessage } from '../db/messaging.js';
+import { findMessage, findRegisteredMessage, type MessageRow } from '../db/messaging.js';
 import { createStatementBatcher, type BatchedCall } from '../runtime/statement-batcher.js';
 import { wakeFor, type IngestDeps } from './deps.js';
-import { storeEvent, type StoredEvent } from './store-event.js';
+import { storeMessageStatus } from './message-statuses.js';
+import { storeEvent, type IngestEvent, type StoredEvent } from './store-event.js';
 
 export const PublishBody = z
   .object({
@@ -76,31 +77,40 @@ export async function publishEvent(
   const contactRefs = contactsCarried(data.data, registered?.contact_id ?? null);
   const occurredAt = body.occurred_at ?? str(data.data.occurred_at);
 
-  const stored = await storeEvent(
-    deps.db,
-    {
-      accountId: principal.accountId,
-      environment,
-      def,
-      data: data.data,
-      refs: refs.data,
-      customerId,
-      channelAccount: def.channelStamped ? (channelAccount ?? null) : null,
-      externalId,
+  const event: IngestEvent = {
+    accountId: principal.accountId,
+    environment,
+    def,
+    data: data.data,
+    refs: refs.data,
+    customerId,
+    channelAccount: def.channelStamped ? (channelAccount ?? null) : null,
+    externalId,
+    messageResourceId: registered?.id ?? null,
+    contactRef: contactRefs[0] ?? null,
+    contactRefs,
+    streamContext: {
       messageResourceId: registered?.id ?? null,
-      contactRef: contactRefs[0] ?? null,
-      contactRefs,
-      streamContext: {
-        messageResourceId: registered?.id ?? null,
-        contactId: registered?.contact_id ?? null,
-        conversationId: registered?.conversation_id ?? null,
-      },
-      occurredAt: occurredAt ? new Date(occurredAt) : new Date(),
+      contactId: registered?.contact_id ?? null,
+      conversationId: registered?.conversation_id ?? null,
     },
-    deps.now?.(),
-  );
+    occurredAt: occurredAt ? new Date(occurredAt) : new Date(),
+  };
+  const stored =
+    registered && def.needsRegisteredMessage ? await storeStatus(deps, registered, event) : await storeEvent(deps.db, event, deps.now?.());
   if (stored.created) wakeFor(deps, principal.accountId, stored);
   return stored;
+}
+
+/** A status goes the provider's way (forward only, the window's end recorded); a late one is refused, as it emits nothing. */
+async function storeStatus(deps: IngestDeps, message: MessageRow, event: IngestEvent): Promise<StoredEvent> {
+  const outcome = await storeMessageStatus(deps, message, str(event.data.recipient_id), event);
+  if ('stored' in outcome) return outcome.stored;
+  if ('gone' in outcome)
+    throw invalidEvent(`data.message_id: message "${message.external_id}" is no longer registered on this channel account`);
+  throw invalidEvent(
+    `data.status: message "${message.external_id}" is already ${outcome.behind}; statuses move forward only, so a late ${String(event.data.status)} emits nothing`,
+  );
 }
 
 type CustomerCheck = BatchedCall<{ accountId: string; customerId: string }, boolean>;

@@ -128,6 +128,100 @@ describe('statuses of a sent message', () => {
   });
 });
 
+describe('statuses out of order and at once', () => {
+  it('a sent arriving after delivered emits nothing, yet stores its free-entry-point end as fep_expires_at', async () => {
+    const s = await setup();
+    const end = Math.floor(Date.now() / 1000) + 48 * 3600;
+    await bed.control('/free_entry_points', { recipient: '15550006666', expires_at: end });
+    await bed.control('/settings', { auto_statuses: false });
+    try {
+      const m = await sendText(s, '15550006666');
+      await bed.control(`/messages/${m.external_id}/status`, { status: 'delivered' });
+      await bed.control(`/messages/${m.external_id}/status`, { status: 'sent' }); // late, carries the window's end
+      expect(await types(s.tenant)).toEqual(['chatapp.message.delivered']);
+      expect(await statusOf(m.id)).toBe('delivered');
+      const { rows } = await testDb().query(`SELECT fep_expires_at FROM conversations WHERE id = $1`, [m.conversation_id]);
+      expect(rows[0].fep_expires_at?.getTime()).toBe(end * 1000);
+    } finally {
+      await bed.control('/settings', { auto_statuses: true });
+    }
+  });
+
+  it('racing delivered and read notifications of one message: the stream never shows delivered after read, each status once', async () => {
+    const s = await setup();
+    await bed.control('/settings', { auto_statuses: false });
+    try {
+      const messages = [];
+      for (let i = 0; i < 8; i++) messages.push(await sendText(s, `1555000700${i}`));
+      // Every notification of every message at once: read and delivered interleaved, each three times.
+      await Promise.all(
+        messages.flatMap((m) =>
+          ['read', 'delivered', 'read', 'delivered', 'read', 'delivered'].map((status) =>
+            bed.control(`/messages/${m.external_id}/status`, { status }),
+          ),
+        ),
+      );
+      const items = await streamItems(s.tenant);
+      for (const m of messages) {
+        const seen = items.filter((e) => e.message_resource_id === m.id).map((e) => e.type);
+        // read may win the race (delivered then emits nothing) or lose it; never both orders, never twice.
+        expect([['chatapp.message.read'], ['chatapp.message.delivered', 'chatapp.message.read']]).toContainEqual(seen);
+        expect(await statusOf(m.id)).toBe('read');
+      }
+    } finally {
+      await bed.control('/settings', { auto_statuses: true });
+    }
+  });
+});
+
+describe('statuses published through POST /api/v1/events', () => {
+  const publishStatus = (s: { tenant: Tenant; id: string; pnid: string }, m: { external_id: string }, status: string, extra = {}) =>
+    bed.api.request('POST', '/api/v1/events', {
+      key: s.tenant.key,
+      body: {
+        type: `chatapp.message.${status}`,
+        channel_account_id: s.id,
+        data: {
+          phone_number_id: s.pnid,
+          status,
+          message_id: m.external_id,
+          recipient_id: '15550008888',
+          pricing: null,
+          errors: null,
+          ...extra,
+        },
+      },
+    });
+
+  it('move forward only and advance the message, as provider statuses do; a late sent still stores fep_expires_at', async () => {
+    const s = await setup();
+    await bed.control('/settings', { auto_statuses: false });
+    try {
+      const m = await sendText(s, '15550008888');
+      expect((await publishStatus(s, m, 'read')).status).toBe(201);
+      expect(await statusOf(m.id)).toBe('read');
+      const late = await publishStatus(s, m, 'delivered');
+      expect([late.status, late.body.error?.code]).toEqual([422, 'invalid_event']);
+      expect(late.body.error.message).toContain('already read');
+      expect((await publishStatus(s, m, 'read')).status).toBe(200); // a repeat answers the first event
+      const end = Math.floor(Date.now() / 1000) + 24 * 3600;
+      const lateSent = await publishStatus(s, m, 'sent', {
+        pricing: { billable: false, pricing_model: 'PMP', category: 'service', type: 'free_entry_point' },
+        conversation: { id: 'conv-8888', expiration_timestamp: String(end) },
+      });
+      expect(lateSent.status).toBe(422);
+      expect(await types(s.tenant)).toEqual(['chatapp.message.read']);
+      expect(await statusOf(m.id)).toBe('read');
+      const { rows } = await testDb().query(`SELECT fep_expires_at FROM conversations WHERE id = $1`, [m.conversation_id]);
+      expect(rows[0].fep_expires_at?.getTime()).toBe(end * 1000);
+      expect((await publishStatus(s, m, 'failed')).status).toBe(201);
+      expect(await statusOf(m.id)).toBe('failed');
+    } finally {
+      await bed.control('/settings', { auto_statuses: true });
+    }
+  });
+});
+
 describe('a status that outruns the registration of its send', () => {
   it('waits briefly for the registration, then emits; a message never registered emits nothing', async () => {
     const s = await setup();
@@ -202,6 +296,29 @@ describe('quality updates re-read the numbers', () => {
     const ca = (await bed.api.request('GET', `/api/v1/channel_accounts/${s.id}`, { key: s.tenant.key })).body.data;
     expect(ca).toMatchObject({ quality_rating: 'YELLOW', messaging_limit_tier: 'TIER_10K', number_status: 'FLAGGED' });
     expect(ca.numbers_read_at).not.toBeNull();
+  });
+
+  it('a notification without a usable tier makes no event but still re-reads the numbers', async () => {
+    const tenant = await createTenant();
+    const waba = await bed.control('/wabas', {
+      phone_numbers: [{ display_phone_number: '+1 555 0177', messaging_limit_tier: 'TIER_NOT_SET' }],
+    });
+    const pnid = waba.phone_numbers[0].id as string;
+    const ca = await createChannelAccount(testDb(), {
+      accountId: tenant.accountId,
+      customerId: tenant.customerId,
+      channel: 'chatapp',
+      display: '+1 555 0177',
+      phoneNumberId: pnid,
+      wabaId: waba.id,
+    });
+    // The notification carries the number's tier, TIER_NOT_SET: no usable tier.
+    const res = await bed.control(`/phone_numbers/${pnid}/quality`, { quality_rating: 'RED', status: 'FLAGGED' });
+    expect(res.notification_status).toBe(200);
+    expect(await types(tenant)).toEqual([]);
+    const read = (await bed.api.request('GET', `/api/v1/channel_accounts/${ca.id}`, { key: tenant.key })).body.data;
+    expect(read).toMatchObject({ quality_rating: 'RED', number_status: 'FLAGGED' });
+    expect(read.numbers_read_at).not.toBeNull();
   });
 
   it('a provider that cannot be reached loses no event; the re-read is skipped', async () => {

@@ -360,6 +360,68 @@ describe('provider webhook', () => {
     expect(body).not.toHaveProperty('channel');
   });
 
+  it('an account update of a waba shared by two Accounts reaches each Account with its own Customer, as a publish resolves it', async () => {
+    const [a, b] = [await createTenant(), await createTenant()];
+    const waba = `wabashared${crypto.randomBytes(5).toString('hex')}`;
+    const number = async (t: Tenant, customerId?: string) =>
+      createChannelAccount(testDb(), {
+        accountId: t.accountId,
+        customerId,
+        channel: 'chatapp',
+        display: 'shared',
+        phoneNumberId: `pn${crypto.randomBytes(5).toString('hex')}`,
+        wabaId: waba,
+      });
+    // The oldest channel account on the waba has no Customer; A's Customer is on a later one.
+    await number(a);
+    await number(b, b.customerId);
+    await number(a, a.customerId);
+    await post(envelope(waba, 'account_update', { event: 'ACCOUNT_RESTRICTION', restriction_info: [] }));
+    const eventsOf = async (t: Tenant) =>
+      (
+        await testDb().query(`SELECT customer_id, environment FROM events WHERE account_id = $1 AND type = 'chatapp.account.updated'`, [
+          t.accountId,
+        ])
+      ).rows;
+    expect(await eventsOf(a)).toEqual([{ customer_id: a.customerId, environment: 'live' }]);
+    expect(await eventsOf(b)).toEqual([{ customer_id: b.customerId, environment: 'live' }]);
+    // The publish API resolves the Customer of the same waba the same way.
+    const published = await api.request('POST', '/api/v1/events', {
+      key: a.key,
+      body: { type: 'chatapp.account.updated', data: { waba_id: waba, account_event: 'ACCOUNT_VIOLATION', violation_type: 'SPAM' } },
+    });
+    expect(published.status, JSON.stringify(published.body)).toBe(201);
+    const row = (await testDb().query(`SELECT customer_id FROM events WHERE id = $1`, [published.body.data.id])).rows[0];
+    expect(row.customer_id).toBe(a.customerId);
+  });
+
+  it("a tier change of a number without a Customer goes to its waba owner's Customer, as a publish resolves it", async () => {
+    const a = await createTenant();
+    const waba = `wabatier${crypto.randomBytes(5).toString('hex')}`;
+    const pnid = `pn${crypto.randomBytes(5).toString('hex')}`;
+    await createChannelAccount(testDb(), {
+      accountId: a.accountId,
+      channel: 'chatapp',
+      display: 'no customer',
+      phoneNumberId: pnid,
+      wabaId: waba,
+    });
+    await createChannelAccount(testDb(), {
+      accountId: a.accountId,
+      customerId: a.customerId,
+      channel: 'chatapp',
+      display: 'owner',
+      phoneNumberId: `pn${crypto.randomBytes(5).toString('hex')}`,
+      wabaId: waba,
+    });
+    await post(envelope(waba, 'phone_number_quality_update', { phone_number_id: pnid, event: 'UPGRADE', current_limit: 'TIER_10K' }));
+    const { rows } = await testDb().query(
+      `SELECT customer_id FROM events WHERE account_id = $1 AND type = 'chatapp.phone_number.quality_updated'`,
+      [a.accountId],
+    );
+    expect(rows).toEqual([{ customer_id: a.customerId }]);
+  });
+
   it('stores the valid items of a notification and keeps each invalid one in provider_rejections', async () => {
     const s = await setup();
     const good = textMessage(s, `wamid.half.${s.pnid}`);

@@ -1,7 +1,7 @@
 /** The pure rules of sending: the request, channel rules, provider bodies, token status, forward-only statuses. */
 import { describe, expect, it } from 'vitest';
 import { chatappBody, checkForChannel, MAX_QUICK_REPLIES, parseSendRequest, photoappBody } from '../../src/core/outbound-message.js';
-import { movesForward, statusesBefore } from '../../src/core/message-status.js';
+import { freeEntryPointEndOf, movesForward } from '../../src/core/message-status.js';
 import { blocksSending, judgeToken, tokenStatusOfSubcode } from '../../src/core/token-status.js';
 import { DomainError } from '../../src/core/domain-error.js';
 
@@ -89,7 +89,15 @@ describe('message statuses', () => {
     expect(movesForward('read', 'failed')).toBe(true);
     expect(movesForward('failed', 'read')).toBe(false);
     expect(movesForward(null, 'sent')).toBe(true);
-    expect(statusesBefore('delivered')).toEqual(['accepted', 'queued', 'sent']);
-    expect(statusesBefore('failed')).toEqual(['accepted', 'queued', 'sent', 'delivered', 'read']);
+  });
+
+  it('freeEntryPointEndOf reads the window end of a payload: sent with free_entry_point pricing only', () => {
+    const fep = { type: 'free_entry_point' };
+    const conversation = { id: 'c', expiration_timestamp: '1795428000' };
+    expect(freeEntryPointEndOf({ status: 'sent', pricing: fep, conversation })).toBe('2026-11-23T10:00:00.000Z');
+    expect(freeEntryPointEndOf({ status: 'delivered', pricing: fep, conversation })).toBeNull();
+    expect(freeEntryPointEndOf({ status: 'sent', pricing: { type: 'regular' }, conversation })).toBeNull();
+    expect(freeEntryPointEndOf({ status: 'sent', pricing: null, conversation })).toBeNull();
+    expect(freeEntryPointEndOf({ status: 'sent', pricing: fep })).toBeNull();
   });
 });

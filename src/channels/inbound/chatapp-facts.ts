@@ -25,6 +25,7 @@ import { ProviderPayloadError, parseProviderPart } from '../../core/catalog/issu
 export { ProviderPayloadError };
 import { unixSecondsToIso } from '../../core/catalog/time.js';
 import { conversationSchema, pricingSchema, providerErrorSchema, providerTime, referralSchema } from '../../core/catalog/types.js';
+import { freeEntryPointEndOf } from '../../core/message-status.js';
 
 // ---- envelope and value schemas (lenient on unknown fields) ----
 
@@ -274,6 +275,22 @@ const FIELD_HANDLERS: Readonly<Record<string, FieldHandler>> = {
   },
 };
 
+const QUALITY_FIELD = 'phone_number_quality_update';
+const loneEnvelope = z.looseObject({
+  entry: z.array(z.looseObject({ id: z.string(), changes: z.array(z.looseObject({ field: z.string() })) })),
+});
+
+/**
+ * The business accounts whose numbers a notification asks to re-read (SPEC 6.3): every
+ * `phone_number_quality_update`, also one that makes no event (no usable tier, no number).
+ */
+export function qualityUpdateWabas(body: unknown): string[] {
+  const parsed = loneEnvelope.safeParse(body);
+  if (!parsed.success) return [];
+  const wabas = parsed.data.entry.filter((e) => e.changes.some((c) => c.field === QUALITY_FIELD)).map((e) => e.id);
+  return [...new Set(wabas)];
+}
+
 /** How the items of a message list are read: messages come from the contact, echoes go to them. */
 interface MessageListKind {
   kind: 'message' | 'echo';
@@ -467,15 +484,9 @@ export function statusPayload(fact: Fact<'status'>): Record<string, unknown> {
   };
 }
 
-/**
- * The end of the free-entry-point window a `sent` status reports (SPEC 6.3): the
- * conversation's expiration_timestamp when pricing.type says free_entry_point (before graph API
- * 24 every conversation carried an expiration, so the conversation alone does not prove a
- * window). ISO time, or null.
- */
+/** The end of the free-entry-point window a status reports (ISO time), or null: read from its payload. */
 export function freeEntryPointEnd(fact: Fact<'status'>): string | null {
-  if (fact.status !== 'sent' || fact.pricing?.type !== 'free_entry_point') return null;
-  return unixSecondsToIso(fact.conversation?.expiration_timestamp);
+  return freeEntryPointEndOf(statusPayload(fact));
 }
 
 /** `data` of chatapp.message.echo: received's shape plus the source app. */

@@ -9,8 +9,8 @@ import {
   echoPayload,
   editedPayload,
   factEventType,
-  freeEntryPointEnd,
   mapChatappWebhook,
+  qualityUpdateWabas,
   receivedPayload,
   revokedPayload,
   statusPayload,
@@ -20,11 +20,11 @@ import { formatIssue, getEventDefinition, type EventDefinition } from '../../cor
 import {
   findChannelAccountByDisplay,
   findChannelAccountByPhoneNumber,
-  findChannelAccountsByWaba,
+  findCustomerOfWaba,
+  findWabaOwners,
   type ChannelAccount,
 } from '../../db/directory.js';
-import { movesForward, statusesBefore } from '../../core/message-status.js';
-import { advanceMessageStatus, findMessage, recordFepExpiry, recordIncomingMessage } from '../../db/messaging.js';
+import { findMessage, recordIncomingMessage } from '../../db/messaging.js';
 import { logger } from '../../runtime/logger.js';
 import { applyTemplateStatusUpdates } from './chatapp-template-status.js';
 import { wakeFor } from '../../events/deps.js';
@@ -33,27 +33,51 @@ import { planEachItem, recordRejectedItems, splitChatappNotification, type Notif
 import { rereadNumbers } from './number-health.js';
 import { promoteOnBroadcastReply } from '../../crm/broadcast-reply.js';
 import { awaitRegisteredMessage } from './pending-registration.js';
-import { storeEvent, type IngestEvent } from '../../events/store-event.js';
+import { storeEvent, type IngestEvent, type StoredEvent } from '../../events/store-event.js';
+import { storeMessageStatus } from '../../events/message-statuses.js';
 
 interface PlannedEvent {
   fact: ProviderFact;
   def: EventDefinition;
   channelAccount: ChannelAccount;
+  customerId: string | null;
   data: Record<string, unknown>;
 }
 
 const timeOf = (iso: string | null | undefined) => (iso ? new Date(iso) : new Date());
 
-/** Resolves the channel account a fact belongs to; undefined means the number is not on this platform. */
-async function resolveOrigin(deps: InboundDeps, fact: ProviderFact): Promise<ChannelAccount | undefined> {
+/** Where a fact's event goes: the channel account it belongs to and its Customer. */
+interface Origin {
+  channelAccount: ChannelAccount;
+  customerId: string | null;
+}
+
+/**
+ * The origins of a fact; none means the number or business account is not on this platform. An
+ * account change goes to every Account holding the waba, each with its own Customer, resolved
+ * as the publish API resolves it (findWabaOwners); account-health events are always live.
+ */
+async function resolveOrigins(deps: InboundDeps, fact: ProviderFact): Promise<Origin[]> {
+  let ca: ChannelAccount | undefined;
   switch (fact.kind) {
     case 'account_update':
-      return (await findChannelAccountsByWaba(deps.db, fact.wabaId))[0];
+      return findWabaOwners(deps.db, fact.wabaId, 'live');
     case 'quality_update':
-      if (fact.data.phone_number_id) return findChannelAccountByPhoneNumber(deps.db, 'chatapp', fact.data.phone_number_id);
-      return fact.data.display_phone_number ? findChannelAccountByDisplay(deps.db, fact.wabaId, fact.data.display_phone_number) : undefined;
+      ca = fact.data.phone_number_id
+        ? await findChannelAccountByPhoneNumber(deps.db, 'chatapp', fact.data.phone_number_id)
+        : fact.data.display_phone_number
+          ? await findChannelAccountByDisplay(deps.db, fact.wabaId, fact.data.display_phone_number)
+          : undefined;
+      if (!ca) return [];
+      return [
+        {
+          channelAccount: ca,
+          customerId: ca.customer_id ?? (await findCustomerOfWaba(deps.db, ca.account_id, 'live', fact.wabaId)) ?? null,
+        },
+      ];
     default:
-      return findChannelAccountByPhoneNumber(deps.db, 'chatapp', fact.phoneNumberId);
+      ca = await findChannelAccountByPhoneNumber(deps.db, 'chatapp', fact.phoneNumberId);
+      return ca ? [{ channelAccount: ca, customerId: ca.customer_id }] : [];
   }
 }
 
@@ -86,15 +110,17 @@ async function planItem(deps: InboundDeps, item: NotificationItem): Promise<Plan
   }
   const planned: PlannedEvent[] = [];
   for (const fact of facts) {
-    const channelAccount = await resolveOrigin(deps, fact);
-    if (!channelAccount) {
+    const origins = await resolveOrigins(deps, fact);
+    if (origins.length === 0) {
       logger.info({ kind: fact.kind }, 'provider notification for a number or business account not on this platform');
       continue;
     }
     const def = getEventDefinition(factEventType(fact))!;
-    const parsed = def.data.safeParse(payloadOf(fact, channelAccount));
-    if (!parsed.success) throw new RejectedNotification(`${item.at}: ${def.type}: ${formatIssue(parsed.error, 'data')}`);
-    planned.push({ fact, def, channelAccount, data: parsed.data });
+    for (const { channelAccount, customerId } of origins) {
+      const parsed = def.data.safeParse(payloadOf(fact, channelAccount));
+      if (!parsed.success) throw new RejectedNotification(`${item.at}: ${def.type}: ${formatIssue(parsed.error, 'data')}`);
+      planned.push({ fact, def, channelAccount, customerId, data: parsed.data });
+    }
   }
   return planned;
 }
@@ -105,30 +131,29 @@ function repliedToId(message: Record<string, unknown>): string | undefined {
   return typeof context?.id === 'string' && context.id !== '' ? context.id : undefined;
 }
 
-/** The event of a status of a message the platform sent and registered; null when it emits nothing. */
-async function statusEvent(
+/**
+ * Stores a status of a message the platform sent and registered, through the path the publish
+ * API shares (forward only, window's end); null when it stores nothing.
+ */
+async function storeStatus(
   deps: InboundDeps,
   p: PlannedEvent,
   base: Omit<IngestEvent, 'externalId' | 'messageResourceId' | 'contactRef' | 'streamContext' | 'occurredAt'>,
-): Promise<IngestEvent | null> {
+): Promise<StoredEvent | null> {
   const { channelAccount: ca } = p;
   const fact = p.fact as Extract<PlannedEvent['fact'], { kind: 'status' }>;
   // Statuses of messages the platform did not send produce no event.
   const message = await awaitRegisteredMessage(deps.db, ca.id, fact.messageId, fact.occurredAt);
   if (!message) return null;
-  // Statuses move forward only (DECISIONS): a late one emits nothing; a repeated one goes on
-  // to find its stored event (the idempotency key), so it emits nothing new either.
-  if (message.status !== fact.status && !movesForward(message.status, fact.status)) return null;
-  const fepEnd = freeEntryPointEnd(fact);
-  if (fepEnd) await recordFepExpiry(deps.db, message, fact.recipientId, fepEnd);
-  return {
+  const outcome = await storeMessageStatus(deps, message, fact.recipientId, {
     ...base,
     externalId: fact.messageId,
     messageResourceId: message.id,
     contactRef: message.contact_id,
     streamContext: { messageResourceId: message.id, contactId: message.contact_id, conversationId: message.conversation_id },
     occurredAt: timeOf(fact.occurredAt),
-  };
+  });
+  return 'stored' in outcome ? outcome.stored : null;
 }
 
 /** Stores one planned event, creating the directory rows an incoming message implies; false when it produces no event. */
@@ -139,11 +164,16 @@ async function store(deps: InboundDeps, p: PlannedEvent): Promise<boolean> {
     def,
     data: p.data,
     refs: {},
-    customerId: ca.customer_id,
+    customerId: p.customerId,
     // Account-health events carry no channel stamp and are always live.
     environment: def.channelStamped ? ca.environment : ('live' as const),
     channelAccount: def.channelStamped ? ca : null,
   };
+  if (fact.kind === 'status') {
+    const stored = await storeStatus(deps, p, base);
+    if (stored?.created) wakeFor(deps, ca.account_id, stored);
+    return stored !== null;
+  }
   let event: IngestEvent;
   switch (fact.kind) {
     case 'message':
@@ -165,12 +195,6 @@ async function store(deps: InboundDeps, p: PlannedEvent): Promise<boolean> {
       };
       break;
     }
-    case 'status': {
-      const stamped = await statusEvent(deps, p, base);
-      if (!stamped) return false;
-      event = stamped;
-      break;
-    }
     case 'edited':
     case 'revoked': {
       const message = await findMessage(deps.db, ca.id, fact.messageId);
@@ -186,8 +210,6 @@ async function store(deps: InboundDeps, p: PlannedEvent): Promise<boolean> {
     }
     case 'account_update':
     case 'quality_update':
-      // SPEC 6.3: the tier change makes the platform re-read the numbers (best effort) before the event.
-      if (fact.kind === 'quality_update') await rereadNumbers(deps, fact.wabaId);
       event = {
         ...base,
         externalId: null,
@@ -200,8 +222,6 @@ async function store(deps: InboundDeps, p: PlannedEvent): Promise<boolean> {
   }
   const stored = await storeEvent(deps.db, event, deps.now?.());
   if (stored.created) wakeFor(deps, ca.account_id, stored);
-  // After the event is stored, so a crash in between leaves a provider retry able to finish it.
-  if (fact.kind === 'status') await advanceMessageStatus(deps.db, event.messageResourceId!, fact.status, statusesBefore(fact.status));
   // Also on a redelivery: a promotion is claimed by its reply once, and a retry finishes one a crash cut short.
   const repliedTo = fact.kind === 'message' ? repliedToId(fact.message) : undefined;
   if (repliedTo && event.contactRef && event.messageResourceId)
@@ -218,6 +238,8 @@ export async function ingestChatappNotification(deps: InboundDeps, body: unknown
   const { planned, rejected } = await planEachItem(body, splitChatappNotification, (item) => planItem(deps, item));
   // Template status changes update the template and emit nothing (SPEC 6.4).
   await applyTemplateStatusUpdates(deps.db, body);
+  // SPEC 6.3: the field makes the platform re-read the numbers (best effort) before any event, also when it makes none.
+  for (const wabaId of qualityUpdateWabas(body)) await rereadNumbers(deps, wabaId);
   let stored = 0;
   for (const p of planned) if (await store(deps, p)) stored++;
   // After the stores: a failed store answers 500 and the provider retries, which would record them twice.
