@@ -3522,6 +3522,11 @@ export interface components {
             /** Format: uuid */
             customer_id?: string | null;
             /**
+             * @description What the endpoint is for, in your words (at most 512 characters); null or "" removes it.
+             * @example Orders service, production
+             */
+            description?: string | null;
+            /**
              * @description Subscription categories: messages, statuses, crm, account, app_messages. Unknown values are discarded.
              * @example [
              *       "messages",
@@ -3694,6 +3699,7 @@ export interface components {
          *       "next_attempt_at": null,
          *       "paused_at": null,
          *       "rate_limit": null,
+         *       "description": "Orders service, production",
          *       "created_at": "2026-11-22T10:00:00.000Z",
          *       "updated_at": "2026-11-22T10:05:12.345Z"
          *     }
@@ -3707,6 +3713,8 @@ export interface components {
             created_at: string;
             /** Format: uuid */
             customer_id: string | null;
+            /** @description What the endpoint is for, as the tenant wrote it; null when none. */
+            description: string | null;
             events: ("messages" | "statuses" | "crm" | "account" | "app_messages")[];
             failure_streak: number;
             has_authorization: boolean;
@@ -3799,6 +3807,7 @@ export interface components {
          *       "next_attempt_at": null,
          *       "paused_at": null,
          *       "rate_limit": null,
+         *       "description": "Orders service, production",
          *       "created_at": "2026-11-22T10:00:00.000Z",
          *       "updated_at": "2026-11-22T10:00:00.000Z",
          *       "secret": "whsec_3q2+7wEXAMPLEv5dH0hZ1lS8nQkQm9YV0cXo1pA2bC0="
@@ -4345,6 +4354,11 @@ export interface components {
             active?: boolean;
             /** Format: uuid */
             customer_id?: string | null;
+            /**
+             * @description What the endpoint is for, in your words (at most 512 characters); null or "" removes it.
+             * @example Orders service, production
+             */
+            description?: string | null;
             /**
              * @description Subscription categories: messages, statuses, crm, account, app_messages. Unknown values are discarded.
              * @example [

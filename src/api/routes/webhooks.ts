@@ -91,6 +91,7 @@ function createAndReadRoutes(router: Router, deps: ApiDeps): void {
         active: body.active ?? true,
         secretCiphertext: secretBox.seal(secret),
         rateLimit: body.rate_limit ?? null,
+        description: body.description || null,
         limit: deps.config.endpointLimit,
       }),
     );
@@ -168,7 +169,11 @@ function patchAndDeleteRoutes(router: Router, deps: ApiDeps): void {
       const { changes } = plan;
       // The throttle is no part of health: the session reads it before each POST.
       const rateLimit = body.rate_limit !== undefined && body.rate_limit !== current.rate_limit ? body.rate_limit : undefined;
-      if (Object.keys(changes).length === 0 && rateLimit === undefined) return { row: current, changed: false };
+      // A label only, no part of health or sending: "" and null both remove it.
+      const description =
+        body.description !== undefined && (body.description || null) !== current.description ? body.description || null : undefined;
+      if (Object.keys(changes).length === 0 && rateLimit === undefined && description === undefined)
+        return { row: current, changed: false };
       const updated = await updateEndpoint(tx, accountId, id, {
         url: changes.url,
         events: changes.events,
@@ -178,6 +183,7 @@ function patchAndDeleteRoutes(router: Router, deps: ApiDeps): void {
         authorizationCiphertext:
           changes.authorization === undefined ? undefined : changes.authorization === null ? null : secretBox.seal(changes.authorization),
         rateLimit,
+        description,
         invalidateVerification: plan.invalidatesVerification,
         clearNextAttempt: plan.stopsSending,
       });
