@@ -4,11 +4,9 @@
  */
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAttemptRecorder } from '../../src/delivery/attempt-recorder.js';
-import { runDeliverySession } from '../../src/delivery/delivery-session.js';
-import { createSessionRegistry } from '../../src/delivery/session-registry.js';
+import { deliverOnce, onlyDeliveryOf } from '../support/deliver-once.js';
 import { createTenant, startTestApi, storeDemandEvent, testDb, type Tenant, type TestApi } from '../support/harness.js';
-import { startReceiver, type ReceivedRequest, type Receiver } from '../support/https-receiver.js';
+import { startReceiver, type Receiver } from '../support/https-receiver.js';
 
 let api: TestApi;
 let receiver: Receiver;
@@ -37,32 +35,8 @@ async function receivingEndpoint(tenant: Tenant): Promise<string> {
   return id;
 }
 
-async function deliveryOf(endpointId: string): Promise<string> {
-  const { rows } = await testDb().query<{ id: string }>(`SELECT id FROM deliveries WHERE endpoint_id = $1`, [endpointId]);
-  expect(rows).toHaveLength(1);
-  return rows[0]!.id;
-}
-
-/** One delivery session for the endpoint, as the worker runs it; the POST the receiver got. */
-async function deliver(endpointId: string, deliveryId: string): Promise<ReceivedRequest> {
-  const round = await runDeliverySession(
-    {
-      db: testDb(),
-      secretBox: api.deps.secretBox,
-      httpClient: api.deps.httpClient,
-      sessions: createSessionRegistry(),
-      recorder: createAttemptRecorder(testDb()),
-      concurrency: 1,
-      lingerMs: 0,
-      maxSessionMs: 10_000,
-    },
-    { endpointId, owner: `delivery-request/${deliveryId}`, clock: Date.now, limit: 1, signal: new AbortController().signal },
-  );
-  expect(round.outcomes).toMatchObject([{ ok: true, responseCode: 200 }]);
-  const post = receiver.received.find((r) => r.headers['webhook-id'] === deliveryId);
-  expect(post).toBeDefined();
-  return post!;
-}
+const deliveryOf = onlyDeliveryOf;
+const deliver = (endpointId: string, deliveryId: string) => deliverOnce(api, receiver, endpointId, deliveryId);
 
 const hmacHex = (body: string) => crypto.createHmac('sha256', SECRET).update(body, 'utf8').digest('hex');
 const standardSignature = (id: string, ts: string, body: string) =>
