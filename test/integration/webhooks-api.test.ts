@@ -402,7 +402,7 @@ describe('description', () => {
     expect(nulled.body.data.description).toBeNull();
   });
 
-  it('is null when not given, and 512 characters is accepted while 513 is 422 invalid_request on create and PATCH', async () => {
+  it('is null when not given, and 512 characters is accepted while 513 is 422 invalid_description on create and PATCH', async () => {
     const plain = await create({});
     expect(plain.body.data.description).toBeNull();
     const longest = await create({ description: 'd'.repeat(512) });
@@ -410,13 +410,13 @@ describe('description', () => {
     expect(longest.body.data.description).toHaveLength(512);
     const tooLong = await create({ description: 'd'.repeat(513) });
     expect(tooLong.status).toBe(422);
-    expect(tooLong.body.error).toMatchObject({ code: 'invalid_request', message: expect.stringContaining('description') });
+    expect(tooLong.body.error).toMatchObject({ code: 'invalid_description', message: expect.stringContaining('description') });
     const patch = await api.request('PATCH', `/api/v1/webhooks/${plain.body.data.id}`, {
       key: tenant.key,
       body: { description: 'd'.repeat(513) },
     });
     expect(patch.status).toBe(422);
-    expect(patch.body.error.code).toBe('invalid_request');
+    expect(patch.body.error.code).toBe('invalid_description');
   });
 });
 
