@@ -113,6 +113,29 @@ describe('GET /api/v1/webhook_deliveries/{id} request', () => {
     expect(request.headers.authorization).toBe('<set>');
   });
 
+  it('signs the shown headers with the current secret after a rotation, and shows no request once the endpoint is deleted', async () => {
+    const tenant = await createTenant();
+    const endpointId = await receivingEndpoint(tenant);
+    await storeDemandEvent(tenant.accountId, `dem-${crypto.randomUUID()}`);
+    const deliveryId = await deliveryOf(endpointId);
+    const post = await deliver(endpointId, deliveryId);
+    const rotated = 'whsec_delivery_request_rotated_02';
+    await api.request('PATCH', `/api/v1/webhooks/${endpointId}`, { key: tenant.key, body: { secret: rotated } });
+
+    const after = await api.request('GET', `/api/v1/webhook_deliveries/${deliveryId}`, { key: tenant.key });
+    const { request } = after.body.data;
+    expect(Buffer.from(request.body, 'utf8').equals(post.body)).toBe(true);
+    expect(request.headers['x-webhook-signature']).toBe(crypto.createHmac('sha256', rotated).update(post.body).digest('hex'));
+    expect(request.headers['x-webhook-signature']).not.toBe(post.headers['x-webhook-signature']);
+    expect(after.text).not.toContain(rotated);
+
+    expect((await api.request('DELETE', `/api/v1/webhooks/${endpointId}`, { key: tenant.key })).status).toBe(204);
+    const gone = await api.request('GET', `/api/v1/webhook_deliveries/${deliveryId}`, { key: tenant.key });
+    expect(gone.status).toBe(200);
+    expect(gone.body.data.request).toBeNull();
+    expect(gone.body.data.attempts_log).toHaveLength(1);
+  });
+
   it("answers 404 in the error envelope to another tenant's key for a delivery", async () => {
     const tenant = await createTenant();
     const other = await createTenant();
