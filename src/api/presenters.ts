@@ -38,6 +38,7 @@ export function presentEndpoint(row: EndpointRow): z.infer<typeof Endpoint> {
     next_attempt_at: iso(row.next_attempt_at),
     paused_at: iso(row.paused_at),
     rate_limit: row.rate_limit,
+    description: row.description,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };

@@ -10,6 +10,7 @@ const FIELD_CODES: Record<string, string> = {
   secret: 'invalid_secret',
   customer_id: 'invalid_customer_id',
   rate_limit: 'invalid_rate_limit',
+  description: 'invalid_description',
 };
 
 /** The error code of a body field given as a path (`url`, `headers.Authorization`, `events[0]`). */

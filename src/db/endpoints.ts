@@ -29,6 +29,8 @@ export interface EndpointRow {
   config_version: number;
   /** At most this many POSTs per second; null: unlimited. */
   rate_limit: number | null;
+  /** The tenant's free-text label; null when none. */
+  description: string | null;
   created_at: Date;
   updated_at: Date;
   deleted_at: Date | null;
@@ -56,6 +58,7 @@ const STORED_COLUMNS = [
   'paused_at',
   'config_version',
   'rate_limit',
+  'description',
   'created_at',
   'updated_at',
   'deleted_at',
@@ -95,6 +98,7 @@ export async function insertEndpoint(
     active: boolean;
     secretCiphertext: Buffer;
     rateLimit?: number | null;
+    description?: string | null;
     limit: number;
   },
 ): Promise<EndpointRow> {
@@ -106,9 +110,20 @@ export async function insertEndpoint(
   );
   if (count[0]!.n >= e.limit) throw new DomainError(422, 'endpoint_limit_reached', `an Account can have at most ${e.limit} endpoints`);
   const { rows } = await db.query<EndpointRow>(
-    `INSERT INTO endpoints (account_id, customer_id, url, events, active, health_status, failure_streak, secret_ciphertext, rate_limit)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${COLUMNS}`,
-    [e.accountId, e.customerId, e.url, e.events, state.active, state.health, state.failureStreak, e.secretCiphertext, e.rateLimit ?? null],
+    `INSERT INTO endpoints (account_id, customer_id, url, events, active, health_status, failure_streak, secret_ciphertext, rate_limit, description)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${COLUMNS}`,
+    [
+      e.accountId,
+      e.customerId,
+      e.url,
+      e.events,
+      state.active,
+      state.health,
+      state.failureStreak,
+      e.secretCiphertext,
+      e.rateLimit ?? null,
+      e.description ?? null,
+    ],
   );
   return rows[0]!;
 }
@@ -183,6 +198,8 @@ export interface EndpointChanges {
   authorizationCiphertext?: Buffer | null;
   /** null removes the throttle. */
   rateLimit?: number | null;
+  /** null removes the description. */
+  description?: string | null;
   /** Set when the url or Authorization changed: the verification no longer holds. */
   invalidateVerification?: boolean;
   /** Set when the change stops the endpoint sending: it has no next attempt from this commit on. */
@@ -203,6 +220,7 @@ export async function updateEndpoint(db: Queryable, accountId: string, id: strin
   if (c.secretCiphertext !== undefined) set('secret_ciphertext', c.secretCiphertext);
   if (c.authorizationCiphertext !== undefined) set('authorization_ciphertext', c.authorizationCiphertext);
   if (c.rateLimit !== undefined) set('rate_limit', c.rateLimit);
+  if (c.description !== undefined) set('description', c.description);
   if (c.invalidateVerification) sets.push(`health_status = 'unverified'`, `verified_at = NULL`, 'config_version = config_version + 1');
   if (c.clearNextAttempt) sets.push('next_attempt_at = NULL');
   if (sets.length === 0) return getEndpoint(db, accountId, id);

@@ -321,6 +321,15 @@ export async function readStream(
   return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
 }
 
+/** One event of the Account, in `environment` when given; undefined otherwise (another tenant's id included). */
+export async function getEvent(db: Queryable, accountId: string, id: string, environment?: Environment): Promise<EventRow | undefined> {
+  const { rows } = await db.query<EventRow>(
+    `SELECT * FROM events WHERE id = $1 AND account_id = $2 AND ($3::text IS NULL OR environment = $3)`,
+    [id, accountId, environment ?? null],
+  );
+  return rows[0];
+}
+
 /**
  * Removes events in one statement and ends their undelivered deliveries as `event_deleted`.
  * The cursors of other events do not move. A contact's events are those carrying it anywhere

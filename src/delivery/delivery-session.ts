@@ -19,7 +19,6 @@ import { compactOutcomes, sends, type AttemptOutcome } from '../core/health.js';
 import { paceWaitMs } from '../core/pacer.js';
 import { LEASE_MS } from '../core/runtime-limits.js';
 import { retryDelayMs } from '../core/retry-curve.js';
-import { webhookBody } from '../core/webhook-body.js';
 import {
   claimWithEndpoint,
   closeForDeletedEvent,
@@ -33,7 +32,7 @@ import { getEndpointById, recordEndpointSuccesses, type EndpointRow, type Succes
 import type { Db } from '../db/pool.js';
 import type { HttpClient, Slot } from './http-client.js';
 import { originOf } from './origin-slots.js';
-import { sendToEndpoint } from './send-webhook.js';
+import { eventBody, sendToEndpoint, webhookTimestampOf } from './send-webhook.js';
 import { logger } from '../runtime/logger.js';
 import type { BatchedCall } from '../runtime/statement-batcher.js';
 import { originShareWaits, webhookSends } from '../runtime/metrics.js';
@@ -370,13 +369,15 @@ class DeliverySession {
       await closeForDeletedEvent(this.deps.db, d.id);
       return null;
     }
-    const body = Buffer.from(JSON.stringify(webhookBody(def, event)), 'utf8');
+    const body = eventBody(def, event);
     const startedAtMs = this.req.clock();
     const outcome = await sendToEndpoint(this.deps.httpClient, this.secrets, endpoint, {
       eventType: d.event_type,
       idempotencyKey: d.idempotency_key,
       webhookId: d.id,
       body,
+      // The attempt's recorded start: GET /webhook_deliveries/{id} shows the same headers again.
+      timestampSeconds: webhookTimestampOf(startedAtMs),
       slot,
     });
     webhookSends.inc({ kind: 'delivery', outcome: outcome.acknowledged ? 'success' : (outcome.error ?? 'failure') });

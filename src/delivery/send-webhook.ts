@@ -2,6 +2,8 @@
  * One signed webhook POST: the exact bytes are signed and sent, and the outcome is
  * judged by the delivery protocol (2xx acknowledges; the hosted-script 302 counts as 200).
  */
+import type { EventDefinition } from '../core/catalog/index.js';
+import { webhookBody, type EnvelopeFacts } from '../core/webhook-body.js';
 import type { SecretBox } from '../security/secret-box.js';
 import { signBody, standardWebhookKey, standardWebhookSignature } from '../security/signature.js';
 import type { HttpClient, PostResult, Slot } from './http-client.js';
@@ -46,6 +48,25 @@ export function webhookHeaders(m: Omit<WebhookMessage, 'endpointId' | 'slot'>): 
   return headers;
 }
 
+/** `webhook-timestamp` of an attempt: the second its recorded `started_at` falls in. */
+export const webhookTimestampOf = (startedAt: Date | number): number =>
+  Math.floor((typeof startedAt === 'number' ? startedAt : startedAt.getTime()) / 1000);
+
+/** The bytes a delivery of `event` sends: its envelope (SPEC 2.3) and payload, as JSON. */
+export function eventBody(def: EventDefinition, event: EnvelopeFacts): Buffer {
+  return Buffer.from(JSON.stringify(webhookBody(def, event)), 'utf8');
+}
+
+export const TEST_MESSAGE = 'This is a test event sent to verify your webhook endpoint.';
+
+/** The bytes of a `webhook.test` send started at `sentAt` (its attempt's `started_at`). */
+export function testBody(sentAt: Date): Buffer {
+  return Buffer.from(
+    JSON.stringify({ event: 'webhook.test', customer_id: null, environment: null, message: TEST_MESSAGE, sent_at: sentAt.toISOString() }),
+    'utf8',
+  );
+}
+
 /** A hosted script web app answers 302 to its content host after running its handler. */
 export function isScriptHostAcknowledgement(url: string, status: number | null, location: string | string[] | undefined): boolean {
   if (status !== 302 || typeof location !== 'string') return false;
@@ -80,7 +101,7 @@ export function sendToEndpoint(
   client: HttpClient,
   box: Pick<SecretBox, 'open'>,
   target: SendTarget,
-  m: { eventType: string; idempotencyKey: string; webhookId: string; body: Buffer; slot?: Slot },
+  m: { eventType: string; idempotencyKey: string; webhookId: string; body: Buffer; timestampSeconds: number; slot?: Slot },
 ): Promise<SendOutcome> {
   return sendWebhook(client, {
     endpointId: target.id,
@@ -89,4 +110,31 @@ export function sendToEndpoint(
     authorization: target.authorization_ciphertext ? box.open(target.authorization_ciphertext) : null,
     ...m,
   });
+}
+
+/** What a shown request puts where a stored Authorization value would be. */
+export const AUTHORIZATION_SHOWN = '<set>';
+
+export interface ShownRequest {
+  /** The body exactly as signed and sent, as a UTF-8 string. */
+  body: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * A request as `sendToEndpoint` builds it, for showing: the same `webhookHeaders`, signed with
+ * the endpoint's current secret, its Authorization value replaced by `<set>`. No secret leaves.
+ */
+export function shownRequest(
+  box: Pick<SecretBox, 'open'>,
+  target: SendTarget,
+  m: { eventType: string; idempotencyKey: string; webhookId: string; body: Buffer; timestampSeconds: number },
+): ShownRequest {
+  const headers = webhookHeaders({
+    url: target.url,
+    secret: box.open(target.secret_ciphertext),
+    authorization: target.authorization_ciphertext ? AUTHORIZATION_SHOWN : null,
+    ...m,
+  });
+  return { body: m.body.toString('utf8'), headers };
 }

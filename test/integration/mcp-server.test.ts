@@ -73,9 +73,16 @@ describe('the MCP server', () => {
     expect(client.getServerCapabilities()).toMatchObject({ tools: {}, resources: { subscribe: true } });
   });
 
-  it('lists its four tools', async () => {
+  it('lists its six tools', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['list_deliveries', 'list_endpoints', 'read_stream', 'send_test']);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'get_delivery',
+      'get_event',
+      'list_deliveries',
+      'list_endpoints',
+      'read_stream',
+      'send_test',
+    ]);
   });
 
   it('lists endpoints, sends a signed test and finds it in the delivery list', async () => {
@@ -138,5 +145,20 @@ describe('the MCP server', () => {
     expect(stream.paging).toEqual({ cursor: published.body.data.cursor, next: null, has_more: false });
 
     await client.unsubscribeResource({ uri: 'webhooks://events/live' });
+  });
+
+  // Last: the event it publishes would change the stream the subscription test reads from its start.
+  it("get_delivery shows a test send's request as the receiver got it; get_event reads a published event", async () => {
+    await toolJson('send_test', { endpoint_id: endpointId });
+    const post = receiver.received.at(-1)!;
+    const delivery = await toolJson('get_delivery', { delivery_id: String(post.headers['webhook-id']) });
+    expect(Buffer.from(delivery.data.request.body, 'utf8').equals(post.body)).toBe(true);
+    expect(delivery.data.request.headers['x-webhook-signature']).toBe(post.headers['x-webhook-signature']);
+    expect(delivery.data.attempts_log).toHaveLength(1);
+
+    const published = await api.request('POST', '/api/v1/events', { key: tenant.key, body: demandAt(901) });
+    expect(published.status).toBe(201);
+    const event = await toolJson('get_event', { event_id: published.body.data.id });
+    expect(event.data).toEqual(published.body.data);
   });
 });

@@ -111,6 +111,7 @@ describe('POST /api/v1/webhooks', () => {
         'active',
         'created_at',
         'customer_id',
+        'description',
         'events',
         'failure_streak',
         'has_authorization',
@@ -372,6 +373,50 @@ describe('reads, PATCH and DELETE', () => {
     expect((await api.request('GET', `/api/v1/webhooks/${id}`, { key: tenant.key })).status).toBe(404);
     expect((await api.request('DELETE', `/api/v1/webhooks/${id}`, { key: tenant.key })).status).toBe(404);
     expect((await api.request('PATCH', `/api/v1/webhooks/${id}`, { key: tenant.key, body: {} })).status).toBe(404);
+  });
+});
+
+describe('description', () => {
+  it('round-trips through create, read, list and PATCH; null and "" remove it; PATCH of the description alone keeps health', async () => {
+    const created = await create({ description: 'Orders service, production' });
+    expect(created.status).toBe(201);
+    expect(created.body.data.description).toBe('Orders service, production');
+    const id = created.body.data.id as string;
+    const read = await api.request('GET', `/api/v1/webhooks/${id}`, { key: tenant.key });
+    expect(read.body.data.description).toBe('Orders service, production');
+    const listed = await api.request('GET', '/api/v1/webhooks?limit=100', { key: tenant.key });
+    expect(listed.body.data.find((e: { id: string }) => e.id === id).description).toBe('Orders service, production');
+
+    await testDb().query(`UPDATE endpoints SET health_status = 'healthy', verified_at = now() WHERE id = $1`, [id]);
+    const patched = await api.request('PATCH', `/api/v1/webhooks/${id}`, { key: tenant.key, body: { description: 'Orders, v2' } });
+    expect(patched.status).toBe(200);
+    expect(patched.body.data).toMatchObject({ description: 'Orders, v2', health_status: 'healthy' });
+    expect((await api.request('GET', `/api/v1/webhooks/${id}`, { key: tenant.key })).body.data.description).toBe('Orders, v2');
+
+    const untouched = await api.request('PATCH', `/api/v1/webhooks/${id}`, { key: tenant.key, body: { active: true } });
+    expect(untouched.body.data.description).toBe('Orders, v2');
+    const emptied = await api.request('PATCH', `/api/v1/webhooks/${id}`, { key: tenant.key, body: { description: '' } });
+    expect(emptied.body.data.description).toBeNull();
+    await api.request('PATCH', `/api/v1/webhooks/${id}`, { key: tenant.key, body: { description: 'again' } });
+    const nulled = await api.request('PATCH', `/api/v1/webhooks/${id}`, { key: tenant.key, body: { description: null } });
+    expect(nulled.body.data.description).toBeNull();
+  });
+
+  it('is null when not given, and 512 characters is accepted while 513 is 422 invalid_description on create and PATCH', async () => {
+    const plain = await create({});
+    expect(plain.body.data.description).toBeNull();
+    const longest = await create({ description: 'd'.repeat(512) });
+    expect(longest.status).toBe(201);
+    expect(longest.body.data.description).toHaveLength(512);
+    const tooLong = await create({ description: 'd'.repeat(513) });
+    expect(tooLong.status).toBe(422);
+    expect(tooLong.body.error).toMatchObject({ code: 'invalid_description', message: expect.stringContaining('description') });
+    const patch = await api.request('PATCH', `/api/v1/webhooks/${plain.body.data.id}`, {
+      key: tenant.key,
+      body: { description: 'd'.repeat(513) },
+    });
+    expect(patch.status).toBe(422);
+    expect(patch.body.error.code).toBe('invalid_description');
   });
 });
 

@@ -10,6 +10,7 @@ import {
   WebhookPlatform,
   WebhookPlatformError,
   type Delivery,
+  type DeliveryDetail,
   type Endpoint,
   type RecoverDeliveries,
   type StreamItem,
@@ -130,9 +131,18 @@ endpoints
   .option('--customer-id <uuid>', 'only events of this Customer')
   .option('--inactive', 'create it inactive')
   .option('--rate-limit <n>', 'at most n POSTs per second to it (default: unlimited)', rateLimit)
+  .option('--description <text>', 'what the endpoint is for (at most 512 characters)')
   .action(
     async (
-      opts: { url: string; events: string[]; secret?: string; customerId?: string; inactive?: boolean; rateLimit?: number | 'none' },
+      opts: {
+        url: string;
+        events: string[];
+        secret?: string;
+        customerId?: string;
+        inactive?: boolean;
+        rateLimit?: number | 'none';
+        description?: string;
+      },
       cmd: Command,
     ) => {
       const created = await client(cmd).webhooks.create({
@@ -142,6 +152,7 @@ endpoints
         customer_id: opts.customerId,
         active: opts.inactive ? false : undefined,
         rate_limit: rateLimitBody(opts.rateLimit),
+        description: opts.description,
       });
       show(
         cmd,
@@ -163,6 +174,7 @@ endpoints
   .option('--customer-id <uuid>', 'Customer filter ("" removes it)')
   .option('--authorization <value>', 'Authorization header sent with each delivery ("" removes it)')
   .option('--rate-limit <n>', 'at most n POSTs per second, applied from the next POST ("none" removes it)', rateLimit)
+  .option('--description <text>', 'what the endpoint is for, at most 512 characters ("" removes it)')
   .action(
     async (
       id: string,
@@ -174,6 +186,7 @@ endpoints
         customerId?: string;
         authorization?: string;
         rateLimit?: number | 'none';
+        description?: string;
       },
       cmd: Command,
     ) => {
@@ -185,6 +198,7 @@ endpoints
         customer_id: opts.customerId === undefined ? undefined : opts.customerId || null,
         headers: opts.authorization === undefined ? undefined : { Authorization: opts.authorization || null },
         rate_limit: rateLimitBody(opts.rateLimit),
+        description: opts.description === undefined ? undefined : opts.description || null,
       };
       if (Object.values(body).every((v) => v === undefined)) throw new UsageError('nothing to update: give at least one option');
       const updated = await client(cmd).webhooks.update(id, body);
@@ -255,20 +269,31 @@ async function lastErrors(cmd: Command, page: Delivery[]): Promise<Map<string, s
   );
   return errors;
 }
-deliveries.command('get <id>').action(async (id: string, _opts: unknown, cmd: Command) => {
-  const delivery = await client(cmd).deliveries.get(id);
-  show(cmd, delivery, () => {
-    const { attempts_log, ...rest } = delivery;
-    const attempts = table(attempts_log, [
-      ['#', (a) => a.number],
-      ['started_at', (a) => a.started_at],
-      ['ms', (a) => a.duration_ms],
-      ['code', (a) => a.response_code],
-      ['error', (a) => a.error],
-    ]);
-    return `${record(rest)}\n\n${attempts}`;
+deliveries
+  .command('get <id>')
+  .description('one delivery: its attempts and the request as signed (headers and body)')
+  .action(async (id: string, _opts: unknown, cmd: Command) => {
+    const delivery = await client(cmd).deliveries.get(id);
+    show(cmd, delivery, () => {
+      const { attempts_log, request, ...rest } = delivery;
+      const attempts = table(attempts_log, [
+        ['#', (a) => a.number],
+        ['started_at', (a) => a.started_at],
+        ['ms', (a) => a.duration_ms],
+        ['code', (a) => a.response_code],
+        ['error', (a) => a.error],
+      ]);
+      return `${record(rest)}\n\n${attempts}\n\n${shownRequest(request)}`;
+    });
   });
-});
+
+/** The request as signed, as an HTTP message: which attempt's headers, the headers, a blank line, the body. */
+function shownRequest(request: DeliveryDetail['request']): string {
+  if (!request) return 'Request: not available (its event or its endpoint was deleted)';
+  const which = request.attempt === null ? 'as the next attempt sends it (no attempt yet)' : `as attempt ${request.attempt} sent it`;
+  const headers = Object.entries(request.headers).map(([name, value]) => `${name}: ${value}`);
+  return [`Request, ${which}:`, ...headers, '', request.body].join('\n');
+}
 deliveries
   .command('resend <id>')
   .description('put a limited, exhausted or failed delivery back to pending')
@@ -277,9 +302,15 @@ deliveries
     show(cmd, delivery, () => record(delivery));
   });
 
-program
-  .command('events')
-  .description('the durable event stream')
+const events = program.command('events').description('the durable event stream');
+events
+  .command('get <id>')
+  .description("one event of the key's Account and environment")
+  .action(async (id: string, _opts: unknown, cmd: Command) => {
+    const event = await client(cmd).events.get(id);
+    show(cmd, event, () => record(event));
+  });
+events
   .command('tail')
   .description('print the stream after a cursor; with --json one JSON item per line')
   .option('--after <cursor>', 'exclusive cursor to start after (a saved cursor)', '0')

@@ -68,6 +68,7 @@ export function createWebhooksMcpServer(opts: ServerOptions): { server: McpServe
   const call: Calls = { api, signal: () => AbortSignal.timeout(timeoutMs), read: streamReader(api, timeoutMs) };
   const server = new McpServer({ name: 'webhook-platform', version: VERSION });
   registerTools(server, call);
+  registerReadOneTools(server, call);
   registerCatalog(server, call);
   const live = registerLiveStream(server, call, opts);
   return { server, close: () => live.stop() };
@@ -140,6 +141,30 @@ function registerTools(server: McpServer, { api, signal, read }: Calls): void {
       },
     },
     (args) => answer(() => read(args.after ?? '0', args.limit ?? 20)),
+  );
+}
+
+/** One delivery (its attempts and the request as signed) and one event, by id. */
+function registerReadOneTools(server: McpServer, { api, signal }: Calls): void {
+  server.registerTool(
+    'get_delivery',
+    {
+      title: 'Get a delivery',
+      description:
+        'One delivery with attempts_log (each attempt: started_at, duration, response code, error, response excerpt) and request: the headers and body exactly as signed (a stored Authorization shows as <set>; the headers are those of the latest attempt).',
+      inputSchema: { delivery_id: z.uuid().describe('id of the delivery') },
+    },
+    (args) => answer(() => api.call('getDelivery', { params: { id: args.delivery_id }, signal: signal() })),
+  );
+
+  server.registerTool(
+    'get_event',
+    {
+      title: 'Get an event',
+      description: "One event of the API key's Account and environment, as a stream item (its payload in data).",
+      inputSchema: { event_id: z.uuid().describe('id of the event (a delivery names it as event_id)') },
+    },
+    (args) => answer(() => api.call('getEvent', { params: { id: args.event_id }, signal: signal() })),
   );
 }
 

@@ -16,6 +16,7 @@ export type TestResult = Schemas['TestResult'];
 export type Delivery = Schemas['Delivery'];
 export type DeliveryDetail = Schemas['DeliveryDetail'];
 export type Attempt = Schemas['Attempt'];
+export type SignedRequest = Schemas['SignedRequest'];
 export type Paging = Schemas['Paging'];
 export type StreamItem = Schemas['StreamItem'];
 export type StreamPaging = Schemas['StreamPaging'];
@@ -191,6 +192,7 @@ export class WebhookPlatform {
   readonly deliveries = {
     /** Newest first. Filters: endpoint_id, status, event_type (the fine name); `after` takes paging.next. */
     list: (query: DeliveryFilter = {}, o?: { signal?: AbortSignal }) => this.call('listDeliveries', { query, ...o }),
+    /** One delivery with `attempts_log` and `request`: the body and headers as signed (a stored Authorization shows as `<set>`). */
     get: (id: string, o?: { signal?: AbortSignal }) => this.#data<'getDelivery'>('getDelivery', { params: { id }, ...o }),
     resend: (id: string, o?: { signal?: AbortSignal }) => this.#data<'resendDelivery'>('resendDelivery', { params: { id }, ...o }),
   };
@@ -198,6 +200,8 @@ export class WebhookPlatform {
   readonly events = {
     /** One page of the durable stream after the exclusive cursor `after` (default 0). */
     list: (query: QueryOf<'listEvents'> = {}, o?: { signal?: AbortSignal }) => this.call('listEvents', { query, ...o }),
+    /** One event of the key's Account and environment, as a stream item; 404 `not_found` otherwise. */
+    get: (id: string, o?: { signal?: AbortSignal }) => this.#data<'getEvent'>('getEvent', { params: { id }, ...o }),
     /** `created` is false when the service already had this event (same idempotency key): `event` is then the first one. */
     publish: async (body: BodyOf<'publishEvent'>, o?: { signal?: AbortSignal }): Promise<{ event: StreamItem; created: boolean }> => {
       const { status, body: answer } = await this.#request('publishEvent', { body, ...o });

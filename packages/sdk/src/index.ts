@@ -2,6 +2,7 @@ export { WebhookPlatform, DEFAULT_BASE_URL, SDK_VERSION, parseRetryAfter } from 
 export type {
   AddRecipientsResult,
   Attempt,
+  SignedRequest,
   BodyOf,
   Broadcast,
   BroadcastRecipient,

@@ -1544,6 +1544,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One event of the key's Account and environment, as a stream item */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: components["schemas"]["StreamItem"];
+                        };
+                    };
+                };
+                /** @description Error envelope */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+                /** @description Error envelope */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Error"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/messages": {
         parameters: {
             query?: never;
@@ -2229,7 +2314,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One delivery with its attempts */
+        /** One delivery with its attempts and the request as signed */
         get: {
             parameters: {
                 query?: never;
@@ -3437,6 +3522,11 @@ export interface components {
             /** Format: uuid */
             customer_id?: string | null;
             /**
+             * @description What the endpoint is for, in your words (at most 512 characters); null or "" removes it.
+             * @example Orders service, production
+             */
+            description?: string | null;
+            /**
              * @description Subscription categories: messages, statuses, crm, account, app_messages. Unknown values are discarded.
              * @example [
              *       "messages",
@@ -3567,11 +3657,27 @@ export interface components {
          *           "error": "non_2xx",
          *           "response_excerpt": "Service Unavailable"
          *         }
-         *       ]
+         *       ],
+         *       "request": {
+         *         "attempt": 1,
+         *         "body": "{\"entity_type\":\"demand\",\"entity_id\":\"dem_01\",\"event\":\"crm.demand.created\",\"customer_id\":null,\"environment\":\"live\"}",
+         *         "headers": {
+         *           "content-type": "application/json",
+         *           "user-agent": "webhook-platform/1",
+         *           "x-webhook-event": "crm.demand.created",
+         *           "x-idempotency-key": "crm:demand:dem_01:1",
+         *           "x-webhook-signature": "5f0c3a9d1e7b2c4a6f8e0d2b4c6a8e0f1a3c5e7b9d1f3a5c7e9b1d3f5a7c9e1b",
+         *           "webhook-id": "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a",
+         *           "webhook-timestamp": "1795168800",
+         *           "webhook-signature": "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
+         *           "authorization": "<set>"
+         *         }
+         *       }
          *     }
          */
         DeliveryDetail: components["schemas"]["Delivery"] & {
             attempts_log: components["schemas"]["Attempt"][];
+            request: components["schemas"]["SignedRequest"];
         };
         /**
          * @example {
@@ -3593,6 +3699,7 @@ export interface components {
          *       "next_attempt_at": null,
          *       "paused_at": null,
          *       "rate_limit": null,
+         *       "description": "Orders service, production",
          *       "created_at": "2026-11-22T10:00:00.000Z",
          *       "updated_at": "2026-11-22T10:05:12.345Z"
          *     }
@@ -3606,6 +3713,8 @@ export interface components {
             created_at: string;
             /** Format: uuid */
             customer_id: string | null;
+            /** @description What the endpoint is for, as the tenant wrote it; null when none. */
+            description: string | null;
             events: ("messages" | "statuses" | "crm" | "account" | "app_messages")[];
             failure_streak: number;
             has_authorization: boolean;
@@ -3698,6 +3807,7 @@ export interface components {
          *       "next_attempt_at": null,
          *       "paused_at": null,
          *       "rate_limit": null,
+         *       "description": "Orders service, production",
          *       "created_at": "2026-11-22T10:00:00.000Z",
          *       "updated_at": "2026-11-22T10:00:00.000Z",
          *       "secret": "whsec_3q2+7wEXAMPLEv5dH0hZ1lS8nQkQm9YV0cXo1pA2bC0="
@@ -3996,6 +4106,34 @@ export interface components {
             /** @description The page the Customer opens. Shown in this answer only: it carries the secret token. */
             url: string;
         };
+        /**
+         * @description The request as signed; null when it cannot be rebuilt (its event or its endpoint was deleted).
+         * @example {
+         *       "attempt": 1,
+         *       "body": "{\"entity_type\":\"demand\",\"entity_id\":\"dem_01\",\"event\":\"crm.demand.created\",\"customer_id\":null,\"environment\":\"live\"}",
+         *       "headers": {
+         *         "content-type": "application/json",
+         *         "user-agent": "webhook-platform/1",
+         *         "x-webhook-event": "crm.demand.created",
+         *         "x-idempotency-key": "crm:demand:dem_01:1",
+         *         "x-webhook-signature": "5f0c3a9d1e7b2c4a6f8e0d2b4c6a8e0f1a3c5e7b9d1f3a5c7e9b1d3f5a7c9e1b",
+         *         "webhook-id": "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a",
+         *         "webhook-timestamp": "1795168800",
+         *         "webhook-signature": "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
+         *         "authorization": "<set>"
+         *       }
+         *     }
+         */
+        SignedRequest: {
+            /** @description The attempt whose headers these are (its started_at gives webhook-timestamp); null before the first attempt: the headers as built now. */
+            attempt: number | null;
+            /** @description The body exactly as signed and sent (UTF-8). */
+            body: string;
+            /** @description The headers sent, names in lowercase, built by the same code as the POST and signed with the endpoint's current secret. A stored Authorization value shows as <set>. */
+            headers: {
+                [key: string]: string;
+            };
+        } | null;
         SignupResult: {
             connected: {
                 /** Format: uuid */
@@ -4216,6 +4354,11 @@ export interface components {
             active?: boolean;
             /** Format: uuid */
             customer_id?: string | null;
+            /**
+             * @description What the endpoint is for, in your words (at most 512 characters); null or "" removes it.
+             * @example Orders service, production
+             */
+            description?: string | null;
             /**
              * @description Subscription categories: messages, statuses, crm, account, app_messages. Unknown values are discarded.
              * @example [

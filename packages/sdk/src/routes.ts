@@ -26,6 +26,7 @@ export const ROUTES = {
   getDelivery: { method: 'get', path: '/webhook_deliveries/{id}', shape: 'item' },
   resendDelivery: { method: 'post', path: '/webhook_deliveries/{id}/resend', shape: 'item' },
   listEvents: { method: 'get', path: '/events', shape: 'page' },
+  getEvent: { method: 'get', path: '/events/{id}', shape: 'item' },
   publishEvent: { method: 'post', path: '/events', shape: 'item' },
   listEventTypes: { method: 'get', path: '/event_types', shape: 'array' },
   deleteContact: { method: 'delete', path: '/contacts/{id}', shape: 'empty' },

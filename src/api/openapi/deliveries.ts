@@ -17,7 +17,7 @@ export const deliveryPaths: RouteConfig[] = [
   {
     method: 'get',
     path: '/api/v1/webhook_deliveries/{id}',
-    summary: 'One delivery with its attempts',
+    summary: 'One delivery with its attempts and the request as signed',
     security: auth('webhooks:read'),
     request: { params: idParam },
     responses: { 200: json(z.object({ data: DeliveryDetail })), ...errors(404) },

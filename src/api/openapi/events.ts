@@ -3,7 +3,7 @@ import type { RouteConfig } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import { PublishBody } from '../../events/publish.js';
 import { EventType, StreamItem, StreamPaging, StreamQuery, publishExample } from '../schemas/events.js';
-import { auth, errors, json } from './common.js';
+import { auth, errors, idParam, json } from './common.js';
 
 export const eventPaths: RouteConfig[] = [
   {
@@ -25,6 +25,14 @@ export const eventPaths: RouteConfig[] = [
     security: auth('events:read'),
     request: { query: StreamQuery },
     responses: { 200: json(z.object({ data: z.array(StreamItem), paging: StreamPaging })), ...errors(422) },
+  },
+  {
+    method: 'get',
+    path: '/api/v1/events/{id}',
+    summary: "One event of the key's Account and environment, as a stream item",
+    security: auth('events:read'),
+    request: { params: idParam },
+    responses: { 200: json(z.object({ data: StreamItem })), ...errors(404) },
   },
   {
     method: 'get',

@@ -7,14 +7,49 @@ import {
   getDelivery,
   listDeliveries,
   resendDelivery,
+  type AttemptRow,
   type DeliveryStatus,
 } from '../../db/deliveries.js';
+import { getEventDefinition } from '../../core/catalog/index.js';
+import { getEndpoint } from '../../db/endpoints.js';
+import { getEvent } from '../../db/events.js';
+import { eventBody, shownRequest, testBody, webhookTimestampOf, type ShownRequest } from '../../delivery/send-webhook.js';
 import { principalOf, requireScope } from '../auth.js';
 import type { ApiDeps } from '../deps.js';
 import { DomainError, notFound } from '../../core/domain-error.js';
 import { presentAttempt, presentDelivery } from '../presenters.js';
 import { Uuid } from '../schemas/common.js';
 import { pageCursor } from './webhooks.js';
+
+type DeliveryWithAttempts = NonNullable<Awaited<ReturnType<typeof getDelivery>>>;
+
+/**
+ * The request as signed (DECISIONS, audit list): the body rebuilt from the stored event (or, for a
+ * test send, from its attempt's start) and the headers from `shownRequest`, the code the POST uses.
+ * The latest attempt's headers, or before any attempt those built now; null when the event or
+ * the endpoint is gone.
+ */
+async function signedRequestOf(deps: ApiDeps, row: DeliveryWithAttempts): Promise<SignedRequestShown | null> {
+  const latest = row.attempts_log.at(-1);
+  const [endpoint, body] = await Promise.all([getEndpoint(deps.db, row.account_id, row.endpoint_id), bodyOf(deps, row, latest)]);
+  if (!endpoint || !body) return null;
+  const shown = shownRequest(deps.secretBox, endpoint, {
+    eventType: row.event_type,
+    idempotencyKey: row.idempotency_key,
+    webhookId: row.id,
+    body,
+    timestampSeconds: webhookTimestampOf(latest?.started_at ?? deps.now?.() ?? new Date()),
+  });
+  return { attempt: latest?.number ?? null, ...shown };
+}
+
+type SignedRequestShown = ShownRequest & { attempt: number | null };
+
+async function bodyOf(deps: ApiDeps, row: DeliveryWithAttempts, latest: AttemptRow | undefined): Promise<Buffer | null> {
+  if (row.event_id === null) return row.event_type === 'webhook.test' && latest ? testBody(latest.started_at) : null;
+  const [event, def] = [await getEvent(deps.db, row.account_id, row.event_id), getEventDefinition(row.event_type)];
+  return event && def ? eventBody(def, event) : null;
+}
 
 export function deliveryRoutes(deps: ApiDeps): Router {
   const router = new Router();
@@ -51,8 +86,10 @@ export function deliveryRoutes(deps: ApiDeps): Router {
     const id = ctx.params.id!;
     const row = Uuid.safeParse(id).success ? await getDelivery(deps.db, principalOf(ctx).accountId, id) : undefined;
     if (!row) throw notFound('delivery');
-    const pacing = await endpointPacing(deps.db, [row.endpoint_id]);
-    ctx.body = { data: { ...presentDelivery(row, pacing.get(row.endpoint_id)), attempts_log: row.attempts_log.map(presentAttempt) } };
+    const [pacing, request] = await Promise.all([endpointPacing(deps.db, [row.endpoint_id]), signedRequestOf(deps, row)]);
+    ctx.body = {
+      data: { ...presentDelivery(row, pacing.get(row.endpoint_id)), attempts_log: row.attempts_log.map(presentAttempt), request },
+    };
   });
 
   router.post('/api/v1/webhook_deliveries/:id/resend', requireScope('webhooks:write'), async (ctx) => {

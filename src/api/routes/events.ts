@@ -2,12 +2,13 @@
 import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { parseStreamAfter, parseStreamLimit, streamPaging } from '../../core/stream-paging.js';
-import { readStream } from '../../db/events.js';
+import { getEvent, readStream } from '../../db/events.js';
 import { publishEvent } from '../../events/publish.js';
 import { principalOf, requireScope } from '../auth.js';
 import { readJson } from '../body.js';
 import type { ApiDeps } from '../deps.js';
-import { DomainError } from '../../core/domain-error.js';
+import { DomainError, notFound } from '../../core/domain-error.js';
+import { Uuid } from '../schemas/common.js';
 import { presentStreamItem } from '../presenters.js';
 
 /**
@@ -45,6 +46,15 @@ export function eventRoutes(deps: ApiDeps): Router {
         hasMore,
       ),
     };
+  });
+
+  // One event of the key's Account and environment; any other id (another tenant's included) is 404.
+  router.get('/api/v1/events/:id', requireScope('events:read'), async (ctx) => {
+    const { accountId, environment } = principalOf(ctx);
+    const id = ctx.params.id!;
+    const row = Uuid.safeParse(id).success ? await getEvent(deps.db, accountId, id, environment) : undefined;
+    if (!row) throw notFound('event');
+    ctx.body = { data: presentStreamItem(row) };
   });
 
   return router;

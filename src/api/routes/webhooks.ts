@@ -17,7 +17,7 @@ import {
   updateEndpoint,
 } from '../../db/endpoints.js';
 import { inTransaction } from '../../db/pool.js';
-import { sendToEndpoint } from '../../delivery/send-webhook.js';
+import { sendToEndpoint, testBody, webhookTimestampOf } from '../../delivery/send-webhook.js';
 import { webhookSends } from '../../runtime/metrics.js';
 import { notifyAfterCommit } from '../../delivery/workflow-client.js';
 import { urlRefusal } from '../../security/destination-policy.js';
@@ -32,8 +32,6 @@ import { CreateEndpointBody, UpdateEndpointBody } from '../schemas/webhooks.js';
 import { parseBody } from '../validation.js';
 
 const STATS_HOURS = 24;
-
-export const TEST_MESSAGE = 'This is a test event sent to verify your webhook endpoint.';
 
 export function pageCursor(raw: unknown): ReturnType<typeof decodePageKey> | undefined {
   if (raw === undefined) return undefined;
@@ -93,6 +91,7 @@ function createAndReadRoutes(router: Router, deps: ApiDeps): void {
         active: body.active ?? true,
         secretCiphertext: secretBox.seal(secret),
         rateLimit: body.rate_limit ?? null,
+        description: body.description || null,
         limit: deps.config.endpointLimit,
       }),
     );
@@ -170,7 +169,11 @@ function patchAndDeleteRoutes(router: Router, deps: ApiDeps): void {
       const { changes } = plan;
       // The throttle is no part of health: the session reads it before each POST.
       const rateLimit = body.rate_limit !== undefined && body.rate_limit !== current.rate_limit ? body.rate_limit : undefined;
-      if (Object.keys(changes).length === 0 && rateLimit === undefined) return { row: current, changed: false };
+      // A label only, no part of health or sending: "" and null both remove it.
+      const description =
+        body.description !== undefined && (body.description || null) !== current.description ? body.description || null : undefined;
+      if (Object.keys(changes).length === 0 && rateLimit === undefined && description === undefined)
+        return { row: current, changed: false };
       const updated = await updateEndpoint(tx, accountId, id, {
         url: changes.url,
         events: changes.events,
@@ -180,6 +183,7 @@ function patchAndDeleteRoutes(router: Router, deps: ApiDeps): void {
         authorizationCiphertext:
           changes.authorization === undefined ? undefined : changes.authorization === null ? null : secretBox.seal(changes.authorization),
         rateLimit,
+        description,
         invalidateVerification: plan.invalidatesVerification,
         clearNextAttempt: plan.stopsSending,
       });
@@ -206,16 +210,7 @@ function testRoute(router: Router, deps: ApiDeps): void {
     const endpoint = await getEndpoint(db, accountId, id);
     if (!endpoint) throw notFound('webhook endpoint');
     const startedAt = new Date();
-    const body = Buffer.from(
-      JSON.stringify({
-        event: 'webhook.test',
-        customer_id: null,
-        environment: null,
-        message: TEST_MESSAGE,
-        sent_at: startedAt.toISOString(),
-      }),
-      'utf8',
-    );
+    const body = testBody(startedAt);
     // Each test send is its own delivery row, and its id is its webhook-id.
     const deliveryId = crypto.randomUUID();
     const outcome = await sendToEndpoint(deps.httpClient, secretBox, endpoint, {
@@ -223,6 +218,7 @@ function testRoute(router: Router, deps: ApiDeps): void {
       idempotencyKey: `test:${endpoint.id}`,
       webhookId: deliveryId,
       body,
+      timestampSeconds: webhookTimestampOf(startedAt),
     });
     webhookSends.inc({ kind: 'test', outcome: outcome.acknowledged ? 'success' : (outcome.error ?? 'failure') });
     await recordTestDelivery(db, {

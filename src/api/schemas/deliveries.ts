@@ -69,8 +69,43 @@ export const Attempt = z
   })
   .openapi('Attempt', { example: attemptExample });
 
-export const DeliveryDetail = Delivery.extend({ attempts_log: z.array(Attempt) }).openapi('DeliveryDetail', {
-  example: { ...deliveryExample, attempts_log: [attemptExample] },
+const requestExample = {
+  attempt: 1,
+  body: '{"entity_type":"demand","entity_id":"dem_01","event":"crm.demand.created","customer_id":null,"environment":"live"}',
+  headers: {
+    'content-type': 'application/json',
+    'user-agent': 'webhook-platform/1',
+    'x-webhook-event': 'crm.demand.created',
+    'x-idempotency-key': 'crm:demand:dem_01:1',
+    'x-webhook-signature': '5f0c3a9d1e7b2c4a6f8e0d2b4c6a8e0f1a3c5e7b9d1f3a5c7e9b1d3f5a7c9e1b',
+    'webhook-id': deliveryExample.id,
+    'webhook-timestamp': '1795168800',
+    'webhook-signature': 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
+    authorization: '<set>',
+  },
+};
+
+export const SignedRequest = z
+  .object({
+    attempt: z.number().int().nullable().openapi({
+      description:
+        'The attempt whose headers these are (its started_at gives webhook-timestamp); null before the first attempt: the headers as built now.',
+    }),
+    body: z.string().openapi({ description: 'The body exactly as signed and sent (UTF-8).' }),
+    headers: z.record(z.string(), z.string()).openapi({
+      description:
+        "The headers sent, names in lowercase, built by the same code as the POST and signed with the endpoint's current secret. A stored Authorization value shows as <set>.",
+    }),
+  })
+  .openapi('SignedRequest', { example: requestExample });
+
+export const DeliveryDetail = Delivery.extend({
+  attempts_log: z.array(Attempt),
+  request: SignedRequest.nullable().openapi({
+    description: 'The request as signed; null when it cannot be rebuilt (its event or its endpoint was deleted).',
+  }),
+}).openapi('DeliveryDetail', {
+  example: { ...deliveryExample, attempts_log: [attemptExample], request: requestExample },
 });
 
 export const DeliveryListQuery = ListQuery.extend({

@@ -21,6 +21,7 @@ const endpointExample = {
   next_attempt_at: null,
   paused_at: null,
   rate_limit: null,
+  description: 'Orders service, production',
   created_at: '2026-11-22T10:00:00.000Z',
   updated_at: '2026-11-22T10:05:12.345Z',
 };
@@ -31,6 +32,17 @@ export const Secret = z
   .min(16, 'secret must be at least 16 characters')
   .max(256, 'secret must be at most 256 characters')
   .refine((s) => !/[\r\n]/.test(s), 'secret must not contain line breaks');
+
+/** The endpoint's free-text label. */
+export const MAX_DESCRIPTION_LENGTH = 512;
+const Description = z
+  .string()
+  .max(MAX_DESCRIPTION_LENGTH, `description must be at most ${MAX_DESCRIPTION_LENGTH} characters`)
+  .nullable()
+  .openapi({
+    description: `What the endpoint is for, in your words (at most ${MAX_DESCRIPTION_LENGTH} characters); null or "" removes it.`,
+    example: 'Orders service, production',
+  });
 
 /** Per-endpoint throttle: POSTs per second, or null for none. */
 export const MAX_RATE_LIMIT = 10_000;
@@ -65,6 +77,7 @@ export const CreateEndpointBody = z
     secret: Secret.optional(),
     active: z.boolean().optional(),
     rate_limit: RateLimit.optional(),
+    description: Description.optional(),
   })
   .strict()
   .openapi('CreateEndpoint', { example: { url: 'https://example.com/webhooks', events: ['messages', 'statuses'] } });
@@ -77,6 +90,7 @@ export const UpdateEndpointBody = z
     secret: Secret.optional(),
     customer_id: Uuid.nullable().optional(),
     rate_limit: RateLimit.optional(),
+    description: Description.optional(),
     headers: z
       .object({
         Authorization: z
@@ -109,6 +123,7 @@ export const Endpoint = z
     next_attempt_at: Timestamp.nullable(),
     paused_at: Timestamp.nullable(),
     rate_limit: z.number().int().nullable().openapi({ description: 'POSTs per second at most; null: unlimited.' }),
+    description: z.string().nullable().openapi({ description: 'What the endpoint is for, as the tenant wrote it; null when none.' }),
     created_at: Timestamp,
     updated_at: Timestamp,
   })
