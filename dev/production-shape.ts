@@ -7,7 +7,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { listenUrl } from '../src/api/server.js';
 import { migrate } from '../src/db/migrate.js';
+import { SERVICE_HOST } from '../src/runtime/config.js';
 import { loadOrCreateEncryptionKey } from '../src/security/secret-box.js';
 import type { ManagedProcess } from './children.js';
 import { supervisedEmbeddedPostgres } from './embedded-postgres.js';
@@ -116,6 +118,8 @@ export async function startProductionShape(opts: ProductionShapeOptions): Promis
       TEMPORAL_TASK_QUEUE: taskQueue,
       DATA_DIR: dataDir,
       PORT: String(apiPort),
+      // Every interface, as the Docker image: the shape is what a deployment runs. HOST narrows it.
+      HOST: opts.env?.HOST ?? process.env.HOST ?? SERVICE_HOST,
     };
     // Not the launcher's own-process-group flag: these children are ordinary ones.
     delete env.WEBHOOKS_START_OWN_GROUP;
@@ -131,7 +135,7 @@ export async function startProductionShape(opts: ProductionShapeOptions): Promis
     say(`Starting ${workers.length} worker and ${apis.length} API processes...`);
     await Promise.all([...workers, ...apis].map((p) => p.start()));
     return {
-      apiUrl: `http://127.0.0.1:${apiPort}`,
+      apiUrl: listenUrl(env.HOST!, apiPort),
       uiUrl: temporal.uiUrl,
       temporalAddress: temporal.address,
       databaseUrl,
