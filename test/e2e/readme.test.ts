@@ -109,9 +109,9 @@ describe('README.md, run as written', () => {
   it('the quickstart: listen verifies the test, the published event and the sent message statuses', async () => {
     listen = startShell(fillIn(quickstart[1]!, 'KEY', liveKey), env, ROOT);
     await listen.waitFor(new RegExp(`Listening on https://localhost:${listenPort}/hooks`));
-    // Its hint can be pasted: `npx`, the url the README uses, the secret it was given.
+    // Its hint can be pasted: `npx`, the url the README uses, the categories and the secret the quickstart's endpoint has.
     expect(listen.output()).toContain(
-      `Then: npx webhooks endpoints create --url https://localhost:${listenPort}/hooks --events crm --secret whsec_quickstart_0123456789`,
+      `Then: npx webhooks endpoints create --url https://localhost:${listenPort}/hooks --events crm,statuses --secret whsec_quickstart_0123456789`,
     );
     const out = await runShell(CURL_STATUS + fillIn(quickstart[2]!, 'KEY', liveKey), env, ROOT);
     expect(out).toContain('webhook.test');
