@@ -61,6 +61,9 @@ export function productionDataDir(dataDir: string): string {
   return path.join(dataDir, 'production');
 }
 
+/** "1 process", "2 processes"; with a kind, "1 API process", "2 worker processes". */
+export const processCount = (n: number, kind?: string) => `${n} ${kind ? `${kind} ` : ''}${n === 1 ? 'process' : 'processes'}`;
+
 type Stops = Array<{ name: string; stop: () => Promise<void> }>;
 
 /** DATABASE_URL's server, or the embedded one, supervised, with its stop first in line to be the last. */
@@ -132,7 +135,7 @@ export async function startProductionShape(opts: ProductionShapeOptions): Promis
     );
     stops.unshift({ name: 'the workers', stop: async () => void (await Promise.all(workers.map((w) => w.stop()))) });
     stops.unshift({ name: 'the API processes', stop: async () => void (await Promise.all(apis.map((a) => a.stop()))) });
-    say(`Starting ${workers.length} worker and ${apis.length} API processes...`);
+    say(`Starting ${processCount(workers.length, 'worker')} and ${processCount(apis.length, 'API')}...`);
     await Promise.all([...workers, ...apis].map((p) => p.start()));
     return {
       apiUrl: listenUrl(env.HOST!, apiPort),

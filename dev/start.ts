@@ -9,7 +9,7 @@ import { listChatappNumbers } from '../src/db/channel-accounts.js';
 import { createChannelAccount, createCustomer, firstAccountId } from '../src/db/directory.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool, type Db } from '../src/db/pool.js';
-import { DEV_HOST, loadConfig, type Config } from '../src/runtime/config.js';
+import { DEV_HOST, devModeWarning, loadConfig, type Config } from '../src/runtime/config.js';
 import { flushLogs } from '../src/runtime/logger.js';
 import { runWorker } from '../src/worker/main.js';
 import { startLocalProvider } from './local-provider/server.js';
@@ -91,16 +91,8 @@ function stopWhileStarting(): () => void {
 
 async function main() {
   const started = stopWhileStarting();
-  if (config.devMode) {
-    // Loud on purpose: dev mode lowers the SSRF guard, which must never happen in production.
-    say(
-      'WARNING: WEBHOOKS_DEV_MODE is on: deliveries may go to loopback receivers (127.0.0.0/8, ::1)' +
-        (config.devCaFile
-          ? ` and ${config.devCaFile} is trusted as a receiver CA`
-          : "; set WEBHOOKS_DEV_CA_FILE to trust a local receiver's CA") +
-        '. Never use it in production.',
-    );
-  }
+  const warning = devModeWarning(config);
+  if (warning) say(warning);
   say(`Data folder: ${config.dataDir}`);
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {

@@ -11,6 +11,8 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { runningEmbeddedPostgresUrl } from '../../dev/embedded-postgres.js';
 import { freePort, isPortOpen } from '../../dev/ports.js';
 import {
   CURL_STATUS,
@@ -30,6 +32,7 @@ const receiverReadme = fs.readFileSync(path.join(ROOT, 'examples/receiver/README
 const cliReadme = fs.readFileSync(path.join(ROOT, 'packages/cli/README.md'), 'utf8');
 let quickstart: string[];
 let session: string;
+let production: string[];
 let receiverRun: string[];
 
 let env: NodeJS.ProcessEnv;
@@ -73,6 +76,7 @@ beforeAll(async () => {
   const movePorts = (script: string) => movePort(movePort(script, 4000, listenPort), 4200, receiverPort);
   quickstart = terminals(movePorts(shBlock(readme, '## Five-minute quickstart')));
   session = movePorts(shBlock(readme, '## A session with curl'));
+  production = terminals(movePorts(shBlock(readme, '### Production shape')));
   receiverRun = terminals(movePorts(shBlock(receiverReadme, '## Run it')));
   env = userEnv(home, {
     PORT: port,
@@ -282,6 +286,49 @@ describe('examples/receiver/README.md, run as written', () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^cannot use RECEIVER_DATABASE_URL \(postgres:\/\/u:\*\*\*@127\.0\.0\.1:1\/x\): ECONNREFUSED .*database url/);
   });
+});
+
+describe('README.md: the production shape with a local receiver, run as written', () => {
+  /**
+   * Its block in dev mode against the quickstart's `listen`, as light as it goes: the block's own
+   * one API process and one worker, and a database of its own on the running Postgres server
+   * (DATABASE_URL) rather than a second embedded server. It builds (npm run production does).
+   */
+  it('starts in dev mode, says so in its terminal, counts 1 process right, and verifies an endpoint on the local receiver', async () => {
+    expect(listen, 'the quickstart runs listen first').toBeDefined();
+    expect(production).toHaveLength(2);
+    const serverUrl = (await runningEmbeddedPostgresUrl(env.DATA_DIR!))!;
+    const admin = new pg.Client({ connectionString: serverUrl });
+    await admin.connect();
+    await admin.query('CREATE DATABASE production_readme');
+    await admin.end();
+    const databaseUrl = new URL(serverUrl);
+    databaseUrl.pathname = '/production_readme';
+    const prodEnv = {
+      ...env,
+      PORT: String(await freePort()),
+      TEMPORAL_PORT: String(await freePort()),
+      TEMPORAL_UI_PORT: String(await freePort()),
+      DATABASE_URL: databaseUrl.toString(),
+    };
+    const shape = startShell(production[0]!, prodEnv, ROOT);
+    try {
+      const key = (await shape.waitFor(/Live API key:\s+(wh_live_\S+)/, 400_000))[1]!;
+      const started = shape.output();
+      expect(started).toMatch(/^WARNING: WEBHOOKS_DEV_MODE is on: deliveries may go to loopback receivers .* is trusted as a receiver CA/m);
+      expect(started).toMatch(/\(1 process on one port;/);
+      expect(started).toMatch(/^Workers: +1 process$/m);
+      expect(started).not.toContain('1 processes');
+      const before = listen!.output().match(/verified {2}webhook\.test/g)?.length ?? 0;
+      const out = await runShell(fillIn(production[1]!, 'KEY', key), prodEnv, ROOT);
+      expect(out).toMatch(/success\s+true/);
+      expect(out).toMatch(/health_status\s+healthy/);
+      await expect.poll(() => listen!.output().match(/verified {2}webhook\.test/g)?.length ?? 0, { timeout: 20_000 }).toBe(before + 1);
+    } finally {
+      shape.signal('SIGINT');
+      expect(await shape.exited).toBe(0);
+    }
+  }, 600_000);
 });
 
 describe('what a first user met', () => {
