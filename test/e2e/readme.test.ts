@@ -6,6 +6,7 @@
  * status. Then the frictions a first user met, and Ctrl-C: an ordered stop with exit status 0.
  */
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -288,13 +289,25 @@ describe('examples/receiver/README.md, run as written', () => {
   });
 });
 
+/** Whether a TCP connection to host:port is accepted. */
+function accepts(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, host);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
 describe('README.md: the production shape with a local receiver, run as written', () => {
   /**
    * Its block in dev mode against the quickstart's `listen`, as light as it goes: the block's own
    * one API process and one worker, and a database of its own on the running Postgres server
    * (DATABASE_URL) rather than a second embedded server. It builds (npm run production does).
    */
-  it('starts in dev mode, says so in its terminal, counts 1 process right, and verifies an endpoint on the local receiver', async () => {
+  it('starts in dev mode, says so in its terminal, counts 1 process right, listens on every interface, and verifies an endpoint on the local receiver', async () => {
     expect(listen, 'the quickstart runs listen first').toBeDefined();
     expect(production).toHaveLength(2);
     const serverUrl = (await runningEmbeddedPostgresUrl(env.DATA_DIR!))!;
@@ -319,6 +332,8 @@ describe('README.md: the production shape with a local receiver, run as written'
       expect(started).toMatch(/\(1 process on one port;/);
       expect(started).toMatch(/^Workers: +1 process$/m);
       expect(started).not.toContain('1 processes');
+      // Without HOST it listens on every interface, as a deployment does: another address of this machine answers too.
+      expect(await accepts('127.0.0.2', Number(prodEnv.PORT))).toBe(true);
       const before = listen!.output().match(/verified {2}webhook\.test/g)?.length ?? 0;
       const out = await runShell(fillIn(production[1]!, 'KEY', key), prodEnv, ROOT);
       expect(out).toMatch(/success\s+true/);
