@@ -19,8 +19,9 @@ RUN npm ci --omit=dev --workspaces=false --no-audit --no-fund
 
 FROM node:20-bookworm-slim
 WORKDIR /app
-# No npm update check: a fresh container would ask the npm registry at every start.
-ENV NODE_ENV=production NPM_CONFIG_UPDATE_NOTIFIER=false
+# No npm update check: a fresh container would ask the npm registry at every start. The API listens
+# on every interface of the container (HOST), where the published port reaches it.
+ENV NODE_ENV=production NPM_CONFIG_UPDATE_NOTIFIER=false HOST=0.0.0.0
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./

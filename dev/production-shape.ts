@@ -7,7 +7,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { listenUrl } from '../src/api/server.js';
 import { migrate } from '../src/db/migrate.js';
+import { SERVICE_HOST } from '../src/runtime/config.js';
 import { loadOrCreateEncryptionKey } from '../src/security/secret-box.js';
 import type { ManagedProcess } from './children.js';
 import { supervisedEmbeddedPostgres } from './embedded-postgres.js';
@@ -58,6 +60,9 @@ export interface ProductionShape {
 export function productionDataDir(dataDir: string): string {
   return path.join(dataDir, 'production');
 }
+
+/** "1 process", "2 processes"; with a kind, "1 API process", "2 worker processes". */
+export const processCount = (n: number, kind?: string) => `${n} ${kind ? `${kind} ` : ''}${n === 1 ? 'process' : 'processes'}`;
 
 type Stops = Array<{ name: string; stop: () => Promise<void> }>;
 
@@ -116,6 +121,8 @@ export async function startProductionShape(opts: ProductionShapeOptions): Promis
       TEMPORAL_TASK_QUEUE: taskQueue,
       DATA_DIR: dataDir,
       PORT: String(apiPort),
+      // Every interface, as the Docker image: the shape is what a deployment runs. HOST narrows it.
+      HOST: opts.env?.HOST ?? process.env.HOST ?? SERVICE_HOST,
     };
     // Not the launcher's own-process-group flag: these children are ordinary ones.
     delete env.WEBHOOKS_START_OWN_GROUP;
@@ -128,10 +135,10 @@ export async function startProductionShape(opts: ProductionShapeOptions): Promis
     );
     stops.unshift({ name: 'the workers', stop: async () => void (await Promise.all(workers.map((w) => w.stop()))) });
     stops.unshift({ name: 'the API processes', stop: async () => void (await Promise.all(apis.map((a) => a.stop()))) });
-    say(`Starting ${workers.length} worker and ${apis.length} API processes...`);
+    say(`Starting ${processCount(workers.length, 'worker')} and ${processCount(apis.length, 'API')}...`);
     await Promise.all([...workers, ...apis].map((p) => p.start()));
     return {
-      apiUrl: `http://127.0.0.1:${apiPort}`,
+      apiUrl: listenUrl(env.HOST!, apiPort),
       uiUrl: temporal.uiUrl,
       temporalAddress: temporal.address,
       databaseUrl,

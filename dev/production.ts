@@ -5,12 +5,12 @@
  * Its state lives in DATA_DIR/production. Ctrl-C stops it in order.
  */
 import { z } from 'zod';
-import { loadConfig } from '../src/runtime/config.js';
+import { devModeWarning, loadConfig } from '../src/runtime/config.js';
 import { leaveSignalsToCaller } from './embedded-postgres.js';
 import { bootstrapLocalAccount } from './local-account.js';
 import { onParentGone, runInOwnProcessGroup } from './own-process-group.js';
 import { isPortOpen, preferredPort } from './ports.js';
-import { productionDataDir, startProductionShape, type ProductionShape } from './production-shape.js';
+import { processCount, productionDataDir, startProductionShape, type ProductionShape } from './production-shape.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
@@ -19,8 +19,8 @@ const processes = z.coerce.number().int().min(1).max(64);
 function printStarted(shape: ProductionShape, started: number, keys: { liveKey?: string; keyCommand: string }): void {
   say('');
   say(`Production shape up in ${((Date.now() - started) / 1000).toFixed(1)} s:`);
-  say(`API:             ${shape.apiUrl}  (${shape.apis.length} processes on one port; reference: ${shape.apiUrl}/docs)`);
-  say(`Workers:         ${shape.workers.length} processes`);
+  say(`API:             ${shape.apiUrl}  (${processCount(shape.apis.length)} on one port; reference: ${shape.apiUrl}/docs)`);
+  say(`Workers:         ${processCount(shape.workers.length)}`);
   say(`Temporal Web UI: ${shape.uiUrl}`);
   say(`Temporal:        ${shape.temporalAddress}  (server on Postgres)`);
   say(`Logs:            ${shape.dataDir}/logs, ${shape.dataDir}/temporal`);
@@ -31,6 +31,9 @@ function printStarted(shape: ProductionShape, started: number, keys: { liveKey?:
 async function main() {
   const started = Date.now();
   const config = loadConfig();
+  // The API and worker processes log it to their files; the person who started the shape sees it here.
+  const warning = devModeWarning(config);
+  if (warning) say(warning);
   const apiPort = config.port;
   if (await isPortOpen(apiPort)) throw new Error(`Port ${apiPort} is taken; set PORT.`);
   let stopping = false;

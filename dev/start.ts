@@ -4,12 +4,12 @@
  * DATA_DIR) unless TEMPORAL_ADDRESS is set. Ctrl-C stops everything in order.
  */
 import path from 'node:path';
-import { startApi } from '../src/api/server.js';
+import { listenUrl, startApi } from '../src/api/server.js';
 import { listChatappNumbers } from '../src/db/channel-accounts.js';
 import { createChannelAccount, createCustomer, firstAccountId } from '../src/db/directory.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool, type Db } from '../src/db/pool.js';
-import { loadConfig, type Config } from '../src/runtime/config.js';
+import { DEV_HOST, devModeWarning, loadConfig, type Config } from '../src/runtime/config.js';
 import { flushLogs } from '../src/runtime/logger.js';
 import { runWorker } from '../src/worker/main.js';
 import { startLocalProvider } from './local-provider/server.js';
@@ -40,7 +40,7 @@ async function startDevProvider(databaseUrl: string): Promise<Partial<Config>> {
   const accessToken = config.providerAccessToken ?? 'local-provider-access-token';
   const provider = await startLocalProvider({
     port: await preferredPort(LOCAL_PROVIDER_PORT),
-    platformUrl: `http://127.0.0.1:${config.port}`,
+    platformUrl: listenUrl(config.host ?? DEV_HOST, config.port),
     appSecret,
     accessToken,
   });
@@ -91,16 +91,8 @@ function stopWhileStarting(): () => void {
 
 async function main() {
   const started = stopWhileStarting();
-  if (config.devMode) {
-    // Loud on purpose: dev mode lowers the SSRF guard, which must never happen in production.
-    say(
-      'WARNING: WEBHOOKS_DEV_MODE is on: deliveries may go to loopback receivers (127.0.0.0/8, ::1)' +
-        (config.devCaFile
-          ? ` and ${config.devCaFile} is trusted as a receiver CA`
-          : "; set WEBHOOKS_DEV_CA_FILE to trust a local receiver's CA") +
-        '. Never use it in production.',
-    );
-  }
+  const warning = devModeWarning(config);
+  if (warning) say(warning);
   say(`Data folder: ${config.dataDir}`);
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
@@ -129,16 +121,21 @@ async function main() {
 
   const workerStop = new AbortController();
   const worker = runWorker({ ...config, databaseUrl, temporalAddress }, { signal: workerStop.signal });
-  const api = await startApi({ ...config, ...provider, databaseUrl, temporalAddress });
+  // This machine only, unless HOST says otherwise: a development API holds live keys and dev mode's lowered guard.
+  const host = config.host ?? DEV_HOST;
+  const api = await startApi({ ...config, ...provider, databaseUrl, temporalAddress, host });
+  const base = api.url.startsWith('http://127.0.0.1:') ? `http://localhost:${config.port}` : api.url;
   say('');
-  say(`API:             http://localhost:${config.port}  (reference: http://localhost:${config.port}/docs)`);
+  say(
+    `API:             ${base}  (reference: ${base}/docs; listening on ${host}${host === DEV_HOST ? ', this machine only: HOST=0.0.0.0 opens it to the network' : ''})`,
+  );
   say(`Temporal Web UI: ${uiUrl ?? `(external Temporal at ${temporalAddress})`}`);
   say(`Temporal:        ${temporalAddress}`);
   say('Ctrl-C stops everything.');
   say('');
   say('Next, in another terminal (README.md, "Five-minute quickstart"):');
   if (!keys.liveKey) say(`  KEY=$(${keys.keyCommand} | node -pe 'JSON.parse(require("fs").readFileSync(0)).key')`);
-  say(`  npx webhooks login --key ${keys.liveKey ?? '$KEY'} --base-url http://localhost:${config.port}/api/v1`);
+  say(`  npx webhooks login --key ${keys.liveKey ?? '$KEY'} --base-url ${base}/api/v1`);
   say('  npx webhooks listen --port 4000 --secret whsec_quickstart_0123456789');
 
   let stopping = false;

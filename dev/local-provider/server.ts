@@ -55,6 +55,27 @@ function requireToken(ctx: LocalProviderContext): Koa.Middleware {
   };
 }
 
+/** The Graph routes (token checked) and the /_local control routes of every module. */
+function mountRoutes(ctx: LocalProviderContext): { graph: Router; local: Router } {
+  const graph = new Router({ prefix: `/${GRAPH_VERSION}` });
+  graph.use(requireToken(ctx));
+  const local = new Router({ prefix: '/_local' });
+  for (const mount of MODULES) mount({ graph, local }, ctx);
+  return { graph, local };
+}
+
+/** The /_local control routes the local provider serves, as `METHOD /_local/path/{param}` (the README lists each). */
+export function localControlRoutes(): string[] {
+  const ctx: LocalProviderContext = {
+    state: createLocalProviderState({}),
+    notifier: createNotifier({ platformUrl: 'http://127.0.0.1:1', appSecret: 'unused' }),
+    accessToken: 'unused',
+  };
+  return mountRoutes(ctx).local.stack.flatMap((layer) =>
+    layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m} ${String(layer.path).replace(/:(\w+)/g, '{$1}')}`),
+  );
+}
+
 export async function startLocalProvider(opts: {
   port?: number;
   platformUrl: string;
@@ -67,10 +88,7 @@ export async function startLocalProvider(opts: {
     notifier: createNotifier({ platformUrl: opts.platformUrl, appSecret: opts.appSecret }),
     accessToken: opts.accessToken,
   };
-  const graph = new Router({ prefix: `/${GRAPH_VERSION}` });
-  graph.use(requireToken(ctx));
-  const local = new Router({ prefix: '/_local' });
-  for (const mount of MODULES) mount({ graph, local }, ctx);
+  const { graph, local } = mountRoutes(ctx);
 
   const app = new Koa();
   app.use(async (koa, next) => {

@@ -1,4 +1,4 @@
-/** Production API process: serves the REST API against DATABASE_URL and TEMPORAL_ADDRESS. */
+/** Production API process: serves the REST API against DATABASE_URL and TEMPORAL_ADDRESS, on HOST (every interface when unset). */
 import { loadServiceConfig } from '../services.js';
 import { logger } from '../runtime/logger.js';
 import { startApi } from './server.js';

@@ -10,13 +10,20 @@ import { createApiKeyCache } from './api-key-cache.js';
 import { createApp } from './app.js';
 import { gracefulCloser } from './graceful-close.js';
 import { createRateLimiter } from './rate-limiter.js';
+import { SERVICE_HOST } from '../runtime/config.js';
 
 export interface RunningApi {
   url: string;
   close(): Promise<void>;
 }
 
-/** Builds the API's dependencies from configuration and listens. */
+/** A url that reaches a server listening on `host`: a wildcard address is reached on loopback. */
+export function listenUrl(host: string, port: number): string {
+  if (host === '0.0.0.0' || host === '::') return `http://127.0.0.1:${port}`;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/** Builds the API's dependencies from configuration and listens on `opts.host`, else HOST, else every interface. */
 export async function startApi(config: ServiceConfig, opts: { resolver?: Resolver; host?: string } = {}): Promise<RunningApi> {
   const services = await startServices(config, opts);
   const { db, temporal } = services;
@@ -45,13 +52,15 @@ export async function startApi(config: ServiceConfig, opts: { resolver?: Resolve
       return true;
     },
   });
-  const server: Server = await new Promise((resolve) => {
-    const s = app.listen(config.port, opts.host ?? '0.0.0.0', () => resolve(s));
+  const host = opts.host ?? config.host ?? SERVICE_HOST;
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = app.listen(config.port, host, () => resolve(s));
+    s.once('error', reject);
   });
   const { port } = server.address() as AddressInfo;
   const closeServer = gracefulCloser(server);
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: listenUrl(host, port),
     async close() {
       await closeServer();
       await wakes.flush();

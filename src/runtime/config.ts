@@ -11,6 +11,24 @@ import { deliveryTimeoutProblem } from '../core/runtime-limits.js';
 /** What dev mode lets through: the loopback ranges, where a local receiver listens. */
 export const DEV_MODE_CIDRS = ['127.0.0.0/8', '::1/128'];
 
+/** The line a launcher prints when WEBHOOKS_DEV_MODE is on (in its terminal, not only its logs); undefined when off. */
+export function devModeWarning(config: Pick<Config, 'devMode' | 'devCaFile'>): string | undefined {
+  if (!config.devMode) return undefined;
+  // Loud on purpose: dev mode lowers the SSRF guard, which must never happen in production.
+  return (
+    'WARNING: WEBHOOKS_DEV_MODE is on: deliveries may go to loopback receivers (127.0.0.0/8, ::1)' +
+    (config.devCaFile
+      ? ` and ${config.devCaFile} is trusted as a receiver CA`
+      : "; set WEBHOOKS_DEV_CA_FILE to trust a local receiver's CA") +
+    '. Never use it in production.'
+  );
+}
+
+/** Where `npm start` listens without HOST: this machine only. */
+export const DEV_HOST = '127.0.0.1';
+/** Where `npm run api` listens without HOST (the production shape, the Docker image): every interface. */
+export const SERVICE_HOST = '0.0.0.0';
+
 /** See Config.workerMaxCachedWorkflows. */
 const DEFAULT_MAX_CACHED_WORKFLOWS = 250;
 
@@ -43,6 +61,7 @@ const list = z
 
 const Env = z.object({
   PORT: port(3000),
+  HOST: optional,
   DATA_DIR: optional,
   DATABASE_URL: optional,
   TEMPORAL_ADDRESS: optional,
@@ -84,6 +103,11 @@ const Env = z.object({
 
 export interface Config {
   port: number;
+  /**
+   * HOST: the address the API listens on. Unset, each launcher picks: `npm start` loopback only
+   * (DEV_HOST), `npm run api` (the production shape, the Docker image) every interface (SERVICE_HOST).
+   */
+  host: string | undefined;
   dataDir: string;
   databaseUrl: string | undefined;
   temporalAddress: string | undefined;
@@ -141,6 +165,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   return {
     port: e.PORT,
+    host: e.HOST,
     dataDir: path.resolve(e.DATA_DIR ?? '.data'),
     databaseUrl: e.DATABASE_URL,
     temporalAddress: e.TEMPORAL_ADDRESS,

@@ -6,11 +6,14 @@
  * status. Then the frictions a first user met, and Ctrl-C: an ordered stop with exit status 0.
  */
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { runningEmbeddedPostgresUrl } from '../../dev/embedded-postgres.js';
 import { freePort, isPortOpen } from '../../dev/ports.js';
 import {
   CURL_STATUS,
@@ -30,6 +33,7 @@ const receiverReadme = fs.readFileSync(path.join(ROOT, 'examples/receiver/README
 const cliReadme = fs.readFileSync(path.join(ROOT, 'packages/cli/README.md'), 'utf8');
 let quickstart: string[];
 let session: string;
+let production: string[];
 let receiverRun: string[];
 
 let env: NodeJS.ProcessEnv;
@@ -73,6 +77,7 @@ beforeAll(async () => {
   const movePorts = (script: string) => movePort(movePort(script, 4000, listenPort), 4200, receiverPort);
   quickstart = terminals(movePorts(shBlock(readme, '## Five-minute quickstart')));
   session = movePorts(shBlock(readme, '## A session with curl'));
+  production = terminals(movePorts(shBlock(readme, '### Production shape')));
   receiverRun = terminals(movePorts(shBlock(receiverReadme, '## Run it')));
   env = userEnv(home, {
     PORT: port,
@@ -109,9 +114,9 @@ describe('README.md, run as written', () => {
   it('the quickstart: listen verifies the test, the published event and the sent message statuses', async () => {
     listen = startShell(fillIn(quickstart[1]!, 'KEY', liveKey), env, ROOT);
     await listen.waitFor(new RegExp(`Listening on https://localhost:${listenPort}/hooks`));
-    // Its hint can be pasted: `npx`, the url the README uses, the secret it was given.
+    // Its hint can be pasted: `npx`, the url the README uses, the categories and the secret the quickstart's endpoint has.
     expect(listen.output()).toContain(
-      `Then: npx webhooks endpoints create --url https://localhost:${listenPort}/hooks --events crm --secret whsec_quickstart_0123456789`,
+      `Then: npx webhooks endpoints create --url https://localhost:${listenPort}/hooks --events crm,statuses --secret whsec_quickstart_0123456789`,
     );
     const out = await runShell(CURL_STATUS + fillIn(quickstart[2]!, 'KEY', liveKey), env, ROOT);
     expect(out).toContain('webhook.test');
@@ -282,6 +287,63 @@ describe('examples/receiver/README.md, run as written', () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^cannot use RECEIVER_DATABASE_URL \(postgres:\/\/u:\*\*\*@127\.0\.0\.1:1\/x\): ECONNREFUSED .*database url/);
   });
+});
+
+/** Whether a TCP connection to host:port is accepted. */
+function accepts(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, host);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+describe('README.md: the production shape with a local receiver, run as written', () => {
+  /**
+   * Its block in dev mode against the quickstart's `listen`, as light as it goes: the block's own
+   * one API process and one worker, and a database of its own on the running Postgres server
+   * (DATABASE_URL) rather than a second embedded server. It builds (npm run production does).
+   */
+  it('starts in dev mode, says so in its terminal, counts 1 process right, listens on every interface, and verifies an endpoint on the local receiver', async () => {
+    expect(listen, 'the quickstart runs listen first').toBeDefined();
+    expect(production).toHaveLength(2);
+    const serverUrl = (await runningEmbeddedPostgresUrl(env.DATA_DIR!))!;
+    const admin = new pg.Client({ connectionString: serverUrl });
+    await admin.connect();
+    await admin.query('CREATE DATABASE production_readme');
+    await admin.end();
+    const databaseUrl = new URL(serverUrl);
+    databaseUrl.pathname = '/production_readme';
+    const prodEnv = {
+      ...env,
+      PORT: String(await freePort()),
+      TEMPORAL_PORT: String(await freePort()),
+      TEMPORAL_UI_PORT: String(await freePort()),
+      DATABASE_URL: databaseUrl.toString(),
+    };
+    const shape = startShell(production[0]!, prodEnv, ROOT);
+    try {
+      const key = (await shape.waitFor(/Live API key:\s+(wh_live_\S+)/, 400_000))[1]!;
+      const started = shape.output();
+      expect(started).toMatch(/^WARNING: WEBHOOKS_DEV_MODE is on: deliveries may go to loopback receivers .* is trusted as a receiver CA/m);
+      expect(started).toMatch(/\(1 process on one port;/);
+      expect(started).toMatch(/^Workers: +1 process$/m);
+      expect(started).not.toContain('1 processes');
+      // Without HOST it listens on every interface, as a deployment does: another address of this machine answers too.
+      expect(await accepts('127.0.0.2', Number(prodEnv.PORT))).toBe(true);
+      const before = listen!.output().match(/verified {2}webhook\.test/g)?.length ?? 0;
+      const out = await runShell(fillIn(production[1]!, 'KEY', key), prodEnv, ROOT);
+      expect(out).toMatch(/success\s+true/);
+      expect(out).toMatch(/health_status\s+healthy/);
+      await expect.poll(() => listen!.output().match(/verified {2}webhook\.test/g)?.length ?? 0, { timeout: 20_000 }).toBe(before + 1);
+    } finally {
+      shape.signal('SIGINT');
+      expect(await shape.exited).toBe(0);
+    }
+  }, 600_000);
 });
 
 describe('what a first user met', () => {

@@ -63,9 +63,15 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ DIRECT_SESSIONS: 'off' })).toThrow(/DIRECT_SESSIONS/);
   });
 
+  it('reads HOST as given; unset or empty leaves the listening address to the launcher', () => {
+    expect(loadConfig({ HOST: '::1' }).host).toBe('::1');
+    expect(loadConfig({}).host).toBeUndefined();
+  });
+
   it('treats an empty value as unset', () => {
-    expect(loadConfig({ PORT: '', DATABASE_URL: '', WEBHOOK_ALLOW_PRIVATE_CIDRS: '' })).toMatchObject({
+    expect(loadConfig({ PORT: '', HOST: '', DATABASE_URL: '', WEBHOOK_ALLOW_PRIVATE_CIDRS: '' })).toMatchObject({
       port: 3000,
+      host: undefined,
       databaseUrl: undefined,
       allowPrivateCidrs: [],
     });

@@ -378,8 +378,11 @@ program
           .map(([k, v]) => `${k}=${v}`)
           .join(' ')} npm start`,
       );
-      // The secret it was given, so the hint can be pasted as it stands.
-      err(`Then: npx webhooks endpoints create --url ${url} --events crm --secret ${secrets[0]} && npx webhooks endpoints test <id>`);
+      // The secret it was given, so the hint can be pasted as it stands; the categories the quickstart
+      // shows arriving (its published CRM event, and the statuses of its sent message).
+      err(
+        `Then: npx webhooks endpoints create --url ${url} --events crm,statuses --secret ${secrets[0]} && npx webhooks endpoints test <id>`,
+      );
     }
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);

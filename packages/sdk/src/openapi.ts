@@ -34,6 +34,42 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": [
+                         *         {
+                         *           "id": "b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e",
+                         *           "channel_account_id": "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918",
+                         *           "environment": "live",
+                         *           "name": "November shipping notice",
+                         *           "template": {
+                         *             "name": "order_update",
+                         *             "language": "en_US"
+                         *           },
+                         *           "reply_stage": null,
+                         *           "status": "draft",
+                         *           "counts": {
+                         *             "total": 2,
+                         *             "pending": 2,
+                         *             "sending": 0,
+                         *             "sent": 0,
+                         *             "failed": 0
+                         *           },
+                         *           "sent_at": null,
+                         *           "created_at": "2026-11-22T10:00:00.000Z",
+                         *           "updated_at": "2026-11-22T10:00:00.000Z"
+                         *         }
+                         *       ],
+                         *       "paging": {
+                         *         "cursors": {
+                         *           "before": null,
+                         *           "after": null
+                         *         },
+                         *         "next": null,
+                         *         "previous": null
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["Broadcast"][];
                             paging: components["schemas"]["Paging"];
@@ -89,6 +125,15 @@ export interface paths {
             };
             requestBody?: {
                 content: {
+                    /**
+                     * @example {
+                     *       "channel_account_id": "2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e",
+                     *       "template": {
+                     *         "name": "order_update",
+                     *         "language": "en_US"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreateBroadcast"];
                 };
             };
@@ -99,6 +144,32 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "id": "b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e",
+                         *         "channel_account_id": "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918",
+                         *         "environment": "live",
+                         *         "name": "November shipping notice",
+                         *         "template": {
+                         *           "name": "order_update",
+                         *           "language": "en_US"
+                         *         },
+                         *         "reply_stage": null,
+                         *         "status": "draft",
+                         *         "counts": {
+                         *           "total": 2,
+                         *           "pending": 2,
+                         *           "sending": 0,
+                         *           "sent": 0,
+                         *           "failed": 0
+                         *         },
+                         *         "sent_at": null,
+                         *         "created_at": "2026-11-22T10:00:00.000Z",
+                         *         "updated_at": "2026-11-22T10:00:00.000Z"
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["Broadcast"];
                         };
@@ -182,6 +253,32 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "id": "b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e",
+                         *         "channel_account_id": "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918",
+                         *         "environment": "live",
+                         *         "name": "November shipping notice",
+                         *         "template": {
+                         *           "name": "order_update",
+                         *           "language": "en_US"
+                         *         },
+                         *         "reply_stage": null,
+                         *         "status": "draft",
+                         *         "counts": {
+                         *           "total": 2,
+                         *           "pending": 2,
+                         *           "sending": 0,
+                         *           "sent": 0,
+                         *           "failed": 0
+                         *         },
+                         *         "sent_at": null,
+                         *         "created_at": "2026-11-22T10:00:00.000Z",
+                         *         "updated_at": "2026-11-22T10:00:00.000Z"
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["Broadcast"];
                         };
@@ -276,6 +373,30 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": [
+                         *         {
+                         *           "id": "4d5e6f7a-8b9c-4d0e-9f1a-2b3c4d5e6f7a",
+                         *           "to_recipient": "5511987654321",
+                         *           "components": null,
+                         *           "status": "sent",
+                         *           "message_id": "3c1d2e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+                         *           "failure_reason": null,
+                         *           "created_at": "2026-11-22T10:00:00.000Z",
+                         *           "updated_at": "2026-11-22T10:01:00.000Z"
+                         *         }
+                         *       ],
+                         *       "paging": {
+                         *         "cursors": {
+                         *           "before": null,
+                         *           "after": null
+                         *         },
+                         *         "next": null,
+                         *         "previous": null
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["BroadcastRecipient"][];
                             paging: components["schemas"]["Paging"];
@@ -342,6 +463,15 @@ export interface paths {
             };
             requestBody?: {
                 content: {
+                    /**
+                     * @example {
+                     *       "recipients": [
+                     *         {
+                     *           "to_recipient": "+55 11 98765-4321"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["AddRecipients"];
                 };
             };
@@ -352,6 +482,22 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "added": 1,
+                         *         "duplicates": 0,
+                         *         "errors": [
+                         *           {
+                         *             "index": 1,
+                         *             "to_recipient": "abc",
+                         *             "reason": "invalid_to_recipient",
+                         *             "message": "to_recipient is not an international phone number"
+                         *           }
+                         *         ]
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["AddRecipientsResult"];
                         };
@@ -446,6 +592,32 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "id": "b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e",
+                         *         "channel_account_id": "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918",
+                         *         "environment": "live",
+                         *         "name": "November shipping notice",
+                         *         "template": {
+                         *           "name": "order_update",
+                         *           "language": "en_US"
+                         *         },
+                         *         "reply_stage": null,
+                         *         "status": "sent",
+                         *         "counts": {
+                         *           "total": 2,
+                         *           "pending": 0,
+                         *           "sending": 0,
+                         *           "sent": 2,
+                         *           "failed": 0
+                         *         },
+                         *         "sent_at": "2026-11-22T10:01:00.000Z",
+                         *         "created_at": "2026-11-22T10:00:00.000Z",
+                         *         "updated_at": "2026-11-22T10:00:00.000Z"
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["Broadcast"];
                         };
@@ -563,6 +735,37 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": [
+                         *         {
+                         *           "id": "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918",
+                         *           "channel": "chatapp",
+                         *           "display": "+1 555 0100",
+                         *           "customer_id": null,
+                         *           "environment": "live",
+                         *           "phone_number_id": "106540352242922",
+                         *           "waba_id": "102290129340398",
+                         *           "provider_account_id": null,
+                         *           "quality_rating": "GREEN",
+                         *           "messaging_limit_tier": "TIER_1K",
+                         *           "number_status": "CONNECTED",
+                         *           "numbers_read_at": "2026-11-22T10:00:00.000Z",
+                         *           "token_status": null,
+                         *           "token_expires_at": null,
+                         *           "created_at": "2026-11-22T09:00:00.000Z"
+                         *         }
+                         *       ],
+                         *       "paging": {
+                         *         "cursors": {
+                         *           "before": null,
+                         *           "after": null
+                         *         },
+                         *         "next": null,
+                         *         "previous": null
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["ChannelAccount"][];
                             paging: components["schemas"]["Paging"];
@@ -640,6 +843,27 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "id": "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918",
+                         *         "channel": "chatapp",
+                         *         "display": "+1 555 0100",
+                         *         "customer_id": null,
+                         *         "environment": "live",
+                         *         "phone_number_id": "106540352242922",
+                         *         "waba_id": "102290129340398",
+                         *         "provider_account_id": null,
+                         *         "quality_rating": "GREEN",
+                         *         "messaging_limit_tier": "TIER_1K",
+                         *         "number_status": "CONNECTED",
+                         *         "numbers_read_at": "2026-11-22T10:00:00.000Z",
+                         *         "token_status": null,
+                         *         "token_expires_at": null,
+                         *         "created_at": "2026-11-22T09:00:00.000Z"
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["ChannelAccount"];
                         };
@@ -734,6 +958,40 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": [
+                         *         {
+                         *           "id": "7a1c9e2b-4d3f-4b8a-9c6d-2e5f8a1b3c4d",
+                         *           "channel_account_id": "3e8d1f2a-6b4c-4a9e-8d7f-1c2b3a4d5e6f",
+                         *           "channel": "chatapp",
+                         *           "wa_id": "5511987654321",
+                         *           "user_id": null,
+                         *           "username": null,
+                         *           "phone": "+5511987654321",
+                         *           "profile_name": "Maria",
+                         *           "metadata": {
+                         *             "plan": "gold"
+                         *           },
+                         *           "stage": {
+                         *             "id": "6c5b4a39-2817-4f6e-9d5c-4b3a29180f7e",
+                         *             "key": "qualified",
+                         *             "label": "Qualified"
+                         *           },
+                         *           "created_at": "2026-11-22T10:00:00.000Z",
+                         *           "updated_at": "2026-11-22T10:07:00.000Z"
+                         *         }
+                         *       ],
+                         *       "paging": {
+                         *         "cursors": {
+                         *           "before": null,
+                         *           "after": null
+                         *         },
+                         *         "next": null,
+                         *         "previous": null
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["Contact"][];
                             paging: components["schemas"]["Paging"];
@@ -775,6 +1033,30 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "id": "7a1c9e2b-4d3f-4b8a-9c6d-2e5f8a1b3c4d",
+                         *         "channel_account_id": "3e8d1f2a-6b4c-4a9e-8d7f-1c2b3a4d5e6f",
+                         *         "channel": "chatapp",
+                         *         "wa_id": "5511987654321",
+                         *         "user_id": null,
+                         *         "username": null,
+                         *         "phone": "+5511987654321",
+                         *         "profile_name": "Maria",
+                         *         "metadata": {
+                         *           "plan": "gold"
+                         *         },
+                         *         "stage": {
+                         *           "id": "6c5b4a39-2817-4f6e-9d5c-4b3a29180f7e",
+                         *           "key": "qualified",
+                         *           "label": "Qualified"
+                         *         },
+                         *         "created_at": "2026-11-22T10:00:00.000Z",
+                         *         "updated_at": "2026-11-22T10:07:00.000Z"
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["Contact"];
                         };
@@ -909,6 +1191,14 @@ export interface paths {
             };
             requestBody?: {
                 content: {
+                    /**
+                     * @example {
+                     *       "stage": "qualified",
+                     *       "metadata": {
+                     *         "plan": "gold"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["UpdateContact"];
                 };
             };
@@ -919,6 +1209,30 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "id": "7a1c9e2b-4d3f-4b8a-9c6d-2e5f8a1b3c4d",
+                         *         "channel_account_id": "3e8d1f2a-6b4c-4a9e-8d7f-1c2b3a4d5e6f",
+                         *         "channel": "chatapp",
+                         *         "wa_id": "5511987654321",
+                         *         "user_id": null,
+                         *         "username": null,
+                         *         "phone": "+5511987654321",
+                         *         "profile_name": "Maria",
+                         *         "metadata": {
+                         *           "plan": "gold"
+                         *         },
+                         *         "stage": {
+                         *           "id": "6c5b4a39-2817-4f6e-9d5c-4b3a29180f7e",
+                         *           "key": "qualified",
+                         *           "label": "Qualified"
+                         *         },
+                         *         "created_at": "2026-11-22T10:00:00.000Z",
+                         *         "updated_at": "2026-11-22T10:07:00.000Z"
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["Contact"];
                         };
@@ -1005,6 +1319,31 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": [
+                         *         {
+                         *           "id": "1f2e3d4c-5b6a-4798-8a7b-6c5d4e3f2a1b",
+                         *           "contact_id": "7a1c9e2b-4d3f-4b8a-9c6d-2e5f8a1b3c4d",
+                         *           "channel": "chatapp",
+                         *           "purpose": "marketing",
+                         *           "state": "granted",
+                         *           "origin": "api",
+                         *           "evidence": "Replied YES to the opt-in message",
+                         *           "changed": true,
+                         *           "created_at": "2026-11-22T10:08:00.000Z"
+                         *         }
+                         *       ],
+                         *       "paging": {
+                         *         "cursors": {
+                         *           "before": null,
+                         *           "after": null
+                         *         },
+                         *         "next": null,
+                         *         "previous": null
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["ConsentRecord"][];
                             paging: components["schemas"]["Paging"];
@@ -1071,6 +1410,13 @@ export interface paths {
             };
             requestBody?: {
                 content: {
+                    /**
+                     * @example {
+                     *       "channel": "chatapp",
+                     *       "state": "granted",
+                     *       "evidence": "Replied YES to the opt-in message"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreateConsent"];
                 };
             };
@@ -1081,6 +1427,21 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "id": "1f2e3d4c-5b6a-4798-8a7b-6c5d4e3f2a1b",
+                         *         "contact_id": "7a1c9e2b-4d3f-4b8a-9c6d-2e5f8a1b3c4d",
+                         *         "channel": "chatapp",
+                         *         "purpose": "marketing",
+                         *         "state": "granted",
+                         *         "origin": "api",
+                         *         "evidence": "Replied YES to the opt-in message",
+                         *         "changed": true,
+                         *         "created_at": "2026-11-22T10:08:00.000Z"
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["ConsentRecord"];
                         };
@@ -1171,6 +1532,28 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": [
+                         *         {
+                         *           "id": "2b4d6f8a-1c3e-4a5b-9d7f-0e2c4a6b8d1f",
+                         *           "channel_account_id": "3e8d1f2a-6b4c-4a9e-8d7f-1c2b3a4d5e6f",
+                         *           "contact_id": "7a1c9e2b-4d3f-4b8a-9c6d-2e5f8a1b3c4d",
+                         *           "fep_expires_at": null,
+                         *           "last_message_at": "2026-11-22T10:06:00.000Z",
+                         *           "created_at": "2026-11-22T10:00:00.000Z"
+                         *         }
+                         *       ],
+                         *       "paging": {
+                         *         "cursors": {
+                         *           "before": null,
+                         *           "after": null
+                         *         },
+                         *         "next": null,
+                         *         "previous": null
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["Conversation"][];
                             paging: components["schemas"]["Paging"];
@@ -1219,6 +1602,31 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": [
+                         *         {
+                         *           "id": "7a6b5c4d-3e2f-4a1b-9c8d-7e6f5a4b3c2d",
+                         *           "customer_id": "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+                         *           "environment": "live",
+                         *           "channel": "chatapp",
+                         *           "connection_mode": "dedicated",
+                         *           "status": "open",
+                         *           "expires_at": "2026-11-29T10:00:00.000Z",
+                         *           "completed_at": null,
+                         *           "created_at": "2026-11-22T10:00:00.000Z"
+                         *         }
+                         *       ],
+                         *       "paging": {
+                         *         "cursors": {
+                         *           "before": null,
+                         *           "after": null
+                         *         },
+                         *         "next": null,
+                         *         "previous": null
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["SetupLink"][];
                             paging: components["schemas"]["Paging"];
@@ -1285,6 +1693,13 @@ export interface paths {
             };
             requestBody?: {
                 content: {
+                    /**
+                     * @example {
+                     *       "channel": "chatapp",
+                     *       "connection_mode": "dedicated",
+                     *       "expires_in": 604800
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreateSetupLink"];
                 };
             };
@@ -1295,6 +1710,22 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "id": "7a6b5c4d-3e2f-4a1b-9c8d-7e6f5a4b3c2d",
+                         *         "customer_id": "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+                         *         "environment": "live",
+                         *         "channel": "chatapp",
+                         *         "connection_mode": "dedicated",
+                         *         "status": "open",
+                         *         "expires_at": "2026-11-29T10:00:00.000Z",
+                         *         "completed_at": null,
+                         *         "created_at": "2026-11-22T10:00:00.000Z",
+                         *         "url": "https://api.example.com/setup/setup_Xq3EXAMPLE"
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["SetupLinkWithUrl"];
                         };
@@ -1376,6 +1807,27 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": [
+                         *         {
+                         *           "name": "crm.demand.created",
+                         *           "category": "crm",
+                         *           "description": "A demand was created; each write increments its version.",
+                         *           "in_stream": true,
+                         *           "schema": {
+                         *             "type": "object",
+                         *             "properties": {
+                         *               "entity_type": {
+                         *                 "type": "string",
+                         *                 "const": "demand"
+                         *               }
+                         *             }
+                         *           }
+                         *         }
+                         *       ]
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["EventType"][];
                         };
@@ -1419,6 +1871,40 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": [
+                         *         {
+                         *           "id": "5f7c2d1e-8a3b-4c6d-9e0f-1a2b3c4d5e6f",
+                         *           "cursor": "42",
+                         *           "type": "crm.demand.created",
+                         *           "environment": "live",
+                         *           "message_id": null,
+                         *           "external_id": null,
+                         *           "occurred_at": "2026-11-22T10:05:00.000Z",
+                         *           "created_at": "2026-11-22T10:05:00.010Z",
+                         *           "data": {
+                         *             "entity_type": "demand",
+                         *             "entity_id": "dem_01",
+                         *             "before_data": null,
+                         *             "after_data": {
+                         *               "id": "dem_01",
+                         *               "version": 1,
+                         *               "status": "open",
+                         *               "contact_id": "c_1",
+                         *               "title": "Quote"
+                         *             },
+                         *             "actor_user_id": null
+                         *           }
+                         *         }
+                         *       ],
+                         *       "paging": {
+                         *         "cursor": "42",
+                         *         "next": null,
+                         *         "has_more": false
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["StreamItem"][];
                             paging: components["schemas"]["StreamPaging"];
@@ -1474,6 +1960,24 @@ export interface paths {
             };
             requestBody?: {
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "crm.demand.created",
+                     *       "data": {
+                     *         "entity_type": "demand",
+                     *         "entity_id": "dem_01",
+                     *         "before_data": null,
+                     *         "after_data": {
+                     *           "id": "dem_01",
+                     *           "version": 1,
+                     *           "status": "open",
+                     *           "contact_id": "c_1",
+                     *           "title": "Quote"
+                     *         },
+                     *         "actor_user_id": null
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["PublishEvent"];
                 };
             };
@@ -1484,6 +1988,33 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "id": "5f7c2d1e-8a3b-4c6d-9e0f-1a2b3c4d5e6f",
+                         *         "cursor": "42",
+                         *         "type": "crm.demand.created",
+                         *         "environment": "live",
+                         *         "message_id": null,
+                         *         "external_id": null,
+                         *         "occurred_at": "2026-11-22T10:05:00.000Z",
+                         *         "created_at": "2026-11-22T10:05:00.010Z",
+                         *         "data": {
+                         *           "entity_type": "demand",
+                         *           "entity_id": "dem_01",
+                         *           "before_data": null,
+                         *           "after_data": {
+                         *             "id": "dem_01",
+                         *             "version": 1,
+                         *             "status": "open",
+                         *             "contact_id": "c_1",
+                         *             "title": "Quote"
+                         *           },
+                         *           "actor_user_id": null
+                         *         }
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["StreamItem"];
                         };
@@ -1495,6 +2026,33 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "id": "5f7c2d1e-8a3b-4c6d-9e0f-1a2b3c4d5e6f",
+                         *         "cursor": "42",
+                         *         "type": "crm.demand.created",
+                         *         "environment": "live",
+                         *         "message_id": null,
+                         *         "external_id": null,
+                         *         "occurred_at": "2026-11-22T10:05:00.000Z",
+                         *         "created_at": "2026-11-22T10:05:00.010Z",
+                         *         "data": {
+                         *           "entity_type": "demand",
+                         *           "entity_id": "dem_01",
+                         *           "before_data": null,
+                         *           "after_data": {
+                         *             "id": "dem_01",
+                         *             "version": 1,
+                         *             "status": "open",
+                         *             "contact_id": "c_1",
+                         *             "title": "Quote"
+                         *           },
+                         *           "actor_user_id": null
+                         *         }
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["StreamItem"];
                         };
@@ -1663,6 +2221,31 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": [
+                         *         {
+                         *           "id": "8e7d6c5b-4a39-4281-9f0e-1d2c3b4a5968",
+                         *           "external_id": "wamid.HBgMNTUxMTk4NzY1NDMyMRUCABIYFjNFQjA=",
+                         *           "channel_account_id": "3e8d1f2a-6b4c-4a9e-8d7f-1c2b3a4d5e6f",
+                         *           "contact_id": "7a1c9e2b-4d3f-4b8a-9c6d-2e5f8a1b3c4d",
+                         *           "conversation_id": "2b4d6f8a-1c3e-4a5b-9d7f-0e2c4a6b8d1f",
+                         *           "direction": "inbound",
+                         *           "type": "text",
+                         *           "status": "received",
+                         *           "created_at": "2026-11-22T10:06:00.000Z"
+                         *         }
+                         *       ],
+                         *       "paging": {
+                         *         "cursors": {
+                         *           "before": null,
+                         *           "after": null
+                         *         },
+                         *         "next": null,
+                         *         "previous": null
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["Message"][];
                             paging: components["schemas"]["Paging"];
@@ -1726,6 +2309,23 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "id": "3c1d2e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f",
+                         *         "channel_account_id": "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918",
+                         *         "channel": "chatapp",
+                         *         "contact_id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+                         *         "conversation_id": "2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e",
+                         *         "external_id": "wamid.HBgLMTU1NTAwMDExMTEVAgARGBI",
+                         *         "direction": "outbound",
+                         *         "type": "text",
+                         *         "status": "queued",
+                         *         "to": "15550001111",
+                         *         "created_at": "2026-11-22T10:00:00.000Z"
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["OutboundMessage"];
                         } | components["schemas"]["Error"];
@@ -1850,6 +2450,27 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": [
+                         *         {
+                         *           "id": "6c5b4a39-2817-4f6e-9d5c-4b3a29180f7e",
+                         *           "key": "qualified",
+                         *           "label": "Qualified",
+                         *           "position": 2,
+                         *           "created_at": "2026-11-22T09:00:00.000Z"
+                         *         }
+                         *       ],
+                         *       "paging": {
+                         *         "cursors": {
+                         *           "before": null,
+                         *           "after": null
+                         *         },
+                         *         "next": null,
+                         *         "previous": null
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["Stage"][];
                             paging: components["schemas"]["Paging"];
@@ -1869,6 +2490,12 @@ export interface paths {
             };
             requestBody?: {
                 content: {
+                    /**
+                     * @example {
+                     *       "key": "qualified",
+                     *       "label": "Qualified"
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreateStage"];
                 };
             };
@@ -1879,6 +2506,17 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "id": "6c5b4a39-2817-4f6e-9d5c-4b3a29180f7e",
+                         *         "key": "qualified",
+                         *         "label": "Qualified",
+                         *         "position": 2,
+                         *         "created_at": "2026-11-22T09:00:00.000Z"
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["Stage"];
                         };
@@ -2053,6 +2691,38 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": [
+                         *         {
+                         *           "id": "3e1d2c4b-5a6f-4e7d-8c9b-0a1b2c3d4e5f",
+                         *           "waba_id": "102290129340398",
+                         *           "provider_template_id": "1049912345678901",
+                         *           "name": "order_update",
+                         *           "language": "en_US",
+                         *           "category": "UTILITY",
+                         *           "status": "APPROVED",
+                         *           "status_reason": null,
+                         *           "components": [
+                         *             {
+                         *               "type": "BODY",
+                         *               "text": "Your order {{1}} has shipped."
+                         *             }
+                         *           ],
+                         *           "created_at": "2026-11-22T10:00:00.000Z",
+                         *           "updated_at": "2026-11-22T10:00:00.000Z"
+                         *         }
+                         *       ],
+                         *       "paging": {
+                         *         "cursors": {
+                         *           "before": null,
+                         *           "after": null
+                         *         },
+                         *         "next": null,
+                         *         "previous": null
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["Template"][];
                             paging: components["schemas"]["Paging"];
@@ -2133,6 +2803,11 @@ export interface paths {
             };
             requestBody?: {
                 content: {
+                    /**
+                     * @example {
+                     *       "channel_account_id": "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918"
+                     *     }
+                     */
                     "application/json": components["schemas"]["SyncTemplates"];
                 };
             };
@@ -2143,6 +2818,18 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "channel_account_id": "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918",
+                         *         "waba_id": "102290129340398",
+                         *         "templates": 3,
+                         *         "updated": 1,
+                         *         "removed": 0,
+                         *         "synced_at": "2026-11-22T10:00:00.000Z"
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["TemplateSyncResult"];
                         };
@@ -2255,6 +2942,37 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": [
+                         *         {
+                         *           "id": "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a",
+                         *           "endpoint_id": "0b9a4a4e-3f4e-4c57-9d0e-6c1f7f1d2a10",
+                         *           "event_id": "5f7c2d1e-8a3b-4c6d-9e0f-1a2b3c4d5e6f",
+                         *           "event_type": "crm.demand.created",
+                         *           "idempotency_key": "crm:demand:dem_01:1",
+                         *           "environment": "live",
+                         *           "status": "failed",
+                         *           "attempts": 1,
+                         *           "response_code": 503,
+                         *           "last_attempt_at": "2026-11-22T10:05:00.000Z",
+                         *           "next_attempt_at": "2026-11-22T10:06:00.000Z",
+                         *           "next_attempt_reason": null,
+                         *           "terminal_reason": null,
+                         *           "created_at": "2026-11-22T10:05:00.000Z",
+                         *           "updated_at": "2026-11-22T10:05:00.120Z"
+                         *         }
+                         *       ],
+                         *       "paging": {
+                         *         "cursors": {
+                         *           "before": null,
+                         *           "after": null
+                         *         },
+                         *         "next": null,
+                         *         "previous": null
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["Delivery"][];
                             paging: components["schemas"]["Paging"];
@@ -2332,6 +3050,37 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "id": "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a",
+                         *         "endpoint_id": "0b9a4a4e-3f4e-4c57-9d0e-6c1f7f1d2a10",
+                         *         "event_id": "5f7c2d1e-8a3b-4c6d-9e0f-1a2b3c4d5e6f",
+                         *         "event_type": "crm.demand.created",
+                         *         "idempotency_key": "crm:demand:dem_01:1",
+                         *         "environment": "live",
+                         *         "status": "failed",
+                         *         "attempts": 1,
+                         *         "response_code": 503,
+                         *         "last_attempt_at": "2026-11-22T10:05:00.000Z",
+                         *         "next_attempt_at": "2026-11-22T10:06:00.000Z",
+                         *         "next_attempt_reason": null,
+                         *         "terminal_reason": null,
+                         *         "created_at": "2026-11-22T10:05:00.000Z",
+                         *         "updated_at": "2026-11-22T10:05:00.120Z",
+                         *         "attempts_log": [
+                         *           {
+                         *             "number": 1,
+                         *             "started_at": "2026-11-22T10:05:00.000Z",
+                         *             "duration_ms": 120,
+                         *             "response_code": 503,
+                         *             "error": "non_2xx",
+                         *             "response_excerpt": "Service Unavailable"
+                         *           }
+                         *         ]
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["DeliveryDetail"];
                         };
@@ -2419,6 +3168,27 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "id": "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a",
+                         *         "endpoint_id": "0b9a4a4e-3f4e-4c57-9d0e-6c1f7f1d2a10",
+                         *         "event_id": "5f7c2d1e-8a3b-4c6d-9e0f-1a2b3c4d5e6f",
+                         *         "event_type": "crm.demand.created",
+                         *         "idempotency_key": "crm:demand:dem_01:1",
+                         *         "environment": "live",
+                         *         "status": "failed",
+                         *         "attempts": 1,
+                         *         "response_code": 503,
+                         *         "last_attempt_at": "2026-11-22T10:05:00.000Z",
+                         *         "next_attempt_at": "2026-11-22T10:06:00.000Z",
+                         *         "next_attempt_reason": null,
+                         *         "terminal_reason": null,
+                         *         "created_at": "2026-11-22T10:05:00.000Z",
+                         *         "updated_at": "2026-11-22T10:05:00.120Z"
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["Delivery"];
                         };
@@ -2516,6 +3286,42 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": [
+                         *         {
+                         *           "id": "0b9a4a4e-3f4e-4c57-9d0e-6c1f7f1d2a10",
+                         *           "customer_id": null,
+                         *           "url": "https://example.com/webhooks",
+                         *           "events": [
+                         *             "messages",
+                         *             "statuses"
+                         *           ],
+                         *           "active": true,
+                         *           "has_authorization": false,
+                         *           "health_status": "healthy",
+                         *           "failure_streak": 0,
+                         *           "verified_at": "2026-11-22T10:01:00.000Z",
+                         *           "last_success_at": "2026-11-22T10:05:12.345Z",
+                         *           "last_failure_at": null,
+                         *           "last_response_code": 200,
+                         *           "next_attempt_at": null,
+                         *           "paused_at": null,
+                         *           "rate_limit": null,
+                         *           "created_at": "2026-11-22T10:00:00.000Z",
+                         *           "updated_at": "2026-11-22T10:05:12.345Z"
+                         *         }
+                         *       ],
+                         *       "paging": {
+                         *         "cursors": {
+                         *           "before": null,
+                         *           "after": null
+                         *         },
+                         *         "next": null,
+                         *         "previous": null
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["Endpoint"][];
                             paging: components["schemas"]["Paging"];
@@ -2571,6 +3377,15 @@ export interface paths {
             };
             requestBody?: {
                 content: {
+                    /**
+                     * @example {
+                     *       "url": "https://example.com/webhooks",
+                     *       "events": [
+                     *         "messages",
+                     *         "statuses"
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreateEndpoint"];
                 };
             };
@@ -2581,6 +3396,33 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "id": "0b9a4a4e-3f4e-4c57-9d0e-6c1f7f1d2a10",
+                         *         "customer_id": null,
+                         *         "url": "https://example.com/webhooks",
+                         *         "events": [
+                         *           "messages",
+                         *           "statuses"
+                         *         ],
+                         *         "active": true,
+                         *         "has_authorization": false,
+                         *         "health_status": "unverified",
+                         *         "failure_streak": 0,
+                         *         "verified_at": null,
+                         *         "last_success_at": null,
+                         *         "last_failure_at": null,
+                         *         "last_response_code": null,
+                         *         "next_attempt_at": null,
+                         *         "paused_at": null,
+                         *         "rate_limit": null,
+                         *         "created_at": "2026-11-22T10:00:00.000Z",
+                         *         "updated_at": "2026-11-22T10:00:00.000Z",
+                         *         "secret": "whsec_3q2+7wEXAMPLEv5dH0hZ1lS8nQkQm9YV0cXo1pA2bC0="
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["EndpointWithSecret"];
                         };
@@ -2655,6 +3497,32 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "id": "0b9a4a4e-3f4e-4c57-9d0e-6c1f7f1d2a10",
+                         *         "customer_id": null,
+                         *         "url": "https://example.com/webhooks",
+                         *         "events": [
+                         *           "messages",
+                         *           "statuses"
+                         *         ],
+                         *         "active": true,
+                         *         "has_authorization": false,
+                         *         "health_status": "healthy",
+                         *         "failure_streak": 0,
+                         *         "verified_at": "2026-11-22T10:01:00.000Z",
+                         *         "last_success_at": "2026-11-22T10:05:12.345Z",
+                         *         "last_failure_at": null,
+                         *         "last_response_code": 200,
+                         *         "next_attempt_at": null,
+                         *         "paused_at": null,
+                         *         "rate_limit": null,
+                         *         "created_at": "2026-11-22T10:00:00.000Z",
+                         *         "updated_at": "2026-11-22T10:05:12.345Z"
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["Endpoint"];
                         };
@@ -2789,6 +3657,16 @@ export interface paths {
             };
             requestBody?: {
                 content: {
+                    /**
+                     * @example {
+                     *       "events": [
+                     *         "crm"
+                     *       ],
+                     *       "headers": {
+                     *         "Authorization": "Bearer receiver-token"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["UpdateEndpoint"];
                 };
             };
@@ -2799,6 +3677,32 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "id": "0b9a4a4e-3f4e-4c57-9d0e-6c1f7f1d2a10",
+                         *         "customer_id": null,
+                         *         "url": "https://example.com/webhooks",
+                         *         "events": [
+                         *           "messages",
+                         *           "statuses"
+                         *         ],
+                         *         "active": true,
+                         *         "has_authorization": false,
+                         *         "health_status": "healthy",
+                         *         "failure_streak": 0,
+                         *         "verified_at": "2026-11-22T10:01:00.000Z",
+                         *         "last_success_at": "2026-11-22T10:05:12.345Z",
+                         *         "last_failure_at": null,
+                         *         "last_response_code": 200,
+                         *         "next_attempt_at": null,
+                         *         "paused_at": null,
+                         *         "rate_limit": null,
+                         *         "created_at": "2026-11-22T10:00:00.000Z",
+                         *         "updated_at": "2026-11-22T10:05:12.345Z"
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["Endpoint"];
                         };
@@ -2886,6 +3790,15 @@ export interface paths {
             };
             requestBody?: {
                 content: {
+                    /**
+                     * @example {
+                     *       "since": "2026-11-22T09:00:00Z",
+                     *       "statuses": [
+                     *         "failed",
+                     *         "exhausted"
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["RecoverDeliveries"];
                 };
             };
@@ -2896,6 +3809,19 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "recovered": 12,
+                         *         "since": "2026-11-22T09:00:00.000Z",
+                         *         "until": "2026-11-22T10:00:00.000Z",
+                         *         "statuses": [
+                         *           "failed",
+                         *           "exhausted"
+                         *         ]
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["RecoveryResult"];
                         };
@@ -2979,6 +3905,20 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "since": "2026-11-21T11:00:00.000Z",
+                         *         "hours": [
+                         *           {
+                         *             "hour": "2026-11-21T11:00:00.000Z",
+                         *             "successes": 12,
+                         *             "failures": 1
+                         *           }
+                         *         ]
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["EndpointStats"];
                         };
@@ -3066,6 +4006,16 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "success": true,
+                         *         "response_code": 200,
+                         *         "health_status": "healthy",
+                         *         "active": true
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["TestResult"];
                         };

@@ -1,0 +1,83 @@
+/**
+ * `npm start` listens on this machine only unless HOST says otherwise. It runs as a person runs
+ * it (dev/start.ts, the npm script's command), against the test run's Postgres (a database of its
+ * own) and Temporal dev server. Loopback only shows as 127.0.0.1 answering and 127.0.0.2 (also
+ * this machine, but another address) refusing; a server on every interface answers on both.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { freePort } from '../../dev/ports.js';
+import { startShell } from '../support/readme-shell.js';
+import { ownDatabase, type OwnDatabase } from '../support/own-database.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+let database: OwnDatabase;
+let dataDir: string;
+
+beforeAll(async () => {
+  database = await ownDatabase('dev_start_host');
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dev-start-host-'));
+});
+afterAll(async () => {
+  await database?.drop();
+  if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** Whether a TCP connection to host:port is accepted. */
+function accepts(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, host);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** `npm start` with HOST as given (unset when undefined), until its API listens; then Ctrl-C. */
+async function devStart(host: string | undefined, check: (port: number, output: string) => Promise<void>) {
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: database.url,
+    TEMPORAL_ADDRESS: inject('devServerAddress'),
+    TEMPORAL_TASK_QUEUE: `dev-start-host-${port}`,
+    MAINTENANCE_SCHEDULE: 'false',
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    LOCAL_PROVIDER_PORT: String(await freePort()),
+    LOG_LEVEL: 'warn',
+  };
+  delete env.HOST;
+  if (host !== undefined) env.HOST = host;
+  const shell = startShell('exec npm start', env, ROOT);
+  try {
+    await shell.waitFor(/^API: .*$/m, 120_000);
+    await check(port, shell.output());
+  } finally {
+    shell.signal('SIGINT');
+    await shell.exited;
+  }
+}
+
+describe('npm start: where the API listens', () => {
+  it('without HOST, on 127.0.0.1 only: another address of this machine (127.0.0.2) is refused, and it says so', async () => {
+    await devStart(undefined, async (port, output) => {
+      expect(await accepts('127.0.0.1', port)).toBe(true);
+      expect(await accepts('127.0.0.2', port)).toBe(false);
+      expect(output).toMatch(new RegExp(`API: +http://localhost:${port} .*listening on 127\\.0\\.0\\.1, this machine only`));
+    });
+  }, 150_000);
+
+  it('HOST=0.0.0.0 listens on every interface: 127.0.0.2 is answered too', async () => {
+    await devStart('0.0.0.0', async (port, output) => {
+      expect(await accepts('127.0.0.1', port)).toBe(true);
+      expect(await accepts('127.0.0.2', port)).toBe(true);
+      expect(output).toMatch(/listening on 0\.0\.0\.0\)/);
+    });
+  }, 150_000);
+});
