@@ -2127,6 +2127,33 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "data": {
+                         *         "id": "5f7c2d1e-8a3b-4c6d-9e0f-1a2b3c4d5e6f",
+                         *         "cursor": "42",
+                         *         "type": "crm.demand.created",
+                         *         "environment": "live",
+                         *         "message_id": null,
+                         *         "external_id": null,
+                         *         "occurred_at": "2026-11-22T10:05:00.000Z",
+                         *         "created_at": "2026-11-22T10:05:00.010Z",
+                         *         "data": {
+                         *           "entity_type": "demand",
+                         *           "entity_id": "dem_01",
+                         *           "before_data": null,
+                         *           "after_data": {
+                         *             "id": "dem_01",
+                         *             "version": 1,
+                         *             "status": "open",
+                         *             "contact_id": "c_1",
+                         *             "title": "Quote"
+                         *           },
+                         *           "actor_user_id": null
+                         *         }
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             data: components["schemas"]["StreamItem"];
                         };
@@ -3077,7 +3104,22 @@ export interface paths {
                          *             "error": "non_2xx",
                          *             "response_excerpt": "Service Unavailable"
                          *           }
-                         *         ]
+                         *         ],
+                         *         "request": {
+                         *           "attempt": 1,
+                         *           "body": "{\"entity_type\":\"demand\",\"entity_id\":\"dem_01\",\"event\":\"crm.demand.created\",\"customer_id\":null,\"environment\":\"live\"}",
+                         *           "headers": {
+                         *             "content-type": "application/json",
+                         *             "user-agent": "webhook-platform/1",
+                         *             "x-webhook-event": "crm.demand.created",
+                         *             "x-idempotency-key": "crm:demand:dem_01:1",
+                         *             "x-webhook-signature": "5f0c3a9d1e7b2c4a6f8e0d2b4c6a8e0f1a3c5e7b9d1f3a5c7e9b1d3f5a7c9e1b",
+                         *             "webhook-id": "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a",
+                         *             "webhook-timestamp": "1795168800",
+                         *             "webhook-signature": "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
+                         *             "authorization": "<set>"
+                         *           }
+                         *         }
                          *       }
                          *     }
                          */
@@ -3308,6 +3350,7 @@ export interface paths {
                          *           "next_attempt_at": null,
                          *           "paused_at": null,
                          *           "rate_limit": null,
+                         *           "description": "Orders service, production",
                          *           "created_at": "2026-11-22T10:00:00.000Z",
                          *           "updated_at": "2026-11-22T10:05:12.345Z"
                          *         }
@@ -3417,6 +3460,7 @@ export interface paths {
                          *         "next_attempt_at": null,
                          *         "paused_at": null,
                          *         "rate_limit": null,
+                         *         "description": "Orders service, production",
                          *         "created_at": "2026-11-22T10:00:00.000Z",
                          *         "updated_at": "2026-11-22T10:00:00.000Z",
                          *         "secret": "whsec_3q2+7wEXAMPLEv5dH0hZ1lS8nQkQm9YV0cXo1pA2bC0="
@@ -3518,6 +3562,7 @@ export interface paths {
                          *         "next_attempt_at": null,
                          *         "paused_at": null,
                          *         "rate_limit": null,
+                         *         "description": "Orders service, production",
                          *         "created_at": "2026-11-22T10:00:00.000Z",
                          *         "updated_at": "2026-11-22T10:05:12.345Z"
                          *       }
@@ -3698,6 +3743,7 @@ export interface paths {
                          *         "next_attempt_at": null,
                          *         "paused_at": null,
                          *         "rate_limit": null,
+                         *         "description": "Orders service, production",
                          *         "created_at": "2026-11-22T10:00:00.000Z",
                          *         "updated_at": "2026-11-22T10:05:12.345Z"
                          *       }
