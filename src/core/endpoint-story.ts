@@ -64,6 +64,10 @@ export interface StoryState extends ScheduleState {
   /** Held deliveries, as of the last look at holds. */
   held?: number | null;
   delivered?: number;
+  /** Direct sessions of successes only that reported to the workflow, their POSTs, and their last report's end. */
+  directSessions?: number;
+  directPosts?: number;
+  directReportedAtMs?: number | null;
 }
 
 /** Why an endpoint does not send (SPEC 3.1), or null when it does. */
@@ -98,16 +102,26 @@ export function currentDetails(ref: { endpointId: string; accountId: string }, s
     `- **next POST**: ${next !== null ? `${iso(next)} (${nextPostWhy(s)})` : stopped ? 'none while not sending' : 'none: nothing due'}`,
     `- **deliveries owed**: ${count(s.owed)} waiting, ${count(s.held)} held${s.nextExpiryAtMs ? `; next hold expiry ${iso(s.nextExpiryAtMs)}` : ''}`,
     `- **last failure**: ${s.lastFailureAtMs ? `${iso(s.lastFailureAtMs)}, ${failureReason(s)}` : 'none'}`,
-    `- **last success**: ${iso(s.lastSuccessAtMs) ?? 'none'}`,
+    `- **last success**: ${s.lastSuccessAtMs ? `${iso(s.lastSuccessAtMs)}${s.lastResponseCode != null && (s.lastFailureAtMs ?? 0) <= s.lastSuccessAtMs ? `, HTTP ${s.lastResponseCode}` : ''}` : 'none'}`,
   ];
   if (s.pausedAtMs) lines.push(`- **paused at**: ${iso(s.pausedAtMs)} (a 2xx test closes the circuit)`);
   if (doing) lines.push(`- **now**: ${doing}`);
-  // Direct sessions of successes (src/delivery/direct-sessions.ts) tell the workflow nothing: the endpoint and its deliveries show them.
+  // Direct sessions of successes (src/delivery/direct-sessions.ts) report to the workflow, coalesced
+  // (src/delivery/session-reports.ts): the last success above includes theirs as of their last report.
   lines.push(
+    `- **POSTs**: ${s.delivered ?? 0} by the workflow's sessions (and direct sessions that failed)`,
+    `- **direct sessions**: ${directLine(s)}`,
     '',
-    `_${s.delivered ?? 0} POSTs by this run's sessions and its predecessors' (and direct sessions that failed; other direct sessions' successes show on the endpoint, not here); as of ${iso(nowMs)}_`,
+    `_as of ${iso(nowMs)}_`,
   );
-  return lines.join('\n');
+  // Every line short and the text ending in a newline: the Web UI sizes its details frame to the
+  // rendered text once, and a long last paragraph that wraps later was cut off.
+  return `${lines.join('\n')}\n`;
+}
+
+function directLine(s: StoryState): string {
+  if (!s.directSessions) return 'none reported';
+  return `${s.directPosts ?? 0} POSTs, all 2xx, in ${s.directSessions} session${s.directSessions === 1 ? '' : 's'}, reported up to ${iso(s.directReportedAtMs)}`;
 }
 
 const count = (n: number | null | undefined) => (n == null ? 'unknown' : n >= 10_000 ? '10000+' : String(n));

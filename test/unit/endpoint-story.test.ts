@@ -84,4 +84,30 @@ describe('endpoint story', () => {
       /\*\*endpoint ep-1\*\*[\s\S]*unknown waiting[\s\S]*reason not recorded/,
     );
   });
+
+  it('shows the latest success and the direct sessions reported to the workflow, and ends every line, the last too', () => {
+    const healthy: StoryState = {
+      active: true,
+      health: 'healthy',
+      failureStreak: 0,
+      sending: true,
+      lastSuccessAtMs: T - MIN,
+      lastResponseCode: 204,
+      lastFailureAtMs: T - 60 * MIN,
+      delivered: 3,
+      directSessions: 4,
+      directPosts: 90,
+      directReportedAtMs: T - 30_000,
+    };
+    const text = currentDetails(ref, healthy, T, 'deliver due: concurrent lanes until the first failure');
+    expect(text).toContain('- **last success**: 2026-11-23T11:59:00Z, HTTP 204');
+    expect(text).toContain('- **POSTs**: 3 by the workflow');
+    expect(text).toContain('- **direct sessions**: 90 POSTs, all 2xx, in 4 sessions, reported up to 2026-11-23T11:59:30Z');
+    expect(text.endsWith('_as of 2026-11-23T12:00:00Z_\n')).toBe(true);
+    // Short lines only: the Web UI sizes the details frame once, and a long last line that wraps is cut.
+    for (const line of text.split('\n')) expect(line.length).toBeLessThanOrEqual(120);
+    // A failure after the latest success: its code is the failure's, not shown as the success's.
+    expect(currentDetails(ref, { ...healthy, lastFailureAtMs: T }, T)).toContain('- **last success**: 2026-11-23T11:59:00Z\n');
+    expect(currentDetails(ref, { ...healthy, directSessions: 0 }, T)).toContain('- **direct sessions**: none reported');
+  });
 });
