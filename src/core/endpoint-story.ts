@@ -114,8 +114,10 @@ export function currentDetails(ref: { endpointId: string; accountId: string }, s
     '',
     `_as of ${iso(nowMs)}_`,
   );
-  // Every line short and the text ending in a newline: the Web UI sizes its details frame to the
-  // rendered text once, and a long last paragraph that wraps later was cut off.
+  // The Web UI (2.42) renders the details in an iframe whose height it measures once, at the frame's
+  // load (body.scrollHeight, at least 100 px), and never again: text that wraps more afterwards (the
+  // panel's width settling, fonts) is cut at the bottom. Short lines wrap less, the long sentence
+  // that ended the details is gone, and the last line is only the "as of" stamp.
   return `${lines.join('\n')}\n`;
 }
 
