@@ -74,5 +74,7 @@ describe('the operator view of direct sessions (dev server)', () => {
     expect(details).toContain(`- **direct sessions**: ${row.posts} POSTs, all 2xx, in 2 sessions`);
     expect(details).toContain('- **failure streak**: 0');
     expect(details.endsWith('\n')).toBe(true);
+    // A history with reports, replayed by test/workflow/replay.test.ts.
+    await bed.recordHistory(endpointId, 'endpoint-direct-sessions-report');
   }, 120_000);
 });

@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { AccountId, EndpointId } from '../../src/core/ids.js';
 import { createSessionReports, mergeReports } from '../../src/delivery/session-reports.js';
-import type { DirectSessionsReport } from '../../src/workflows/endpoint-contract.js';
+import { applyReport, initialState, type DirectSessionsReport } from '../../src/workflows/endpoint-contract.js';
 
 const A = 'ep-a' as EndpointId;
 const B = 'ep-b' as EndpointId;
@@ -116,5 +116,31 @@ describe('session reports: at most one per endpoint per window, the last always 
       lastResponseCode: 201,
       endedAtMs: 21,
     });
+  });
+});
+
+describe('the workflow takes a report in for its story only', () => {
+  it('counts sessions and POSTs, takes a later success and its code, and never moves the latest success back', () => {
+    const state = { ...initialState(), health: 'healthy' as const, lastSuccessAtMs: 100, lastResponseCode: 200 };
+    applyReport(state, session(5, 300, 204));
+    expect(state).toMatchObject({
+      directSessions: 1,
+      directPosts: 5,
+      lastSuccessAtMs: 300,
+      lastResponseCode: 204,
+      directReportedAtMs: 301,
+    });
+    applyReport(state, session(2, 250, 201));
+    expect(state).toMatchObject({
+      directSessions: 2,
+      directPosts: 7,
+      lastSuccessAtMs: 300,
+      lastResponseCode: 204,
+      directReportedAtMs: 301,
+    });
+    // A failure after the reported success: the code shown stays the failure's; health and streak are untouched.
+    Object.assign(state, { failureStreak: 1, lastFailureAtMs: 500, lastResponseCode: 500 });
+    applyReport(state, session(1, 400, 200));
+    expect(state).toMatchObject({ health: 'healthy', failureStreak: 1, lastSuccessAtMs: 400, lastResponseCode: 500 });
   });
 });
