@@ -19,6 +19,17 @@ export function endpointLabel(url: string): string {
   }
 }
 
+/**
+ * Markdown for a Web UI details panel, whole. The Web UI (2.42) renders it in an iframe whose height
+ * it sets once, at load, to the body's scrollHeight + 2 px; the page's body margins (32 px) are left
+ * out, so the bottom ~30 px of the text were cut: the last line, half of it or all (measured in
+ * Chromium against the dev server's Web UI). A last paragraph of one no-break space, which shows as
+ * nothing, takes the cut instead.
+ */
+export function framedForWebUi(markdown: string): string {
+  return `${markdown.trimEnd()}\n\n\u00a0\n`;
+}
+
 /** The workflow list's line (static summary), set when the workflow starts. */
 export function workflowSummary(ref: { endpointId: string; accountId: string; url?: string | null }): string {
   const what = ref.url ? endpointLabel(ref.url) : `endpoint ${ref.endpointId}`;
@@ -27,10 +38,12 @@ export function workflowSummary(ref: { endpointId: string; accountId: string; ur
 
 /** The workflow's static details: who it belongs to, and where its live story is. */
 export function workflowStaticDetails(ref: { endpointId: string; accountId: string; url?: string | null }): string {
-  return [
-    `Endpoint \`${ref.endpointId}\` of Account \`${ref.accountId}\`${ref.url ? `, posting to ${endpointLabel(ref.url)}` : ''}.`,
-    'Its scheduler and circuit breaker: the current details show its health, failure streak, next POST and backlog.',
-  ].join('\n\n');
+  return framedForWebUi(
+    [
+      `Endpoint \`${ref.endpointId}\` of Account \`${ref.accountId}\`${ref.url ? `, posting to ${endpointLabel(ref.url)}` : ''}.`,
+      'Its scheduler and circuit breaker: the current details show its health, failure streak, next POST and backlog.',
+    ].join('\n\n'),
+  );
 }
 
 /** "59 s", "8 min", "1 h 30 min", "14 days". */
@@ -114,11 +127,7 @@ export function currentDetails(ref: { endpointId: string; accountId: string }, s
     '',
     `_as of ${iso(nowMs)}_`,
   );
-  // The Web UI (2.42) renders the details in an iframe whose height it measures once, at the frame's
-  // load (body.scrollHeight, at least 100 px), and never again: text that wraps more afterwards (the
-  // panel's width settling, fonts) is cut at the bottom. Short lines wrap less, the long sentence
-  // that ended the details is gone, and the last line is only the "as of" stamp.
-  return `${lines.join('\n')}\n`;
+  return framedForWebUi(lines.join('\n'));
 }
 
 function directLine(s: StoryState): string {
