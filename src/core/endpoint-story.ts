@@ -19,6 +19,17 @@ export function endpointLabel(url: string): string {
   }
 }
 
+/**
+ * Markdown for a Web UI details panel, whole. The Web UI (2.42) renders it in an iframe whose height
+ * it sets once, at load, to the body's scrollHeight + 2 px; the page's body margins (32 px) are left
+ * out, so the bottom ~30 px of the text were cut: the last line, half of it or all (measured in
+ * Chromium against the dev server's Web UI). A last paragraph of one no-break space, which shows as
+ * nothing, takes the cut instead.
+ */
+export function framedForWebUi(markdown: string): string {
+  return `${markdown.trimEnd()}\n\n\u00a0\n`;
+}
+
 /** The workflow list's line (static summary), set when the workflow starts. */
 export function workflowSummary(ref: { endpointId: string; accountId: string; url?: string | null }): string {
   const what = ref.url ? endpointLabel(ref.url) : `endpoint ${ref.endpointId}`;
@@ -27,10 +38,12 @@ export function workflowSummary(ref: { endpointId: string; accountId: string; ur
 
 /** The workflow's static details: who it belongs to, and where its live story is. */
 export function workflowStaticDetails(ref: { endpointId: string; accountId: string; url?: string | null }): string {
-  return [
-    `Endpoint \`${ref.endpointId}\` of Account \`${ref.accountId}\`${ref.url ? `, posting to ${endpointLabel(ref.url)}` : ''}.`,
-    'Its scheduler and circuit breaker: the current details show its health, failure streak, next POST and backlog.',
-  ].join('\n\n');
+  return framedForWebUi(
+    [
+      `Endpoint \`${ref.endpointId}\` of Account \`${ref.accountId}\`${ref.url ? `, posting to ${endpointLabel(ref.url)}` : ''}.`,
+      'Its scheduler and circuit breaker: the current details show its health, failure streak, next POST and backlog.',
+    ].join('\n\n'),
+  );
 }
 
 /** "59 s", "8 min", "1 h 30 min", "14 days". */
@@ -64,6 +77,10 @@ export interface StoryState extends ScheduleState {
   /** Held deliveries, as of the last look at holds. */
   held?: number | null;
   delivered?: number;
+  /** Direct sessions of successes only that reported to the workflow, their POSTs, and their last report's end. */
+  directSessions?: number;
+  directPosts?: number;
+  directReportedAtMs?: number | null;
 }
 
 /** Why an endpoint does not send (SPEC 3.1), or null when it does. */
@@ -98,16 +115,24 @@ export function currentDetails(ref: { endpointId: string; accountId: string }, s
     `- **next POST**: ${next !== null ? `${iso(next)} (${nextPostWhy(s)})` : stopped ? 'none while not sending' : 'none: nothing due'}`,
     `- **deliveries owed**: ${count(s.owed)} waiting, ${count(s.held)} held${s.nextExpiryAtMs ? `; next hold expiry ${iso(s.nextExpiryAtMs)}` : ''}`,
     `- **last failure**: ${s.lastFailureAtMs ? `${iso(s.lastFailureAtMs)}, ${failureReason(s)}` : 'none'}`,
-    `- **last success**: ${iso(s.lastSuccessAtMs) ?? 'none'}`,
+    `- **last success**: ${s.lastSuccessAtMs ? `${iso(s.lastSuccessAtMs)}${s.lastResponseCode != null && (s.lastFailureAtMs ?? 0) <= s.lastSuccessAtMs ? `, HTTP ${s.lastResponseCode}` : ''}` : 'none'}`,
   ];
   if (s.pausedAtMs) lines.push(`- **paused at**: ${iso(s.pausedAtMs)} (a 2xx test closes the circuit)`);
   if (doing) lines.push(`- **now**: ${doing}`);
-  // Direct sessions of successes (src/delivery/direct-sessions.ts) tell the workflow nothing: the endpoint and its deliveries show them.
+  // Direct sessions of successes (src/delivery/direct-sessions.ts) report to the workflow, coalesced
+  // (src/delivery/session-reports.ts): the last success above includes theirs as of their last report.
   lines.push(
+    `- **POSTs**: ${s.delivered ?? 0} by the workflow's sessions (and direct sessions that failed)`,
+    `- **direct sessions**: ${directLine(s)}`,
     '',
-    `_${s.delivered ?? 0} POSTs by this run's sessions and its predecessors' (and direct sessions that failed; other direct sessions' successes show on the endpoint, not here); as of ${iso(nowMs)}_`,
+    `_as of ${iso(nowMs)}_`,
   );
-  return lines.join('\n');
+  return framedForWebUi(lines.join('\n'));
+}
+
+function directLine(s: StoryState): string {
+  if (!s.directSessions) return 'none reported';
+  return `${s.directPosts ?? 0} POSTs, all 2xx, in ${s.directSessions} session${s.directSessions === 1 ? '' : 's'}, reported up to ${iso(s.directReportedAtMs)}`;
 }
 
 const count = (n: number | null | undefined) => (n == null ? 'unknown' : n >= 10_000 ? '10000+' : String(n));

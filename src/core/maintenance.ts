@@ -4,6 +4,7 @@
  * workflow's summary and details, the activities' summaries). Pure and deterministic. Jobs to
  * come (partitions, retention, rollups) add a field to MaintenanceReport and a line to the story.
  */
+import { framedForWebUi } from './endpoint-story.js';
 import { RECHECK_AFTER_MS, RENEW_WITHIN_DAYS } from './token-status.js';
 
 /** What the photoapp token job did in one run. */
@@ -46,10 +47,10 @@ export const TOKEN_JOB_SUMMARY = `photoapp tokens: renew within ${RENEW_WITHIN_D
 
 /** The run's current details: what it is doing, or what it did. */
 export function maintenanceDetails(report: MaintenanceReport | undefined, atMs: number): string {
-  if (!report) return `**maintenance** running since ${new Date(atMs).toISOString()}\n\n- **photoapp tokens**: in progress`;
+  if (!report) return framedForWebUi(`**maintenance** running since ${new Date(atMs).toISOString()}\n\n- **photoapp tokens**: in progress`);
   const t = report.tokens;
   const tokens = t.providerConfigured
     ? `${t.renewed} renewed, ${t.checked} checked, ${t.failed} failed (tried again next run), ${t.needReconnect} need a reconnect`
     : 'skipped: no provider configured (PROVIDER_API_URL)';
-  return `**maintenance** finished ${new Date(atMs).toISOString()}\n\n- **photoapp tokens**: ${tokens}`;
+  return framedForWebUi(`**maintenance** finished ${new Date(atMs).toISOString()}\n\n- **photoapp tokens**: ${tokens}`);
 }

@@ -305,7 +305,7 @@ export interface EndpointHealthRecord {
  */
 export async function recordEndpointHealth(db: Queryable, id: string, h: EndpointHealthRecord, observedAt: Date): Promise<void> {
   await db.query(
-    `UPDATE endpoints SET health_status = $2, failure_streak = $3, last_success_at = coalesce($4, last_success_at),
+    `UPDATE endpoints SET health_status = $2, failure_streak = $3, last_success_at = greatest($4, last_success_at),
        last_failure_at = coalesce($5, last_failure_at), last_response_code = $6, next_attempt_at = ${NEXT_ATTEMPT_IF_SENDING('$7')}, paused_at = $8,
        updated_at = now()
      WHERE id = $1 AND deleted_at IS NULL AND health_status <> 'unverified' AND (verified_at IS NULL OR verified_at <= $9)`,

@@ -5,8 +5,8 @@
  * costs Temporal nothing. The endpoint row's session lease (src/delivery/session-leases.ts) keeps it
  * to one session per endpoint across workers, direct or the workflow's.
  *
- * A session of successes records them itself (`reportSession`) and tells the workflow
- * nothing. A round with a failure (the session stops at its first, as every session does) is
+ * A session of successes records them itself (`reportSession`) and tells the workflow only
+ * for its story: a report, coalesced per endpoint (src/delivery/session-reports.ts). A round with a failure (the session stops at its first, as every session does) is
  * handed to the endpoint's workflow by signal, which applies it as it applies its own rounds;
  * the lease leaves a hand-over mark meanwhile, so no session starts until the workflow has taken
  * it in (then on the curve, one POST at a time). The deliveries a direct session claims get short
@@ -15,7 +15,7 @@
 import crypto from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { needsWorkflow, runDeliverySession, type SessionDeps } from './delivery-session.js';
-import type { DeliveryRound } from '../workflows/endpoint-contract.js';
+import type { DeliveryRound, DirectSessionsReport } from '../workflows/endpoint-contract.js';
 import type { SessionLeases } from './session-leases.js';
 import { doublingBackoffMs } from '../core/backoff.js';
 import { HANDOVER_TIMEOUT_MS } from '../core/runtime-limits.js';
@@ -24,6 +24,7 @@ import type { DueEndpoint } from '../db/due-notifications.js';
 import type { EndpointRow } from '../db/endpoints.js';
 import { logger } from '../runtime/logger.js';
 import type { EndpointWorkflows } from './workflow-client.js';
+import { createSessionReports, type SessionReports } from './session-reports.js';
 
 /** What became of news for an endpoint with no session here. */
 export type DirectStart =
@@ -50,9 +51,12 @@ const MAX_DIRECT_SESSIONS = 1_000;
 export function createDirectSessions(o: {
   /** The worker's session deps (shared with its activities), with its leases. */
   deps: SessionDeps & { leases: SessionLeases };
-  workflows: Pick<EndpointWorkflows, 'handOver'>;
+  workflows: Pick<EndpointWorkflows, 'handOver' | 'report'>;
   maxSessions?: number;
+  /** The reports of sessions of successes to the workflows; coalesced per endpoint (REPORT_EVERY_MS) when unset. */
+  reports?: SessionReports;
 }): DirectSessions {
+  const reports = o.reports ?? createSessionReports({ send: (id, account, report) => o.workflows.report(id, account, report) });
   // The worker's shared claim: a direct session's requests ask for the session lease's time
   // (DeliveryClaims), renewed while the session lives, not LEASE_MS: no retry releases them.
   const { leases } = o.deps;
@@ -63,6 +67,8 @@ export function createDirectSessions(o: {
   setMaxListeners(0, stop.signal);
 
   async function handOver(due: DueEndpoint, round: DeliveryRound, observedAtMs: number): Promise<void> {
+    // Successes reported before the failure: the workflow learns them first.
+    await reports.flush(due.endpointId);
     const since = Date.now();
     for (let failures = 0; ; failures++) {
       try {
@@ -93,6 +99,7 @@ export function createDirectSessions(o: {
     try {
       const round = await session;
       if (needsWorkflow(round)) await handOver(due, round, observedAtMs);
+      else if (round.healthRecorded === true && round.outcomes.length > 0) reports.add(due.endpointId, due.accountId, reportOf(round));
     } catch (err) {
       // Its lease lapses in seconds and the worker's check for lost sessions routes the endpoint again.
       logger.error({ err, endpointId: due.endpointId }, 'direct delivery session failed');
@@ -124,6 +131,20 @@ export function createDirectSessions(o: {
     async close() {
       stop.abort();
       while (running.size > 0) await Promise.all(running);
+      // The last reports go before the worker's Temporal connection closes.
+      await reports.flush();
     },
+  };
+}
+
+/** A session of successes only as a report: every POST a success, the latest as `afterRound` takes it. */
+export function reportOf(round: DeliveryRound, endedAtMs = Date.now()): DirectSessionsReport {
+  const last = round.outcomes.reduce((a, b) => (b.atMs >= a.atMs ? b : a));
+  return {
+    sessions: 1,
+    posts: round.posts ?? round.outcomes.length,
+    lastSuccessAtMs: last.atMs,
+    lastResponseCode: last.responseCode,
+    endedAtMs,
   };
 }

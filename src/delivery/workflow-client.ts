@@ -5,7 +5,9 @@ import {
   endpointChangedSignal,
   endpointWorkflowId,
   roundHandedOverSignal,
+  sessionsReportedSignal,
   wakeSignal,
+  type DirectSessionsReport,
   type EndpointChange,
   type EndpointWorkflowInput,
   type HandedOverRound,
@@ -80,6 +82,11 @@ export interface EndpointWorkflows {
   wake(endpointId: EndpointId, accountId: AccountId, url?: string): Promise<void>;
   /** A direct session's round for the workflow to apply (src/delivery/direct-sessions.ts); starts it if needed (it may have continued as new). */
   handOver(endpointId: EndpointId, accountId: AccountId, handed: HandedOverRound): Promise<void>;
+  /**
+   * Direct sessions of successes only, for the workflow's story (src/delivery/session-reports.ts coalesces
+   * them). A plain signal: a workflow not running (its endpoint deleted) is not started for it.
+   */
+  report(endpointId: EndpointId, accountId: AccountId, report: DirectSessionsReport): Promise<void>;
 }
 
 /** How long an API request waits on Temporal for one signal before giving up on it. */
@@ -139,6 +146,13 @@ export function endpointWorkflows(client: Client, taskQueue: string): EndpointWo
           signalArgs: [handed],
         }),
       ),
+    report: async (endpointId, _accountId, report) => {
+      try {
+        await send(() => client.workflow.getHandle(endpointWorkflowId(endpointId)).signal(sessionsReportedSignal, report));
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+      }
+    },
   };
 }
 

@@ -82,6 +82,24 @@ export interface HandedOverRound {
   observedAtMs: number;
 }
 export const roundHandedOverSignal = defineSignal<[HandedOverRound]>('roundHandedOver');
+/**
+ * What direct sessions of successes only did since the last report (src/delivery/session-reports.ts):
+ * they recorded it on the endpoint themselves, and tell the workflow for its story (current
+ * details) only, coalesced to at most one report per endpoint per `REPORT_EVERY_MS`. The workflow
+ * takes it in without a command (`applyReport`): it changes nothing it decides.
+ */
+export interface DirectSessionsReport {
+  /** Sessions of successes only reported (each recorded its latest success on the endpoint). */
+  sessions: number;
+  /** Their POSTs, every one a success. */
+  posts: number;
+  /** The latest of their successes, and its HTTP code. */
+  lastSuccessAtMs: number;
+  lastResponseCode: number | null;
+  /** When the last of these sessions ended (worker's clock). */
+  endedAtMs: number;
+}
+export const sessionsReportedSignal = defineSignal<[DirectSessionsReport]>('sessionsReported');
 export const endpointStateQuery = defineQuery<EndpointWorkflowState>('state');
 
 /**
@@ -99,7 +117,7 @@ export interface EndpointWorkflowState extends EndpointHealth {
   /**
    * POSTs made by this run's and its predecessors' own sessions and by the direct sessions whose
    * rounds were handed over to them (failures); not those of direct sessions of successes only,
-   * which tell the workflow nothing (the deliveries' records count every POST).
+   * which their reports count (`directPosts`).
    */
   delivered: number;
   /** The `next_attempt_at` last written to the endpoint, so it is written only when it moves. */
@@ -111,6 +129,10 @@ export interface EndpointWorkflowState extends EndpointHealth {
   /** Undefined only when carried from a run that failed before the kind was recorded: the story says "reason not recorded". */
   lastError: string | null | undefined;
   lastFailureCode: number | null;
+  /** Direct sessions of successes only reported to it (`DirectSessionsReport`), their POSTs, the last report's session end. */
+  directSessions: number;
+  directPosts: number;
+  directReportedAtMs: number | null;
 }
 
 /**
@@ -143,6 +165,9 @@ export function initialState(): EndpointWorkflowState {
     held: null,
     lastError: null,
     lastFailureCode: null,
+    directSessions: 0,
+    directPosts: 0,
+    directReportedAtMs: null,
   };
 }
 
@@ -163,6 +188,20 @@ export function applyHealth(state: EndpointWorkflowState, h: EndpointHealth): vo
   state.lastResponseCode = h.lastResponseCode;
   state.streakStartedAtMs = h.streakStartedAtMs;
   state.pausedAtMs = h.pausedAtMs;
+}
+
+/**
+ * Takes in a report of direct sessions of successes only: counts, and the latest success when it is
+ * later than the one the workflow knows (with its code, unless a failure came after it). Health,
+ * streak and schedule stay the workflow's own: nothing here changes what it decides.
+ */
+export function applyReport(state: EndpointWorkflowState, r: DirectSessionsReport): void {
+  state.directSessions += r.sessions;
+  state.directPosts += r.posts;
+  state.directReportedAtMs = Math.max(state.directReportedAtMs ?? r.endedAtMs, r.endedAtMs);
+  if (state.lastSuccessAtMs !== null && state.lastSuccessAtMs >= r.lastSuccessAtMs) return;
+  state.lastSuccessAtMs = r.lastSuccessAtMs;
+  if (state.lastFailureAtMs === null || state.lastFailureAtMs < r.lastSuccessAtMs) state.lastResponseCode = r.lastResponseCode;
 }
 
 export function endpointWorkflowId(endpointId: string): string {

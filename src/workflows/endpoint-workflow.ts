@@ -22,9 +22,11 @@ import { DELIVER_DUE_TIMEOUT_MS, HEARTBEAT_TIMEOUT_MS } from '../core/runtime-li
 import { expiryDue, failingNotBefore, idleWait, nextPostAt, roundLimit } from '../core/schedule.js';
 import {
   applyHealth,
+  applyReport,
   endpointChangedSignal,
   endpointStateQuery,
   roundHandedOverSignal,
+  sessionsReportedSignal,
   wakeSignal,
   withDefaults,
   type CarriedState,
@@ -67,6 +69,8 @@ interface RunSignals {
   reconciled: boolean;
   /** Rounds of direct sessions handed over and not yet applied. */
   handedOver: HandedOverRound[];
+  /** What the current details last said the workflow is busy with (`tell`), kept when a report refreshes them. */
+  doing?: string;
 }
 
 /**
@@ -109,6 +113,12 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: C
   setHandler(roundHandedOverSignal, (handed) => {
     run.handedOver.push(handed);
   });
+  // A report of direct sessions of successes only: taken in and shown, with no command and no
+  // wake-up (the condition waited on ignores it), so histories without it replay as before.
+  setHandler(sessionsReportedSignal, (report) => {
+    applyReport(state, report);
+    tell(input, state, run, run.doing);
+  });
   setHandler(endpointStateQuery, () => state);
 
   for (;;) {
@@ -130,7 +140,7 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: C
     }
     const quiet = run.reconciled && !wasWoken && state.sending === wasSending && patched(QUIET_RECONCILE);
     run.reconciled = false;
-    if (!quiet) await deliver(input, state);
+    if (!quiet) await deliver(input, state, run);
     // Holds are looked at when they may have changed: just held, new work arrived, or one is due to expire.
     if (!state.sending && (wasWoken || wasSending || expiryDue(state, Date.now()))) await lookAtHolds(input, state, wasWoken);
     await showNextAttempt(input, state);
@@ -155,7 +165,7 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: C
  */
 async function idle(input: EndpointWorkflowInput, state: EndpointWorkflowState, run: RunSignals): Promise<void> {
   const wait = idleWait(state, Date.now());
-  tell(input, state);
+  tell(input, state, run);
   if (wait.delayMs <= 0) return;
   // The timer's summary says what it waits for (the Web UI shows it in the history).
   // Deterministic in a workflow (seeded per run): idle endpoints created together reconcile apart.
@@ -181,7 +191,7 @@ async function takeInChanges(input: EndpointWorkflowInput, state: EndpointWorkfl
     ? null
     : await loadEndpointSnapshot.executeWithOptions({ summary: says.load(changes) }, [input.endpointId]);
   if (!snapshot) {
-    tell(input, state, 'closing: the endpoint was deleted');
+    tell(input, state, run, 'closing: the endpoint was deleted');
     await closeEndpoint.executeWithOptions({ summary: says.close }, [input.endpointId]);
     return false;
   }
@@ -204,7 +214,8 @@ async function lookAtHolds(input: EndpointWorkflowInput, state: EndpointWorkflow
 }
 
 /** The current details the Web UI shows (Markdown): what the workflow knows now, and what it is doing. */
-function tell(input: EndpointWorkflowInput, state: EndpointWorkflowState, doing?: string): void {
+function tell(input: EndpointWorkflowInput, state: EndpointWorkflowState, run: Pick<RunSignals, 'doing'>, doing?: string): void {
+  run.doing = doing;
   setCurrentDetails(currentDetails(input, state, Date.now(), doing));
 }
 
@@ -242,13 +253,13 @@ async function followAdmission(input: EndpointWorkflowInput, state: EndpointWork
  * coming, until the first failure). Failing (streak > 0): one POST at a time, no sooner than
  * the last failure plus the curve at the streak.
  */
-async function deliver(input: EndpointWorkflowInput, state: EndpointWorkflowState): Promise<void> {
+async function deliver(input: EndpointWorkflowInput, state: EndpointWorkflowState, run: RunSignals): Promise<void> {
   while (state.sending) {
     const now = Date.now();
     const notBefore = failingNotBefore(state);
     if (notBefore !== null && now < notBefore) return;
     const summary = deliverSummary(state);
-    tell(input, state, summary);
+    tell(input, state, run, summary);
     const round = await deliverDue.executeWithOptions({ summary }, [input.endpointId, now, roundLimit(state)]);
     if (round.outcomes.length === 0) {
       state.nextDueAtMs = round.nextDueAtMs;

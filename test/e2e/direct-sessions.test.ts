@@ -12,7 +12,7 @@ import { expectOnlyUnrecordedResent } from '../support/resends.js';
 import { demandEvent } from '../support/kit.js';
 import { waitIdle } from '../support/temporal.js';
 import { hmac, workerProcessBed } from '../support/worker-process-bed.js';
-import { endpointWorkflowId } from '../../src/workflows/endpoint-contract.js';
+import { endpointStateQuery, endpointWorkflowId } from '../../src/workflows/endpoint-contract.js';
 
 const bed = workerProcessBed('direct', 2);
 
@@ -60,7 +60,7 @@ function mostInFlight(received: ReceivedRequest[], delayMs: number): number {
 }
 
 describe('direct sessions', () => {
-  it('bursts to a healthy endpoint ride direct sessions: its workflow hears nothing (no signal, no task, no activity)', async () => {
+  it('bursts to a healthy endpoint ride direct sessions: its workflow hears only their coalesced reports (no activity, no command)', async () => {
     const prefix = `/quiet/${crypto.randomUUID()}`;
     const secret = 'whsec_direct_quiet_secret_01';
     const id = await endpoint(prefix, secret);
@@ -77,7 +77,13 @@ describe('direct sessions', () => {
     const { rows } = await testDb().query(`SELECT last_success_at, last_response_code, session_owner FROM endpoints WHERE id = $1`, [id]);
     expect(rows[0]).toMatchObject({ last_response_code: 200 });
     expect(rows[0].last_success_at).not.toBeNull();
-    expect(await history(id)).toHaveLength(before);
+    // Only reports (src/delivery/session-reports.ts): a signal and a workflow task each, no command.
+    // Each worker's last report goes at most REPORT_EVERY_MS after its last session.
+    await eventually(async () => (await handle(id).query(endpointStateQuery)).directPosts === 100, 60_000);
+    const after = (await history(id)).slice(before);
+    const signals = after.flatMap((e) => e.workflowExecutionSignaledEventAttributes?.signalName ?? []);
+    expect(new Set(signals)).toEqual(new Set(['sessionsReported']));
+    expect(after.filter((e) => e.activityTaskScheduledEventAttributes || e.timerStartedEventAttributes)).toEqual([]);
   }, 120_000);
 
   it('two workers hear the same news: one session per endpoint at a time, never more POSTs in flight than one session makes', async () => {

@@ -10,7 +10,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { temporal } from '@temporalio/proto';
-import { afterAll, beforeAll, beforeEach, expect } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import { afterAll, beforeAll, beforeEach, expect, inject } from 'vitest';
 import { endpointWorkflows } from '../../src/delivery/workflow-client.js';
 import { endpointWorkflowId } from '../../src/workflows/endpoint-contract.js';
 import { eventually, staticResolver, startTestApi, storeDemandEvent, TEST_HOSTS, testDb, type Tenant, type TestApi } from './harness.js';
@@ -30,8 +32,34 @@ export interface DeliveryView {
   last_attempt_at: Date | null;
 }
 
-/** `directSessions`: the worker's sessions take the endpoints' leases, and `bed.direct` starts direct sessions (src/delivery/direct-sessions.ts). */
-export function deliveryTestBed(o: { directSessions?: boolean } = {}) {
+/**
+ * A bed on the dev server started by global-setup instead of a time-skipping server: what the
+ * bed uses of an environment (no `sleep`: real time only). For what the test server lacks (user
+ * metadata: current details).
+ */
+async function devServerEnvironment(): Promise<Awaited<ReturnType<typeof timeSkippingEnvironment>>> {
+  const address = inject('devServerAddress');
+  const nativeConnection = await NativeConnection.connect({ address });
+  const connection = await Connection.connect({ address });
+  const env = {
+    address,
+    nativeConnection,
+    client: new Client({ connection }),
+    sleep: () => Promise.reject(new Error('no time skipping on the dev server')),
+    teardown: async () => {
+      await connection.close();
+      await nativeConnection.close();
+    },
+    stopServer: async () => {},
+  };
+  return env as unknown as Awaited<ReturnType<typeof timeSkippingEnvironment>>;
+}
+
+/**
+ * `directSessions`: the worker's sessions take the endpoints' leases, and `bed.direct` starts direct sessions (src/delivery/direct-sessions.ts).
+ * `devServer`: on the dev server (real time) rather than a time-skipping server of the file's own.
+ */
+export function deliveryTestBed(o: { directSessions?: boolean; devServer?: boolean } = {}) {
   let env: Awaited<ReturnType<typeof timeSkippingEnvironment>>;
   let worker: Awaited<ReturnType<typeof startTestWorker>>;
   let receiver: Receiver;
@@ -41,7 +69,7 @@ export function deliveryTestBed(o: { directSessions?: boolean } = {}) {
   const resolver = staticResolver(hosts);
 
   beforeAll(async () => {
-    env = await timeSkippingEnvironment();
+    env = o.devServer ? await devServerEnvironment() : await timeSkippingEnvironment();
     [worker, receiver] = await Promise.all([
       startTestWorker(env.nativeConnection, { allowLoopback: true, resolver, client: env.client, directSessions: o.directSessions }),
       startReceiver(),

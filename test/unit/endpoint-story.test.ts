@@ -84,4 +84,29 @@ describe('endpoint story', () => {
       /\*\*endpoint ep-1\*\*[\s\S]*unknown waiting[\s\S]*reason not recorded/,
     );
   });
+
+  it("shows the latest success and the direct sessions reported to the workflow, and keeps its last line out of the Web UI's cut", () => {
+    const healthy: StoryState = {
+      active: true,
+      health: 'healthy',
+      failureStreak: 0,
+      sending: true,
+      lastSuccessAtMs: T - MIN,
+      lastResponseCode: 204,
+      lastFailureAtMs: T - 60 * MIN,
+      delivered: 3,
+      directSessions: 4,
+      directPosts: 90,
+      directReportedAtMs: T - 30_000,
+    };
+    const text = currentDetails(ref, healthy, T, 'deliver due: concurrent lanes until the first failure');
+    expect(text).toContain('- **last success**: 2026-11-23T11:59:00Z, HTTP 204');
+    expect(text).toContain('- **POSTs**: 3 by the workflow');
+    expect(text).toContain('- **direct sessions**: 90 POSTs, all 2xx, in 4 sessions, reported up to 2026-11-23T11:59:30Z');
+    // The Web UI cuts the frame ~30 px short: a paragraph of a no-break space takes the cut, not the last line.
+    expect(text.endsWith('_as of 2026-11-23T12:00:00Z_\n\n\u00a0\n')).toBe(true);
+    // A failure after the latest success: its code is the failure's, not shown as the success's.
+    expect(currentDetails(ref, { ...healthy, lastFailureAtMs: T }, T)).toContain('- **last success**: 2026-11-23T11:59:00Z\n');
+    expect(currentDetails(ref, { ...healthy, directSessions: 0 }, T)).toContain('- **direct sessions**: none reported');
+  });
 });
