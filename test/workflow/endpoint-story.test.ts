@@ -54,8 +54,9 @@ describe('the endpoint workflow tells its story to the Web UI (time skipping)', 
     expect(text).toMatch(/- \*\*next POST\*\*: \S+Z \(retry 1 of the curve: 1 min after the last failure\)/);
     expect(text).toContain('- **deliveries owed**: 2 waiting');
     expect(text).toMatch(/- \*\*last failure\*\*: \S+Z, HTTP 500 \(non_2xx\)/);
-    expect((await summaries(endpointId, EventType.EVENT_TYPE_TIMER_STARTED)).at(-1)).toBe(
-      'next POST in 1 min: retry 1 of the curve: 1 min after the last failure',
+    // The timer waits what is left of the minute when the workflow sets it: on a loaded machine that is under a minute.
+    expect((await summaries(endpointId, EventType.EVENT_TYPE_TIMER_STARTED)).at(-1)).toMatch(
+      /^next POST in (1 min|\d+ s): retry 1 of the curve: 1 min after the last failure$/,
     );
     const activities = await summaries(endpointId, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED);
     expect(activities).toContain('deliver due: concurrent lanes until the first failure');
@@ -67,8 +68,8 @@ describe('the endpoint workflow tells its story to the Web UI (time skipping)', 
     expect(text).toContain('- **health**: degraded, active: sending, one POST at a time');
     expect(text).toContain('- **failure streak**: 5 since ');
     expect(text).toContain('(retry 5 of the curve: 16 min after the last failure)');
-    expect((await summaries(endpointId, EventType.EVENT_TYPE_TIMER_STARTED)).at(-1)).toBe(
-      'next POST in 16 min: retry 5 of the curve: 16 min after the last failure',
+    expect((await summaries(endpointId, EventType.EVENT_TYPE_TIMER_STARTED)).at(-1)).toMatch(
+      /^next POST in 1[56] min: retry 5 of the curve: 16 min after the last failure$/,
     );
     const later = await summaries(endpointId, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED);
     expect(later).toContain('deliver due: 1 POST, earliest first (failing, streak 4)');
