@@ -91,10 +91,11 @@ async function showDelivery(id) {
   );
   const head = h('tr', {}, ...['#', 'started', 'duration', 'code', 'error', 'response excerpt'].map((t) => h('th', {}, t)));
   const next = d.next_attempt_at || d.next_attempt_reason ? nextAttemptLine(d) : null;
+  // (DOM replaceChildren would write a null as the text "null": only the parts there are.)
   $('delivery-detail').replaceChildren(
     h('h2', {}, `Delivery ${d.id}`),
     h('p', { class: 'muted' }, `${d.event_type} · ${d.idempotency_key} · event ${d.event_id ?? '— (test send)'} · status ${d.status}`),
-    next,
+    ...(next ? [next] : []),
     h('h3', {}, 'Attempts'),
     attempts.length
       ? h('table', { id: 'attempts' }, h('thead', {}, head), h('tbody', {}, ...attempts))

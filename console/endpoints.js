@@ -121,15 +121,22 @@ function endpointCard(e, stats, failure) {
       class: `endpoint${state.selected?.id === e.id ? ' selected' : ''}`,
       dataset: { endpointId: e.id, health: e.health_status, active: e.active },
     },
-    h('div', {}, h('span', { class: 'url' }, e.url), badge(e.health_status), e.active ? null : badge('inactive')),
+    h(
+      'div',
+      {},
+      h('span', { class: 'url' }, e.url),
+      badge(e.health_status),
+      e.active ? null : badge('inactive'),
+      // Beside the badge, which stays `healthy` until streak 5: what is going on.
+      failingLine(e, failure),
+      e.description ? h('div', { class: 'description' }, e.description) : null,
+    ),
     h(
       'div',
       { class: 'chart-cell' },
       stats && !(stats instanceof Error) ? outcomeChart(stats.hours) : h('span', { class: 'muted' }, 'no chart'),
     ),
-    failingLine(e, failure),
     h('div', { class: 'facts' }, facts.filter(Boolean).join(' · ')),
-    e.description ? h('div', { class: 'description' }, e.description) : null,
     h('div', { class: 'actions' }, open, test, toggle, edit),
   );
 }
