@@ -63,4 +63,6 @@ export const api = {
   getDelivery: (id) => call('GET', `/webhook_deliveries/${seg(id)}`),
   resendDelivery: (id) => call('POST', `/webhook_deliveries/${seg(id)}/resend`),
   listEvents: (query) => call('GET', '/events', { query }),
+  getEvent: (id) => call('GET', `/events/${seg(id)}`),
+  deleteWebhook: (id) => call('DELETE', `/webhooks/${seg(id)}`),
 };

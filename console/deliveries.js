@@ -16,6 +16,7 @@ export async function selectEndpoint(e) {
   $('deliveries-panel').hidden = false;
   $('recover-since').value ||= localOf(new Date(Date.now() - 24 * 3600_000));
   $('delivery-detail').replaceChildren();
+  $('test-now').hidden = true;
   await Promise.all([loadDeliveries(), hooks.renderEndpoints(CHART_MAX_AGE_MS)]);
 }
 
@@ -61,7 +62,12 @@ function deliveryRow(d) {
     h('td', {}, badge(d.status), d.terminal_reason ? h('span', { class: 'muted' }, ` ${d.terminal_reason}`) : null),
     h('td', {}, String(d.attempts)),
     h('td', {}, d.response_code ?? '—'),
-    h('td', {}, d.next_attempt_at ? relative(d.next_attempt_at) : '—'),
+    h(
+      'td',
+      { class: 'next', dataset: { reason: d.next_attempt_reason ?? '' } },
+      d.next_attempt_at ? relative(d.next_attempt_at) : '—',
+      d.next_attempt_reason ? h('span', { class: 'muted' }, ` · ${SHORT_REASON[d.next_attempt_reason] ?? d.next_attempt_reason}`) : null,
+    ),
     h('td', {}, resend),
   );
   row.addEventListener('click', () => act(null, () => showDelivery(d.id)));
@@ -84,14 +90,100 @@ async function showDelivery(id) {
     ),
   );
   const head = h('tr', {}, ...['#', 'started', 'duration', 'code', 'error', 'response excerpt'].map((t) => h('th', {}, t)));
+  const next = d.next_attempt_at || d.next_attempt_reason ? nextAttemptLine(d) : null;
+  // (DOM replaceChildren would write a null as the text "null": only the parts there are.)
   $('delivery-detail').replaceChildren(
     h('h2', {}, `Delivery ${d.id}`),
     h('p', { class: 'muted' }, `${d.event_type} · ${d.idempotency_key} · event ${d.event_id ?? '— (test send)'} · status ${d.status}`),
+    ...(next ? [next] : []),
+    h('h3', {}, 'Attempts'),
     attempts.length
       ? h('table', { id: 'attempts' }, h('thead', {}, head), h('tbody', {}, ...attempts))
       : h('p', { class: 'muted' }, 'No attempt yet.'),
+    signedRequest(d.request),
   );
   for (const tr of $('deliveries').querySelectorAll('tr.delivery')) tr.classList.toggle('open', tr.dataset.deliveryId === id);
+}
+
+const SHORT_REASON = {
+  endpoint_paused: 'held: endpoint paused',
+  endpoint_inactive: 'held: endpoint inactive',
+  endpoint_unverified: 'held: endpoint unverified',
+  endpoint_pacing: "at the failing endpoint's next POST",
+  endpoint_queue: 'behind others on a failing endpoint',
+};
+
+/** The plain words of a delivery's `next_attempt_reason` (null: its own retry time stands). */
+export const REASON_WORDS = {
+  endpoint_paused: 'the endpoint is paused (circuit open): nothing is sent until a 2xx test or a recovery',
+  endpoint_inactive: 'the endpoint is inactive: deliveries are held until a 2xx test reactivates it',
+  endpoint_unverified: 'the endpoint is unverified: nothing is sent until a test answers 2xx',
+  endpoint_pacing: "it is first in line on a failing endpoint: it goes at the endpoint's next POST",
+  endpoint_queue: 'it waits behind others on a failing endpoint: this is the earliest it can go',
+};
+
+function nextAttemptLine(d) {
+  const at = d.next_attempt_at ? `next attempt ${relative(d.next_attempt_at)} (${when(d.next_attempt_at)})` : 'no attempt planned';
+  const why = d.next_attempt_reason ? `, because ${REASON_WORDS[d.next_attempt_reason] ?? d.next_attempt_reason}` : ', its own retry time';
+  return h('p', { id: 'next-attempt', dataset: { reason: d.next_attempt_reason ?? '' } }, at + why + '.');
+}
+
+/** JSON pretty-printed for reading; the exact bytes that were signed stay one click away. */
+function pretty(body) {
+  try {
+    return JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    return body;
+  }
+}
+
+function signedRequest(req) {
+  if (!req) return h('p', { class: 'muted', id: 'request' }, 'The request cannot be shown: its event or its endpoint was deleted.');
+  const headers = Object.entries(req.headers).map(([name, value]) =>
+    h('tr', { dataset: { header: name } }, h('th', {}, name), h('td', {}, h('code', {}, value))),
+  );
+  return h(
+    'div',
+    { id: 'request', dataset: { attempt: req.attempt } },
+    h('h3', {}, `Request as signed (attempt ${req.attempt})`),
+    h('table', { class: 'headers' }, h('tbody', {}, ...headers)),
+    h('pre', { class: 'body pretty' }, pretty(req.body)),
+    h('details', {}, h('summary', {}, 'Exact body (the signed bytes)'), h('pre', { class: 'body exact' }, req.body)),
+  );
+}
+
+/**
+ * After a recovery on a failing endpoint the deliveries wait for its next POST (the retry curve
+ * at the streak); a 2xx test closes the circuit at once and they go now.
+ */
+function offerTestNow(e) {
+  const box = $('test-now');
+  if (e.failure_streak === 0 && e.health_status !== 'paused') {
+    box.replaceChildren();
+    box.hidden = true;
+    return;
+  }
+  const button = h('button', { type: 'button', id: 'test-now-button' }, 'Test now');
+  button.addEventListener('click', () =>
+    act(button, async () => {
+      const t = (await api.testWebhook(e.id)).data;
+      box.replaceChildren();
+      box.hidden = true;
+      notice(`Test delivered to ${e.url}: HTTP ${t.response_code}, now ${t.health_status}: the recovered deliveries go now.`);
+      await hooks.refresh();
+    }),
+  );
+  const next = e.next_attempt_at ? ` ${relative(e.next_attempt_at)}` : '';
+  box.replaceChildren(
+    h(
+      'span',
+      {},
+      `${e.url} is failing (streak ${e.failure_streak}): the recovered deliveries wait for its next POST${next}. ` +
+        'A 2xx test closes the circuit and sends them now. ',
+    ),
+    button,
+  );
+  box.hidden = false;
 }
 
 export function wireDeliveries({ renderEndpoints, refresh }) {
@@ -126,6 +218,7 @@ export function wireDeliveries({ renderEndpoints, refresh }) {
       const r = (await api.recoverWebhook(e.id, body)).data;
       notice(`Recovered ${r.recovered} ${r.recovered === 1 ? 'delivery' : 'deliveries'} of ${e.url}.`);
       await hooks.refresh();
+      offerTestNow(state.selected ?? e);
     });
   });
 }

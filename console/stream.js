@@ -1,6 +1,6 @@
 /** The live stream: polls GET /events after the cursor saved in this tab, newest first on screen. */
 import { api } from './api.js';
-import { clearMessages, showError } from './messages.js';
+import { act, clearMessages, showError } from './messages.js';
 import { state } from './state.js';
 import { $, h, when } from './views.js';
 
@@ -19,9 +19,11 @@ async function pollStream() {
         h(
           'li',
           { value: item.cursor, dataset: { cursor: item.cursor, type: item.type } },
-          `#${item.cursor} ${item.type} · ${item.environment} · ${when(item.created_at)} · ${item.id}`,
+          h('button', { type: 'button', class: 'link', title: 'GET /events/{id}' }, `#${item.cursor} ${item.type}`),
+          ` · ${item.environment} · ${when(item.created_at)} · ${item.id}`,
         ),
       );
+      list.firstElementChild.querySelector('button').addEventListener('click', (ev) => act(ev.currentTarget, () => showEvent(item.id)));
     }
     while (list.children.length > STREAM_KEEP) list.lastElementChild.remove();
     cursor = page.paging.cursor;
@@ -29,6 +31,17 @@ async function pollStream() {
     $('stream-cursor').textContent = `cursor ${cursor}`;
     if (!page.paging.has_more) break;
   }
+}
+
+async function showEvent(id) {
+  const e = (await api.getEvent(id)).data;
+  const close = h('button', { type: 'button' }, 'Close');
+  close.addEventListener('click', () => $('event-detail').replaceChildren());
+  $('event-detail').replaceChildren(
+    h('div', { class: 'bar' }, h('h3', {}, `Event ${e.id}`), close),
+    h('p', { class: 'muted' }, `#${e.cursor} ${e.type} · ${e.environment} · ${when(e.created_at)}`),
+    h('pre', { id: 'event-json', dataset: { eventId: e.id } }, JSON.stringify(e, null, 2)),
+  );
 }
 
 async function streamTick() {
