@@ -5,11 +5,10 @@
  * this machine, but another address) refusing; a server on every interface answers on both.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { freePort } from '../../dev/ports.js';
+import { freePort, isPortOpen } from '../../dev/ports.js';
 import { startShell } from '../support/readme-shell.js';
 import { ownDatabase, type OwnDatabase } from '../support/own-database.js';
 
@@ -25,18 +24,6 @@ afterAll(async () => {
   await database?.drop();
   if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
 });
-
-/** Whether a TCP connection to host:port is accepted. */
-function accepts(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, host);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
 
 /** `npm start` with HOST as given (unset when undefined), until its API listens; then Ctrl-C. */
 async function devStart(host: string | undefined, check: (port: number, output: string) => Promise<void>) {
@@ -67,16 +54,16 @@ async function devStart(host: string | undefined, check: (port: number, output: 
 describe('npm start: where the API listens', () => {
   it('without HOST, on 127.0.0.1 only: another address of this machine (127.0.0.2) is refused, and it says so', async () => {
     await devStart(undefined, async (port, output) => {
-      expect(await accepts('127.0.0.1', port)).toBe(true);
-      expect(await accepts('127.0.0.2', port)).toBe(false);
+      expect(await isPortOpen(port, '127.0.0.1')).toBe(true);
+      expect(await isPortOpen(port, '127.0.0.2')).toBe(false);
       expect(output).toMatch(new RegExp(`API: +http://localhost:${port} .*listening on 127\\.0\\.0\\.1, this machine only`));
     });
   }, 150_000);
 
   it('HOST=0.0.0.0 listens on every interface: 127.0.0.2 is answered too', async () => {
     await devStart('0.0.0.0', async (port, output) => {
-      expect(await accepts('127.0.0.1', port)).toBe(true);
-      expect(await accepts('127.0.0.2', port)).toBe(true);
+      expect(await isPortOpen(port, '127.0.0.1')).toBe(true);
+      expect(await isPortOpen(port, '127.0.0.2')).toBe(true);
       expect(output).toMatch(/listening on 0\.0\.0\.0\)/);
     });
   }, 150_000);

@@ -6,7 +6,6 @@
  * status. Then the frictions a first user met, and Ctrl-C: an ordered stop with exit status 0.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -289,18 +288,6 @@ describe('examples/receiver/README.md, run as written', () => {
   });
 });
 
-/** Whether a TCP connection to host:port is accepted. */
-function accepts(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, host);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
 describe('README.md: the production shape with a local receiver, run as written', () => {
   /**
    * Its block in dev mode against the quickstart's `listen`, as light as it goes: the block's own
@@ -333,7 +320,7 @@ describe('README.md: the production shape with a local receiver, run as written'
       expect(started).toMatch(/^Workers: +1 process$/m);
       expect(started).not.toContain('1 processes');
       // Without HOST it listens on every interface, as a deployment does: another address of this machine answers too.
-      expect(await accepts('127.0.0.2', Number(prodEnv.PORT))).toBe(true);
+      expect(await isPortOpen(Number(prodEnv.PORT), '127.0.0.2')).toBe(true);
       const before = listen!.output().match(/verified {2}webhook\.test/g)?.length ?? 0;
       const out = await runShell(fillIn(production[1]!, 'KEY', key), prodEnv, ROOT);
       expect(out).toMatch(/success\s+true/);

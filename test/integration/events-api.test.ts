@@ -3,13 +3,11 @@ import crypto from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { canonicalJson, getEventDefinition, sha256Hex } from '../../src/core/catalog/index.js';
 import { webhookBody } from '../../src/core/webhook-body.js';
-import { createAttemptRecorder } from '../../src/delivery/attempt-recorder.js';
-import { runDeliverySession } from '../../src/delivery/delivery-session.js';
-import { createSessionRegistry } from '../../src/delivery/session-registry.js';
 import { createChannelAccount, createCustomer } from '../../src/db/directory.js';
 import type { EventRow } from '../../src/db/events.js';
 import { registerOutboundMessage, upsertContact } from '../../src/db/messaging.js';
 import { samples, WAMID } from '../support/catalog-samples.js';
+import { deliverOnce } from '../support/deliver-once.js';
 import { createTenant, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
 import { startReceiver, type ReceivedRequest, type Receiver } from '../support/https-receiver.js';
 
@@ -113,23 +111,7 @@ async function deliverToReceiver(endpointId: string, type: string): Promise<{ po
   ]);
   expect(rows).toHaveLength(1);
   const deliveryId = rows[0]!.id;
-  const round = await runDeliverySession(
-    {
-      db: testDb(),
-      secretBox: api.deps.secretBox,
-      httpClient: api.deps.httpClient,
-      sessions: createSessionRegistry(),
-      recorder: createAttemptRecorder(testDb()),
-      concurrency: 1,
-      lingerMs: 0,
-      maxSessionMs: 10_000,
-    },
-    { endpointId, owner: `events-api/${deliveryId}`, clock: Date.now, limit: 1, signal: new AbortController().signal },
-  );
-  expect(round.outcomes).toMatchObject([{ ok: true, responseCode: 200 }]);
-  const post = receiver.received.find((r) => r.headers['webhook-id'] === deliveryId);
-  expect(post).toBeDefined();
-  return { post: post!, deliveryId };
+  return { post: await deliverOnce(api, receiver, endpointId, deliveryId), deliveryId };
 }
 
 async function deliveriesOf(eventId: string) {
