@@ -7,9 +7,9 @@
  * parses each against the route's own zod schema.
  */
 import { isRecord } from '../../core/is-record.js';
+import { setupLinkExample } from '../schemas/account.js';
 
 const CHANNEL_ACCOUNT_ID = '7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918';
-const CUSTOMER_ID = '1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f';
 const BROADCAST_ID = 'b1c2d3e4-f5a6-4b7c-8d9e-0f1a2b3c4d5e';
 const SETUP_LINK_ID = '7a6b5c4d-3e2f-4a1b-9c8d-7e6f5a4b3c2d';
 
@@ -169,19 +169,7 @@ export const RESPONSE_EXAMPLES: Record<string, Record<number, unknown>> = {
   'GET /api/v1/broadcasts/{id}/recipients': { 200: { data: [recipient], paging: noMorePages } },
   'GET /api/v1/customers/{id}/setup_links': {
     200: {
-      data: [
-        {
-          id: SETUP_LINK_ID,
-          customer_id: CUSTOMER_ID,
-          environment: 'live',
-          channel: 'chatapp',
-          connection_mode: 'dedicated',
-          status: 'open',
-          expires_at: '2026-11-29T10:00:00.000Z',
-          completed_at: null,
-          created_at: '2026-11-22T10:00:00.000Z',
-        },
-      ],
+      data: [setupLinkExample],
       paging: noMorePages,
     },
   },

@@ -105,7 +105,7 @@ export const CreateSetupLinkBody = z
   })
   .openapi('CreateSetupLink');
 
-const setupLinkExample = {
+export const setupLinkExample = {
   id: '7a6b5c4d-3e2f-4a1b-9c8d-7e6f5a4b3c2d',
   customer_id: '1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f',
   environment: 'live',
