@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { formatIssue, getEventDefinition, type EventDefinition } from '../../src/core/catalog/index.js';
+import { freeEntryPointEndOf } from '../../src/core/message-status.js';
 import {
   ProviderPayloadError,
   echoPayload,
   editedPayload,
   factEventType,
-  freeEntryPointEnd,
   mapChatappWebhook,
   receivedPayload,
   revokedPayload,
@@ -223,23 +223,26 @@ describe('mapChatappWebhook: statuses', () => {
   it('reads the end of a free-entry-point window only from a sent status priced free_entry_point', () => {
     const conversation = { id: 'c1', expiration_timestamp: '1795428000', origin: { type: 'referral_conversion' } };
     const fep = { billable: false, pricing_model: 'PMP', category: 'referral_conversion', type: 'free_entry_point' };
+    // The status's event payload, as the service reads the window's end from it (freeEntryPointEndOf).
     const status = (s: Record<string, unknown>) =>
-      only(
-        mapChatappWebhook(envelope('messages', statusesValue([{ id: WAMID_OUT, timestamp: T, recipient_id: '5511999998888', ...s }])))
-          .facts,
-        'status',
+      statusPayload(
+        only(
+          mapChatappWebhook(envelope('messages', statusesValue([{ id: WAMID_OUT, timestamp: T, recipient_id: '5511999998888', ...s }])))
+            .facts,
+          'status',
+        ),
       );
-    expect(freeEntryPointEnd(status({ status: 'sent', conversation, pricing: fep }))).toBe('2026-11-23T10:00:00.000Z');
+    expect(freeEntryPointEndOf(status({ status: 'sent', conversation, pricing: fep }))).toBe('2026-11-23T10:00:00.000Z');
     expect(
-      freeEntryPointEnd(status({ status: 'sent', conversation: { ...conversation, expiration_timestamp: 1795428000 }, pricing: fep })),
+      freeEntryPointEndOf(status({ status: 'sent', conversation: { ...conversation, expiration_timestamp: 1795428000 }, pricing: fep })),
     ).toBe('2026-11-23T10:00:00.000Z');
     // Before graph API 24 every conversation had an expiration: without the free_entry_point price it is not a window.
-    expect(freeEntryPointEnd(status({ status: 'sent', conversation, pricing }))).toBeNull();
-    expect(freeEntryPointEnd(status({ status: 'sent', conversation }))).toBeNull();
-    expect(freeEntryPointEnd(status({ status: 'delivered', conversation, pricing: fep }))).toBeNull();
-    expect(freeEntryPointEnd(status({ status: 'sent', conversation: { id: 'c1' }, pricing: fep }))).toBeNull();
+    expect(freeEntryPointEndOf(status({ status: 'sent', conversation, pricing }))).toBeNull();
+    expect(freeEntryPointEndOf(status({ status: 'sent', conversation }))).toBeNull();
+    expect(freeEntryPointEndOf(status({ status: 'delivered', conversation, pricing: fep }))).toBeNull();
+    expect(freeEntryPointEndOf(status({ status: 'sent', conversation: { id: 'c1' }, pricing: fep }))).toBeNull();
     expect(
-      freeEntryPointEnd(status({ status: 'sent', conversation: { ...conversation, expiration_timestamp: 'soon' }, pricing: fep })),
+      freeEntryPointEndOf(status({ status: 'sent', conversation: { ...conversation, expiration_timestamp: 'soon' }, pricing: fep })),
     ).toBeNull();
   });
 

@@ -25,7 +25,6 @@ import { ProviderPayloadError, parseProviderPart } from '../../core/catalog/issu
 export { ProviderPayloadError };
 import { unixSecondsToIso } from '../../core/catalog/time.js';
 import { conversationSchema, pricingSchema, providerErrorSchema, providerTime, referralSchema } from '../../core/catalog/types.js';
-import { freeEntryPointEndOf } from '../../core/message-status.js';
 
 // ---- envelope and value schemas (lenient on unknown fields) ----
 
@@ -482,11 +481,6 @@ export function statusPayload(fact: Fact<'status'>): Record<string, unknown> {
     ...(fact.conversation !== null ? { conversation: fact.conversation } : {}),
     errors: fact.errors,
   };
-}
-
-/** The end of the free-entry-point window a status reports (ISO time), or null: read from its payload. */
-export function freeEntryPointEnd(fact: Fact<'status'>): string | null {
-  return freeEntryPointEndOf(statusPayload(fact));
 }
 
 /** `data` of chatapp.message.echo: received's shape plus the source app. */
