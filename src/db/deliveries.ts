@@ -2,6 +2,7 @@ import type { EndpointId } from '../core/ids.js';
 import { DomainError, notFound } from '../core/domain-error.js';
 import type { PageKey } from '../core/paging.js';
 import type { AttemptError } from '../core/health.js';
+import { countEndedSql, countLimitedDeliveries } from './endpoint-hourly-stats.js';
 import { eventColumnsOf, type EventRow } from './events.js';
 import { endpointColumnsAs, endpointFromColumns, healthySessionUpdate, type EndpointRow, type HealthStatus } from './endpoints.js';
 import { inPageOrder, keyset } from './keyset.js';
@@ -155,12 +156,15 @@ export async function endpointPacing(db: Queryable, endpointIds: string[]): Prom
 
 /** Ends every not-yet-delivered delivery of an endpoint with an auditable reason. Returns how many. */
 export async function exhaustOpenDeliveries(db: Queryable, endpointId: string, reason: string): Promise<number> {
-  const { rowCount } = await db.query(
-    `UPDATE deliveries SET status = 'exhausted', terminal_reason = $2, next_attempt_at = NULL, leased_until = NULL, lease_owner = NULL, updated_at = now()
-     WHERE endpoint_id = $1 AND ${OWED}`,
+  const { rows } = await db.query<{ n: number }>(
+    `WITH ended AS (
+       UPDATE deliveries SET status = 'exhausted', terminal_reason = $2, next_attempt_at = NULL, leased_until = NULL, lease_owner = NULL, updated_at = now()
+       WHERE endpoint_id = $1 AND ${OWED} RETURNING account_id, endpoint_id
+     ), ${countEndedSql('ended', 'exhausted')}
+     SELECT count(*)::int AS n FROM ended`,
     [endpointId, reason],
   );
-  return rowCount ?? 0;
+  return rows[0]!.n;
 }
 
 export interface NewEventDelivery {
@@ -214,6 +218,11 @@ export async function insertBatchDeliveries(
       rows.map((r) => r.held),
     ],
   });
+  await countLimitedDeliveries(
+    tx,
+    stream.accountId,
+    rows.filter((r) => r.status === 'limited').map((r) => r.endpointId),
+  );
 }
 
 /** The deliveries of one freshly stored event, in the same transaction as the event. */
@@ -414,7 +423,13 @@ export async function releaseLeases(db: Queryable, owner: string): Promise<numbe
 /** The event of a claimed delivery is gone (deleted after the claim): the delivery ends with it. */
 export async function closeForDeletedEvent(db: Queryable, id: string): Promise<void> {
   await db.query(
-    `UPDATE deliveries SET status = 'exhausted', terminal_reason = 'event_deleted', leased_until = NULL, lease_owner = NULL, updated_at = now() WHERE id = $1`,
+    `WITH closed AS (
+       UPDATE deliveries SET status = 'exhausted', terminal_reason = 'event_deleted', leased_until = NULL, lease_owner = NULL, updated_at = now()
+       WHERE id = $1 RETURNING account_id, endpoint_id, old.status AS was
+     ),
+     -- Already ended by the event's deletion (deleteEventsWhere), which counted it.
+     ended AS (SELECT account_id, endpoint_id FROM closed WHERE was <> 'exhausted'), ${countEndedSql('ended', 'exhausted')}
+     SELECT 1`,
     [id],
   );
 }
@@ -510,10 +525,14 @@ export async function expireHeldDeliveries(
   now: Date,
   holdMs: number,
 ): Promise<{ expired: number; nextExpiryAt: Date | null; held: number }> {
-  const { rowCount } = await db.query(
-    `UPDATE deliveries SET status = 'exhausted', terminal_reason = 'hold_expired', next_attempt_at = NULL, updated_at = now()
-     WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NOT NULL
-       AND greatest(held_since, created_at) + make_interval(secs => $3::double precision / 1000) <= $2`,
+  const { rows: ended } = await db.query<{ n: number }>(
+    `WITH ended AS (
+       UPDATE deliveries SET status = 'exhausted', terminal_reason = 'hold_expired', next_attempt_at = NULL, updated_at = now()
+       WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NOT NULL
+         AND greatest(held_since, created_at) + make_interval(secs => $3::double precision / 1000) <= $2
+       RETURNING account_id, endpoint_id
+     ), ${countEndedSql('ended', 'exhausted')}
+     SELECT count(*)::int AS n FROM ended`,
     [endpointId, now, holdMs],
   );
   const { rows } = await db.query<{ at: Date | null; held: number }>(
@@ -521,7 +540,7 @@ export async function expireHeldDeliveries(
      FROM deliveries WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NOT NULL`,
     [endpointId, holdMs],
   );
-  return { expired: rowCount ?? 0, nextExpiryAt: rows[0]!.at, held: rows[0]!.held };
+  return { expired: ended[0]!.n, nextExpiryAt: rows[0]!.at, held: rows[0]!.held };
 }
 
 /** Counting stops here: the workflow's story says "10000+" rather than scan a huge backlog. */
@@ -575,39 +594,6 @@ export async function resendDelivery(db: Queryable, accountId: string, id: strin
   const { rows: existing } = await db.query(`SELECT 1 FROM deliveries WHERE id = $1 AND account_id = $2`, [id, accountId]);
   if (!existing.length) throw notFound('delivery');
   throw new DomainError(409, 'not_resendable', 'only limited, exhausted or failed deliveries of events can be resent');
-}
-
-export interface HourlyOutcomeRow {
-  hour: Date;
-  successes: number;
-  failures: number;
-}
-
-/**
- * Attempts of one endpoint per hour over the last `hours` hours, the current hour last, every
- * hour present (zeros included). A success is an attempt without an error. Only deliveries
- * whose last attempt falls in the window can hold one of its attempts, which keeps the scan to
- * the endpoint's recent deliveries.
- */
-export async function endpointHourlyOutcomes(
-  db: Queryable,
-  accountId: string,
-  endpointId: string,
-  hours: number,
-): Promise<HourlyOutcomeRow[]> {
-  const { rows } = await db.query<{ hour: Date; successes: string; failures: string }>(
-    `WITH win AS (SELECT date_trunc('hour', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - ($3::int - 1) * interval '1 hour' AS since),
-     hours AS (SELECT generate_series(win.since, win.since + ($3::int - 1) * interval '1 hour', interval '1 hour') AS hour FROM win),
-     recent AS (
-       SELECT a.started_at, a.error FROM deliveries d JOIN delivery_attempts a ON a.delivery_id = d.id, win
-       WHERE d.endpoint_id = $2 AND d.account_id = $1 AND d.last_attempt_at >= win.since AND a.started_at >= win.since
-     )
-     SELECT h.hour, count(r.started_at) FILTER (WHERE r.error IS NULL) AS successes, count(r.started_at) FILTER (WHERE r.error IS NOT NULL) AS failures
-     FROM hours h LEFT JOIN recent r ON r.started_at >= h.hour AND r.started_at < h.hour + interval '1 hour'
-     GROUP BY h.hour ORDER BY h.hour`,
-    [accountId, endpointId, hours],
-  );
-  return rows.map((r) => ({ hour: r.hour, successes: Number(r.successes), failures: Number(r.failures) }));
 }
 
 /** What a bulk recovery may put back to `pending` (DECISIONS, manual resend, in bulk). */

@@ -1,6 +1,7 @@
 /** The append-only event stream, per Account and environment. */
 import type { RoutableEndpoint } from '../core/admission.js';
 import type { Queryable } from './pool.js';
+import { countEndedSql } from './endpoint-hourly-stats.js';
 
 export type Environment = 'live' | 'sandbox';
 
@@ -357,8 +358,8 @@ export async function deleteEventsWhere(
           -- Runs to completion whether or not the outer query reads it (Postgres runs every data-modifying CTE).
           closed AS (
             UPDATE deliveries SET status = 'exhausted', terminal_reason = 'event_deleted', next_attempt_at = NULL, updated_at = now()
-            WHERE event_id IN (SELECT id FROM gone) AND status IN ('pending', 'failed') RETURNING 1
-          )
+            WHERE event_id IN (SELECT id FROM gone) AND status IN ('pending', 'failed') RETURNING account_id, endpoint_id
+          ), ${countEndedSql('closed', 'exhausted')}
      SELECT (SELECT count(*) FROM gone)::int AS n`,
     params,
   );

@@ -3959,7 +3959,10 @@ export interface paths {
                          *           {
                          *             "hour": "2026-11-21T11:00:00.000Z",
                          *             "successes": 12,
-                         *             "failures": 1
+                         *             "failures": 1,
+                         *             "exhausted": 0,
+                         *             "limited": 0,
+                         *             "mean_duration_ms": 84
                          *           }
                          *         ]
                          *       }
@@ -4760,20 +4763,31 @@ export interface components {
          *         {
          *           "hour": "2026-11-21T11:00:00.000Z",
          *           "successes": 12,
-         *           "failures": 1
+         *           "failures": 1,
+         *           "exhausted": 0,
+         *           "limited": 0,
+         *           "mean_duration_ms": 84
          *         }
          *       ]
          *     }
          */
         EndpointStats: {
-            /** @description One entry per hour, oldest first, the current hour last; attempts of deliveries and tests. */
+            /** @description One entry per hour, oldest first, the current hour last. */
             hours: {
+                /** @description Deliveries that ended `exhausted` in the hour. */
+                exhausted: number;
+                /** @description Attempts started in the hour with an error. */
                 failures: number;
                 /**
                  * Format: date-time
                  * @example 2026-11-22T10:00:00.000Z
                  */
                 hour: string;
+                /** @description Deliveries created `limited` (Free plan) in the hour. */
+                limited: number;
+                /** @description The mean duration of the hour's attempts; null without attempts. */
+                mean_duration_ms: number | null;
+                /** @description Attempts (of deliveries and tests) started in the hour without an error. */
                 successes: number;
             }[];
             /**

@@ -6,7 +6,9 @@ import { normalizeCategories } from '../../core/categories.js';
 import { afterTest, planPatch } from '../../core/health.js';
 import { decodePageKey, pageOf, parseLimit } from '../../core/paging.js';
 import { getCustomerOfAccount } from '../../db/directory.js';
-import { endpointHourlyOutcomes, recordTestDelivery } from '../../db/deliveries.js';
+import { recordTestDelivery } from '../../db/deliveries.js';
+import { endpointHourlyStats } from '../../db/endpoint-hourly-stats.js';
+import { hourStatsOf } from '../../core/hourly-stats.js';
 import {
   getEndpoint,
   insertEndpoint,
@@ -116,13 +118,12 @@ function createAndReadRoutes(router: Router, deps: ApiDeps): void {
     ctx.body = { data: presentEndpoint(row) };
   });
 
-  // The console's chart: a fixed 24-hour window, counted in Postgres so no page of deliveries is fetched for it.
+  // The console's chart: a fixed 24-hour window, read from the endpoint's hourly rollups (never its deliveries).
   router.get('/api/v1/webhooks/:id/stats', requireScope('webhooks:read'), async (ctx) => {
     const { accountId } = principalOf(ctx);
     const id = endpointId(ctx.params.id!);
     if (!(await getEndpoint(db, accountId, id))) throw notFound('webhook endpoint');
-    const rows = await endpointHourlyOutcomes(db, accountId, id, STATS_HOURS);
-    const hours = rows.map((r) => ({ hour: r.hour.toISOString(), successes: r.successes, failures: r.failures }));
+    const hours = (await endpointHourlyStats(db, accountId, id, STATS_HOURS)).map(hourStatsOf);
     ctx.body = { data: { since: hours[0]!.hour, hours } };
   });
 }

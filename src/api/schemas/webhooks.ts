@@ -148,11 +148,27 @@ export const EndpointStats = z
   .object({
     since: Timestamp.openapi({ description: 'Start of the first hour.' }),
     hours: z
-      .array(z.object({ hour: Timestamp, successes: z.number().int(), failures: z.number().int() }))
-      .openapi({ description: 'One entry per hour, oldest first, the current hour last; attempts of deliveries and tests.' }),
+      .array(
+        z.object({
+          hour: Timestamp,
+          successes: z.number().int().openapi({ description: 'Attempts (of deliveries and tests) started in the hour without an error.' }),
+          failures: z.number().int().openapi({ description: 'Attempts started in the hour with an error.' }),
+          exhausted: z.number().int().openapi({ description: 'Deliveries that ended `exhausted` in the hour.' }),
+          limited: z.number().int().openapi({ description: 'Deliveries created `limited` (Free plan) in the hour.' }),
+          mean_duration_ms: z
+            .number()
+            .int()
+            .nullable()
+            .openapi({ description: "The mean duration of the hour's attempts; null without attempts." }),
+        }),
+      )
+      .openapi({ description: 'One entry per hour, oldest first, the current hour last.' }),
   })
   .openapi('EndpointStats', {
-    example: { since: '2026-11-21T11:00:00.000Z', hours: [{ hour: '2026-11-21T11:00:00.000Z', successes: 12, failures: 1 }] },
+    example: {
+      since: '2026-11-21T11:00:00.000Z',
+      hours: [{ hour: '2026-11-21T11:00:00.000Z', successes: 12, failures: 1, exhausted: 0, limited: 0, mean_duration_ms: 84 }],
+    },
   });
 
 export const TestResult = z
