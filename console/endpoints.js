@@ -9,8 +9,8 @@ import { $, badge, h, relative, when } from './views.js';
 const hooks = { open: async () => {}, refresh: async () => {} };
 
 /**
- * Charts by endpoint id with when they were read. The quiet refresh reuses one for a minute: the
- * stats route counts in Postgres, and a chart of 24 hours moves little in 10 seconds.
+ * Charts by endpoint id with when they were read. The quiet refresh reuses one for a minute: a
+ * chart of 24 hours moves little in 10 seconds.
  */
 const charts = new Map();
 export const CHART_MAX_AGE_MS = 60_000;
