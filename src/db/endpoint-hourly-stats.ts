@@ -39,18 +39,26 @@ export async function countLimitedDeliveries(tx: Queryable, accountId: string, e
 /**
  * The endpoint's rollups for the last `hours` UTC hours, the current (partial) hour last, every
  * hour present (zeros included): at most `hours` rows read by primary key, whatever its history.
+ * Undefined unless the endpoint is the Account's and not deleted (checked in the same statement).
  */
-export async function endpointHourlyStats(db: Queryable, accountId: string, endpointId: string, hours: number): Promise<HourCounts[]> {
+export async function endpointHourlyStats(
+  db: Queryable,
+  accountId: string,
+  endpointId: string,
+  hours: number,
+): Promise<HourCounts[] | undefined> {
   const { rows } = await db.query<{ hour: Date; ok: number; failed: number; ms: string; exhausted: number; limited: number }>({
     name: 'endpoint_hourly_stats',
     text: `WITH win AS (SELECT date_trunc('hour', now(), 'UTC') - ($3::int - 1) * interval '1 hour' AS since)
      SELECT h.hour, coalesce(s.attempts_succeeded, 0) AS ok, coalesce(s.attempts_failed, 0) AS failed, coalesce(s.attempt_ms_total, 0) AS ms,
             coalesce(s.deliveries_exhausted, 0) AS exhausted, coalesce(s.deliveries_limited, 0) AS limited
-     FROM win CROSS JOIN generate_series(win.since, win.since + ($3::int - 1) * interval '1 hour', interval '1 hour') AS h(hour)
-     LEFT JOIN endpoint_hourly_stats s ON s.endpoint_id = $2 AND s.account_id = $1 AND s.hour = h.hour
+     FROM endpoints e CROSS JOIN win CROSS JOIN generate_series(win.since, win.since + ($3::int - 1) * interval '1 hour', interval '1 hour') AS h(hour)
+     LEFT JOIN endpoint_hourly_stats s ON s.endpoint_id = e.id AND s.hour = h.hour
+     WHERE e.id = $2 AND e.account_id = $1 AND e.deleted_at IS NULL
      ORDER BY h.hour`,
     values: [accountId, endpointId, hours],
   });
+  if (rows.length === 0) return undefined;
   return rows.map((r) => ({
     hour: r.hour,
     attemptsSucceeded: r.ok,

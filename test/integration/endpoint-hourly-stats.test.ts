@@ -20,6 +20,7 @@ import {
   holdOpenDeliveries,
 } from '../../src/db/deliveries.js';
 import { createChannelAccount } from '../../src/db/directory.js';
+import { deleteEventsWhere } from '../../src/db/events.js';
 import { deleteRollupsBefore } from '../../src/db/endpoint-hourly-stats.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createAttemptRecorder } from '../../src/delivery/attempt-recorder.js';
@@ -138,8 +139,30 @@ async function limitedEndpoint(): Promise<{ endpointId: string; receive: (n: num
   };
 }
 
+/** An endpoint of an Account of its own with `n` deliveries of events about one contact. */
+async function contactEndpoint(n: number): Promise<{ endpointId: string; accountId: string; contactRef: string }> {
+  const tenant = await createTenant();
+  const { rows } = await testDb().query<{ id: string }>(
+    `INSERT INTO endpoints (account_id, url, events, secret_ciphertext, health_status) VALUES ($1, 'https://public.example/h', '{crm}', '\\x00', 'healthy') RETURNING id`,
+    [tenant.accountId],
+  );
+  const def = getEventDefinition('crm.demand.created')!;
+  const contactRef = `contact-${crypto.randomUUID()}`;
+  for (let i = 0; i < n; i++) {
+    const data = def.data.parse({
+      entity_type: 'demand',
+      entity_id: `d${i}`,
+      before_data: null,
+      after_data: { id: `d${i}`, version: 1, status: 'open', contact_id: contactRef, title: 'Demand' },
+      actor_user_id: null,
+    });
+    await storeEvent(testDb(), ingestEvent({ accountId: tenant.accountId, environment: 'live', def, data, contactRef }));
+  }
+  return { endpointId: rows[0]!.id, accountId: tenant.accountId, contactRef };
+}
+
 describe('endpoint hourly rollups', () => {
-  it('equal a count of the raw rows after successes, failures, retries, test sends, exhausted and limited deliveries', async () => {
+  it('equal a count of the raw rows after successes, failures, retries, test sends, exhausted (hold, endpoint, event) and limited deliveries', async () => {
     // Fails every other POST, then, retried, delivers the rest.
     const flaky = await bed.endpointWithBacklog(6);
     bed.receiver.replyOn(flaky.prefix, { status: 503, body: 'down' });
@@ -167,21 +190,23 @@ describe('endpoint hourly rollups', () => {
     await closeForDeletedEvent(testDb(), one[0]!.id);
     expect(await exhaustOpenDeliveries(testDb(), deleted.id, 'endpoint_deleted')).toBe(2);
 
+    // The contact's events deleted: their owed deliveries end `event_deleted`.
+    const contact = await contactEndpoint(2);
+    expect(await deleteEventsWhere(testDb(), { accountId: contact.accountId, contactRef: contact.contactRef })).toBe(2);
+
     const limited = await limitedEndpoint();
     await limited.receive(2);
 
-    const ids = [flaky.id, held.id, deleted.id, limited.endpointId];
+    const ids = [flaky.id, held.id, deleted.id, contact.endpointId, limited.endpointId];
     const rollups = await rollupsOf(ids);
     expect(rollups).toEqual(await rawCountsOf(testDb(), ids));
     // The workload did what it says: failures, then every delivery (so retries) and the test send delivered.
     const flakyRows = rollups.filter((r) => r.endpoint_id === flaky.id);
     expect(total(flakyRows, 'failed')).toBeGreaterThanOrEqual(2);
     expect(total(flakyRows, 'ok')).toBe(7);
-    expect([held.id, deleted.id, limited.endpointId].map((id) => rollups.filter((r) => r.endpoint_id === id))).toMatchObject([
-      [{ exhausted: 3, ok: 0, failed: 0 }],
-      [{ exhausted: 3, ok: 0, failed: 0 }],
-      [{ limited: 2 }],
-    ]);
+    expect(
+      [held.id, deleted.id, contact.endpointId, limited.endpointId].map((id) => rollups.filter((r) => r.endpoint_id === id)),
+    ).toMatchObject([[{ exhausted: 3, ok: 0, failed: 0 }], [{ exhausted: 3, ok: 0, failed: 0 }], [{ exhausted: 2 }], [{ limited: 2 }]]);
   });
 
   it('are what the stats route answers: it reads no delivery', async () => {
@@ -218,7 +243,7 @@ describe('endpoint hourly rollups', () => {
     expect(own.body.data.hours.at(-1).successes).toBe(5);
   });
 
-  it('stay with a soft-deleted endpoint and go with a hard-deleted one', async () => {
+  it('stay with a soft-deleted endpoint (its stats 404) and go with a hard-deleted one', async () => {
     const e = await bed.endpointWithBacklog(1);
     await deliverDue(e.id);
     const count = async () =>
@@ -226,6 +251,7 @@ describe('endpoint hourly rollups', () => {
     expect(await count()).toBe(1);
     expect((await bed.api.request('DELETE', `/api/v1/webhooks/${e.id}`, { key: bed.tenant.key })).status).toBe(204);
     expect(await count()).toBe(1);
+    expect((await bed.api.request('GET', `/api/v1/webhooks/${e.id}/stats`, { key: bed.tenant.key })).status).toBe(404);
     await testDb().query(`DELETE FROM endpoints WHERE id = $1`, [e.id]);
     expect(await count()).toBe(0);
   });

@@ -122,8 +122,10 @@ function createAndReadRoutes(router: Router, deps: ApiDeps): void {
   router.get('/api/v1/webhooks/:id/stats', requireScope('webhooks:read'), async (ctx) => {
     const { accountId } = principalOf(ctx);
     const id = endpointId(ctx.params.id!);
-    if (!(await getEndpoint(db, accountId, id))) throw notFound('webhook endpoint');
-    const hours = (await endpointHourlyStats(db, accountId, id, STATS_HOURS)).map(hourStatsOf);
+    // One statement: the endpoint's existence in the Account is checked with the read.
+    const counts = await endpointHourlyStats(db, accountId, id, STATS_HOURS);
+    if (!counts) throw notFound('webhook endpoint');
+    const hours = counts.map(hourStatsOf);
     ctx.body = { data: { since: hours[0]!.hour, hours } };
   });
 }
