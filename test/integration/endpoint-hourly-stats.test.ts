@@ -18,6 +18,8 @@ import {
   exhaustOpenDeliveries,
   expireHeldDeliveries,
   holdOpenDeliveries,
+  recordDeliveryAttempts,
+  type AttemptResult,
 } from '../../src/db/deliveries.js';
 import { createChannelAccount } from '../../src/db/directory.js';
 import { deleteEventsWhere } from '../../src/db/events.js';
@@ -209,6 +211,32 @@ describe('endpoint hourly rollups', () => {
     ).toMatchObject([[{ exhausted: 3, ok: 0, failed: 0 }], [{ exhausted: 3, ok: 0, failed: 0 }], [{ exhausted: 2 }], [{ limited: 2 }]]);
   });
 
+  it('add up under concurrent batches of one endpoint-hour, and count an attempt recorded twice (a lost lease) once', async () => {
+    const e = await bed.endpointWithBacklog(80);
+    const { rows } = await testDb().query<{ id: string }>(`SELECT id FROM deliveries WHERE endpoint_id = $1`, [e.id]);
+    const startedAt = new Date();
+    const result = (id: string, i: number): AttemptResult => ({
+      id,
+      number: 1,
+      attempt: {
+        startedAt,
+        durationMs: 10 + i,
+        responseCode: i % 4 === 0 ? 503 : 200,
+        error: i % 4 === 0 ? 'non_2xx' : null,
+        responseExcerpt: null,
+      },
+      success: i % 4 !== 0,
+      nextAttemptAt: null,
+    });
+    const results = rows.map((r, i) => result(r.id, i));
+    // Eight batches of ten at once, each repeated once in full (the same attempts again).
+    const batches = Array.from({ length: 8 }, (_, b) => results.slice(b * 10, b * 10 + 10));
+    await Promise.all([...batches, ...batches].map((batch) => recordDeliveryAttempts(testDb(), batch)));
+    const rollups = await rollupsOf([e.id]);
+    expect(rollups).toEqual(await rawCountsOf(testDb(), [e.id]));
+    expect(rollups).toMatchObject([{ ok: 60, failed: 20, ms: results.reduce((n, r) => n + r.attempt.durationMs, 0) }]);
+  });
+
   it('are what the stats route answers: it reads no delivery', async () => {
     const e = await bed.endpointWithBacklog(2);
     bed.receiver.replyOn(e.prefix, { status: 503 });
@@ -240,7 +268,7 @@ describe('endpoint hourly rollups', () => {
     const res = await bed.api.request('GET', `/api/v1/webhooks/${theirs.body.data.id}/stats`, { key: bed.tenant.key });
     expect([res.status, res.body.error.code]).toEqual([404, 'not_found']);
     const own = await bed.api.request('GET', `/api/v1/webhooks/${theirs.body.data.id}/stats`, { key: other.key });
-    expect(own.body.data.hours.at(-1).successes).toBe(5);
+    expect(own.body.data.hours.reduce((n: number, h: { successes: number }) => n + h.successes, 0)).toBe(5);
   });
 
   it('stay with a soft-deleted endpoint (its stats 404) and go with a hard-deleted one', async () => {
