@@ -126,10 +126,11 @@ export async function getDelivery(
   const { rows } = await db.query<DeliveryRow>(`SELECT ${COLUMNS} FROM deliveries WHERE id = $1 AND account_id = $2`, [id, accountId]);
   const delivery = rows[0];
   if (!delivery) return undefined;
-  // Its attempts name its created_at (or -infinity, from before migration 0029): later weeks are pruned.
+  // Its attempts name its created_at (or -infinity, from before migration 0029): later weeks are
+  // pruned. A millisecond on: a Date has lost the timestamp's microseconds.
   const { rows: attempts } = await db.query<AttemptRow>(
     `SELECT number, started_at, duration_ms, response_code, error, response_excerpt FROM delivery_attempts
-     WHERE delivery_id = $1 AND delivery_created_at <= $2 ORDER BY number`,
+     WHERE delivery_id = $1 AND delivery_created_at < $2::timestamptz + interval '1 millisecond' ORDER BY number`,
     [id, delivery.created_at],
   );
   return { ...delivery, attempts_log: attempts };
