@@ -20,9 +20,10 @@ import pg from 'pg';
 import { periodStart, PARTITION_PERIOD_MS } from '../src/core/delivery-partitions.js';
 import { migrate } from '../src/db/migrate.js';
 
-const server = process.argv[2];
-const rows = Number(process.argv[3] ?? 1_000_000);
-if (!server) throw new Error('usage: npx tsx bench/partition-migration.ts <postgres server url> [deliveries]');
+const [, , serverArg, rowsArg] = process.argv;
+if (!serverArg) throw new Error('usage: npx tsx bench/partition-migration.ts <postgres server url> [deliveries]');
+const server: string = serverArg;
+const rows = Number(rowsArg ?? 1_000_000);
 const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'src', 'db', 'migrations');
 const files = fs.readdirSync(dir).sort();
 const before0029 = files.findIndex((f) => f.startsWith('0029_'));
