@@ -4,6 +4,7 @@
  * receivers and the secret box, closed again in one call.
  */
 import type { Client, Connection } from '@temporalio/client';
+import { ensurePartitionsAhead } from './db/delivery-partitions.js';
 import { migrate } from './db/migrate.js';
 import { createPool, type Db } from './db/pool.js';
 import { createHttpClient, type HttpClient } from './delivery/http-client.js';
@@ -29,6 +30,8 @@ export interface Services {
 export async function startServices(config: ServiceConfig, opts: { resolver?: Resolver } = {}): Promise<Services> {
   await migrate(config.databaseUrl);
   const db = createPool(config.databaseUrl, 20);
+  // Inserts need this week's partition: made here too, so a paused maintenance Schedule never stops them.
+  await ensurePartitionsAhead(db, Date.now());
   const temporal = await connectTemporal(config.temporalAddress, config.temporalNamespace);
   const policy = createDestinationPolicy({ allowCidrs: config.allowPrivateCidrs, resolver: opts.resolver });
   const httpClient = createHttpClient({ policy, timeoutMs: config.deliveryTimeoutMs, devCaFile: config.devCaFile });

@@ -1,9 +1,10 @@
 /**
  * The deployment's maintenance run (DECISIONS: one Temporal Schedule per deployment): what each
  * job reports and what the run tells an operator in the Temporal Web UI (the schedule's and the
- * workflow's summary and details, the activities' summaries). Pure and deterministic. Jobs to
- * come (partitions, retention, rollups) add a field to MaintenanceReport and a line to the story.
+ * workflow's summary and details, the activities' summaries). Pure and deterministic. Each job
+ * adds a field to MaintenanceReport and a line to the story.
  */
+import { PARTITIONS_AHEAD } from './delivery-partitions.js';
 import { framedForWebUi } from './endpoint-story.js';
 import { RECHECK_AFTER_MS, RENEW_WITHIN_DAYS } from './token-status.js';
 
@@ -21,8 +22,30 @@ export interface TokenMaintenanceReport {
   providerConfigured: boolean;
 }
 
+/** What the delivery partitions job did: weeks created ahead (src/db/delivery-partitions.ts). */
+export interface PartitionsAheadReport {
+  /** The weeks created, by their first day (YYYY-MM-DD); empty when all were there. */
+  created: string[];
+  /** Partitions of deliveries after the run. */
+  partitions: number;
+}
+
+/** What the delivery retention job did (DECISIONS, "Retention and growth"). */
+export interface RetentionReport {
+  retentionDays: number;
+  /** Open deliveries past the window ended `exhausted` / `retention_expired`. */
+  closed: number;
+  /** Partitions (deliveries and attempts) past the window, detached and dropped. */
+  dropped: string[];
+  /** Hourly rollup rows past the window, deleted (src/worker/delivery-retention.ts, dropRollupsPastRetention). */
+  rollupsDeleted: number;
+}
+
 export interface MaintenanceReport {
   tokens: TokenMaintenanceReport;
+  /** Absent from runs recorded before the job existed (replayed unchanged). */
+  partitions?: PartitionsAheadReport;
+  retention?: RetentionReport;
 }
 
 /** The Schedule's id: one per deployment (Temporal namespace). */
@@ -34,16 +57,32 @@ export const TOKEN_JOB_TIMEOUT_MS = 10 * 60_000;
 /** Tokens one run looks at, soonest to end first; the rest wait for the next run. */
 export const TOKENS_PER_RUN = 500;
 
-export const MAINTENANCE_SUMMARY = 'maintenance: photoapp token renewal and status refresh';
+/** The partitions and retention jobs' timeout: the drop waits for statements still reading a partition. */
+export const RETENTION_JOB_TIMEOUT_MS = 10 * 60_000;
+
+export const MAINTENANCE_SUMMARY = 'maintenance: photoapp tokens, delivery partitions ahead, delivery retention behind';
 
 export function maintenanceStaticDetails(): string {
   return [
     'The deployment-wide maintenance run, started by the Schedule `maintenance` (pause it there; overlapping runs are skipped).',
     `Photoapp tokens: renews those ending within ${RENEW_WITHIN_DAYS} days and re-reads any status older than ${RECHECK_AFTER_MS / 3_600_000} h.`,
+    `Delivery partitions: keeps the current week and ${PARTITIONS_AHEAD} ahead. Retention: ends open deliveries past DELIVERY_RETENTION_DAYS as retention_expired, then drops the weeks past it.`,
   ].join('\n\n');
 }
 
 export const TOKEN_JOB_SUMMARY = `photoapp tokens: renew within ${RENEW_WITHIN_DAYS} days of expiry, refresh stale statuses`;
+
+export const PARTITIONS_JOB_SUMMARY = `delivery partitions: keep the current week and ${PARTITIONS_AHEAD} ahead`;
+export const RETENTION_JOB_SUMMARY = 'delivery retention: close open deliveries past the window, drop the weeks past it';
+
+function partitionsLine(p: PartitionsAheadReport): string {
+  return `${p.created.length ? `created ${p.created.join(', ')}` : 'none to create'}; ${p.partitions} partitions`;
+}
+
+function retentionLine(r: RetentionReport): string {
+  const dropped = r.dropped.length ? `dropped ${r.dropped.join(', ')}` : 'nothing to drop';
+  return `${r.retentionDays} days: ${r.closed} open deliveries closed (retention_expired), ${dropped}, ${r.rollupsDeleted} rollup rows deleted`;
+}
 
 /** The run's current details: what it is doing, or what it did. */
 export function maintenanceDetails(report: MaintenanceReport | undefined, atMs: number): string {
@@ -52,5 +91,8 @@ export function maintenanceDetails(report: MaintenanceReport | undefined, atMs: 
   const tokens = t.providerConfigured
     ? `${t.renewed} renewed, ${t.checked} checked, ${t.failed} failed (tried again next run), ${t.needReconnect} need a reconnect`
     : 'skipped: no provider configured (PROVIDER_API_URL)';
-  return framedForWebUi(`**maintenance** finished ${new Date(atMs).toISOString()}\n\n- **photoapp tokens**: ${tokens}`);
+  const lines = [`- **photoapp tokens**: ${tokens}`];
+  if (report.partitions) lines.push(`- **delivery partitions**: ${partitionsLine(report.partitions)}`);
+  if (report.retention) lines.push(`- **delivery retention**: ${retentionLine(report.retention)}`);
+  return framedForWebUi(`**maintenance** finished ${new Date(atMs).toISOString()}\n\n${lines.join('\n')}`);
 }

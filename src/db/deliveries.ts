@@ -70,15 +70,21 @@ export async function recordTestDelivery(
     [t.accountId, t.endpointId, status, t.attempt.responseCode, t.attempt.startedAt, t.id],
   );
   const delivery = rows[0]!;
-  await insertAttempt(db, delivery.id, 1, t.attempt);
+  await insertAttempt(db, delivery, 1, t.attempt);
   return delivery;
 }
 
-export async function insertAttempt(db: Queryable, deliveryId: string, number: number, a: AttemptRecord): Promise<void> {
+/** An attempt is stored in its delivery's week (partitioned on the delivery's created_at, migration 0029). */
+export async function insertAttempt(
+  db: Queryable,
+  delivery: { id: string; created_at: Date },
+  number: number,
+  a: AttemptRecord,
+): Promise<void> {
   await db.query(
-    `INSERT INTO delivery_attempts (delivery_id, number, started_at, duration_ms, response_code, error, response_excerpt)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [deliveryId, number, a.startedAt, a.durationMs, a.responseCode, a.error, a.responseExcerpt],
+    `INSERT INTO delivery_attempts (delivery_id, number, started_at, duration_ms, response_code, error, response_excerpt, delivery_created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [delivery.id, number, a.startedAt, a.durationMs, a.responseCode, a.error, a.responseExcerpt, delivery.created_at],
   );
 }
 
@@ -121,9 +127,12 @@ export async function getDelivery(
   const { rows } = await db.query<DeliveryRow>(`SELECT ${COLUMNS} FROM deliveries WHERE id = $1 AND account_id = $2`, [id, accountId]);
   const delivery = rows[0];
   if (!delivery) return undefined;
+  // Its attempts name its created_at (or -infinity, from before migration 0029): later weeks are
+  // pruned. A millisecond on: a Date has lost the timestamp's microseconds.
   const { rows: attempts } = await db.query<AttemptRow>(
-    `SELECT number, started_at, duration_ms, response_code, error, response_excerpt FROM delivery_attempts WHERE delivery_id = $1 ORDER BY number`,
-    [id],
+    `SELECT number, started_at, duration_ms, response_code, error, response_excerpt FROM delivery_attempts
+     WHERE delivery_id = $1 AND delivery_created_at < $2::timestamptz + interval '1 millisecond' ORDER BY number`,
+    [id, delivery.created_at],
   );
   return { ...delivery, attempts_log: attempts };
 }
@@ -454,14 +463,18 @@ export async function recordDeliveryAttempts(db: Queryable, results: readonly At
     text: `WITH result AS (
        SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::int[], $8::text[], $9::text[])
          AS r(id, number, status, response_code, started_at, next_attempt_at, duration_ms, error, response_excerpt)
-     ), attempt AS (
-       INSERT INTO delivery_attempts (delivery_id, number, started_at, duration_ms, response_code, error, response_excerpt)
-       SELECT id, number, started_at, duration_ms, response_code, error, response_excerpt FROM result
-       ON CONFLICT (delivery_id, number) DO NOTHING
+     ), delivery AS (
+       UPDATE deliveries d SET status = r.status, attempts = r.number, response_code = r.response_code, last_attempt_at = r.started_at,
+         next_attempt_at = r.next_attempt_at, leased_until = NULL, lease_owner = NULL, updated_at = now()
+       FROM result r WHERE d.id = r.id
+       RETURNING d.id, d.created_at
      )
-     UPDATE deliveries d SET status = r.status, attempts = r.number, response_code = r.response_code, last_attempt_at = r.started_at,
-       next_attempt_at = r.next_attempt_at, leased_until = NULL, lease_owner = NULL, updated_at = now()
-     FROM result r WHERE d.id = r.id`,
+     -- In the delivery's week (attempts are partitioned on its created_at, which the update returns).
+     INSERT INTO delivery_attempts (delivery_id, number, started_at, duration_ms, response_code, error, response_excerpt, delivery_created_at)
+     SELECT r.id, r.number, r.started_at, r.duration_ms, r.response_code, r.error, r.response_excerpt, d.created_at
+     FROM result r JOIN delivery d ON d.id = r.id
+     -- Each partition's primary key (delivery_id, number): the first record of an attempt stays.
+     ON CONFLICT DO NOTHING`,
     values: [
       results.map((r) => r.id),
       results.map((r) => r.number),

@@ -6,6 +6,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_RETENTION_DAYS, retentionDaysProblem } from '../core/delivery-partitions.js';
 import { deliveryTimeoutProblem } from '../core/runtime-limits.js';
 
 /** What dev mode lets through: the loopback ranges, where a local receiver listens. */
@@ -77,6 +78,12 @@ const Env = z.object({
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   }),
   DELIVERY_LINGER_MS: count(5_000),
+  DELIVERY_RETENTION_DAYS: z
+    .preprocess((v) => (v === '' || v === undefined ? undefined : v), z.coerce.number().default(DEFAULT_RETENTION_DAYS))
+    .superRefine((v, ctx) => {
+      const problem = retentionDaysProblem(v);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }),
   DUE_SWEEP_MS: count(30_000),
   DIRECT_SESSIONS: onUnlessOff,
   MAINTENANCE_SCHEDULE: onUnlessOff,
@@ -121,6 +128,8 @@ export interface Config {
   deliveryTimeoutMs: number;
   /** How long a delivery session waits for more work once nothing is due, before it hands back to its workflow. */
   deliveryLingerMs: number;
+  /** DELIVERY_RETENTION_DAYS: how long a delivery and its attempts are kept from created_at (src/core/delivery-partitions.ts). */
+  deliveryRetentionDays: number;
   /** How often a worker looks for due work nobody took (a lost notification); 0 never. */
   dueSweepMs: number;
   /** DIRECT_SESSIONS (on unless `false`): a worker runs a healthy endpoint's delivery sessions itself, without a workflow task (src/delivery/direct-sessions.ts). */
@@ -176,6 +185,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     endpointLimit: e.ENDPOINT_LIMIT,
     deliveryTimeoutMs: e.DELIVERY_TIMEOUT_MS,
     deliveryLingerMs: e.DELIVERY_LINGER_MS,
+    deliveryRetentionDays: e.DELIVERY_RETENTION_DAYS,
     dueSweepMs: e.DUE_SWEEP_MS,
     directSessions: e.DIRECT_SESSIONS,
     maintenanceSchedule: e.MAINTENANCE_SCHEDULE,

@@ -58,6 +58,7 @@ export async function runWorker(
     maintenance: createMaintenanceActivities({
       db,
       secretBox: services.secretBox,
+      retentionDays: config.deliveryRetentionDays,
       providerApi: config.providerApiUrl
         ? createProviderHttp({ baseUrl: config.providerApiUrl, accessToken: config.providerAccessToken ?? '' })
         : undefined,

@@ -25,7 +25,9 @@ export function maintenanceScheduleOptions(taskQueue: string, scheduleId = MAINT
     },
     // A run missed while the server was away is made up once, not once per missed hour.
     policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: MAINTENANCE_EVERY_MS, pauseOnFailure: false },
-    state: { note: 'Created by the worker. Pausing it stops token renewal and status refresh until it is unpaused.' },
+    state: {
+      note: 'Created by the worker. Pausing it stops token renewal, status refresh and delivery retention until it is unpaused (starts still make the weeks ahead).',
+    },
   };
 }
 

@@ -9,7 +9,14 @@ import { Client, Connection, ScheduleOverlapPolicy, type ScheduleHandle } from '
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { MAINTENANCE_EVERY_MS, MAINTENANCE_SUMMARY, type TokenMaintenanceReport } from '../../src/core/maintenance.js';
+import {
+  MAINTENANCE_EVERY_MS,
+  MAINTENANCE_SUMMARY,
+  type PartitionsAheadReport,
+  type RetentionReport,
+  type TokenMaintenanceReport,
+} from '../../src/core/maintenance.js';
+import type { MaintenanceActivities } from '../../src/workflows/maintenance-contract.js';
 import { ensureMaintenanceSchedule } from '../../src/worker/maintenance-schedule.js';
 import { MAINTENANCE_WORKFLOW_TYPE } from '../../src/workflows/maintenance-contract.js';
 import { eventually } from '../support/harness.js';
@@ -59,13 +66,19 @@ describe('the maintenance Schedule', () => {
   it('starts the maintenance workflow on the worker’s task queue when it fires', async () => {
     const taskQueue = `maintenance-schedule-${crypto.randomUUID()}`;
     const report: TokenMaintenanceReport = { renewed: 0, checked: 0, failed: 0, needReconnect: 0, providerConfigured: false };
+    const partitions: PartitionsAheadReport = { created: [], partitions: 6 };
+    const retention: RetentionReport = { retentionDays: 90, closed: 0, dropped: [], rollupsDeleted: 0 };
     const nativeConnection = await NativeConnection.connect({ address: inject('devServerAddress') });
     const worker = await Worker.create({
       connection: nativeConnection,
       namespace: 'default',
       taskQueue,
       workflowBundle: { codePath: inject('workflowBundlePath') },
-      activities: { maintainPhotoappTokens: async () => report },
+      activities: {
+        maintainPhotoappTokens: async () => report,
+        ensureDeliveryPartitions: async () => partitions,
+        applyDeliveryRetention: async () => retention,
+      } satisfies MaintenanceActivities,
     });
     const running = worker.run();
     try {
@@ -75,7 +88,7 @@ describe('the maintenance Schedule', () => {
       await handle.trigger();
       const started = await eventually(async () => (await handle.describe()).info.recentActions[0]?.action.workflow);
       const result = await client.workflow.getHandle(started!.workflowId, started!.firstExecutionRunId).result();
-      expect(result).toEqual({ tokens: report });
+      expect(result).toEqual({ tokens: report, partitions, retention });
     } finally {
       worker.shutdown();
       await running;

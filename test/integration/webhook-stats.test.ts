@@ -24,15 +24,15 @@ const HOUR = 3600_000;
 async function delivery(accountId: string, endpointId: string, attempts: { agoMs: number; error?: string }[]) {
   const now = Date.now();
   const last = new Date(now - Math.min(...attempts.map((a) => a.agoMs)));
-  const { rows } = await testDb().query<{ id: string }>(
+  const { rows } = await testDb().query<{ id: string; created_at: Date }>(
     `INSERT INTO deliveries (account_id, endpoint_id, event_type, idempotency_key, environment, status, attempts, last_attempt_at)
-     VALUES ($1, $2, 'crm.demand.created', gen_random_uuid()::text, 'live', 'failed', $3, $4) RETURNING id`,
+     VALUES ($1, $2, 'crm.demand.created', gen_random_uuid()::text, 'live', 'failed', $3, $4) RETURNING id, created_at`,
     [accountId, endpointId, attempts.length, last],
   );
   for (const [i, a] of attempts.entries()) {
     await testDb().query(
-      `INSERT INTO delivery_attempts (delivery_id, number, started_at, duration_ms, response_code, error) VALUES ($1, $2, $3, 5, $4, $5)`,
-      [rows[0]!.id, i + 1, new Date(now - a.agoMs), a.error ? 503 : 200, a.error ?? null],
+      `INSERT INTO delivery_attempts (delivery_id, number, started_at, duration_ms, response_code, error, delivery_created_at) VALUES ($1, $2, $3, 5, $4, $5, $6)`,
+      [rows[0]!.id, i + 1, new Date(now - a.agoMs), a.error ? 503 : 200, a.error ?? null, rows[0]!.created_at],
     );
   }
 }

@@ -83,6 +83,14 @@ describe('loadConfig', () => {
     );
   });
 
+  it('reads DELIVERY_RETENTION_DAYS (90 unset) and refuses one outside 1 to 3650 or not whole', () => {
+    expect(loadConfig({}).deliveryRetentionDays).toBe(90);
+    expect(loadConfig({ DELIVERY_RETENTION_DAYS: '3650' }).deliveryRetentionDays).toBe(3650);
+    expect(loadConfig({ DELIVERY_RETENTION_DAYS: '1' }).deliveryRetentionDays).toBe(1);
+    for (const bad of ['0', '3651', '7.5', 'ninety'])
+      expect(() => loadConfig({ DELIVERY_RETENTION_DAYS: bad }), bad).toThrow(/DELIVERY_RETENTION_DAYS: .*(1 to 3650|number)/);
+  });
+
   it('dev mode adds the loopback ranges and trusts its CA file; without it the CA file is ignored', () => {
     expect(loadConfig({ WEBHOOKS_DEV_MODE: '1', WEBHOOK_ALLOW_PRIVATE_CIDRS: '10.0.0.0/8', WEBHOOKS_DEV_CA_FILE: 'ca.pem' })).toMatchObject(
       {

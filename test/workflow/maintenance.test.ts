@@ -1,8 +1,9 @@
 /**
  * The maintenance workflow on the time-skipping server: with the real token job (real Postgres,
  * the local provider, limited to the test's Account) it renews a token near expiry and tells
- * what it did in the Web UI's terms; with a stub job that keeps failing, it retries it and fails
- * the run, leaving the next one to the Schedule.
+ * what it did in the Web UI's terms; with the real delivery jobs on a database of its own and a
+ * clock moved months ahead, it makes the weeks ahead and drops those past retention; with a stub
+ * job that keeps failing, it retries it and fails the run, leaving the next one to the Schedule.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -17,13 +18,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { startLocalProvider, type LocalProvider } from '../../dev/local-provider/server.js';
 import { createProviderHttp } from '../../src/channels/provider-http.js';
-import { TOKEN_JOB_SUMMARY, type MaintenanceReport } from '../../src/core/maintenance.js';
+import { periodStart, PARTITION_PERIOD_MS } from '../../src/core/delivery-partitions.js';
+import { PARTITIONS_JOB_SUMMARY, RETENTION_JOB_SUMMARY, TOKEN_JOB_SUMMARY, type MaintenanceReport } from '../../src/core/maintenance.js';
+import { listPartitions } from '../../src/db/delivery-partitions.js';
+import { insertEndpoint } from '../../src/db/endpoints.js';
 import { createChannelAccount } from '../../src/db/directory.js';
 import { getPhotoappToken, storePhotoappToken } from '../../src/db/photoapp-tokens.js';
 import { createSecretBox } from '../../src/security/secret-box.js';
 import { createMaintenanceActivities } from '../../src/worker/maintenance-activities.js';
 import { MAINTENANCE_WORKFLOW_TYPE, type MaintenanceActivities } from '../../src/workflows/maintenance-contract.js';
 import { createTenant, PROVIDER_APP_SECRET, TEST_ENCRYPTION_KEY, testDb } from '../support/harness.js';
+import { ownDatabase } from '../support/own-database.js';
 import { timeSkippingEnvironment } from '../support/temporal.js';
 
 const historiesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'histories');
@@ -85,6 +90,8 @@ describe('the maintenance workflow (time skipping)', () => {
         secretBox: box,
         providerApi: createProviderHttp({ baseUrl: provider.url, accessToken: ACCESS_TOKEN }),
         accountId: tenant.accountId,
+        // On the shared database: a window no test's rows are past, so the delivery jobs touch none of theirs.
+        retentionDays: 3650,
       }),
     );
 
@@ -106,6 +113,8 @@ describe('the maintenance workflow (time skipping)', () => {
     );
     expect(scheduled.map((e) => defaultPayloadConverter.fromPayload<string>(e.userMetadata!.summary as never))).toEqual([
       TOKEN_JOB_SUMMARY,
+      PARTITIONS_JOB_SUMMARY,
+      RETENTION_JOB_SUMMARY,
     ]);
     // `RECORD_HISTORIES=1 npx vitest run test/workflow` refreshes the recorded history the replay test keeps.
     if (process.env.RECORD_HISTORIES === '1') {
@@ -116,6 +125,61 @@ describe('the maintenance workflow (time skipping)', () => {
     }
   });
 
+  it('keeps the weeks ahead of its clock and drops those past retention with their deliveries (own database, clock 120 days on)', async () => {
+    const own = await ownDatabase('maintenance');
+    try {
+      const tenant = await createTenant({ db: own.db });
+      const cutover = (await listPartitions(own.db, 'deliveries')).find((p) => p.lowerMs === null)!.upperMs!;
+      const e = await insertEndpoint(own.db, {
+        accountId: tenant.accountId,
+        customerId: null,
+        url: 'https://public.example/hooks',
+        events: ['crm'],
+        active: true,
+        secretCiphertext: box.seal('whsec_maintenance'),
+        limit: 50,
+      });
+      await own.db.query(
+        `INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status, next_attempt_at, created_at)
+         VALUES ($1, $2, gen_random_uuid(), 'crm.demand.created', 'k1', 'live', 'failed', now(), $3)`,
+        [tenant.accountId, e.id, new Date(cutover - 86_400_000)],
+      );
+      const now = cutover + 120 * 86_400_000;
+      const taskQueue = await startWorker(
+        createMaintenanceActivities({ db: own.db, secretBox: box, retentionDays: 90, now: () => new Date(now) }),
+      );
+      const handle = await env.client.workflow.start(MAINTENANCE_WORKFLOW_TYPE, {
+        taskQueue,
+        workflowId: `maintenance-${crypto.randomUUID()}`,
+      });
+      const report: MaintenanceReport = await handle.result();
+      const first = periodStart(now);
+      const weeks = [0, 1, 2, 3, 4].map((i) => new Date(first + i * PARTITION_PERIOD_MS).toISOString().slice(0, 10));
+      expect(report.partitions?.created).toEqual(weeks);
+      expect(report.retention).toMatchObject({ retentionDays: 90, closed: 1, rollupsDeleted: 0 });
+      expect(report.retention?.dropped).toContain('deliveries_legacy');
+      expect(report.retention?.dropped).toContain('delivery_attempts_legacy');
+      expect((await own.db.query(`SELECT 1 FROM deliveries`)).rowCount).toBe(0);
+      const left = (await listPartitions(own.db, 'deliveries')).map((p) => p.name);
+      expect(left).not.toContain('deliveries_legacy');
+      expect(left).toContain(`deliveries_p${weeks[4]!.replaceAll('-', '')}`);
+
+      const details = (await handle.query(workflowMetadataQuery)).currentDetails ?? '';
+      expect(details).toContain(`- **delivery partitions**: created ${weeks.join(', ')}; `);
+      expect(details).toMatch(
+        /- \*\*delivery retention\*\*: 90 days: 1 open deliveries closed \(retention_expired\), dropped .*deliveries_legacy/,
+      );
+      if (process.env.RECORD_HISTORIES === '1') {
+        fs.writeFileSync(
+          path.join(historiesDir, 'maintenance-partitions-and-retention.binpb'),
+          temporal.api.history.v1.History.encode(await handle.fetchHistory()).finish(),
+        );
+      }
+    } finally {
+      await own.drop();
+    }
+  });
+
   it('retries a token job that keeps failing three times, then fails the run (the next one is the Schedule’s)', async () => {
     let attempts = 0;
     const taskQueue = await startWorker({
@@ -123,6 +187,8 @@ describe('the maintenance workflow (time skipping)', () => {
         attempts++;
         throw new Error('database away');
       },
+      ensureDeliveryPartitions: () => Promise.reject(new Error('not reached: the token job failed the run')),
+      applyDeliveryRetention: () => Promise.reject(new Error('not reached: the token job failed the run')),
     });
     const handle = await env.client.workflow.start(MAINTENANCE_WORKFLOW_TYPE, {
       taskQueue,

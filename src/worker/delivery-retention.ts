@@ -1,0 +1,43 @@
+/**
+ * The maintenance run's delivery jobs (DECISIONS, "Retention and growth"): weekly partitions kept
+ * ahead, and behind, the records past DELIVERY_RETENTION_DAYS removed with their partitions after
+ * the deliveries still open in them were closed.
+ */
+import type { PartitionsAheadReport, RetentionReport } from '../core/maintenance.js';
+import { retentionCutoff } from '../core/delivery-partitions.js';
+import {
+  closeExpiredOpenDeliveries,
+  dropPartitionsPastRetention,
+  ensurePartitionsAhead,
+  listPartitions,
+} from '../db/delivery-partitions.js';
+import type { Db } from '../db/pool.js';
+
+export interface DeliveryRetentionDeps {
+  db: Db;
+  retentionDays: number;
+  now?: () => Date;
+}
+
+export async function ensureDeliveryPartitions(deps: Pick<DeliveryRetentionDeps, 'db' | 'now'>): Promise<PartitionsAheadReport> {
+  const created = await ensurePartitionsAhead(deps.db, (deps.now?.() ?? new Date()).getTime());
+  return { created, partitions: (await listPartitions(deps.db, 'deliveries')).length };
+}
+
+/**
+ * Deletes the per-endpoint hourly rollup rows older than `cutoff` (the same window as the
+ * deliveries they count); returns how many. A hook: the rollups come with their own migration,
+ * whose branch makes this delete them.
+ */
+export async function dropRollupsPastRetention(_db: Db, _cutoff: Date): Promise<number> {
+  return 0;
+}
+
+export async function applyDeliveryRetention(deps: DeliveryRetentionDeps): Promise<RetentionReport> {
+  const nowMs = (deps.now?.() ?? new Date()).getTime();
+  // Closed first: a delivery whose week is not yet dropped stays readable as retention_expired.
+  const closed = await closeExpiredOpenDeliveries(deps.db, nowMs, deps.retentionDays);
+  const dropped = await dropPartitionsPastRetention(deps.db, nowMs, deps.retentionDays);
+  const rollupsDeleted = await dropRollupsPastRetention(deps.db, new Date(retentionCutoff(nowMs, deps.retentionDays)));
+  return { retentionDays: deps.retentionDays, closed, dropped, rollupsDeleted };
+}

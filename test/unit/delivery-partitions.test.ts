@@ -1,0 +1,85 @@
+/** The weekly partitions of deliveries: which weeks to create ahead, which have left the retention window. */
+import { describe, expect, it } from 'vitest';
+import {
+  partitionsPastRetention,
+  partitionSuffix,
+  periodsToCreate,
+  periodStart,
+  retentionCutoff,
+  retentionDaysProblem,
+  type PartitionBounds,
+} from '../../src/core/delivery-partitions.js';
+
+const DAY = 86_400_000;
+const WEEK = 7 * DAY;
+const at = (iso: string) => Date.parse(iso);
+const week = (mondayIso: string): PartitionBounds => ({
+  name: `deliveries_${partitionSuffix(at(mondayIso))}`,
+  lowerMs: at(mondayIso),
+  upperMs: at(mondayIso) + WEEK,
+});
+
+describe('periodStart', () => {
+  it('is the Monday 00:00 UTC of the week, for any instant of it, before 1970 too', () => {
+    expect(new Date(periodStart(at('2026-11-27T01:40:00Z'))).toISOString()).toBe('2026-11-23T00:00:00.000Z');
+    expect(new Date(periodStart(at('2026-11-23T00:00:00Z'))).toISOString()).toBe('2026-11-23T00:00:00.000Z');
+    expect(new Date(periodStart(at('2026-11-22T23:59:59.999Z'))).toISOString()).toBe('2026-11-16T00:00:00.000Z');
+    expect(new Date(periodStart(at('1969-12-31T12:00:00Z'))).toISOString()).toBe('1969-12-29T00:00:00.000Z');
+  });
+
+  it('names a week by its first day', () => {
+    expect(partitionSuffix(at('2026-11-23T00:00:00Z'))).toBe('p20261123');
+  });
+});
+
+describe('periodsToCreate', () => {
+  const now = at('2026-11-27T01:40:00Z');
+
+  it('is the current week and the 4 after it on an empty table, earliest first', () => {
+    expect(periodsToCreate([], now).map((p) => new Date(p.lowerMs).toISOString().slice(0, 10))).toEqual([
+      '2026-11-23',
+      '2026-11-30',
+      '2026-12-07',
+      '2026-12-14',
+      '2026-12-21',
+    ]);
+    expect(periodsToCreate([], now).every((p) => p.upperMs - p.lowerMs === WEEK)).toBe(true);
+  });
+
+  it('skips the weeks that exist and those the legacy partition (MINVALUE to its cutover) covers', () => {
+    const legacy: PartitionBounds = { name: 'deliveries_legacy', lowerMs: null, upperMs: at('2026-12-07T00:00:00Z') };
+    const made = periodsToCreate([legacy, week('2026-12-14T00:00:00Z')], now);
+    expect(made.map((p) => new Date(p.lowerMs).toISOString().slice(0, 10))).toEqual(['2026-12-07', '2026-12-21']);
+    const all = [legacy, week('2026-12-07T00:00:00Z'), week('2026-12-14T00:00:00Z'), week('2026-12-21T00:00:00Z')];
+    expect(periodsToCreate(all, now)).toEqual([]);
+  });
+});
+
+describe('retention', () => {
+  const now = at('2026-11-27T00:00:00Z');
+
+  it('cuts off the given days before now', () => {
+    expect(retentionCutoff(now, 90)).toBe(now - 90 * DAY);
+  });
+
+  it('drops a partition only once its upper bound is at or before the cutoff, the legacy one included', () => {
+    const cutoff = retentionCutoff(now, 7); // 2026-11-20
+    const parts = [
+      { name: 'deliveries_legacy', lowerMs: null, upperMs: at('2026-11-09T00:00:00Z') },
+      week('2026-11-09T00:00:00Z'), // ends 11-16: past
+      week('2026-11-16T00:00:00Z'), // ends 11-23, holds 11-20 and later: kept whole
+      week('2026-11-23T00:00:00Z'),
+    ];
+    expect(partitionsPastRetention(parts, now, 7).map((p) => p.name)).toEqual(['deliveries_legacy', 'deliveries_p20261109']);
+    // The bound exactly at the cutoff goes: every row in it is older than the window.
+    const exact: PartitionBounds = { name: 'exact', lowerMs: cutoff - WEEK, upperMs: cutoff };
+    expect(partitionsPastRetention([exact], now, 7)).toEqual([exact]);
+    expect(partitionsPastRetention([{ ...exact, upperMs: cutoff + 1 }], now, 7)).toEqual([]);
+  });
+
+  it('accepts 1 to 3650 whole days only', () => {
+    expect(retentionDaysProblem(1)).toBeUndefined();
+    expect(retentionDaysProblem(3650)).toBeUndefined();
+    for (const bad of [0, 3651, 1.5, Number.NaN]) expect(retentionDaysProblem(bad)).toMatch(/1 to 3650/);
+  });
+});
