@@ -37,7 +37,7 @@ export interface RetentionReport {
   closed: number;
   /** Partitions (deliveries and attempts) past the window, detached and dropped. */
   dropped: string[];
-  /** Hourly rollup rows past the window, deleted (src/worker/delivery-retention.ts, dropRollupsPastRetention). */
+  /** Hourly rollup rows past the window, deleted (src/db/endpoint-hourly-stats.ts, deleteRollupsBefore). */
   rollupsDeleted: number;
 }
 

@@ -74,7 +74,11 @@ export async function recordTestDelivery(
   return delivery;
 }
 
-/** An attempt is stored in its delivery's week (partitioned on the delivery's created_at, migration 0029). */
+/**
+ * An attempt is stored in its delivery's week (partitioned on the delivery's created_at, migration
+ * 0029), read from the row in SQL: a JS Date would drop its microseconds, and the rollup trigger
+ * (0030) finds the delivery by (id, created_at).
+ */
 export async function insertAttempt(
   db: Queryable,
   delivery: { id: string; created_at: Date },
@@ -83,7 +87,8 @@ export async function insertAttempt(
 ): Promise<void> {
   await db.query(
     `INSERT INTO delivery_attempts (delivery_id, number, started_at, duration_ms, response_code, error, response_excerpt, delivery_created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+     SELECT d.id, $2, $3, $4, $5, $6, $7, d.created_at FROM deliveries d
+     WHERE d.id = $1 AND d.created_at BETWEEN $8::timestamptz - interval '1 millisecond' AND $8::timestamptz + interval '1 millisecond'`,
     [delivery.id, number, a.startedAt, a.durationMs, a.responseCode, a.error, a.responseExcerpt, delivery.created_at],
   );
 }

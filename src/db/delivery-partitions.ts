@@ -11,6 +11,7 @@ import {
   type PartitionBounds,
 } from '../core/delivery-partitions.js';
 import { OWED } from './deliveries.js';
+import { countEndedSql } from './endpoint-hourly-stats.js';
 import type { Queryable } from './pool.js';
 
 export const PARTITIONED_TABLES = ['deliveries', 'delivery_attempts'] as const;
@@ -65,13 +66,18 @@ export async function ensurePartitionsAhead(db: Queryable, nowMs: number, ahead 
  * the next run, so its outcome is not overwritten. Returns how many.
  */
 export async function closeExpiredOpenDeliveries(db: Queryable, nowMs: number, retentionDays: number): Promise<number> {
-  const { rowCount } = await db.query(
-    `UPDATE deliveries SET status = 'exhausted', terminal_reason = 'retention_expired', next_attempt_at = NULL,
-       leased_until = NULL, lease_owner = NULL, updated_at = now()
-     WHERE created_at <= $1 AND ${OWED} AND (leased_until IS NULL OR leased_until < now())`,
+  // Counted in the endpoints' rollups in the same statement, like every delivery ended without an attempt.
+  const { rows } = await db.query<{ closed: string }>(
+    `WITH ended AS (
+       UPDATE deliveries SET status = 'exhausted', terminal_reason = 'retention_expired', next_attempt_at = NULL,
+         leased_until = NULL, lease_owner = NULL, updated_at = now()
+       WHERE created_at <= $1 AND ${OWED} AND (leased_until IS NULL OR leased_until < now())
+       RETURNING account_id, endpoint_id
+     ), ${countEndedSql('ended', 'exhausted')}
+     SELECT count(*) AS closed FROM ended`,
     [new Date(retentionCutoff(nowMs, retentionDays))],
   );
-  return rowCount ?? 0;
+  return Number(rows[0]?.closed ?? 0);
 }
 
 /**

@@ -11,6 +11,7 @@ import {
   ensurePartitionsAhead,
   listPartitions,
 } from '../db/delivery-partitions.js';
+import { deleteRollupsBefore } from '../db/endpoint-hourly-stats.js';
 import type { Db } from '../db/pool.js';
 
 export interface DeliveryRetentionDeps {
@@ -24,20 +25,11 @@ export async function ensureDeliveryPartitions(deps: Pick<DeliveryRetentionDeps,
   return { created, partitions: (await listPartitions(deps.db, 'deliveries')).length };
 }
 
-/**
- * Deletes the per-endpoint hourly rollup rows older than `cutoff` (the same window as the
- * deliveries they count); returns how many. A hook: the rollups come with their own migration,
- * whose branch makes this delete them.
- */
-export async function dropRollupsPastRetention(_db: Db, _cutoff: Date): Promise<number> {
-  return 0;
-}
-
 export async function applyDeliveryRetention(deps: DeliveryRetentionDeps): Promise<RetentionReport> {
   const nowMs = (deps.now?.() ?? new Date()).getTime();
   // Closed first: a delivery whose week is not yet dropped stays readable as retention_expired.
   const closed = await closeExpiredOpenDeliveries(deps.db, nowMs, deps.retentionDays);
   const dropped = await dropPartitionsPastRetention(deps.db, nowMs, deps.retentionDays);
-  const rollupsDeleted = await dropRollupsPastRetention(deps.db, new Date(retentionCutoff(nowMs, deps.retentionDays)));
+  const rollupsDeleted = await deleteRollupsBefore(deps.db, new Date(retentionCutoff(nowMs, deps.retentionDays)));
   return { retentionDays: deps.retentionDays, closed, dropped, rollupsDeleted };
 }

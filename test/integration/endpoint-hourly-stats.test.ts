@@ -341,8 +341,8 @@ describe('migration 0030', () => {
                   now() - h * interval '1 hour', now() - h * interval '1 hour' + interval '20 minutes'
            FROM generate_series(1, 48) AS h RETURNING id, status, created_at, idempotency_key
          )
-         INSERT INTO delivery_attempts (delivery_id, number, started_at, duration_ms, error)
-         SELECT id, n, created_at + n * interval '1 minute', 10 * n, CASE WHEN n = 1 AND substr(idempotency_key, 2)::int % 3 = 0 THEN 'non_2xx' END
+         INSERT INTO delivery_attempts (delivery_id, delivery_created_at, number, started_at, duration_ms, error)
+         SELECT id, created_at, n, created_at + n * interval '1 minute', 10 * n, CASE WHEN n = 1 AND substr(idempotency_key, 2)::int % 3 = 0 THEN 'non_2xx' END
          FROM d CROSS JOIN generate_series(1, 2) AS n
          WHERE status = 'success' AND (n = 1 OR substr(idempotency_key, 2)::int % 3 = 0)`,
         [acct[0].id, endpointId],

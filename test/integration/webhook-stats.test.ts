@@ -31,8 +31,9 @@ async function delivery(accountId: string, endpointId: string, attempts: { agoMs
   );
   for (const [i, a] of attempts.entries()) {
     await testDb().query(
-      `INSERT INTO delivery_attempts (delivery_id, number, started_at, duration_ms, response_code, error, delivery_created_at) VALUES ($1, $2, $3, 5, $4, $5, $6)`,
-      [rows[0]!.id, i + 1, new Date(now - a.agoMs), a.error ? 503 : 200, a.error ?? null, rows[0]!.created_at],
+      `INSERT INTO delivery_attempts (delivery_id, number, started_at, duration_ms, response_code, error, delivery_created_at)
+       SELECT $1, $2, $3, 5, $4, $5, created_at FROM deliveries WHERE id = $1`,
+      [rows[0]!.id, i + 1, new Date(now - a.agoMs), a.error ? 503 : 200, a.error ?? null],
     );
   }
 }

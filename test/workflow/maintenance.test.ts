@@ -156,7 +156,8 @@ describe('the maintenance workflow (time skipping)', () => {
       const first = periodStart(now);
       const weeks = [0, 1, 2, 3, 4].map((i) => new Date(first + i * PARTITION_PERIOD_MS).toISOString().slice(0, 10));
       expect(report.partitions?.created).toEqual(weeks);
-      expect(report.retention).toMatchObject({ retentionDays: 90, closed: 1, rollupsDeleted: 0 });
+      // The closed delivery is counted in the database's current hour, 120 days behind this clock: its rollup row goes too.
+      expect(report.retention).toMatchObject({ retentionDays: 90, closed: 1, rollupsDeleted: 1 });
       expect(report.retention?.dropped).toContain('deliveries_legacy');
       expect(report.retention?.dropped).toContain('delivery_attempts_legacy');
       expect((await own.db.query(`SELECT 1 FROM deliveries`)).rowCount).toBe(0);
