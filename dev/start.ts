@@ -12,7 +12,7 @@ import { createChannelAccount, createCustomer, firstAccountId } from '../src/db/
 import { migrate } from '../src/db/migrate.js';
 import { createPool, type Db } from '../src/db/pool.js';
 import { DEV_HOST, devModeWarning, loadConfig, type Config } from '../src/runtime/config.js';
-import { flushLogs } from '../src/runtime/logger.js';
+import { flushLogs, logFormat } from '../src/runtime/logger.js';
 import { loadOrCreateEncryptionKey } from '../src/security/secret-box.js';
 import { startLocalProvider } from './local-provider/server.js';
 import { addWaba, newNumericId } from './local-provider/state.js';
@@ -129,6 +129,8 @@ async function main() {
     DATABASE_URL: databaseUrl,
     TEMPORAL_ADDRESS: temporalAddress,
     DATA_DIR: config.dataDir,
+    // Its output goes through this process's stdout: the format this process logs in (pretty on a terminal).
+    LOG_FORMAT: logFormat(),
   };
   // Not the launcher's own-process-group flag: the worker is an ordinary child of this process.
   delete workerEnv.WEBHOOKS_START_OWN_GROUP;
