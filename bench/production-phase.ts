@@ -27,6 +27,7 @@ import { demandData, demandKey } from './demand-events.js';
 import { childPid, cpuSeconds, startService } from './processes.js';
 import { connectReceiver, type ReceiverHandle } from './receiver-client.js';
 import { enableStatementStats, phaseStatements, STATEMENT_STATS_SETTINGS } from './statements.js';
+import { bareLoop, machine, machineLine } from './machine.js';
 import { printColumns } from './table.js';
 
 export interface ProductionPhaseOptions {
@@ -62,6 +63,8 @@ export interface ProductionResults {
   /** os.loadavg() as the phase starts and ends: the figures are only as good as the machine was idle. */
   loadavgBefore: number[];
   loadavgAfter: number[];
+  /** The bare loop to this phase's receiver (a few seconds, before the shape starts): names the machine with the figures. */
+  barePerSecond?: number;
   e2e1?: Measured;
   e2eMany?: Measured & { endpoints: number };
   receiver?: { requests: number; badSignatures: number; unknownPaths: number; duplicates: number };
@@ -79,7 +82,7 @@ const flag = (argv: string[], name: string, fallback: number) => {
 };
 
 /** Runs `npm run build` when dist/ is missing or older than a file it is built from; says which. */
-function ensureBuilt(step: (what: string) => void): string {
+export function ensureBuilt(step: (what: string) => void): string {
   const stamp = path.join(projectRoot, 'dist', 'workflow-bundle.js');
   const builtAt = fs.existsSync(stamp) ? fs.statSync(stamp).mtimeMs : 0;
   const include = (
@@ -151,6 +154,7 @@ async function measure(opts: ProductionPhaseOptions, out: ProductionResults, sto
   });
   stops.push(() => receiverService.stop());
   const receiver = await connectReceiver(receiverService, tls);
+  out.barePerSecond = (await bareLoop(receiver, tls.ca, opts.quick ? 2 : 4)).perSecond;
 
   opts.step(
     `starting the production shape: Postgres, Temporal server, ${out.apiProcesses} API and ${out.workerProcesses} worker processes`,
@@ -365,6 +369,7 @@ export function printProductionTable(r: ProductionResults, barePerSecond?: numbe
     ]);
   printColumns(rows);
   console.log(`  load average before ${r.loadavgBefore.join(' ')}, after ${r.loadavgAfter.join(' ')}`);
+  console.log(`  ${machineLine(machine(barePerSecond ?? r.barePerSecond))}`);
   for (const [name, m] of [
     ['1 endpoint', r.e2e1],
     [`${r.e2eMany?.endpoints} endpoints`, r.e2eMany],

@@ -2,11 +2,14 @@
  * The benchmark's webhook receiver, run by bench/run.ts in a process of its own (its CPU is
  * then not the measuring process's). HTTPS with the bench CA; checks every
  * X-Webhook-Signature against the secret of the endpoint the path names, counts every
- * X-Idempotency-Key, and reports arrivals to the parent over IPC in small batches.
+ * X-Idempotency-Key, and reports arrivals to the parent over IPC in small batches. A request
+ * signed the Svix way (svix-id, svix-timestamp, svix-signature: the peer of `npm run bench --
+ * --peer`) is checked with that scheme, and its key is the `bench_key` of its JSON body.
  *
  * Parent -> child: { type: 'listen', cert, key } | { type: 'secrets', secrets: { path: secret } } | { type: 'stats' }
  * Child -> parent: { type: 'listening', port } | { type: 'arrivals', items: [key, atMs][] } | { type: 'stats', ... }
  */
+import crypto from 'node:crypto';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { verifyHmacHex } from '../src/security/signature.js';
@@ -43,6 +46,29 @@ setInterval(() => {
   batch = [];
 }, 20).unref();
 
+/** Svix's scheme: base64 HMAC-SHA256, keyed by the secret's base64 bytes, of `${id}.${timestamp}.${body}`; any of the `v1,` signatures. */
+function verifySvix(secret: string, headers: NodeJS.Dict<string | string[]>, body: Buffer): boolean {
+  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+  const expected = crypto
+    .createHmac('sha256', key)
+    .update(`${String(headers['svix-id'])}.${String(headers['svix-timestamp'])}.`)
+    .update(body)
+    .digest();
+  return String(headers['svix-signature'])
+    .split(' ')
+    .some((s) => {
+      const got = Buffer.from(s.replace(/^v1,/, ''), 'base64');
+      return got.length === expected.length && crypto.timingSafeEqual(got, expected);
+    });
+}
+const svixKey = (body: Buffer): string => {
+  try {
+    return String((JSON.parse(body.toString('utf8')) as { bench_key?: unknown }).bench_key ?? '');
+  } catch {
+    return '';
+  }
+};
+
 function listen(cert: string, key: string) {
   const server = https.createServer({ cert, key, keepAliveTimeout: 60_000 }, (req, res) => {
     const chunks: Buffer[] = [];
@@ -52,12 +78,13 @@ function listen(cert: string, key: string) {
       stats.requests++;
       const secret = secrets.get(req.url ?? '');
       const body = Buffer.concat(chunks);
+      const svix = req.headers['svix-signature'] !== undefined;
       const signature = String(req.headers['x-webhook-signature'] ?? '');
       if (!secret) stats.unknownPaths++;
-      else if (!verifyHmacHex(secret, body, signature)) stats.badSignatures++;
+      else if (svix ? !verifySvix(secret, req.headers, body) : !verifyHmacHex(secret, body, signature)) stats.badSignatures++;
       if (req.headers['x-webhook-event'] === 'webhook.test') stats.tests++;
       else {
-        const idKey = String(req.headers['x-idempotency-key'] ?? '');
+        const idKey = svix ? svixKey(body) : String(req.headers['x-idempotency-key'] ?? '');
         const count = (seen.get(idKey) ?? 0) + 1;
         seen.set(idKey, count);
         if (count === 2) stats.duplicates++;

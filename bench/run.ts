@@ -16,6 +16,7 @@ import type { AccountId, EndpointId } from '../src/core/ids.js';
  *   npm run bench -- --no-production                        # skips the production-shape phase
  *   npm run bench -- --production-only                      # the production-shape phase alone (no bare loop to compare with)
  *   npm run bench -- --api-processes=3 --worker-processes=2 # sizes it (2 and 2 by default)
+ *   npm run bench -- --peer [--svix-bin=PATH] [--quick]      # only the project beside the Svix OSS server (bench/peer.ts)
  *
  * Then, with all of that stopped, a phase on the production shape (bench/production-phase.ts):
  * Temporal server on Postgres, compiled API and worker processes (rebuilt when dist/ is stale),
@@ -46,7 +47,6 @@ import { projectRoot } from '../dev/tools.js';
 import { loadConfig } from '../src/runtime/config.js';
 import { ingestEvent, storeEvent } from '../src/events/store-event.js';
 import { SCOPES } from '../src/security/api-key.js';
-import { signBody } from '../src/security/signature.js';
 import { endpointWorkflows } from '../src/delivery/workflow-client.js';
 import { endpointWorkflowId } from '../src/workflows/endpoint-contract.js';
 import { explainHotQueries } from './explain.js';
@@ -55,6 +55,8 @@ import { endpointHistory, historyCost, historyTimeline, signalsAfter, wakeHops, 
 import { childPid, cpuSeconds, startService, treeMemory, type Service } from './processes.js';
 import { summarizeProfile } from './profile-summary.js';
 import { demandData, demandKey } from './demand-events.js';
+import { bareLoop, machine, machineLine } from './machine.js';
+import { peerOk, printPeerTable, runPeerComparison } from './peer.js';
 import { printProductionTable, productionOk, runProductionPhase } from './production-phase.js';
 import { connectReceiver } from './receiver-client.js';
 import { printColumns } from './table.js';
@@ -188,6 +190,20 @@ async function main() {
       step,
       defer: (name, fn) => cleanups.push({ name, fn }),
     });
+  if (args.has('--peer')) {
+    const peer = await runPeerComparison({
+      quick: QUICK,
+      argv: process.argv.slice(2),
+      dir: path.join(dir, 'peer'),
+      step,
+      defer: (name, fn) => cleanups.push({ name, fn }),
+    });
+    await cleanUp();
+    printPeerTable(peer);
+    console.log(JSON.stringify({ peer }));
+    if (!peerOk(peer)) process.exitCode = 1;
+    return;
+  }
   if (args.has('--production-only')) {
     const production = await productionPhase();
     await cleanUp();
@@ -517,36 +533,7 @@ async function main() {
   await waitIdle([...single.endpointIds, ...fanout.endpointIds, ...drainT.endpointIds, ...ingestT.endpointIds, ...warmT.endpointIds]);
 
   // ---- 1. bare loop: signed 1 KiB POSTs straight to the receiver, 16 in flight on keep-alive connections
-  const bareSecret = 'whsec_bare_loop_secret';
-  receiver.secrets({ '/bare': bareSecret });
-  const bare = await phase('bare loop', async () => {
-    const pool = new Pool(`https://127.0.0.1:${receiver.port}`, { connections: CONCURRENCY, connect: { ca: tls.ca } });
-    const body = Buffer.from(JSON.stringify({ event: def.type, ...demandData('bare', 'c') }));
-    let sent = 0;
-    const until = now() + SIZE.bareSeconds * 1000;
-    const t0 = now();
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (now() < until) {
-          const n = sent++;
-          const res = await pool.request({
-            method: 'POST',
-            path: '/bare',
-            headers: {
-              'content-type': 'application/json',
-              'x-idempotency-key': `bare:${n}`,
-              'x-webhook-signature': signBody(bareSecret, body),
-            },
-            body,
-          });
-          await res.body.text();
-        }
-      }),
-    );
-    const seconds = (now() - t0) / 1000;
-    await pool.close();
-    return { requests: sent, perSecond: Math.round(sent / seconds) };
-  });
+  const bare = await phase('bare loop', () => bareLoop(receiver, tls.ca, SIZE.bareSeconds, CONCURRENCY));
 
   // ---- 2. end to end, 1 endpoint; 3. half load, open loop; then end to end to 100 endpoints.
   // Half load runs before the 100 endpoints: the wake-ups that phase leaves queued in the API
@@ -837,6 +824,7 @@ async function main() {
   const results = {
     quick: QUICK,
     machine: {
+      cpuModel: machine().cpuModel,
       cpus: os.cpus().length,
       loadavgBefore: loadBefore.map((l) => +l.toFixed(2)),
       loadavgAfter: loadAfter.map((l) => +l.toFixed(2)),
@@ -1030,6 +1018,7 @@ function printTable(r: Results) {
   console.log(
     `load average before ${r.machine.loadavgBefore.join(' ')}, after ${r.machine.loadavgAfter.join(' ')} (${r.machine.cpus} cpus)`,
   );
+  console.log(machineLine({ ...machine(r.bare.perSecond), loadavg: r.machine.loadavgAfter }));
   console.log('');
 }
 

@@ -44,6 +44,8 @@ export interface ProcessOptions {
   log: LogTarget;
   /** Start it again when it crashes (children.ts managedProcess). */
   respawn?: { say: (line: string) => void };
+  /** The TypeScript source through tsx (`npm start`), not the compiled code. Workers only. */
+  source?: boolean;
 }
 
 /** What API and worker processes share: a restart overlaps (the new one ready first), 30 s to finish, a crash respawned when asked. */
@@ -114,11 +116,11 @@ export function apiProcess(opts: ProcessOptions): ManagedProcess {
 
 /** One worker process; ready once it says it polls (over IPC, src/worker/main.ts). A restart overlaps like the API's. */
 export function workerProcess(opts: ProcessOptions): ManagedProcess {
-  const entry = compiledEntry('worker');
+  const args = opts.source ? ['--import', 'tsx', path.join(projectRoot, 'src', 'worker', 'main.ts')] : [compiledEntry('worker')];
   return managedProcess({
     ...rollingService(opts),
     launch: () => {
-      const child = spawn(process.execPath, [entry], { env: opts.env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+      const child = spawn(process.execPath, args, { env: opts.env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
       pipeOutput(child, opts.log);
       return child;
     },

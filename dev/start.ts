@@ -1,7 +1,9 @@
 /**
  * `npm start`: the whole service on one machine with no Docker. Postgres is embedded
  * unless DATABASE_URL is set; Temporal is the CLI dev server (Web UI included, state in
- * DATA_DIR) unless TEMPORAL_ADDRESS is set. Ctrl-C stops everything in order.
+ * DATA_DIR) unless TEMPORAL_ADDRESS is set. The API runs in this process and the worker in a
+ * child process of its own (the TypeScript source, supervised as the production shape's workers
+ * are: restarted after a crash), so the two use two cores. Ctrl-C stops everything in order.
  */
 import path from 'node:path';
 import { listenUrl, startApi } from '../src/api/server.js';
@@ -10,14 +12,15 @@ import { createChannelAccount, createCustomer, firstAccountId } from '../src/db/
 import { migrate } from '../src/db/migrate.js';
 import { createPool, type Db } from '../src/db/pool.js';
 import { DEV_HOST, devModeWarning, loadConfig, type Config } from '../src/runtime/config.js';
-import { flushLogs } from '../src/runtime/logger.js';
-import { runWorker } from '../src/worker/main.js';
+import { flushLogs, logFormat } from '../src/runtime/logger.js';
+import { loadOrCreateEncryptionKey } from '../src/security/secret-box.js';
 import { startLocalProvider } from './local-provider/server.js';
 import { addWaba, newNumericId } from './local-provider/state.js';
 import { leaveSignalsToCaller, startEmbeddedPostgres } from './embedded-postgres.js';
 import { onParentGone, runInOwnProcessGroup } from './own-process-group.js';
 import { bootstrapLocalAccount } from './local-account.js';
 import { preferredPort } from './ports.js';
+import { workerProcess } from './service-processes.js';
 import { startTemporalDevServer } from './temporal-servers.js';
 
 // The logger batches its lines: what it holds goes first, so the output keeps its order.
@@ -119,8 +122,22 @@ async function main() {
   const keys = await bootstrapLocalAccount(databaseUrl, config.dataDir, say);
   const provider = await startDevProvider(databaseUrl);
 
-  const workerStop = new AbortController();
-  const worker = runWorker({ ...config, databaseUrl, temporalAddress }, { signal: workerStop.signal });
+  // Created here, so the API and the worker share one key instead of racing to generate it.
+  loadOrCreateEncryptionKey(config.encryptionKey, config.dataDir);
+  const workerEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    TEMPORAL_ADDRESS: temporalAddress,
+    DATA_DIR: config.dataDir,
+    // Its output goes through this process's stdout: the format this process logs in (pretty on a terminal).
+    LOG_FORMAT: logFormat(),
+  };
+  // Not the launcher's own-process-group flag: the worker is an ordinary child of this process.
+  delete workerEnv.WEBHOOKS_START_OWN_GROUP;
+  const worker = workerProcess({ name: 'worker', env: workerEnv, log: 'inherit', respawn: { say }, source: true });
+  stops.unshift(() => worker.stop());
+  // It bundles its workflow code for seconds: the API starts meanwhile.
+  const workerStarted = worker.start();
   // This machine only, unless HOST says otherwise: a development API holds live keys and dev mode's lowered guard.
   const host = config.host ?? DEV_HOST;
   const api = await startApi({ ...config, ...provider, databaseUrl, temporalAddress, host });
@@ -144,16 +161,14 @@ async function main() {
     stopping = true;
     say('Stopping...');
     await api.close().catch(() => {});
-    workerStop.abort();
-    await worker.catch(() => {});
     for (const stop of stops) await stop().catch(() => {});
     process.exit(0);
   };
   started();
   for (const signal of STOP_SIGNALS) process.on(signal, shutdown);
   onParentGone(() => void shutdown());
-  worker.catch((err) => {
-    console.error('worker stopped:', err);
+  workerStarted.catch((err) => {
+    console.error('worker did not start:', err instanceof Error ? err.message : err);
     void shutdown();
   });
 }

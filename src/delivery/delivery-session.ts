@@ -33,6 +33,7 @@ import type { Db } from '../db/pool.js';
 import type { HttpClient, Slot } from './http-client.js';
 import { originOf } from './origin-slots.js';
 import { eventBody, sendToEndpoint, webhookTimestampOf } from './send-webhook.js';
+import { traceHop, tracing } from '../runtime/hop-trace.js';
 import { logger } from '../runtime/logger.js';
 import type { BatchedCall } from '../runtime/statement-batcher.js';
 import { originShareWaits, webhookSends } from '../runtime/metrics.js';
@@ -290,6 +291,7 @@ class DeliverySession {
       const taken = await this.claims.next();
       if (!taken) return;
       const d = taken.delivery;
+      traceHop('claimed', d.idempotency_key);
       const { endpoint, slot } = await this.readyToPost(taken.endpoint);
       // Cut short meanwhile: this delivery stays leased to the session and is released at its end.
       if (this.stopping.cutShort) return slot?.release();
@@ -371,6 +373,7 @@ class DeliverySession {
     }
     const body = eventBody(def, event);
     const startedAtMs = this.req.clock();
+    traceHop('post', d.idempotency_key);
     const outcome = await sendToEndpoint(this.deps.httpClient, this.secrets, endpoint, {
       eventType: d.event_type,
       idempotencyKey: d.idempotency_key,
@@ -395,6 +398,7 @@ class DeliverySession {
       success: outcome.acknowledged,
       nextAttemptAt: outcome.acknowledged ? null : new Date(startedAtMs + retryDelayMs(number)),
     });
+    if (tracing) void this.lastRecord.then(() => traceHop('recorded', d.idempotency_key));
     return { ok: outcome.acknowledged, responseCode: outcome.recordedStatus, atMs: startedAtMs + outcome.durationMs, error: outcome.error };
   }
 

@@ -15,6 +15,7 @@ import { takeBackLostSessions } from '../db/session-leases.js';
 import { keepListening } from '../db/notification-listener.js';
 import type { Db } from '../db/pool.js';
 import { SESSION_LEASE_MS } from '../core/runtime-limits.js';
+import { traceHop } from '../runtime/hop-trace.js';
 import { logger } from '../runtime/logger.js';
 import type { EndpointWorkflows } from './workflow-client.js';
 import type { DirectSessions } from './direct-sessions.js';
@@ -277,7 +278,10 @@ export function startDueRouter(o: DueRouterOptions): DueRouter {
     what: 'due deliveries',
     onNotification: (payload) => {
       const due = parseDuePayload(payload);
-      if (due) route(due);
+      if (due) {
+        traceHop('heard', due.endpointId);
+        route(due);
+      }
     },
     // Notifications sent while nobody listened are gone: look for their work.
     onUp: sweep,

@@ -8,6 +8,7 @@ import { areCustomersOfAccounts, findCustomerOfWaba, getChannelAccountOfAccount,
 import type { Db } from '../db/pool.js';
 import type { Environment } from '../db/events.js';
 import { findMessage, findRegisteredMessage, type MessageRow } from '../db/messaging.js';
+import { hopNow, traceHop, tracing } from '../runtime/hop-trace.js';
 import { createStatementBatcher, type BatchedCall } from '../runtime/statement-batcher.js';
 import { wakeFor, type IngestDeps } from './deps.js';
 import { storeMessageStatus } from './message-statuses.js';
@@ -34,6 +35,7 @@ export async function publishEvent(
   principal: { accountId: AccountId; environment: Environment },
   raw: unknown,
 ): Promise<StoredEvent> {
+  const receivedAt = tracing ? hopNow() : 0;
   const parsed = PublishBody.safeParse(raw);
   if (!parsed.success) throw invalidEvent(formatIssue(parsed.error));
   const body = parsed.data;
@@ -98,6 +100,11 @@ export async function publishEvent(
   };
   const stored =
     registered && def.needsRegisteredMessage ? await storeStatus(deps, registered, event) : await storeEvent(deps.db, event, deps.now?.());
+  if (tracing && stored.created)
+    for (const d of stored.deliveries) {
+      traceHop('received', stored.event.idempotency_key, d.endpointId, receivedAt);
+      traceHop('committed', stored.event.idempotency_key, d.endpointId);
+    }
   if (stored.created) wakeFor(deps, principal.accountId, stored);
   return stored;
 }

@@ -3,8 +3,12 @@ import pinoPretty from 'pino-pretty';
 
 export type LogFormat = 'pretty' | 'json';
 
-/** Pretty lines for a person at a terminal; JSON lines for everything else (pipes, files, collectors), or when LOG_FORMAT=json. */
+/**
+ * Pretty lines for a person at a terminal; JSON lines for everything else (pipes, files, collectors), or when LOG_FORMAT=json.
+ * LOG_FORMAT=pretty forces pretty lines: `npm start`'s worker writes through its parent's pipe to that parent's terminal.
+ */
 export function logFormat(env: NodeJS.ProcessEnv = process.env, isTTY = Boolean(process.stdout.isTTY)): LogFormat {
+  if (env.LOG_FORMAT === 'pretty') return 'pretty';
   return isTTY && env.LOG_FORMAT !== 'json' ? 'pretty' : 'json';
 }
 

@@ -2,7 +2,8 @@
  * `npm start` listens on this machine only unless HOST says otherwise. It runs as a person runs
  * it (dev/start.ts, the npm script's command), against the test run's Postgres (a database of its
  * own) and Temporal dev server. Loopback only shows as 127.0.0.1 answering and 127.0.0.2 (also
- * this machine, but another address) refusing; a server on every interface answers on both.
+ * this machine, but another address) refusing; a server on every interface answers on both. Its
+ * worker runs in a process of its own beside the API's.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -51,6 +52,20 @@ async function devStart(host: string | undefined, check: (port: number, output: 
   }
 }
 
+/** Processes running the worker's source whose environment names `port`: this `npm start`'s worker (Linux /proc). */
+function workerProcessesOf(port: number): number[] {
+  const pids: number[] = [];
+  for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d)))
+    try {
+      const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (!cmdline.includes('src/worker/main.ts')) continue;
+      if (fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`PORT=${port}`)) pids.push(Number(pid));
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  return pids;
+}
+
 describe('npm start: where the API listens', () => {
   it('without HOST, on 127.0.0.1 only: another address of this machine (127.0.0.2) is refused, and it says so', async () => {
     await devStart(undefined, async (port, output) => {
@@ -59,6 +74,18 @@ describe('npm start: where the API listens', () => {
       expect(output).toMatch(new RegExp(`API: +http://localhost:${port} .*listening on 127\\.0\\.0\\.1, this machine only`));
     });
   }, 150_000);
+
+  it.runIf(process.platform === 'linux')(
+    'runs the worker in a process of its own beside the API (two cores)',
+    async () => {
+      await devStart(undefined, async (port) => {
+        const workers = workerProcessesOf(port);
+        // In one process (before issue #27) no process ran the worker's source at all: it ran inside dev/start.ts.
+        expect(workers).toHaveLength(1);
+      });
+    },
+    150_000,
+  );
 
   it('HOST=0.0.0.0 listens on every interface: 127.0.0.2 is answered too', async () => {
     await devStart('0.0.0.0', async (port, output) => {

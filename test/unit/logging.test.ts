@@ -11,10 +11,12 @@ function capture(format: 'json' | 'pretty' = 'json', level = 'trace') {
 }
 
 describe('log format', () => {
-  it('is JSON when stdout is not a terminal, or when LOG_FORMAT=json; pretty on a terminal', () => {
+  it('is JSON when stdout is not a terminal, or when LOG_FORMAT=json; pretty on a terminal, or when LOG_FORMAT=pretty', () => {
     expect(logFormat({}, false)).toBe('json');
     expect(logFormat({ LOG_FORMAT: 'json' }, true)).toBe('json');
     expect(logFormat({}, true)).toBe('pretty');
+    // npm start's worker: a pipe to a parent on a terminal.
+    expect(logFormat({ LOG_FORMAT: 'pretty' }, false)).toBe('pretty');
   });
 
   it('emits one JSON object per line in JSON format', () => {

@@ -1,0 +1,401 @@
+/**
+ * `npm run bench -- --peer` (issue #27): the project against the Svix open-source server on the
+ * same machine, back to back, with the same client. Both are driven through their public REST API
+ * alike: events of ~1 KiB published one per request by 16 publishers, to verified HTTPS endpoints
+ * on the bench receiver (a child process that checks every signature, each system's own scheme),
+ * until each has arrived once. Three phases per system, in this order after it starts:
+ *
+ *   cold: the first 5,000 deliveries after the start, 1 endpoint
+ *   warm: 5,000 more to that endpoint
+ *   100 endpoints: 5,000 spread over 100 endpoints (one per Customer; one per Svix application)
+ *
+ * Figures per phase: deliveries/s (delivered / (last receipt - first publish)), latency publish ->
+ * receipt at p50 and p99, duplicates, and the whole machine's busy CPU (/proc/stat) per delivery:
+ * the client and receiver are in it and cost the same for both. The project runs its production
+ * shape sized for two cores: 1 API and 2 worker processes, Temporal server on Postgres.
+ *
+ * With --trace (or BENCH_TRACE=1) the project's processes record each delivery's hop times
+ * (src/runtime/hop-trace.ts) and the hops of the deliveries at p50 and p99 are printed per phase
+ * (bench/hop-breakdown.ts); the trace costs a little CPU, so its figures are not the comparison's.
+ *
+ * The Svix binary: --svix-bin=PATH, SVIX_BIN, or /tmp/svix-bin/svix-server. Without it the
+ * project's column is printed alone, and the run still succeeds.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Pool } from 'undici';
+import { getEventDefinition } from '../src/core/catalog/index.js';
+import { issueApiKey } from '../src/db/api-keys.js';
+import { createAccount, createCustomer } from '../src/db/directory.js';
+import { createPool } from '../src/db/pool.js';
+import { SCOPES } from '../src/security/api-key.js';
+import { startProductionShape } from '../dev/production-shape.js';
+import { makeLocalTls } from '../dev/tls.js';
+import { apiCaller } from './api-client.js';
+import { demandData, demandKey } from './demand-events.js';
+import { hopBreakdown, printBreakdown, type Breakdown } from './hop-breakdown.js';
+import { bareLoop, machine, machineBusyCpuSeconds, machineLine, type Machine } from './machine.js';
+import { startService } from './processes.js';
+import { ensureBuilt } from './production-phase.js';
+import { connectReceiver, type ReceiverHandle } from './receiver-client.js';
+import { findSvixBinary, startSvix } from './svix-server.js';
+import { printColumns } from './table.js';
+
+const PUBLISHERS = 16;
+const MANY_ENDPOINTS = 100;
+const def = getEventDefinition('crm.demand.created')!;
+const now = () => performance.timeOrigin + performance.now();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+export interface PeerOptions {
+  quick: boolean;
+  argv: string[];
+  dir: string;
+  step: (what: string) => void;
+  defer: (name: string, fn: () => Promise<unknown>) => void;
+}
+
+interface PhaseFigures {
+  events: number;
+  perSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  duplicates: number;
+  cpuMsPerDelivery: number;
+}
+type Phases = Record<'cold' | 'warm' | 'many', PhaseFigures & { hops?: Breakdown }>;
+interface SystemResult {
+  system: string;
+  startSeconds: number;
+  phases?: Phases;
+  error?: string;
+}
+export interface PeerResults {
+  machine: Machine;
+  events: number;
+  peer?: SystemResult;
+  peerMissing?: string;
+  project: SystemResult;
+  receiver: { badSignatures: number; unknownPaths: number; duplicates: number };
+}
+
+/** One publish: the event's entity id (its key at the receiver is demandKey of it), the target endpoint's index. */
+type Publish = (entityId: string, target: number) => Promise<boolean>;
+
+/** Runs fn(0..count-1), 8 at a time: setup requests, not measured. */
+async function eachOf(count: number, fn: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(8, count) }, async () => {
+      for (let i = next++; i < count; i = next++) await fn(i);
+    }),
+  );
+}
+
+/** The same client for both: a closed loop of 16 publishers, one event per request, then every arrival. */
+async function drive(
+  receiver: ReceiverHandle,
+  publish: Publish,
+  tag: string,
+  count: number,
+  targets: number,
+  traceDir?: string,
+): Promise<PhaseFigures & { hops?: Breakdown }> {
+  const dupsBefore = (await receiver.stats()).duplicates;
+  const sentAt = new Map<string, number>();
+  let failures = 0;
+  let next = 0;
+  const t0 = now();
+  const cpu0 = machineBusyCpuSeconds();
+  await Promise.all(
+    Array.from({ length: PUBLISHERS }, async () => {
+      for (let n = next++; n < count; n = next++) {
+        const entityId = `${tag}_${n}`;
+        sentAt.set(demandKey(entityId), now());
+        if (!(await publish(entityId, n % targets))) failures++;
+      }
+    }),
+  );
+  if (failures) throw new Error(`${tag}: ${failures} publishes were not accepted`);
+  const keys = [...sentAt.keys()];
+  for (let missing = keys, progressAt = Date.now(); missing.length > 0;) {
+    await sleep(20);
+    const still = missing.filter((k) => !receiver.arrivals.has(k));
+    if (still.length < missing.length) progressAt = Date.now();
+    missing = still;
+    if (Date.now() - progressAt > 90_000) throw new Error(`${tag}: ${missing.length} of ${keys.length} deliveries never arrived`);
+  }
+  const cpu = machineBusyCpuSeconds() - cpu0;
+  const last = Math.max(...keys.map((k) => receiver.arrivals.get(k)!));
+  const latency = keys.map((k) => receiver.arrivals.get(k)! - sentAt.get(k)!).sort((a, b) => a - b);
+  let hops: Breakdown | undefined;
+  if (traceDir) {
+    // The processes write their hop times every 200 ms.
+    await sleep(600);
+    hops = hopBreakdown(
+      traceDir,
+      keys.map((key) => ({ key, sent: sentAt.get(key)!, receipt: receiver.arrivals.get(key)! })),
+    );
+  }
+  return {
+    hops,
+    events: count,
+    perSecond: Math.round(count / ((last - t0) / 1000)),
+    p50Ms: +pct(latency, 50).toFixed(1),
+    p99Ms: +pct(latency, 99).toFixed(1),
+    maxMs: +latency[latency.length - 1]!.toFixed(1),
+    duplicates: (await receiver.stats()).duplicates - dupsBefore,
+    cpuMsPerDelivery: +((cpu * 1000) / count).toFixed(3),
+  };
+}
+
+async function phases(
+  receiver: ReceiverHandle,
+  single: Publish,
+  many: Publish,
+  events: number,
+  tag: string,
+  step: (s: string) => void,
+  traceDir?: string,
+) {
+  step(`  cold: the first ${events} deliveries after the start, 1 endpoint`);
+  const cold = await drive(receiver, single, `${tag}c`, events, 1, traceDir);
+  await sleep(1_000);
+  step(`  warm: ${events} more, 1 endpoint`);
+  const warm = await drive(receiver, single, `${tag}w`, events, 1, traceDir);
+  await sleep(1_000);
+  step(`  ${events} over ${MANY_ENDPOINTS} endpoints`);
+  const manyFigures = await drive(receiver, many, `${tag}m`, events, MANY_ENDPOINTS, traceDir);
+  return { cold, warm, many: manyFigures };
+}
+
+/** Svix: one application with one endpoint, and 100 applications with one endpoint each (its unit of a tenant's endpoint). */
+async function measureSvix(
+  o: PeerOptions,
+  bin: string,
+  tls: { caFile: string },
+  receiver: ReceiverHandle,
+  events: number,
+): Promise<SystemResult> {
+  const result: SystemResult = { system: `Svix OSS server (${bin})`, startSeconds: 0 };
+  const t0 = Date.now();
+  o.step(`starting the Svix server (${bin}) on an embedded Postgres of its own`);
+  const svix = await startSvix({ bin, dir: path.join(o.dir, 'svix'), caFile: tls.caFile });
+  o.defer('svix', () => svix.stop());
+  try {
+    result.startSeconds = +((Date.now() - t0) / 1000).toFixed(1);
+    const apps: string[] = [];
+    const secrets: Record<string, string> = {};
+    o.step(`  creating 1 + ${MANY_ENDPOINTS} applications with one endpoint each`);
+    await eachOf(1 + MANY_ENDPOINTS, async (i) => {
+      const app = await svix.call('POST', '/api/v1/app', { name: `bench-${i}` });
+      const secret = `whsec_${crypto.randomBytes(24).toString('base64')}`;
+      const urlPath = `/svix/${i}`;
+      secrets[urlPath] = secret;
+      await svix.call('POST', `/api/v1/app/${app.id}/endpoint`, { url: `https://127.0.0.1:${receiver.port}${urlPath}`, secret });
+      apps[i] = app.id;
+    });
+    receiver.secrets(secrets);
+    const pool = new Pool(svix.url, { connections: PUBLISHERS, pipelining: 1 });
+    const publishTo =
+      (appOf: (target: number) => string): Publish =>
+      async (entityId, target) => {
+        const res = await pool.request({
+          method: 'POST',
+          path: `/api/v1/app/${appOf(target)}/msg?with_content=false`,
+          headers: { authorization: `Bearer ${svix.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            eventType: def.type,
+            payload: { type: def.type, data: demandData(entityId, `c_${entityId}`), bench_key: demandKey(entityId) },
+          }),
+        });
+        await res.body.text();
+        return res.statusCode >= 200 && res.statusCode < 300;
+      };
+    result.phases = await phases(
+      receiver,
+      publishTo(() => apps[0]!),
+      publishTo((t) => apps[1 + t]!),
+      events,
+      'svix',
+      o.step,
+    );
+    await pool.close();
+  } catch (err) {
+    result.error = (err as Error).message;
+    console.error(err);
+  } finally {
+    o.step('stopping the Svix server');
+    await svix.stop();
+  }
+  return result;
+}
+
+/** The project's production shape, 1 API + 2 workers: one endpoint of its own tenant, and 100 of another, one per Customer. */
+async function measureProject(o: PeerOptions, tls: { caFile: string }, receiver: ReceiverHandle, events: number): Promise<SystemResult> {
+  const apiProcesses = 1;
+  const workerProcesses = 2;
+  const result: SystemResult = { system: `project, production shape: ${apiProcesses} API + ${workerProcesses} workers`, startSeconds: 0 };
+  ensureBuilt(o.step);
+  o.step(`starting the production shape: ${apiProcesses} API + ${workerProcesses} worker processes, Temporal server on Postgres`);
+  const t0 = Date.now();
+  const shapeDir = path.join(o.dir, 'project');
+  fs.rmSync(shapeDir, { recursive: true, force: true });
+  fs.mkdirSync(shapeDir, { recursive: true });
+  fs.chmodSync(shapeDir, 0o755);
+  const traceDir = o.argv.includes('--trace') || process.env.BENCH_TRACE === '1' ? path.join(shapeDir, 'trace') : undefined;
+  const shape = await startProductionShape({
+    dataDir: shapeDir,
+    apiProcesses,
+    workerProcesses,
+    env: {
+      WEBHOOKS_DEV_MODE: '1',
+      WEBHOOKS_DEV_CA_FILE: tls.caFile,
+      // Svix OSS has no per-key rate limit.
+      RATE_LIMIT_BURST: '1000000000',
+      RATE_LIMIT_PER_SECOND: '1000000000',
+      ENDPOINT_LIMIT: String(MANY_ENDPOINTS + 10),
+      BENCH_TRACE_DIR: traceDir,
+    },
+    say: (line) => o.step(`  ${line}`),
+  });
+  o.defer('production shape', () => shape.stop());
+  const db = createPool(shape.databaseUrl, 4);
+  const apiPool = new Pool(shape.apiUrl, { connections: PUBLISHERS, pipelining: 1 });
+  try {
+    result.startSeconds = +((Date.now() - t0) / 1000).toFixed(1);
+    const api = apiCaller(apiPool);
+    const tenant = async (name: string, endpoints: number) => {
+      const account = await createAccount(db, { name: `bench-peer-${name}`, ownerEmail: 'bench@example.com', plan: 'paid' });
+      const { key } = await issueApiKey(db, { accountId: account.id, environment: 'live', scopes: [...SCOPES] });
+      const customerIds: string[] = [];
+      if (endpoints > 1)
+        for (let i = 0; i < endpoints; i++) customerIds.push((await createCustomer(db, { accountId: account.id, name: `c ${i}` })).id);
+      const created: { id: string; path: string; secret: string }[] = [];
+      await eachOf(endpoints, async (i) => {
+        const urlPath = `/project/${name}/${i}`;
+        const res = await api('POST', '/api/v1/webhooks', key, {
+          url: `https://127.0.0.1:${receiver.port}${urlPath}`,
+          events: ['crm'],
+          ...(customerIds.length ? { customer_id: customerIds[i] } : {}),
+        });
+        if (res.status !== 201) throw new Error(`endpoint not created: ${res.status} ${JSON.stringify(res.body)}`);
+        created[i] = { id: res.body.data.id, path: urlPath, secret: res.body.data.secret };
+      });
+      receiver.secrets(Object.fromEntries(created.map((c) => [c.path, c.secret])));
+      await eachOf(endpoints, async (i) => {
+        const res = await api('POST', `/api/v1/webhooks/${created[i]!.id}/test`, key);
+        if (res.status !== 200) throw new Error(`endpoint not verified: ${res.status} ${JSON.stringify(res.body)}`);
+      });
+      const publish: Publish = async (entityId, target) => {
+        const customerId = customerIds[target];
+        const body = { type: def.type, data: demandData(entityId, `c_${entityId}`), ...(customerId ? { customer_id: customerId } : {}) };
+        return (await api('POST', '/api/v1/events', key, body)).status === 201;
+      };
+      return publish;
+    };
+    o.step(`  creating 1 + ${MANY_ENDPOINTS} endpoints (one per Customer), verified through the API`);
+    const [single, many] = await Promise.all([tenant('single', 1), tenant('many', MANY_ENDPOINTS)]);
+    result.phases = await phases(receiver, single, many, events, 'proj', o.step, traceDir);
+  } catch (err) {
+    result.error = (err as Error).message;
+    console.error(err);
+  } finally {
+    o.step('stopping the production shape');
+    await apiPool.close();
+    await db.end();
+    await shape.stop();
+  }
+  return result;
+}
+
+export async function runPeerComparison(o: PeerOptions): Promise<PeerResults> {
+  const events = o.quick ? 1_000 : 5_000;
+  fs.mkdirSync(o.dir, { recursive: true });
+  fs.chmodSync(o.dir, 0o755);
+  const tls = await makeLocalTls(path.join(o.dir, 'tls'), 'bench');
+  const receiverService = await startService({
+    name: 'receiver',
+    entry: 'bench/receiver.ts',
+    env: { ...process.env, NODE_OPTIONS: '' },
+    logFile: path.join(o.dir, 'receiver.log'),
+    ready: 'receiver ready',
+    ipc: true,
+  });
+  o.defer('receiver', () => receiverService.stop());
+  const receiver = await connectReceiver(receiverService, { cert: tls.cert, key: tls.key });
+  o.step('bare loop: signed 1 KiB POSTs straight to the receiver, 16 in flight (names the machine)');
+  const bare = await bareLoop(receiver, tls.ca, o.quick ? 2 : 5);
+  const m = machine(bare.perSecond);
+
+  const bin = findSvixBinary(o.argv);
+  let peer: SystemResult | undefined;
+  let peerMissing: string | undefined;
+  if (bin.found) peer = await measureSvix(o, bin.path, tls, receiver, events);
+  else {
+    peerMissing = `no Svix server binary at ${bin.path} (set SVIX_BIN or --svix-bin=PATH): the peer column is skipped`;
+    console.error(peerMissing);
+  }
+  const project = await measureProject(o, tls, receiver, events);
+  const { badSignatures, unknownPaths, duplicates } = await receiver.stats();
+  return {
+    machine: { ...m, loadavg: machine().loadavg },
+    events,
+    peer,
+    peerMissing,
+    project,
+    receiver: { badSignatures, unknownPaths, duplicates },
+  };
+}
+
+/** Side by side: the project, the peer, and project / peer (rate: higher is better; latency and CPU: lower is better). */
+export function printPeerTable(r: PeerResults): void {
+  const n = (x: number) => x.toLocaleString('en-US');
+  const ratio = (a: number | undefined, b: number | undefined) => (a !== undefined && b ? `${(a / b).toFixed(2)}×` : '');
+  const rows: string[][] = [['phase', 'figure', 'project', 'Svix OSS', 'project / Svix']];
+  const label = {
+    cold: `cold: first ${n(r.events)} after start, 1 endpoint`,
+    warm: `warm: ${n(r.events)}, 1 endpoint`,
+    many: `${n(r.events)} over ${MANY_ENDPOINTS} endpoints`,
+  };
+  for (const k of ['cold', 'warm', 'many'] as const) {
+    const a = r.project.phases?.[k];
+    const b = r.peer?.phases?.[k];
+    const cell = (f: PhaseFigures | undefined, fn: (f: PhaseFigures) => string) => (f ? fn(f) : r.peer ? 'failed' : '');
+    rows.push(
+      [label[k], 'deliveries/s', cell(a, (f) => n(f.perSecond)), cell(b, (f) => n(f.perSecond)), ratio(a?.perSecond, b?.perSecond)],
+      ['', 'p50 publish → receipt', cell(a, (f) => `${f.p50Ms} ms`), cell(b, (f) => `${f.p50Ms} ms`), ratio(a?.p50Ms, b?.p50Ms)],
+      ['', 'p99 publish → receipt', cell(a, (f) => `${f.p99Ms} ms`), cell(b, (f) => `${f.p99Ms} ms`), ratio(a?.p99Ms, b?.p99Ms)],
+      [
+        '',
+        'machine CPU per delivery',
+        cell(a, (f) => `${f.cpuMsPerDelivery} ms`),
+        cell(b, (f) => `${f.cpuMsPerDelivery} ms`),
+        ratio(a?.cpuMsPerDelivery, b?.cpuMsPerDelivery),
+      ],
+      ['', 'duplicates', cell(a, (f) => String(f.duplicates)), cell(b, (f) => String(f.duplicates)), ''],
+    );
+  }
+  console.log('');
+  console.log(`Side by side with the peer (${PUBLISHERS} publishers, ~1 KiB events, verified HTTPS endpoints, back to back in one run):`);
+  printColumns(rows);
+  console.log(machineLine(r.machine));
+  if (r.peerMissing) console.log(r.peerMissing);
+  if (r.peer?.error) console.log(`Svix FAILED: ${r.peer.error}`);
+  if (r.project.error) console.log(`project FAILED: ${r.project.error}`);
+  for (const k of ['cold', 'warm', 'many'] as const) {
+    const hops = r.project.phases?.[k].hops;
+    if (hops) printBreakdown(`project, ${label[k]}`, hops);
+  }
+  console.log(
+    `started in: project ${r.project.startSeconds} s${r.peer ? `, Svix ${r.peer.startSeconds} s` : ''}; receiver: ${r.receiver.badSignatures} bad signatures, ${r.receiver.unknownPaths} unknown paths`,
+  );
+  console.log('');
+}
+
+export function peerOk(r: PeerResults): boolean {
+  return !r.project.error && !r.peer?.error && r.receiver.badSignatures === 0 && r.receiver.unknownPaths === 0;
+}
