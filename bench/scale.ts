@@ -209,6 +209,7 @@ async function main() {
   };
   const t0 = now();
   await fillAccounts(fillDb, fillShape);
+  fill.seconds += (now() - t0) / 1000;
   const stepReads: { events: number; deliveries: number; reads: Reads; growth: TableGrowth[] }[] = [];
   const target = await bigAccountTarget();
   const layout = skewedLayout(opt.accounts);
@@ -228,7 +229,7 @@ async function main() {
         fill.secondsPerTable[table] = (fill.secondsPerTable[table] ?? 0) + seconds;
         if (table === 'delivery_attempts' && now() - lastSay > 10_000) {
           lastSay = now();
-          const secs = (now() - t0) / 1000 - fill.vacuumSeconds;
+          const secs = Object.values(fill.secondsPerTable).reduce((a, b) => a + b, 0);
           step(
             `  filled ${n(fill.rows.events!)} events, ${n(fill.rows.deliveries!)} deliveries, ${n(fill.rows.delivery_attempts!)} attempts ` +
               `(${n((fill.rows.events! + fill.rows.deliveries! + fill.rows.delivery_attempts!) / secs)} rows/s)`,
@@ -545,12 +546,17 @@ async function during(bench: ShapeBench, tenant: Tenant, tag: string, action: ()
   let stop = false;
   const start = now();
   const sending = bench.send(tenant, `during-${tag}`, Number.MAX_SAFE_INTEGER, 600, () => stop);
-  await sleep(4_000);
-  const t0 = now();
-  await action();
-  const t1 = now();
-  await sleep(1_000);
-  stop = true;
+  let t0 = 0;
+  let t1 = 0;
+  try {
+    await sleep(4_000);
+    t0 = now();
+    await action();
+    t1 = now();
+    await sleep(1_000);
+  } finally {
+    stop = true;
+  }
   const sent = await sending;
   await bench.allArrived([...sent.keys()], tag);
   const lat = bench.latencies(sent);
