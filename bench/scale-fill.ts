@@ -17,7 +17,8 @@
  *
  * The schema is read at run time, so the fill works before and after the migrations that change it:
  * weekly partitions are created when deliveries and delivery_attempts are partitioned; attempts get
- * `delivery_created_at` when they have it; events get `stream_data` only where it is required; an
+ * `delivery_created_at` when they have it; events get their payload as `data` (jsonb) or `payload`
+ * (JSON text, migration 0031), whichever they have, and `stream_data` only where it is required; an
  * hourly rollup table (an endpoint, an hour and counts) is filled from the deliveries when there is one.
  */
 import type pg from 'pg';
@@ -244,19 +245,23 @@ export async function fillPart(
   const eventCols = await columnsOf(db, 'events');
   const streamData = eventCols.get('stream_data');
   const withStreamData = streamData !== undefined && !streamData.nullable && !streamData.hasDefault;
-  const evNames = [
-    'id',
-    'account_id',
-    'environment',
-    'cursor',
-    'type',
-    'idempotency_key',
-    'contact_refs',
-    'data',
-    'occurred_at',
-    'created_at',
+  // The payload as a jsonb `data` column, or (migration 0031) once, as JSON text in `payload` (the
+  // service zlib-compresses it when that is shorter; JSON text is what it reads as well).
+  const evColumns: [string, string][] = [
+    ['id', eventIdSql(part.tag, 'n')],
+    ['account_id', accountIdSql('ev.acct')],
+    ['environment', `'live'`],
+    ['cursor', part.layout.cursorOf('n')],
+    ['type', `'crm.demand.created'`],
+    ['idempotency_key', `'crm:demand:${part.tag}_' || n || ':1'`],
+    ['contact_refs', part.contactRef ? `ARRAY['${part.contactRef}']::text[]` : `'{}'::text[]`],
+    ['occurred_at', 'ev.t'],
+    ['created_at', 'ev.t'],
   ];
-  if (withStreamData) evNames.push('stream_data');
+  if (eventCols.has('data')) evColumns.push(['data', 'p.d']);
+  if (eventCols.has('payload')) evColumns.push(['payload', `convert_to(p.d::text, 'UTF8')`]);
+  if (withStreamData) evColumns.push(['stream_data', 'p.d']);
+  const evNames = evColumns.map(([c]) => c);
   checkCovered('events', eventCols, evNames);
   const attemptCols = await columnsOf(db, 'delivery_attempts');
   const withDeliveryCreatedAt = attemptCols.has('delivery_created_at');
@@ -283,7 +288,6 @@ export async function fillPart(
   const E = part.events;
   const D = part.deliveries;
   const slots = shape.endpointsPerAccount;
-  const contactRefs = part.contactRef ? `ARRAY['${part.contactRef}']::text[]` : `'{}'::text[]`;
   // Event n's Account and time, and delivery j's event, outcome and attempts.
   const ofEvent = `LATERAL (SELECT ${part.layout.accountOf('n')} AS acct, ${timeOf(shape, E, 'n')} AS t) ev`;
   const ofDelivery = `LATERAL (SELECT (j * ${E}::bigint) / ${D} AS n, (j * 40503) % 1000 AS g) dj,
@@ -300,8 +304,7 @@ export async function fillPart(
     };
     const ev = await db.query(
       `INSERT INTO events (${evNames.join(', ')})
-       SELECT ${eventIdSql(part.tag, 'n')}, ${accountIdSql('ev.acct')}, 'live', ${part.layout.cursorOf('n')}, 'crm.demand.created',
-              'crm:demand:${part.tag}_' || n || ':1', ${contactRefs}, p.d, ev.t, ev.t${withStreamData ? ', p.d' : ''}
+       SELECT ${evColumns.map(([, v]) => v).join(', ')}
        FROM generate_series($1::bigint, $2::bigint - 1) n, ${ofEvent},
             LATERAL (SELECT jsonb_set(jsonb_set($3::jsonb, '{entity_id}', to_jsonb('${part.tag}_' || n)), '{after_data,id}', to_jsonb('${part.tag}_' || n)) AS d) p`,
       [n0, n1, JSON.stringify(payload)],
