@@ -102,7 +102,7 @@ export function ensureBuilt(step: (what: string) => void): string {
 }
 
 /** Runs fn(0..count-1), 8 at a time: setup requests, not measured. */
-async function eachOf(count: number, fn: (i: number) => Promise<void>): Promise<void> {
+export async function eachOf(count: number, fn: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(8, count) }, async () => {
@@ -135,57 +135,86 @@ export async function runProductionPhase(opts: ProductionPhaseOptions): Promise<
   return out;
 }
 
-async function measure(opts: ProductionPhaseOptions, out: ProductionResults, stops: (() => Promise<unknown>)[]): Promise<void> {
-  const manyEndpoints = opts.quick ? 20 : 100;
-  const statements = opts.argv.includes('--statements');
-  const size = opts.quick ? { events: 600, capSeconds: 3, warmup: 100 } : { events: 4_000, capSeconds: 20, warmup: 4_000 };
-  fs.rmSync(opts.dir, { recursive: true, force: true });
-  fs.mkdirSync(opts.dir, { recursive: true });
+export interface ShapeBenchStart {
+  /** The shape's folder (emptied first): Postgres data, Temporal's configuration, logs. */
+  dir: string;
+  step: (what: string) => void;
+  apiProcesses: number;
+  workerProcesses: number;
+  /** Endpoints one Account may have (ENDPOINT_LIMIT). */
+  endpointLimit: number;
+  /** Loads pg_stat_statements and records each phase's statements in dir/statements.txt. */
+  statements?: boolean;
+  /** Stops pushed here are the caller's to run, in reverse. */
+  stops: (() => Promise<unknown>)[];
+}
+
+/**
+ * The bench's receiver (a child process) and the production shape with embedded Postgres
+ * (always: DATABASE_URL is not used, so no bench rows or Temporal databases land on that server,
+ * and its CPU is counted), with a pool on its database and a ShapeBench against it.
+ */
+export async function startShapeBench(o: ShapeBenchStart) {
+  fs.rmSync(o.dir, { recursive: true, force: true });
+  fs.mkdirSync(o.dir, { recursive: true });
   // Embedded Postgres runs as a `postgres` user when the bench runs as root: it must reach its folder.
-  fs.chmodSync(opts.dir, 0o755);
-  const tls = await makeLocalTls(path.join(opts.dir, 'tls'), 'bench');
+  fs.chmodSync(o.dir, 0o755);
+  const tls = await makeLocalTls(path.join(o.dir, 'tls'), 'bench');
   const receiverService = await startService({
     name: 'receiver',
     entry: 'bench/receiver.ts',
     env: { ...process.env, NODE_OPTIONS: '' },
-    logFile: path.join(opts.dir, 'receiver.log'),
+    logFile: path.join(o.dir, 'receiver.log'),
     ready: 'receiver ready',
     ipc: true,
   });
-  stops.push(() => receiverService.stop());
+  o.stops.push(() => receiverService.stop());
   const receiver = await connectReceiver(receiverService, tls);
   out.barePerSecond = (await bareLoop(receiver, tls.ca, opts.quick ? 2 : 4)).perSecond;
 
-  opts.step(
-    `starting the production shape: Postgres, Temporal server, ${out.apiProcesses} API and ${out.workerProcesses} worker processes`,
-  );
+  o.step(`starting the production shape: Postgres, Temporal server, ${o.apiProcesses} API and ${o.workerProcesses} worker processes`);
   const t0 = Date.now();
   const shape = await startProductionShape({
-    dataDir: opts.dir,
-    // Embedded Postgres even when DATABASE_URL is set: no bench rows or Temporal databases land on that server, and its CPU is counted.
-    apiProcesses: out.apiProcesses,
-    workerProcesses: out.workerProcesses,
-    postgresSettings: statements ? STATEMENT_STATS_SETTINGS : undefined,
+    dataDir: o.dir,
+    apiProcesses: o.apiProcesses,
+    workerProcesses: o.workerProcesses,
+    postgresSettings: o.statements ? STATEMENT_STATS_SETTINGS : undefined,
     env: {
       // The receiver is on loopback with the bench's own CA: dev mode lets both through, as in test/cluster.
       WEBHOOKS_DEV_MODE: '1',
       WEBHOOKS_DEV_CA_FILE: tls.caFile,
       RATE_LIMIT_BURST: '1000000000',
       RATE_LIMIT_PER_SECOND: '1000000000',
-      ENDPOINT_LIMIT: String(manyEndpoints + 10),
+      ENDPOINT_LIMIT: String(o.endpointLimit),
     },
-    say: (line) => opts.step(`  ${line}`),
+    say: (line) => o.step(`  ${line}`),
   });
-  stops.push(() => shape.stop());
-  out.startSeconds = +((Date.now() - t0) / 1000).toFixed(1);
+  o.stops.push(() => shape.stop());
+  const startSeconds = +((Date.now() - t0) / 1000).toFixed(1);
 
   const db = createPool(shape.databaseUrl, 8);
-  stops.push(() => db.end());
-  if (statements) await enableStatementStats(db);
+  o.stops.push(() => db.end());
+  if (o.statements) await enableStatementStats(db);
   const apiPool = new Pool(shape.apiUrl, { connections: 64, pipelining: 1 });
-  stops.push(() => apiPool.close());
-  const recorder = statements ? phaseStatements(db, path.join(opts.dir, 'statements.txt'), { allDatabases: true }) : undefined;
-  const bench = new ShapeBench(shape, db, apiCaller(apiPool), receiver, recorder);
+  o.stops.push(() => apiPool.close());
+  const api = apiCaller(apiPool);
+  const recorder = o.statements ? phaseStatements(db, path.join(o.dir, 'statements.txt'), { allDatabases: true }) : undefined;
+  return { shape, db, api, receiver, startSeconds, bench: new ShapeBench(shape, db, api, receiver, recorder) };
+}
+
+async function measure(opts: ProductionPhaseOptions, out: ProductionResults, stops: (() => Promise<unknown>)[]): Promise<void> {
+  const manyEndpoints = opts.quick ? 20 : 100;
+  const size = opts.quick ? { events: 600, capSeconds: 3, warmup: 100 } : { events: 4_000, capSeconds: 20, warmup: 4_000 };
+  const { receiver, bench, startSeconds } = await startShapeBench({
+    dir: opts.dir,
+    step: opts.step,
+    apiProcesses: out.apiProcesses,
+    workerProcesses: out.workerProcesses,
+    endpointLimit: manyEndpoints + 10,
+    statements: opts.argv.includes('--statements'),
+    stops,
+  });
+  out.startSeconds = startSeconds;
 
   opts.step(`creating tenants: 1 + ${manyEndpoints} (one per Customer) endpoints, verified through the API`);
   const [single, many] = await Promise.all([bench.tenant('single', 1), bench.tenant('many', manyEndpoints)]);
@@ -206,13 +235,15 @@ async function measure(opts: ProductionPhaseOptions, out: ProductionResults, sto
   out.receiver = { requests, badSignatures, unknownPaths, duplicates };
 }
 
-interface Tenant {
+export interface Tenant {
+  accountId: string;
   key: string;
   customerIds: string[];
+  endpointIds: string[];
 }
 
 /** Tenants, publishers and CPU accounting against one running shape. */
-class ShapeBench {
+export class ShapeBench {
   constructor(
     private shape: ProductionShape,
     private db: ReturnType<typeof createPool>,
@@ -245,18 +276,37 @@ class ShapeBench {
       const res = await this.api('POST', `/api/v1/webhooks/${created[i]!.id}/test`, key);
       if (res.status !== 200) throw new Error(`endpoint not verified: ${res.status} ${JSON.stringify(res.body)}`);
     });
-    return { key, customerIds };
+    return { accountId: account.id, key, customerIds, endpointIds: created.map((c) => c.id) };
   }
 
   /** Closed loop: 16 publishers, one event per request, until `count` or the time cap; then every arrival. */
   async publish(t: Tenant, tag: string, count: number, capSeconds: number) {
+    const sentAt = await this.send(t, tag, count, capSeconds);
+    await this.allArrived([...sentAt.keys()], tag);
+    const first = Math.min(...sentAt.values());
+    const last = Math.max(...[...sentAt.keys()].map((k) => this.receiver.arrivals.get(k)!));
+    const latency = this.latencies(sentAt)
+      .map((l) => l.ms)
+      .sort((a, b) => a - b);
+    return {
+      events: sentAt.size,
+      perSecond: Math.round(sentAt.size / ((last - first) / 1000)),
+      latencyMs: { p50: +pct(latency, 50).toFixed(1), p99: +pct(latency, 99).toFixed(1), max: +latency[latency.length - 1]!.toFixed(1) },
+    };
+  }
+
+  /**
+   * The publishing half of `publish`: 16 publishers until `count`, the time cap or `stop()`;
+   * when each event was sent, by its idempotency key (what the receiver reports its arrival by).
+   */
+  async send(t: Tenant, tag: string, count: number, capSeconds: number, stop = () => false): Promise<Map<string, number>> {
     const sentAt = new Map<string, number>();
     let failures = 0;
     let next = 0;
     const until = now() + capSeconds * 1000;
     await Promise.all(
       Array.from({ length: PUBLISHERS }, async () => {
-        for (let n = next++; n < count && now() < until; n = next++) {
+        for (let n = next++; n < count && now() < until && !stop(); n = next++) {
           const entityId = `${tag}_${n}`;
           const customerId = t.customerIds.length ? t.customerIds[n % t.customerIds.length] : undefined;
           const body = { type: def.type, data: demandData(entityId, `c_${n}`), ...(customerId ? { customer_id: customerId } : {}) };
@@ -266,15 +316,12 @@ class ShapeBench {
       }),
     );
     if (failures) throw new Error(`${tag}: ${failures} publishes were not answered 201`);
-    await this.allArrived([...sentAt.keys()], tag);
-    const first = Math.min(...sentAt.values());
-    const last = Math.max(...[...sentAt.keys()].map((k) => this.receiver.arrivals.get(k)!));
-    const latency = [...sentAt].map(([k, at]) => this.receiver.arrivals.get(k)! - at).sort((a, b) => a - b);
-    return {
-      events: sentAt.size,
-      perSecond: Math.round(sentAt.size / ((last - first) / 1000)),
-      latencyMs: { p50: +pct(latency, 50).toFixed(1), p99: +pct(latency, 99).toFixed(1), max: +latency[latency.length - 1]!.toFixed(1) },
-    };
+    return sentAt;
+  }
+
+  /** Once every key of `sentAt` has arrived (`allArrived`): when each was sent and its latency, publish → receipt. */
+  latencies(sentAt: Map<string, number>): { sentAt: number; ms: number }[] {
+    return [...sentAt].map(([k, at]) => ({ sentAt: at, ms: this.receiver.arrivals.get(k)! - at }));
   }
 
   /**
@@ -282,7 +329,7 @@ class ShapeBench {
    * 30: when two cores are saturated the Temporal server's internal calls can time out (history to
    * matching), and it retries them with a backoff that has taken over 30 s; nothing is lost.
    */
-  private async allArrived(keys: string[], what: string): Promise<void> {
+  async allArrived(keys: string[], what: string): Promise<void> {
     let missing = keys.filter((k) => !this.receiver.arrivals.has(k));
     let progressAt = Date.now();
     while (missing.length > 0) {
