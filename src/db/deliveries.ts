@@ -2,7 +2,8 @@ import type { EndpointId } from '../core/ids.js';
 import { DomainError, notFound } from '../core/domain-error.js';
 import type { PageKey } from '../core/paging.js';
 import type { AttemptError } from '../core/health.js';
-import { eventColumnsOf, type EventRow } from './events.js';
+import { decodePayload } from './payload-bytes.js';
+import { eventColumnsOf, type EventRow, type TableRow } from './events.js';
 import { endpointColumnsAs, endpointFromColumns, healthySessionUpdate, type EndpointRow, type HealthStatus } from './endpoints.js';
 import { inPageOrder, keyset } from './keyset.js';
 import type { Queryable } from './pool.js';
@@ -226,11 +227,10 @@ export async function insertEventDeliveries(
 }
 
 /**
- * What a POST needs of a claimed delivery's event (src/core/webhook-body.ts): not the stream item's
- * copy of the payload (`stream_data`) nor the contact references, which every claim would
- * otherwise read, send and parse again for nothing.
+ * What a POST needs of a claimed delivery's event (src/core/webhook-body.ts): not the contact
+ * references nor an older event's stream copy, which every claim would otherwise read and send for nothing.
  */
-export const CLAIMED_EVENT_COLUMNS = [
+const CLAIMED_EVENT_COLUMNS = [
   'id',
   'type',
   'customer_id',
@@ -238,16 +238,17 @@ export const CLAIMED_EVENT_COLUMNS = [
   'channel',
   'channel_account',
   'external_id',
-  'data',
-] as const satisfies readonly (keyof EventRow)[];
-export type ClaimedEvent = Pick<EventRow, (typeof CLAIMED_EVENT_COLUMNS)[number]>;
+  'payload',
+] as const satisfies readonly (keyof TableRow)[];
+export type ClaimedEvent = Pick<EventRow, Exclude<(typeof CLAIMED_EVENT_COLUMNS)[number], 'payload'> | 'data'>;
 const claimedEventColumnsOf = (alias: string): string => eventColumnsOf(alias, CLAIMED_EVENT_COLUMNS);
 
 function claimedEventOf(row: Record<string, unknown>): ClaimedEvent | null {
   if (!row.id) return null;
   const event: Record<string, unknown> = {};
   for (const c of CLAIMED_EVENT_COLUMNS) event[c] = row[c];
-  return event as unknown as ClaimedEvent;
+  const { payload, ...rest } = event;
+  return { ...rest, data: decodePayload(payload as Buffer) } as unknown as ClaimedEvent;
 }
 
 /** A claim's row: the delivery's columns prefixed `delivery_`, its event's (claimedEventColumnsOf) as they are. */
