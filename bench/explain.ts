@@ -66,7 +66,8 @@ function originlessRow(
     contact_ref: null,
     contact_refs: [],
     data,
-    stream_data: data,
+    contact_id: null,
+    conversation_id: null,
     occurred_at: new Date(),
   };
 }

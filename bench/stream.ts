@@ -61,9 +61,9 @@ async function main() {
   for (let from = INGEST + 1; from <= STREAM; from += chunk) {
     const to = Math.min(STREAM, from + chunk - 1);
     await db.query(
-      `INSERT INTO events (account_id, environment, cursor, type, idempotency_key, data, stream_data, occurred_at)
+      `INSERT INTO events (account_id, environment, cursor, type, idempotency_key, payload, occurred_at)
        SELECT $1, 'live', g, 'crm.demand.created', 'crm:demand:bulk_' || g || ':1',
-              jsonb_build_object('entity_type', 'demand', 'entity_id', 'bulk_' || g), jsonb_build_object('entity_type', 'demand', 'entity_id', 'bulk_' || g), now()
+              convert_to(jsonb_build_object('entity_type', 'demand', 'entity_id', 'bulk_' || g)::text, 'UTF8'), now()
        FROM generate_series($2::bigint, $3::bigint) g`,
       [account.id, from, to],
     );

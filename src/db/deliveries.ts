@@ -3,7 +3,8 @@ import { DomainError, notFound } from '../core/domain-error.js';
 import type { PageKey } from '../core/paging.js';
 import type { AttemptError } from '../core/health.js';
 import { countEndedSql, countLimitedDeliveries } from './endpoint-hourly-stats.js';
-import { eventColumnsOf, type EventRow } from './events.js';
+import { decodePayload } from './payload-bytes.js';
+import { eventColumnsOf, type EventRow, type TableRow } from './events.js';
 import { endpointColumnsAs, endpointFromColumns, healthySessionUpdate, type EndpointRow, type HealthStatus } from './endpoints.js';
 import { inPageOrder, keyset } from './keyset.js';
 import type { Queryable } from './pool.js';
@@ -117,8 +118,16 @@ export async function listDeliveries(
   if (filter.eventType) add('event_type = ?', filter.eventType);
   const ks = keyset(page, params, '', 'newest-first');
   if (ks.clause) where.push(ks.clause);
+  const order = `created_at ${ks.order}, id ${ks.order}`;
   const { rows } = await db.query<DeliveryRow>(
-    `SELECT ${COLUMNS} FROM deliveries WHERE ${where.join(' AND ')} ORDER BY created_at ${ks.order}, id ${ks.order} LIMIT $2`,
+    filter.endpointId
+      ? `SELECT ${COLUMNS} FROM deliveries WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT $2`
+      : // No index leads with the account (migration 0031: it was about a sixth of a delivery's bytes): the first
+        // rows of each of its endpoints (deleted ones too: their deliveries stay listed), on the endpoint's
+        // page index, merged. A page reads at most (endpoints x page size) rows.
+        `SELECT d.* FROM endpoints e
+         CROSS JOIN LATERAL (SELECT ${COLUMNS} FROM deliveries WHERE endpoint_id = e.id AND ${where.join(' AND ')} ORDER BY ${order} LIMIT $2) d
+         WHERE e.account_id = $1 ORDER BY d.created_at ${ks.order}, d.id ${ks.order} LIMIT $2`,
     params,
   );
   return inPageOrder(rows, ks);
@@ -249,11 +258,10 @@ export async function insertEventDeliveries(
 }
 
 /**
- * What a POST needs of a claimed delivery's event (src/core/webhook-body.ts): not the stream item's
- * copy of the payload (`stream_data`) nor the contact references, which every claim would
- * otherwise read, send and parse again for nothing.
+ * What a POST needs of a claimed delivery's event (src/core/webhook-body.ts): not the contact
+ * references nor an older event's stream copy, which every claim would otherwise read and send for nothing.
  */
-export const CLAIMED_EVENT_COLUMNS = [
+const CLAIMED_EVENT_COLUMNS = [
   'id',
   'type',
   'customer_id',
@@ -261,16 +269,17 @@ export const CLAIMED_EVENT_COLUMNS = [
   'channel',
   'channel_account',
   'external_id',
-  'data',
-] as const satisfies readonly (keyof EventRow)[];
-export type ClaimedEvent = Pick<EventRow, (typeof CLAIMED_EVENT_COLUMNS)[number]>;
+  'payload',
+] as const satisfies readonly (keyof TableRow)[];
+export type ClaimedEvent = Pick<EventRow, Exclude<(typeof CLAIMED_EVENT_COLUMNS)[number], 'payload'> | 'data'>;
 const claimedEventColumnsOf = (alias: string): string => eventColumnsOf(alias, CLAIMED_EVENT_COLUMNS);
 
 function claimedEventOf(row: Record<string, unknown>): ClaimedEvent | null {
   if (!row.id) return null;
   const event: Record<string, unknown> = {};
   for (const c of CLAIMED_EVENT_COLUMNS) event[c] = row[c];
-  return event as unknown as ClaimedEvent;
+  const { payload, ...rest } = event;
+  return { ...rest, data: decodePayload(payload as Buffer) } as unknown as ClaimedEvent;
 }
 
 /** A claim's row: the delivery's columns prefixed `delivery_`, its event's (claimedEventColumnsOf) as they are. */

@@ -1,5 +1,8 @@
 /** The append-only event stream, per Account and environment. */
 import type { RoutableEndpoint } from '../core/admission.js';
+import { getEventDefinition, streamData } from '../core/catalog/index.js';
+import { inJsonbKeyOrder } from '../core/jsonb-order.js';
+import { decodePayload, encodePayload } from './payload-bytes.js';
 import type { Queryable } from './pool.js';
 import { countEndedSql } from './endpoint-hourly-stats.js';
 
@@ -23,16 +26,49 @@ export interface EventRow {
   contact_ref: string | null;
   /** Every contact the event carries (contact_ref among them): deleting any of them removes the event. */
   contact_refs: string[];
+  /**
+   * The payload, stored once (the `payload` column, src/db/payload-bytes.ts): webhook bodies are
+   * built from it, the stream item's data derived from it. Keys in jsonb's order when read back.
+   */
   data: Record<string, unknown>;
+  /**
+   * The stream item's data: derived from `data` (streamDataOf) by every function here that returns
+   * rows. The column holds it only for events stored before migration 0031 that it could not derive.
+   */
   stream_data: Record<string, unknown>;
+  /** The contact and conversation a *.message.received item names; null for other types. */
+  contact_id: string | null;
+  conversation_id: string | null;
   occurred_at: Date;
   created_at: Date;
 }
 
-export type NewEvent = Omit<EventRow, 'id' | 'cursor' | 'created_at'>;
+export type NewEvent = Omit<EventRow, 'id' | 'cursor' | 'created_at' | 'stream_data'>;
+
+/** The stream item's data of an event, from its stored payload and ids (src/core/catalog streamData); a type no longer in the catalog keeps its payload. */
+export function streamDataOf(
+  e: Pick<EventRow, 'type' | 'data' | 'message_resource_id' | 'contact_id' | 'conversation_id'>,
+): Record<string, unknown> {
+  const def = getEventDefinition(e.type);
+  if (!def) return { ...e.data };
+  return streamData(def, e.data, { messageResourceId: e.message_resource_id, contactId: e.contact_id, conversationId: e.conversation_id });
+}
 
 /**
- * Every column of EventRow, named: statements prepared once per connection (pg's `name`) list
+ * A row as read from the table: its payload decoded, and its stream item's data, the stored copy
+ * of an older event or derived, its keys in jsonb's order as the copy had them (stream pages read as before).
+ */
+export function fromTable(row: TableRow): EventRow {
+  const { payload, stream_data, ...rest } = row;
+  const e = { ...rest, data: decodePayload(payload) };
+  return { ...e, stream_data: stream_data ?? (inJsonbKeyOrder(streamDataOf(e)) as Record<string, unknown>) };
+}
+
+/** A row of the table as it is: the payload encoded, `stream_data` null unless an older event kept its copy. */
+export type TableRow = Omit<EventRow, 'stream_data' | 'data'> & { payload: Buffer; stream_data: Record<string, unknown> | null };
+
+/**
+ * Every column of the table, named: statements prepared once per connection (pg's `name`) list
  * their columns, so a column a later migration adds cannot change a prepared result's type
  * (Postgres refuses that with "cached plan must not change result type").
  */
@@ -52,16 +88,18 @@ export const EVENT_COLUMNS = [
   'message_resource_id',
   'contact_ref',
   'contact_refs',
-  'data',
+  'payload',
   'stream_data',
+  'contact_id',
+  'conversation_id',
   'occurred_at',
   'created_at',
-] as const satisfies readonly (keyof EventRow)[];
-// A field added to EventRow and not to EVENT_COLUMNS fails to compile here, instead of reading undefined.
-const everyEventColumn: Exclude<keyof EventRow, (typeof EVENT_COLUMNS)[number]> extends never ? true : never = true;
+] as const satisfies readonly (keyof TableRow)[];
+// A field added to TableRow and not to EVENT_COLUMNS fails to compile here, instead of reading undefined.
+const everyEventColumn: Exclude<keyof TableRow, (typeof EVENT_COLUMNS)[number]> extends never ? true : never = true;
 void everyEventColumn;
 /** `columns` (EVENT_COLUMNS unless given) of the table or CTE `alias`, for a select list. */
-export const eventColumnsOf = (alias: string, columns: readonly (keyof EventRow)[] = EVENT_COLUMNS): string =>
+export const eventColumnsOf = (alias: string, columns: readonly (keyof TableRow)[] = EVENT_COLUMNS): string =>
   columns.map((c) => `${alias}.${c}`).join(', ');
 
 /** Creates the stream's head row on first use; a no-op once it exists. */
@@ -81,14 +119,14 @@ export async function findEventsByKeys(
 ): Promise<Map<string, EventRow>> {
   if (keys.length === 0) return new Map();
   // One probe of the idempotency key index per key, whatever the statistics (see findKnownKeysAndEndpoints).
-  const { rows } = await db.query<EventRow>(
+  const { rows } = await db.query<TableRow>(
     `SELECT f.* FROM unnest($3::text[]) AS w(key)
      CROSS JOIN LATERAL (SELECT * FROM events WHERE (account_id, environment, idempotency_key) >= ($1::uuid, $2::text, w.key)
                          ORDER BY account_id, environment, idempotency_key LIMIT 1) f
      WHERE f.account_id = $1 AND f.environment = $2 AND f.idempotency_key = w.key`,
     [accountId, environment, keys],
   );
-  return new Map(rows.map((r) => [r.idempotency_key, r]));
+  return new Map(rows.map((r) => [r.idempotency_key, fromTable(r)]));
 }
 
 /** jsonb values go into jsonb[] as JSON text, so an array payload is not mistaken for a nested SQL array. */
@@ -105,7 +143,7 @@ const json = (v: unknown) => (v === null || v === undefined ? null : JSON.string
  */
 export async function appendEvents(tx: Queryable, events: (NewEvent & { id?: string })[]): Promise<EventRow[]> {
   if (events.length === 0) return [];
-  const { rows } = await tx.query<EventRow>(
+  const { rows } = await tx.query<TableRow>(
     `WITH head AS (
        UPDATE stream_heads SET last_cursor = last_cursor + $3 WHERE account_id = $1 AND environment = $2 RETURNING last_cursor - $3 AS base
      )
@@ -113,32 +151,31 @@ export async function appendEvents(tx: Queryable, events: (NewEvent & { id?: str
      RETURNING *`,
     eventParams(events),
   );
-  return rows;
+  return rows.map(fromTable);
 }
 
 /** Inserts the events of `eventParams` at the cursors after `head.base`, in array order; a taken key is skipped. */
 const INSERT_EVENTS = `INSERT INTO events (id, account_id, environment, cursor, type, idempotency_key, customer_id, channel, channel_account_id, channel_account,
-                         external_id, message_id, message_resource_id, contact_ref, contact_refs, data, stream_data, occurred_at)
+                         external_id, message_id, message_resource_id, contact_ref, contact_refs, payload, contact_id, conversation_id, occurred_at)
      SELECT coalesce(e.id, gen_random_uuid()), $1, $2, head.base + e.n, e.type, e.idempotency_key, e.customer_id, e.channel, e.channel_account_id, e.channel_account,
             e.external_id, e.message_id, e.message_resource_id, e.contact_ref,
             -- A list per row travels as a JSON array: unnest would flatten a two-dimensional text[].
-            ARRAY(SELECT jsonb_array_elements_text(e.contact_refs)), e.data, coalesce(e.stream_data, e.data), e.occurred_at
+            ARRAY(SELECT jsonb_array_elements_text(e.contact_refs)), e.payload, e.contact_id, e.conversation_id, e.occurred_at
      FROM head,
           unnest($4::text[], $5::text[], $6::uuid[], $7::text[], $8::uuid[], $9::jsonb[], $10::text[], $11::text[], $12::uuid[], $13::text[],
-                 $14::jsonb[], $15::jsonb[], $16::timestamptz[], $17::uuid[], $18::jsonb[])
+                 $14::bytea[], $15::uuid[], $16::timestamptz[], $17::uuid[], $18::jsonb[], $19::uuid[])
             WITH ORDINALITY AS e(type, idempotency_key, customer_id, channel, channel_account_id, channel_account, external_id, message_id,
-                                 message_resource_id, contact_ref, data, stream_data, occurred_at, id, contact_refs, n)
+                                 message_resource_id, contact_ref, payload, contact_id, occurred_at, id, contact_refs, conversation_id, n)
      ORDER BY e.n
      ON CONFLICT (account_id, environment, idempotency_key) DO NOTHING`;
 
-/** $1..$18 of INSERT_EVENTS: the stream, the count, then one array per column. */
+/** $1..$19 of INSERT_EVENTS: the stream, the count, then one array per column. */
 function eventParams(events: (NewEvent & { id?: string })[]): unknown[] {
   const { account_id, environment } = events[0]!;
   if (events.some((e) => e.account_id !== account_id || e.environment !== environment)) {
     throw new Error('appendEvents: every event must belong to one stream');
   }
   const column = <K extends keyof NewEvent>(k: K) => events.map((e) => e[k]);
-  const data = events.map((e) => json(e.data));
   return [
     account_id,
     environment,
@@ -153,15 +190,12 @@ function eventParams(events: (NewEvent & { id?: string })[]): unknown[] {
     column('message_id'),
     column('message_resource_id'),
     column('contact_ref'),
-    data,
-    // Most stream items carry the webhook payload as it is: sent once (null: the same as data), parsed once.
-    events.map((e, i) => {
-      const streamData = json(e.stream_data);
-      return streamData === data[i] ? null : streamData;
-    }),
+    events.map((e) => encodePayload(e.data)),
+    column('contact_id'),
     column('occurred_at'),
     events.map((e) => e.id ?? null),
     events.map((e) => JSON.stringify(e.contact_refs)),
+    column('conversation_id'),
   ];
 }
 
@@ -237,10 +271,16 @@ const appendWholeSql = (after?: string) => `head AS (
      )
      SELECT ev.id, ev.cursor, ev.created_at, 1 / ((SELECT count(*) FROM ev) = $3)::int AS whole FROM (SELECT 1) one LEFT JOIN ev ON true ORDER BY ev.cursor`;
 
-/** What Postgres chose (cursor, created_at) with what was given, in array order: the payloads do not travel back to be parsed again. */
+/**
+ * What Postgres chose (cursor, created_at) with what was given, in array order: the payloads do not
+ * travel back to be parsed again (so the stream item's data has its keys in the order built).
+ */
 function withChosen(events: (NewEvent & { id: string })[], rows: Pick<EventRow, 'id' | 'cursor' | 'created_at'>[]): EventRow[] {
   const given = new Map(events.map((e) => [e.id, e]));
-  return rows.map(({ id, cursor, created_at }) => ({ ...given.get(id)!, id, cursor, created_at }));
+  return rows.map(({ id, cursor, created_at }) => {
+    const e = given.get(id)!;
+    return { ...e, id, cursor, created_at, stream_data: streamDataOf(e) };
+  });
 }
 
 /**
@@ -267,7 +307,7 @@ export async function appendEventsWithDeliveries(
               -- A held delivery gets no due time; its hold is started by the endpoint's workflow, on its clock.
               CASE WHEN NOT d.held THEN now() END
        -- The event's id, type and key travel once per event (in the events' arrays) and are joined by the event's position (n).
-       FROM unnest($19::int[], $20::uuid[], $21::boolean[]) AS d(n, endpoint_id, held)
+       FROM unnest($20::int[], $21::uuid[], $22::boolean[]) AS d(n, endpoint_id, held)
        JOIN unnest($17::uuid[], $4::text[], $5::text[]) WITH ORDINALITY AS ev(id, type, idempotency_key, n) ON ev.n = d.n
        RETURNING 1
      ), -- The head's row needs every delivery written first, so the stream's lock is taken after them (most
@@ -315,20 +355,20 @@ export async function readStream(
   after: string,
   limit: number,
 ): Promise<{ rows: EventRow[]; hasMore: boolean }> {
-  const { rows } = await db.query<EventRow>(
+  const { rows } = await db.query<TableRow>(
     `SELECT * FROM events WHERE account_id = $1 AND environment = $2 AND cursor > $3 ORDER BY cursor LIMIT $4`,
     [accountId, environment, after, limit + 1],
   );
-  return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
+  return { rows: rows.slice(0, limit).map(fromTable), hasMore: rows.length > limit };
 }
 
 /** One event of the Account, in `environment` when given; undefined otherwise (another tenant's id included). */
 export async function getEvent(db: Queryable, accountId: string, id: string, environment?: Environment): Promise<EventRow | undefined> {
-  const { rows } = await db.query<EventRow>(
+  const { rows } = await db.query<TableRow>(
     `SELECT * FROM events WHERE id = $1 AND account_id = $2 AND ($3::text IS NULL OR environment = $3)`,
     [id, accountId, environment ?? null],
   );
-  return rows[0];
+  return rows[0] && fromTable(rows[0]);
 }
 
 /**

@@ -92,7 +92,6 @@ export async function publishEvent(
     contactRef: contactRefs[0] ?? null,
     contactRefs,
     streamContext: {
-      messageResourceId: registered?.id ?? null,
       contactId: registered?.contact_id ?? null,
       conversationId: registered?.conversation_id ?? null,
     },

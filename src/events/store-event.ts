@@ -9,7 +9,7 @@
  */
 import crypto from 'node:crypto';
 import { admit, type Admission, type RoutableEndpoint } from '../core/admission.js';
-import { streamData, type EventDefinition, type StreamContext } from '../core/catalog/index.js';
+import { isNormalizedInStream, type EventDefinition, type StreamContext } from '../core/catalog/index.js';
 import { capApplies, FREE_PLAN_MONTHLY_LIMIT, judgeCount, usageMonth } from '../core/free-plan.js';
 import { insertBatchDeliveries, type NewEventDelivery } from '../db/deliveries.js';
 import { getAccount, type Account, type ChannelAccount } from '../db/directory.js';
@@ -52,6 +52,7 @@ export interface IngestEvent {
   contactRef: string | null;
   /** Other contacts the event carries (e.g. both owners of an opportunity that changed hands): deleting any removes it. */
   contactRefs?: string[];
+  /** The ids a received message's stream item names (with messageResourceId); stored with the event only for those. */
   streamContext: StreamContext;
   occurredAt: Date;
 }
@@ -155,7 +156,8 @@ function eventRow(e: IngestEvent): NewEvent & { id: string } {
     contact_ref: e.contactRef,
     contact_refs: [...new Set([e.contactRef, ...(e.contactRefs ?? [])].filter((c): c is string => c !== null))],
     data: e.data,
-    stream_data: streamData(e.def, e.data, e.streamContext),
+    contact_id: isNormalizedInStream(e.def) ? (e.streamContext.contactId ?? null) : null,
+    conversation_id: isNormalizedInStream(e.def) ? (e.streamContext.conversationId ?? null) : null,
     occurred_at: e.occurredAt,
   };
 }

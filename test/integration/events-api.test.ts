@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { canonicalJson, getEventDefinition, sha256Hex } from '../../src/core/catalog/index.js';
 import { webhookBody } from '../../src/core/webhook-body.js';
 import { createChannelAccount, createCustomer } from '../../src/db/directory.js';
-import type { EventRow } from '../../src/db/events.js';
+import { fromTable, type EventRow, type TableRow } from '../../src/db/events.js';
 import { registerOutboundMessage, upsertContact } from '../../src/db/messaging.js';
 import { samples, WAMID } from '../support/catalog-samples.js';
 import { deliverOnce } from '../support/deliver-once.js';
@@ -123,7 +123,7 @@ async function deliveriesOf(eventId: string) {
 }
 
 async function eventRow(id: string): Promise<EventRow> {
-  return (await testDb().query<EventRow>(`SELECT * FROM events WHERE id = $1`, [id])).rows[0]!;
+  return fromTable((await testDb().query<TableRow>(`SELECT * FROM events WHERE id = $1`, [id])).rows[0]!);
 }
 
 describe('POST /api/v1/events', () => {

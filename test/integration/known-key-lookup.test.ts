@@ -20,9 +20,9 @@ describe('known-key look-up', () => {
     const db = testDb();
     // Events as the ingest writes them (keys and ~1 KiB payloads of its shape), in one statement.
     await db.query(
-      `INSERT INTO events (account_id, environment, cursor, type, idempotency_key, data, stream_data, occurred_at)
-       SELECT $1, 'live', g, 'crm.demand.created', 'crm:demand:dem_' || g || ':1', p, p, now()
-       FROM generate_series(1, 15000) g, (SELECT jsonb_build_object('description', repeat('x', 1000)) AS p) pad`,
+      `INSERT INTO events (account_id, environment, cursor, type, idempotency_key, payload, occurred_at)
+       SELECT $1, 'live', g, 'crm.demand.created', 'crm:demand:dem_' || g || ':1', p, now()
+       FROM generate_series(1, 15000) g, (SELECT convert_to(jsonb_build_object('description', repeat('x', 1000))::text, 'UTF8') AS p) pad`,
       [t.accountId],
     );
     const c = await client;

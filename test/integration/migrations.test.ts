@@ -6,8 +6,13 @@ import { runner } from 'node-pg-migrate';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
+import { presentStreamItem } from '../../src/api/presenters.js';
+import { EVENT_TYPES, getEventDefinition, streamData } from '../../src/core/catalog/index.js';
+import { fromTable, type EventRow, type TableRow } from '../../src/db/events.js';
 import { migrate } from '../../src/db/migrate.js';
+import { eventBody } from '../../src/delivery/send-webhook.js';
 import { projectRoot } from '../../dev/tools.js';
+import { samples } from '../support/catalog-samples.js';
 
 /**
  * node-pg-migrate ends its connections without waiting for them to close; a forced drop that
@@ -75,6 +80,68 @@ describe('migrations', () => {
         { idempotency_key: 'k1', contact_refs: ['contact-1'] },
         { idempotency_key: 'k2', contact_refs: [] },
       ]);
+    } finally {
+      await db.end();
+      await dropWhenIdle(admin, name);
+      await admin.end();
+    }
+  });
+
+  it('0031 keeps one copy of each existing payload: stream items and webhook bodies of every catalog type read as before', async () => {
+    const serverUrl = new URL(inject('databaseUrl'));
+    const name = `migrate_${crypto.randomBytes(4).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: serverUrl.toString() });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE "${name}"`);
+    const url = new URL(serverUrl);
+    url.pathname = `/${name}`;
+    const db = new pg.Client({ connectionString: url.toString() });
+    try {
+      const dir = path.join(projectRoot, 'src', 'db', 'migrations');
+      const before = fs.readdirSync(dir).filter((f) => f < '0031').length;
+      await runner({
+        databaseUrl: url.toString(),
+        dir,
+        direction: 'up',
+        count: before,
+        migrationsTable: 'schema_migrations',
+        log: () => {},
+      });
+      await db.connect();
+      const { rows: accounts } = await db.query(`INSERT INTO accounts (name, owner_email) VALUES ('a', 'o@example.com') RETURNING id`);
+      // Every type as the service stored it before: the payload, and the stream item's data beside it.
+      for (const [i, def] of EVENT_TYPES.entries()) {
+        const data = def.data.parse(samples[def.type]!.data);
+        const ids = { messageResourceId: crypto.randomUUID(), contactId: crypto.randomUUID(), conversationId: crypto.randomUUID() };
+        await db.query(
+          `INSERT INTO events (account_id, environment, cursor, type, idempotency_key, message_resource_id, data, stream_data, occurred_at)
+           VALUES ($1, 'live', $2, $3, $4, $5, $6, $7, now())`,
+          [
+            accounts[0].id,
+            i + 1,
+            def.type,
+            `k${i}`,
+            ids.messageResourceId,
+            JSON.stringify(data),
+            JSON.stringify(streamData(def, data, ids)),
+          ],
+        );
+      }
+      const seen = (row: EventRow) => ({
+        item: JSON.stringify(presentStreamItem(row)),
+        body: eventBody(getEventDefinition(row.type)!, row).toString('utf8'),
+      });
+      const old = (await db.query<EventRow>(`SELECT * FROM events ORDER BY cursor`)).rows.map(seen);
+      await migrate(url.toString());
+      const now = (await db.query<TableRow>(`SELECT * FROM events ORDER BY cursor`)).rows.map((r) => seen(fromTable(r)));
+      expect(now).toEqual(old);
+      // Only received messages keep their copy: their platform ids were never columns.
+      const { rows: kept } = await db.query(`SELECT type FROM events WHERE stream_data IS NOT NULL ORDER BY type`);
+      expect(kept.map((r) => r.type)).toEqual(
+        EVENT_TYPES.map((d) => d.type)
+          .filter((t) => t.endsWith('.message.received'))
+          .sort(),
+      );
     } finally {
       await db.end();
       await dropWhenIdle(admin, name);

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { getEventDefinition } from '../../src/core/catalog/index.js';
 import { webhookBody } from '../../src/core/webhook-body.js';
 import { createChannelAccount } from '../../src/db/directory.js';
-import type { EventRow } from '../../src/db/events.js';
+import { fromTable, type TableRow } from '../../src/db/events.js';
 import { registerOutboundMessage } from '../../src/db/messaging.js';
 import { createPool, type Db } from '../../src/db/pool.js';
 import { MAX_ITEMS } from '../../src/channels/inbound/photoapp-webhook.js';
@@ -176,7 +176,7 @@ describe('provider webhook', () => {
       },
     });
 
-    const row = (await testDb().query<EventRow>(`SELECT * FROM events WHERE id = $1`, [item.id])).rows[0]!;
+    const row = fromTable((await testDb().query<TableRow>(`SELECT * FROM events WHERE id = $1`, [item.id])).rows[0]!);
     expect(row.idempotency_key).toBe(wamid);
     expect(webhookBody(getEventDefinition('chatapp.message.received')!, row)).toEqual({
       event: 'chatapp.message.received',
@@ -354,7 +354,7 @@ describe('provider webhook', () => {
     expect(items.map((e) => e.type)).toEqual(['chatapp.account.updated', 'chatapp.phone_number.quality_updated']);
     expect(items[0]!.data).toMatchObject({ waba_id: s.waba, account_event: 'ACCOUNT_VIOLATION', violation_type: 'SPAM' });
     expect(items[1]!.data).toMatchObject({ waba_id: s.waba, phone_number_id: s.pnid, messaging_limit_tier: 'TIER_10K' });
-    const row = (await testDb().query<EventRow>(`SELECT * FROM events WHERE id = $1`, [items[0]!.id])).rows[0]!;
+    const row = fromTable((await testDb().query<TableRow>(`SELECT * FROM events WHERE id = $1`, [items[0]!.id])).rows[0]!);
     const body = webhookBody(getEventDefinition('chatapp.account.updated')!, row);
     expect(body).toMatchObject({ event: 'chatapp.account.updated', customer_id: s.tenant.customerId, environment: 'live' });
     expect(body).not.toHaveProperty('channel');
@@ -569,7 +569,7 @@ describe('photoapp webhook', () => {
       occurred_at: '2026-11-22T10:00:00.000Z',
     });
     expect(items[0].data.message).toMatchObject({ id: mid, direction: 'inbound', type: 'text', content: { body: 'Tem no tamanho M?' } });
-    const row = (await testDb().query<EventRow>(`SELECT * FROM events WHERE id = $1`, [items[0].id])).rows[0]!;
+    const row = fromTable((await testDb().query<TableRow>(`SELECT * FROM events WHERE id = $1`, [items[0].id])).rows[0]!);
     expect(row.idempotency_key).toBe(mid);
     expect(webhookBody(getEventDefinition('photoapp.message.received')!, row)).toMatchObject({
       event: 'photoapp.message.received',

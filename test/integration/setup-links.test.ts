@@ -6,6 +6,7 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChannelAccount, createCustomer } from '../../src/db/directory.js';
+import { fromTable, type TableRow } from '../../src/db/events.js';
 import { createTenant, testDb, type Tenant } from '../support/harness.js';
 import { startApiWithProvider, type ApiWithProvider } from '../support/local-provider.js';
 
@@ -27,11 +28,11 @@ async function signup(setupUrl: string, waba: Record<string, unknown>, connectio
 }
 
 async function connectedEvents(accountId: string, phoneNumberId: string) {
-  const { rows } = await testDb().query(
-    `SELECT * FROM events WHERE account_id = $1 AND type = 'chatapp.phone_number.connected' AND data->>'phone_number_id' = $2 ORDER BY cursor`,
-    [accountId, phoneNumberId],
+  const { rows } = await testDb().query<TableRow>(
+    `SELECT * FROM events WHERE account_id = $1 AND type = 'chatapp.phone_number.connected' ORDER BY cursor`,
+    [accountId],
   );
-  return rows;
+  return rows.map(fromTable).filter((e) => e.data.phone_number_id === phoneNumberId);
 }
 
 async function verifiedEndpoint(tenant: Tenant, customerId: string | null): Promise<string> {
@@ -154,7 +155,7 @@ describe('embedded signup completion', () => {
       customer_id: tenant.customerId,
       channel_account_id: cas[0].id,
     });
-    expect(events[0].data).toMatchObject({
+    expect(events[0]!.data).toMatchObject({
       waba_id: wabaId,
       phone_number_id: pnid,
       display_phone_number: '+1 555 010 0001',
@@ -164,7 +165,7 @@ describe('embedded signup completion', () => {
     const stream = await bed.api.request('GET', '/api/v1/events', { key: tenant.key });
     expect(stream.body.data.map((e: any) => e.type)).toEqual(['chatapp.phone_number.connected']);
 
-    const { rows: deliveries } = await testDb().query(`SELECT endpoint_id FROM deliveries WHERE event_id = $1`, [events[0].id]);
+    const { rows: deliveries } = await testDb().query(`SELECT endpoint_id FROM deliveries WHERE event_id = $1`, [events[0]!.id]);
     expect(deliveries.map((d) => d.endpoint_id).sort()).toEqual([mine, everyone].sort());
     expect(deliveries.map((d) => d.endpoint_id)).not.toContain(theirs);
 

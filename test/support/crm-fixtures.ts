@@ -1,6 +1,7 @@
 /** Fixtures of the CRM tests: a tenant with live and sandbox channel accounts, contacts, endpoints that receive. */
 import crypto from 'node:crypto';
 import { createChannelAccount } from '../../src/db/directory.js';
+import { fromTable, type TableRow } from '../../src/db/events.js';
 import { recordIncomingMessage } from '../../src/db/messaging.js';
 import type { Db } from '../../src/db/pool.js';
 import { createTenant, testDb, type Tenant, type TestApi } from './harness.js';
@@ -74,17 +75,16 @@ export async function receivingEndpoint(api: TestApi, tenant: Tenant, events: st
   return res.body.data.id as string;
 }
 
+/** The stream's events of the Account, read as the service reads them (the payload decoded). */
 export async function eventsOf(accountId: string, environment = 'live', db: Db = testDb()) {
-  const { rows } = await db.query<{
-    id: string;
-    type: string;
-    idempotency_key: string;
-    data: Record<string, any>;
-    contact_ref: string | null;
-    channel_account_id: string | null;
-    customer_id: string | null;
-  }>(`SELECT * FROM events WHERE account_id = $1 AND environment = $2 ORDER BY cursor`, [accountId, environment]);
-  return rows;
+  const { rows } = await db.query<TableRow>(`SELECT * FROM events WHERE account_id = $1 AND environment = $2 ORDER BY cursor`, [
+    accountId,
+    environment,
+  ]);
+  return rows.map((r) => {
+    const e = fromTable(r);
+    return { ...e, data: e.data as Record<string, any> };
+  });
 }
 
 export async function deliveriesOf(eventId: string) {

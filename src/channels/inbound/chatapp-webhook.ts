@@ -150,7 +150,7 @@ async function storeStatus(
     externalId: fact.messageId,
     messageResourceId: message.id,
     contactRef: message.contact_id,
-    streamContext: { messageResourceId: message.id, contactId: message.contact_id, conversationId: message.conversation_id },
+    streamContext: { contactId: message.contact_id, conversationId: message.conversation_id },
     occurredAt: timeOf(fact.occurredAt),
   });
   return 'stored' in outcome ? outcome.stored : null;
@@ -190,7 +190,7 @@ async function store(deps: InboundDeps, p: PlannedEvent): Promise<boolean> {
         externalId,
         messageResourceId: rows.messageId,
         contactRef: rows.contactId,
-        streamContext: { messageResourceId: rows.messageId, contactId: rows.contactId, conversationId: rows.conversationId },
+        streamContext: { contactId: rows.contactId, conversationId: rows.conversationId },
         occurredAt: timeOf(fact.occurredAt),
       };
       break;
@@ -203,7 +203,7 @@ async function store(deps: InboundDeps, p: PlannedEvent): Promise<boolean> {
         externalId: fact.messageId,
         messageResourceId: message?.id ?? null,
         contactRef: message?.contact_id ?? null,
-        streamContext: { messageResourceId: message?.id ?? null },
+        streamContext: {},
         occurredAt: timeOf(fact.kind === 'edited' ? fact.editedAt : fact.revokedAt),
       };
       break;

@@ -147,7 +147,7 @@ export async function ingestPhotoappNotification(deps: IngestDeps, body: unknown
           externalId: String(fact.message.id),
           messageResourceId: r.messageId,
           contactRef: r.contactId,
-          streamContext: { messageResourceId: r.messageId, contactId: r.contactId, conversationId: r.conversationId },
+          streamContext: { contactId: r.contactId, conversationId: r.conversationId },
           occurredAt: fact.occurredAt ? new Date(fact.occurredAt) : new Date(),
         },
         deps.now?.(),

@@ -48,15 +48,26 @@ export function routesTo(def: EventDefinition, subscribed: readonly string[]): b
   return def.category !== null && subscribed.includes(def.category);
 }
 
+/** The platform's ids a received message's stream item names (SPEC 2.4); other items name none. */
 export interface StreamContext {
-  messageResourceId?: string | null;
   contactId?: string | null;
   conversationId?: string | null;
 }
 
-/** The stream item's `data` for a stored event (SPEC 2.4, 6.3). */
-export function streamData(def: EventDefinition, data: Record<string, unknown>, ctx: StreamContext): Record<string, unknown> {
-  if (def.type.endsWith('.message.received')) return normalizeReceived(data, ctx);
+/** Whether the stream item of `def` is normalised with a StreamContext (and the message resource's id). */
+export const isNormalizedInStream = (def: Pick<EventDefinition, 'type'>): boolean => def.type.endsWith('.message.received');
+
+/**
+ * The stream item's `data` for a stored event (SPEC 2.4, 6.3): derived from the payload each time
+ * it is read, so the payload is stored once. Keys of objects it builds come in this code's order:
+ * src/db/events.ts puts what it reads back in jsonb's.
+ */
+export function streamData(
+  def: Pick<EventDefinition, 'type' | 'category'>,
+  data: Record<string, unknown>,
+  ctx: StreamContext & { messageResourceId?: string | null },
+): Record<string, unknown> {
+  if (isNormalizedInStream(def)) return normalizeReceived(data, ctx);
   if (def.category === 'statuses' && def.type.startsWith('chatapp.message.')) {
     // In the stream, null fields of status events are omitted.
     return Object.fromEntries(Object.entries(data).filter(([, v]) => v !== null && v !== undefined));
@@ -64,7 +75,10 @@ export function streamData(def: EventDefinition, data: Record<string, unknown>, 
   return { ...data };
 }
 
-function normalizeReceived(data: Record<string, unknown>, ctx: StreamContext): Record<string, unknown> {
+function normalizeReceived(
+  data: Record<string, unknown>,
+  ctx: StreamContext & { messageResourceId?: string | null },
+): Record<string, unknown> {
   const out: Record<string, unknown> = { ...data };
   const message = data['message'];
   if (isRecord(message)) {

@@ -1,0 +1,23 @@
+/**
+ * An event's payload as stored (events.payload): its JSON, keys in jsonb's order (so webhook bodies
+ * and stream items read exactly as they did from the jsonb column it replaced), zlib-compressed
+ * when that is shorter. Postgres compresses no value of a row under about 2 KB (toast_tuple_target
+ * cannot lower that), and a 1 KiB payload is most of its event's bytes.
+ */
+import zlib from 'node:zlib';
+import { inJsonbKeyOrder } from '../core/jsonb-order.js';
+
+/** The first byte of JSON text of an object; zlib streams start with 0x78 (or another CMF byte, never this one). */
+const OPEN_BRACE = 0x7b;
+
+export function encodePayload(data: Record<string, unknown>): Buffer {
+  const json = Buffer.from(JSON.stringify(inJsonbKeyOrder(data)), 'utf8');
+  const compressed = zlib.deflateSync(json);
+  return compressed.length < json.length ? compressed : json;
+}
+
+/** The payload of `bytes`: JSON text (short payloads, and rows migration 0031 moved from the jsonb column) or zlib. */
+export function decodePayload(bytes: Buffer): Record<string, unknown> {
+  const json = bytes[0] === OPEN_BRACE ? bytes : zlib.inflateSync(bytes);
+  return JSON.parse(json.toString('utf8')) as Record<string, unknown>;
+}

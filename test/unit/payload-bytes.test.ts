@@ -1,0 +1,41 @@
+/** The stored form of an event's payload (src/db/payload-bytes.ts) and jsonb's key order it keeps. */
+import { describe, expect, it } from 'vitest';
+import { inJsonbKeyOrder } from '../../src/core/jsonb-order.js';
+import { decodePayload, encodePayload } from '../../src/db/payload-bytes.js';
+
+describe('inJsonbKeyOrder', () => {
+  it('orders keys as jsonb does: shorter first, then bytewise by UTF-8, in nested objects and arrays too', () => {
+    const ordered = inJsonbKeyOrder({ bb: 1, é: 2, z: 3, ab: { y: 1, xx: 2, x: 3 }, a: [{ b: 1, a: 2 }] });
+    expect(JSON.stringify(ordered)).toBe('{"a":[{"a":2,"b":1}],"z":3,"ab":{"x":3,"y":1,"xx":2},"bb":1,"é":2}');
+  });
+
+  it('leaves out undefined fields, as a jsonb column does', () => {
+    expect(JSON.stringify(inJsonbKeyOrder({ b: undefined, a: null }))).toBe('{"a":null}');
+  });
+});
+
+describe('payload bytes', () => {
+  const large = { description: 'a fairly repetitive description '.repeat(30), id: 'dem_1', status: 'open' };
+
+  it('compresses a payload when that is shorter, and reads it back with keys in jsonb order', () => {
+    const bytes = encodePayload(large);
+    expect(bytes.length).toBeLessThan(JSON.stringify(large).length / 4);
+    expect(bytes[0]).not.toBe('{'.charCodeAt(0));
+    expect(JSON.stringify(decodePayload(bytes))).toBe(JSON.stringify(inJsonbKeyOrder(large)));
+  });
+
+  it('keeps a short payload as JSON text, which compression would lengthen', () => {
+    const bytes = encodePayload({ b: 1, a: 'x' });
+    expect(bytes.toString('utf8')).toBe('{"a":"x","b":1}');
+    expect(decodePayload(bytes)).toEqual({ a: 'x', b: 1 });
+  });
+
+  it('reads JSON text as jsonb prints it (the rows migration 0031 moved)', () => {
+    expect(decodePayload(Buffer.from('{"a": [1, 2.50], "bb": {"c": null}}', 'utf8'))).toEqual({ a: [1, 2.5], bb: { c: null } });
+  });
+
+  it('encodes the same payload to the same bytes every time, whatever its keys were built in', () => {
+    const reordered = { status: 'open', id: 'dem_1', description: large.description };
+    expect(encodePayload(reordered).equals(encodePayload(large))).toBe(true);
+  });
+});
