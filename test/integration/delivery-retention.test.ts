@@ -132,8 +132,8 @@ describe('deliveries past the retention window', () => {
     const id = await endpoint();
     const eventId = crypto.randomUUID();
     await own.db.query(
-      `INSERT INTO events (id, account_id, environment, cursor, type, idempotency_key, contact_refs, data, stream_data, occurred_at)
-       VALUES ($1, $2, 'live', 1, 'crm.demand.created', 'k-retention-1', ARRAY['contact-r1'], '{}', '{}', now())`,
+      `INSERT INTO events (id, account_id, environment, cursor, type, idempotency_key, contact_refs, payload, occurred_at)
+       VALUES ($1, $2, 'live', 1, 'crm.demand.created', 'k-retention-1', ARRAY['contact-r1'], convert_to('{}', 'UTF8'), now())`,
       [eventId, tenant.accountId],
     );
     const old = await delivery(id, cutover - DAY, { eventId });
