@@ -161,8 +161,11 @@ export function deliveryTestBed(o: { directSessions?: boolean; devServer?: boole
           [endpointId],
         )
       ).rows,
-    /** Waits until the endpoint has exactly `count` event deliveries and all of them match. */
-    async settled(endpointId: string, count: number, match: (d: DeliveryView) => boolean, timeoutMs?: number): Promise<DeliveryView[]> {
+    /**
+     * Waits until the endpoint has exactly `count` event deliveries and all of them match. A minute
+     * by default: a bound on liveness, which a full suite beside other work on two cores can stretch.
+     */
+    async settled(endpointId: string, count: number, match: (d: DeliveryView) => boolean, timeoutMs = 60_000): Promise<DeliveryView[]> {
       return eventually(async () => {
         const all = await bed.deliveries(endpointId);
         return all.length === count && all.every(match) ? all : undefined;
