@@ -4,9 +4,6 @@
  * with their endpoint and by retention, and backfilled by the migration.
  */
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
-import { runner } from 'node-pg-migrate';
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
 import { getEventDefinition } from '../../src/core/catalog/index.js';
@@ -24,14 +21,13 @@ import {
 import { createChannelAccount } from '../../src/db/directory.js';
 import { deleteEventsWhere } from '../../src/db/events.js';
 import { deleteRollupsBefore } from '../../src/db/endpoint-hourly-stats.js';
-import { migrate } from '../../src/db/migrate.js';
 import { createAttemptRecorder } from '../../src/delivery/attempt-recorder.js';
 import { runDeliverySession } from '../../src/delivery/delivery-session.js';
 import { createSessionRegistry } from '../../src/delivery/session-registry.js';
 import { ingestEvent, storeEvent } from '../../src/events/store-event.js';
-import { projectRoot } from '../../dev/tools.js';
 import { samples } from '../support/catalog-samples.js';
 import { createTenant, testDb } from '../support/harness.js';
+import { scratchDatabaseBefore } from '../support/scratch-database.js';
 import { sessionTestBed } from '../support/session-test-bed.js';
 
 const bed = sessionTestBed('rollups');
@@ -303,29 +299,9 @@ describe('endpoint hourly rollups', () => {
 
 describe('migration 0030', () => {
   it('backfills the rollups from the history already stored', async () => {
-    const serverUrl = new URL(inject('databaseUrl'));
-    const name = `rollup_${crypto.randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: serverUrl.toString() });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE "${name}"`);
-    const url = new URL(serverUrl);
-    url.pathname = `/${name}`;
-    const db = new pg.Client({ connectionString: url.toString() });
+    const scratch = await scratchDatabaseBefore(inject('databaseUrl'), '0030_');
+    const db = scratch.db;
     try {
-      const dir = path.join(projectRoot, 'src', 'db', 'migrations');
-      const before = fs
-        .readdirSync(dir)
-        .sort()
-        .findIndex((f) => f.startsWith('0030_'));
-      await runner({
-        databaseUrl: url.toString(),
-        dir,
-        direction: 'up',
-        count: before,
-        migrationsTable: 'schema_migrations',
-        log: () => {},
-      });
-      await db.connect();
       const { rows: acct } = await db.query(`INSERT INTO accounts (name, owner_email) VALUES ('a', 'o@example.com') RETURNING id`);
       const { rows: ep } = await db.query(
         `INSERT INTO endpoints (account_id, url, events, secret_ciphertext) VALUES ($1, 'https://public.example/h', '{crm}', '\\x00') RETURNING id`,
@@ -347,7 +323,7 @@ describe('migration 0030', () => {
          WHERE status = 'success' AND (n = 1 OR substr(idempotency_key, 2)::int % 3 = 0)`,
         [acct[0].id, endpointId],
       );
-      await migrate(url.toString());
+      await scratch.migrateRest();
       const rollups = await db.query<Hourly>(
         `SELECT endpoint_id, hour::text, attempts_succeeded AS ok, attempts_failed AS failed, attempt_ms_total::int AS ms,
                 deliveries_exhausted AS exhausted, deliveries_limited AS limited FROM endpoint_hourly_stats`,
@@ -356,15 +332,7 @@ describe('migration 0030', () => {
       expect(rollups.rows.sort(byKey)).toEqual(raw);
       expect([total(raw, 'ok'), total(raw, 'failed'), total(raw, 'exhausted'), total(raw, 'limited')]).toEqual([34, 11, 8, 6]);
     } finally {
-      await db.end();
-      // node-pg-migrate ends its connections without waiting for them to close: let them go first.
-      for (let i = 0; i < 50; i++) {
-        const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1`, [name]);
-        if (rows[0].n === 0) break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      await admin.query(`DROP DATABASE "${name}" WITH (FORCE)`);
-      await admin.end();
+      await scratch.drop();
     }
   });
 });

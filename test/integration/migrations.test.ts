@@ -2,7 +2,6 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { runner } from 'node-pg-migrate';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
@@ -13,6 +12,7 @@ import { migrate } from '../../src/db/migrate.js';
 import { eventBody } from '../../src/delivery/send-webhook.js';
 import { projectRoot } from '../../dev/tools.js';
 import { samples } from '../support/catalog-samples.js';
+import { scratchDatabaseBefore } from '../support/scratch-database.js';
 
 /**
  * node-pg-migrate ends its connections without waiting for them to close; a forced drop that
@@ -56,58 +56,30 @@ describe('migrations', () => {
   });
 
   it('0008 gives every existing event its contact_ref as contact_refs', async () => {
-    const serverUrl = new URL(inject('databaseUrl'));
-    const name = `migrate_${crypto.randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: serverUrl.toString() });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE "${name}"`);
-    const url = new URL(serverUrl);
-    url.pathname = `/${name}`;
-    const db = new pg.Client({ connectionString: url.toString() });
+    const scratch = await scratchDatabaseBefore(inject('databaseUrl'), '0008_');
+    const db = scratch.db;
     try {
-      const dir = path.join(projectRoot, 'src', 'db', 'migrations');
-      await runner({ databaseUrl: url.toString(), dir, direction: 'up', count: 7, migrationsTable: 'schema_migrations', log: () => {} });
-      await db.connect();
       const { rows } = await db.query(`INSERT INTO accounts (name, owner_email) VALUES ('a', 'o@example.com') RETURNING id`);
       await db.query(
         `INSERT INTO events (account_id, environment, cursor, type, idempotency_key, contact_ref, data, stream_data, occurred_at)
          VALUES ($1, 'live', 1, 't', 'k1', 'contact-1', '{}', '{}', now()), ($1, 'live', 2, 't', 'k2', NULL, '{}', '{}', now())`,
         [rows[0].id],
       );
-      await migrate(url.toString());
+      await scratch.migrateRest();
       const after = await db.query(`SELECT idempotency_key, contact_refs FROM events ORDER BY cursor`);
       expect(after.rows).toEqual([
         { idempotency_key: 'k1', contact_refs: ['contact-1'] },
         { idempotency_key: 'k2', contact_refs: [] },
       ]);
     } finally {
-      await db.end();
-      await dropWhenIdle(admin, name);
-      await admin.end();
+      await scratch.drop();
     }
   });
 
   it('0031 keeps one copy of each existing payload: stream items and webhook bodies of every catalog type read as before', async () => {
-    const serverUrl = new URL(inject('databaseUrl'));
-    const name = `migrate_${crypto.randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: serverUrl.toString() });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE "${name}"`);
-    const url = new URL(serverUrl);
-    url.pathname = `/${name}`;
-    const db = new pg.Client({ connectionString: url.toString() });
+    const scratch = await scratchDatabaseBefore(inject('databaseUrl'), '0031_');
+    const db = scratch.db;
     try {
-      const dir = path.join(projectRoot, 'src', 'db', 'migrations');
-      const before = fs.readdirSync(dir).filter((f) => f < '0031').length;
-      await runner({
-        databaseUrl: url.toString(),
-        dir,
-        direction: 'up',
-        count: before,
-        migrationsTable: 'schema_migrations',
-        log: () => {},
-      });
-      await db.connect();
       const { rows: accounts } = await db.query(`INSERT INTO accounts (name, owner_email) VALUES ('a', 'o@example.com') RETURNING id`);
       // Every type as the service stored it before: the payload, and the stream item's data beside it.
       for (const [i, def] of EVENT_TYPES.entries()) {
@@ -132,7 +104,7 @@ describe('migrations', () => {
         body: eventBody(getEventDefinition(row.type)!, row).toString('utf8'),
       });
       const old = (await db.query<EventRow>(`SELECT * FROM events ORDER BY cursor`)).rows.map(seen);
-      await migrate(url.toString());
+      await scratch.migrateRest();
       const now = (await db.query<TableRow>(`SELECT * FROM events ORDER BY cursor`)).rows.map((r) => seen(fromTable(r)));
       expect(now).toEqual(old);
       // Only received messages keep their copy: their platform ids were never columns.
@@ -143,9 +115,7 @@ describe('migrations', () => {
           .sort(),
       );
     } finally {
-      await db.end();
-      await dropWhenIdle(admin, name);
-      await admin.end();
+      await scratch.drop();
     }
   });
 });
