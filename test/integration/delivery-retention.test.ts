@@ -20,6 +20,8 @@ import { ownDatabase, type OwnDatabase } from '../support/own-database.js';
 const DAY = 86_400_000;
 const WEEK = PARTITION_PERIOD_MS;
 const box = createSecretBox(TEST_ENCRYPTION_KEY);
+/** Every week of deliveries: room for the claim's HOT update, and vacuum following the churn of the written week (0032). */
+const WEEK_OPTIONS = ['fillfactor=80', 'autovacuum_vacuum_scale_factor=0.02'];
 
 let own: OwnDatabase;
 let api: TestApi;
@@ -86,7 +88,7 @@ const names = async () => [
 ];
 
 describe('delivery partitions', () => {
-  it('after the migrations, this week and the four after it are covered, by deliveries and attempts alike, with room for HOT updates', async () => {
+  it('after the migrations, this week and the four after it are covered, by deliveries and attempts alike, with room for HOT updates and vacuum at 2 % dead', async () => {
     for (const parent of ['deliveries', 'delivery_attempts'] as const) {
       const parts = await listPartitions(testDb(), parent);
       expect(periodsToCreate(parts, Date.now()), parent).toEqual([]);
@@ -95,7 +97,7 @@ describe('delivery partitions', () => {
     const { rows } = await testDb().query<{ relname: string; reloptions: string[] | null }>(
       `SELECT c.relname, c.reloptions FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'deliveries'::regclass`,
     );
-    expect(rows.map((r) => r.reloptions)).toEqual(rows.map(() => ['fillfactor=80']));
+    expect(rows.map((r) => r.reloptions)).toEqual(rows.map(() => WEEK_OPTIONS));
   });
 
   it('a run months later makes the weeks around its own now and drops none it should keep', async () => {
@@ -105,6 +107,10 @@ describe('delivery partitions', () => {
     expect(report.created).toEqual([0, 1, 2, 3, 4].map((i) => new Date(first + i * WEEK).toISOString().slice(0, 10)));
     expect(await names()).toContain(`deliveries_${partitionSuffix(first + 4 * WEEK)}`);
     expect(await names()).toContain(`delivery_attempts_${partitionSuffix(first + 4 * WEEK)}`);
+    const { rows } = await own.db.query<{ reloptions: string[] | null }>(`SELECT reloptions FROM pg_class WHERE relname = $1`, [
+      `deliveries_${partitionSuffix(first + 4 * WEEK)}`,
+    ]);
+    expect(rows.map((r) => r.reloptions)).toEqual([WEEK_OPTIONS]);
     // Again: nothing more to make.
     expect((await ensureDeliveryPartitions({ db: own.db, now: () => new Date(later) })).created).toEqual([]);
   });
