@@ -33,6 +33,7 @@ import { SCOPES } from '../src/security/api-key.js';
 import { startProductionShape } from '../dev/production-shape.js';
 import { makeLocalTls } from '../dev/tls.js';
 import { apiCaller } from './api-client.js';
+import { createVerifiedEndpoints, eachOf } from './api-endpoints.js';
 import { demandData, demandKey } from './demand-events.js';
 import { hopBreakdown, printBreakdown, type Breakdown } from './hop-breakdown.js';
 import { bareLoop, machine, machineBusyCpuSeconds, machineLine, type Machine } from './machine.js';
@@ -86,14 +87,6 @@ export interface PeerResults {
 type Publish = (entityId: string, target: number) => Promise<boolean>;
 
 /** Runs fn(0..count-1), 8 at a time: setup requests, not measured. */
-async function eachOf(count: number, fn: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(8, count) }, async () => {
-      for (let i = next++; i < count; i = next++) await fn(i);
-    }),
-  );
-}
 
 /** The same client for both: a closed loop of 16 publishers, one event per request, then every arrival. */
 async function drive(
@@ -274,22 +267,8 @@ async function measureProject(o: PeerOptions, tls: { caFile: string }, receiver:
       const customerIds: string[] = [];
       if (endpoints > 1)
         for (let i = 0; i < endpoints; i++) customerIds.push((await createCustomer(db, { accountId: account.id, name: `c ${i}` })).id);
-      const created: { id: string; path: string; secret: string }[] = [];
-      await eachOf(endpoints, async (i) => {
-        const urlPath = `/project/${name}/${i}`;
-        const res = await api('POST', '/api/v1/webhooks', key, {
-          url: `https://127.0.0.1:${receiver.port}${urlPath}`,
-          events: ['crm'],
-          ...(customerIds.length ? { customer_id: customerIds[i] } : {}),
-        });
-        if (res.status !== 201) throw new Error(`endpoint not created: ${res.status} ${JSON.stringify(res.body)}`);
-        created[i] = { id: res.body.data.id, path: urlPath, secret: res.body.data.secret };
-      });
-      receiver.secrets(Object.fromEntries(created.map((c) => [c.path, c.secret])));
-      await eachOf(endpoints, async (i) => {
-        const res = await api('POST', `/api/v1/webhooks/${created[i]!.id}/test`, key);
-        if (res.status !== 200) throw new Error(`endpoint not verified: ${res.status} ${JSON.stringify(res.body)}`);
-      });
+      const paths = Array.from({ length: endpoints }, (_, i) => `/project/${name}/${i}`);
+      await createVerifiedEndpoints(api, key, receiver, paths, customerIds);
       const publish: Publish = async (entityId, target) => {
         const customerId = customerIds[target];
         const body = { type: def.type, data: demandData(entityId, `c_${entityId}`), ...(customerId ? { customer_id: customerId } : {}) };

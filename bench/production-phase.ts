@@ -28,6 +28,7 @@ import { childPid, cpuSeconds, startService } from './processes.js';
 import { connectReceiver, type ReceiverHandle } from './receiver-client.js';
 import { enableStatementStats, phaseStatements, STATEMENT_STATS_SETTINGS } from './statements.js';
 import { bareLoop, machine, machineLine } from './machine.js';
+import { createVerifiedEndpoints } from './api-endpoints.js';
 import { printColumns } from './table.js';
 
 export interface ProductionPhaseOptions {
@@ -102,14 +103,6 @@ export function ensureBuilt(step: (what: string) => void): string {
 }
 
 /** Runs fn(0..count-1), 8 at a time: setup requests, not measured. */
-export async function eachOf(count: number, fn: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(8, count) }, async () => {
-      for (let i = next++; i < count; i = next++) await fn(i);
-    }),
-  );
-}
 
 export async function runProductionPhase(opts: ProductionPhaseOptions): Promise<ProductionResults> {
   const apiProcesses = flag(opts.argv, 'api-processes', 2);
@@ -264,23 +257,9 @@ export class ShapeBench {
     const customerIds: string[] = [];
     if (endpoints > 1)
       for (let i = 0; i < endpoints; i++) customerIds.push((await createCustomer(this.db, { accountId: account.id, name: `c ${i}` })).id);
-    const created: { id: string; path: string; secret: string }[] = [];
-    await eachOf(endpoints, async (i) => {
-      const urlPath = `/prod/${name}/${i}`;
-      const res = await this.api('POST', '/api/v1/webhooks', key, {
-        url: `https://127.0.0.1:${this.receiver.port}${urlPath}`,
-        events: ['crm'],
-        ...(customerIds.length ? { customer_id: customerIds[i] } : {}),
-      });
-      if (res.status !== 201) throw new Error(`endpoint not created: ${res.status} ${JSON.stringify(res.body)}`);
-      created[i] = { id: res.body.data.id, path: urlPath, secret: res.body.data.secret };
-    });
-    this.receiver.secrets(Object.fromEntries(created.map((c) => [c.path, c.secret])));
-    await eachOf(endpoints, async (i) => {
-      const res = await this.api('POST', `/api/v1/webhooks/${created[i]!.id}/test`, key);
-      if (res.status !== 200) throw new Error(`endpoint not verified: ${res.status} ${JSON.stringify(res.body)}`);
-    });
-    return { accountId: account.id, key, customerIds, endpointIds: created.map((c) => c.id) };
+    const paths = Array.from({ length: endpoints }, (_, i) => `/prod/${name}/${i}`);
+    const endpointIds = await createVerifiedEndpoints(this.api, key, this.receiver, paths, customerIds);
+    return { accountId: account.id, key, customerIds, endpointIds };
   }
 
   /** Closed loop: 16 publishers, one event per request, until `count` or the time cap; then every arrival. */

@@ -33,6 +33,7 @@ import proto from '@temporalio/proto';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { apiCaller } from './api-client.js';
+import { createVerifiedEndpoints, eachOf } from './api-endpoints.js';
 import { getEventDefinition } from '../src/core/catalog/index.js';
 import { issueApiKey } from '../src/db/api-keys.js';
 import { createAccount, createCustomer } from '../src/db/directory.js';
@@ -104,14 +105,6 @@ const now = () => performance.timeOrigin + performance.now();
 /** The monotonic clock V8 stamps CPU profile samples with, in µs. */
 const monoUs = () => Number(process.hrtime.bigint() / 1000n);
 /** Runs fn(0..count-1), 8 at a time: setup requests, not measured. */
-async function eachOf(count: number, fn: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(8, count) }, async () => {
-      for (let i = next++; i < count; i = next++) await fn(i);
-    }),
-  );
-}
 /** path, with any leftover of an earlier run (SQLite's -wal and -shm beside it too) removed. */
 function freshFile(file: string): string {
   for (const suffix of ['', '-wal', '-shm', '-journal']) fs.rmSync(file + suffix, { force: true });
@@ -338,23 +331,9 @@ async function main() {
           ),
         )
       : [];
-    const created: { id: EndpointId; path: string; secret: string }[] = [];
-    await eachOf(endpoints, async (i) => {
-      const urlPath = `/h/${name}/${i}`;
-      const res = await api('POST', '/api/v1/webhooks', key, {
-        url: `https://127.0.0.1:${receiver.port}${urlPath}`,
-        events: ['crm'],
-        ...(perCustomer ? { customer_id: customerIds[i] } : {}),
-      });
-      if (res.status !== 201) throw new Error(`endpoint not created: ${res.status} ${JSON.stringify(res.body)}`);
-      created[i] = { id: res.body.data.id, path: urlPath, secret: res.body.data.secret };
-    });
-    receiver.secrets(Object.fromEntries(created.map((c) => [c.path, c.secret])));
-    await eachOf(endpoints, async (i) => {
-      const res = await api('POST', `/api/v1/webhooks/${created[i]!.id}/test`, key);
-      if (res.status !== 200) throw new Error(`endpoint not verified: ${res.status} ${JSON.stringify(res.body)}`);
-    });
-    return { name, accountId: account.id, key, endpointIds: created.map((c) => c.id), customerIds };
+    const paths = Array.from({ length: endpoints }, (_, i) => `/h/${name}/${i}`);
+    const endpointIds = (await createVerifiedEndpoints(api, key, receiver, paths, customerIds)) as EndpointId[];
+    return { name, accountId: account.id, key, endpointIds, customerIds };
   }
 
   /** Until each workflow has handled what it was told and waits on a timer (no activity or signal pending). */
