@@ -6,7 +6,7 @@
 import type { Client, Connection } from '@temporalio/client';
 import { ensurePartitionsAhead } from './db/delivery-partitions.js';
 import { migrate } from './db/migrate.js';
-import { createPool, type Db } from './db/pool.js';
+import { createPool, warmConnections, type Db, type DbClient } from './db/pool.js';
 import { createHttpClient, type HttpClient } from './delivery/http-client.js';
 import { loadConfig, type Config } from './runtime/config.js';
 import { logger } from './runtime/logger.js';
@@ -26,12 +26,22 @@ export interface Services {
   close(): Promise<void>;
 }
 
-/** Migrates, then opens what both processes use. */
-export async function startServices(config: ServiceConfig, opts: { resolver?: Resolver } = {}): Promise<Services> {
+/** Connections each process opens at start and keeps (`warmConnections`): about what a burst of 16 requests keeps busy. */
+const WARM_CONNECTIONS = 6;
+
+/**
+ * Migrates, then opens what both processes use. `prepare` runs on each warmed connection (the
+ * worker prepares its claim there).
+ */
+export async function startServices(
+  config: ServiceConfig,
+  opts: { resolver?: Resolver; prepare?: (client: DbClient) => Promise<void> } = {},
+): Promise<Services> {
   await migrate(config.databaseUrl);
-  const db = createPool(config.databaseUrl, 20);
+  const db = createPool(config.databaseUrl, 20, WARM_CONNECTIONS);
   // Inserts need this week's partition: made here too, so a paused maintenance Schedule never stops them.
   await ensurePartitionsAhead(db, Date.now());
+  await warmConnections(db, WARM_CONNECTIONS, opts.prepare);
   const temporal = await connectTemporal(config.temporalAddress, config.temporalNamespace);
   const policy = createDestinationPolicy({ allowCidrs: config.allowPrivateCidrs, resolver: opts.resolver });
   const httpClient = createHttpClient({ policy, timeoutMs: config.deliveryTimeoutMs, devCaFile: config.devCaFile });

@@ -10,10 +10,12 @@ export type DbClient = pg.PoolClient;
 /** How long a checkout waits for a connection: with the server down or the pool drained, callers get an error, never a hang. */
 const CONNECT_TIMEOUT_MS = 5_000;
 
-export function createPool(url: string, max = 10): Db {
+export function createPool(url: string, max = 10, min = 0): Db {
   const pool = new pg.Pool({
     connectionString: url,
     max,
+    // Connections opened by `warmConnections` stay: the first burst of traffic finds them ready.
+    min,
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     // A server that vanished without closing its sockets (host lost, network cut) is found out by TCP keepalives.
@@ -57,6 +59,40 @@ export async function withClient<T>(db: Db, fn: (client: pg.PoolClient) => Promi
     client.release(broken);
   }
 }
+
+/**
+ * Opens `count` connections at once and has each read the delivery tables, so a burst after start
+ * finds them open and their backends' caches of the weekly partitions and indexes loaded: a new
+ * connection costs a backend start and authentication, and its first statement on a partitioned
+ * table loads every partition's descriptors, together tens of milliseconds, which the first
+ * deliveries after a start used to wait for. Statements that `prepare` names are prepared on each.
+ */
+export async function warmConnections(
+  db: Db,
+  count: number,
+  prepare: (client: pg.PoolClient) => Promise<void> = async () => {},
+): Promise<void> {
+  const clients = await Promise.all(Array.from({ length: count }, () => db.connect()));
+  await Promise.all(
+    clients.map(async (client) => {
+      let broken: Error | undefined;
+      try {
+        await client.query(WARM_READ, [NIL_UUID]);
+        await prepare(client);
+      } catch (err) {
+        broken = err as Error;
+        logger.warn({ err: brief(broken) }, 'a connection was not warmed up; it is opened again when needed');
+      } finally {
+        client.release(broken);
+      }
+    }),
+  );
+}
+
+const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+/** Plans over every partition of the hot tables (no partition key in it), finding no row. */
+const WARM_READ = `SELECT (SELECT 1 FROM deliveries WHERE endpoint_id = $1 LIMIT 1),
+  (SELECT 1 FROM delivery_attempts WHERE delivery_id = $1 LIMIT 1), (SELECT 1 FROM events WHERE id = $1)`;
 
 /** One round trip to the server: is the database answering? */
 export async function pingDatabase(db: Queryable): Promise<void> {

@@ -64,10 +64,13 @@ function trustedCas(devCaFile?: string): { secureContext: tls.SecureContext } {
  * its certificate made) after the service is trusted without a restart. New connections only.
  */
 function reloadingConnector(base: buildConnector.BuildOptions, devCaFile: string): buildConnector.connector {
-  let current: { stamp: number; connector: buildConnector.connector } | undefined;
+  const stampOf = () => (fs.existsSync(devCaFile) ? fs.statSync(devCaFile).mtimeMs : -1);
+  const build = (stamp: number) => ({ stamp, connector: buildConnector({ ...base, ...trustedCas(devCaFile) }) });
+  // Built now, not on the first POST: parsing the roots took that POST some 60 ms of CPU.
+  let current = build(stampOf());
   return (options, callback) => {
-    const stamp = fs.existsSync(devCaFile) ? fs.statSync(devCaFile).mtimeMs : -1;
-    if (current?.stamp !== stamp) current = { stamp, connector: buildConnector({ ...base, ...trustedCas(devCaFile) }) };
+    const stamp = stampOf();
+    if (current.stamp !== stamp) current = build(stamp);
     return current.connector(options, callback);
   };
 }

@@ -22,6 +22,11 @@ import { runOutboxSender } from './outbox-sender.js';
 import { installTemporalLogging } from './temporal-logging.js';
 import { createProviderHttp } from '../channels/provider-http.js';
 import { createMaintenanceActivities } from './maintenance-activities.js';
+import { claimWithEndpoint } from '../db/deliveries.js';
+import type { DbClient } from '../db/pool.js';
+import { LEASE_MS } from '../core/runtime-limits.js';
+
+const NIL_ENDPOINT = '00000000-0000-0000-0000-000000000000';
 import { ensureMaintenanceSchedule } from './maintenance-schedule.js';
 
 export async function runWorker(
@@ -29,7 +34,9 @@ export async function runWorker(
   opts: { signal?: AbortSignal; resolver?: Resolver; workflowBundlePath?: string; onRunning?: () => void } = {},
 ): Promise<void> {
   installTemporalLogging();
-  const services = await startServices(config, opts);
+  // The claim every session starts with, prepared on the warmed connections (a nil endpoint: nothing is claimed).
+  const prepare = async (client: DbClient) => void (await claimWithEndpoint(client, NIL_ENDPOINT, new Date(), 1, LEASE_MS, 'warm-up'));
+  const services = await startServices(config, { ...opts, prepare });
   const { db, httpClient, temporal } = services;
   await ensureSearchAttributes(temporal.connection, config.temporalNamespace);
   const sessions = createSessionRegistry();
