@@ -251,6 +251,7 @@ class DeliverySession {
       const failed = lanes.find((l): l is PromiseRejectedResult => l.status === 'rejected');
       // Records land before leases are given back: a released delivery is never one already sent.
       await this.lastRecord;
+      await this.claims.settled();
       if (this.claims.claimed > this.done) await releaseLeases(this.deps.db, this.req.owner);
       if (failed) throw failed.reason;
       return await this.report();

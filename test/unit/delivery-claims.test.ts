@@ -1,0 +1,110 @@
+/**
+ * The claiming side of a delivery session (src/delivery/delivery-claims.ts), with its claims
+ * answered in memory: it claims the next batch while the lanes still have work, not once its
+ * queue is empty; not after a claim that took all that was due; and a failed claim ahead reaches
+ * the lane that runs dry, never an unhandled rejection.
+ */
+import { describe, expect, it } from 'vitest';
+import type { ClaimRequest, ClaimedWithEndpoint } from '../../src/db/deliveries.js';
+import type { Db } from '../../src/db/pool.js';
+import { DeliveryClaims } from '../../src/delivery/delivery-claims.js';
+import { createSessionRegistry } from '../../src/delivery/session-registry.js';
+import { SessionStopping } from '../../src/delivery/session-stopping.js';
+
+/** A claim that answers `due` deliveries in all (then none), or fails when `failAt` is its call number. */
+function claimsOf(due: number, o: { failAt?: number } = {}) {
+  const asked: number[] = [];
+  let left = due;
+  let n = 0;
+  const claim = async (r: ClaimRequest): Promise<ClaimedWithEndpoint> => {
+    asked.push(r.limit);
+    if (++n === o.failAt) throw new Error('claim failed');
+    const take = Math.min(r.limit, left);
+    left -= take;
+    const deliveries = Array.from({ length: take }, () => ({
+      id: crypto.randomUUID(),
+      event_id: null,
+      event_type: 'crm.demand.created',
+      idempotency_key: crypto.randomUUID(),
+      attempts: 0,
+      event: null,
+    }));
+    return { deliveries, endpoint: undefined };
+  };
+  return { claim, asked };
+}
+
+function claimsFor(claim: (r: ClaimRequest) => Promise<ClaimedWithEndpoint>, concurrency: number) {
+  const news = createSessionRegistry().open('endpoint');
+  const stopping = new SessionStopping(news);
+  const limits = {
+    db: {} as Db,
+    endpointId: 'endpoint',
+    owner: 'test',
+    clock: Date.now,
+    limit: 1_000,
+    concurrency,
+    lingerMs: 10,
+    maxSessionMs: 60_000,
+    claim,
+  };
+  return { claims: new DeliveryClaims(limits, news, stopping), stopping };
+}
+
+describe('DeliveryClaims', () => {
+  it('claims the next batch once the queue is down to one delivery per lane, while the lanes still have work', async () => {
+    const { claim, asked } = claimsOf(100);
+    const { claims } = claimsFor(claim, 2);
+    await claims.next(); // the first claim: 4 (two per lane); 3 left queued
+    expect(asked).toEqual([4]);
+    await claims.next(); // 2 left: one per lane, so the next batch is asked for now
+    await claims.settled();
+    expect(asked).toEqual([4, 2]);
+    // Served from the queue, which the claim ahead filled: no lane waited on an empty one.
+    for (let i = 0; i < 4; i++) expect(await claims.next()).not.toBeNull();
+    await claims.settled();
+    expect(claims.claimed).toBe(asked.reduce((a, b) => a + b, 0));
+  });
+
+  it('does not claim ahead after a claim that took all that was due', async () => {
+    const { claim, asked } = claimsOf(3);
+    const { claims } = claimsFor(claim, 2);
+    await claims.next();
+    await claims.next();
+    await claims.next();
+    await claims.settled();
+    expect(asked).toEqual([4]);
+  });
+
+  it('a failed claim ahead that no lane waited on is logged, and the lane that runs dry claims again', async () => {
+    const { claim, asked } = claimsOf(100, { failAt: 2 });
+    const { claims, stopping } = claimsFor(claim, 2);
+    await claims.next();
+    await claims.next(); // the claim ahead, which fails
+    await claims.settled();
+    expect(asked).toEqual([4, 2]);
+    // The next lane finds the queue at one delivery and claims ahead again (up to four queued).
+    await claims.next();
+    await claims.settled();
+    expect(asked).toEqual([4, 2, 3]);
+    for (let i = 0; i < 4; i++) expect(await claims.next()).not.toBeNull();
+    expect(stopping.stopped).toBe(false);
+  });
+
+  it('a lane that runs dry while a claim ahead is under way waits for it, and meets its failure: the session stops', async () => {
+    let fail!: (err: Error) => void;
+    const { claim: first } = claimsOf(4);
+    let calls = 0;
+    const claim = (r: ClaimRequest) => (++calls === 1 ? first(r) : new Promise<ClaimedWithEndpoint>((_, reject) => (fail = reject)));
+    const { claims, stopping } = claimsFor(claim, 2);
+    await claims.next();
+    await claims.next(); // the claim ahead starts, and hangs
+    await claims.next();
+    await claims.next(); // the queue is empty now
+    const dry = claims.next();
+    fail(new Error('claim failed'));
+    await expect(dry).rejects.toThrow('claim failed');
+    expect(stopping.stopped).toBe(true);
+    expect(await claims.next()).toBeNull();
+  });
+});
