@@ -23,9 +23,16 @@ export type LeaseAnswer =
   | { granted: false; heldMs: null };
 
 const secs = (p: string) => `make_interval(secs => ${p}::double precision / 1000)`;
-/** A session may start: no other's live lease, no handed-over round waiting for its workflow (unless that one is abandoned). */
-const FREE = `(e.session_owner IS NULL OR e.session_until < now() OR e.session_owner = $2)
-  AND (e.handover_at IS NULL OR e.handover_at < now() - ${secs('$4')})`;
+/**
+ * A session of `owner` may start: no other's live lease, no handed-over round waiting for its
+ * workflow (unless older than `handoverTimeout`: abandoned).
+ */
+const freeFor = (
+  owner: string,
+  handoverTimeout: string,
+) => `(e.session_owner IS NULL OR e.session_until < now() OR e.session_owner = ${owner})
+  AND (e.handover_at IS NULL OR e.handover_at < now() - ${secs(handoverTimeout)})`;
+const FREE = freeFor('$2', '$4');
 /** What lets a session start without its workflow: the endpoint sends, healthy, no streak, not paused. */
 const DIRECT_ELIGIBLE = `e.deleted_at IS NULL AND e.active AND e.health_status = 'healthy' AND e.failure_streak = 0 AND e.paused_at IS NULL`;
 
@@ -60,6 +67,64 @@ export async function takeSessionLease(
     [endpointId, owner, handoverTimeoutMs],
   );
   return { granted: false, heldMs: why.rows[0]?.held_ms ?? null };
+}
+
+/** A direct session's request for its endpoint's lease (`takeDirectSessionLeases`). */
+export interface LeaseRequest {
+  endpointId: string;
+  owner: string;
+}
+
+/**
+ * `takeSessionLease` for many direct sessions in two statements at most, the answers in the
+ * requests' order: a hundred endpoints woken together took two hundred statements from the two
+ * workers racing for them. The rows are locked in id order, so two workers' batches over the same
+ * endpoints wait for each other and never deadlock; an endpoint asked twice in one batch goes to
+ * one of its owners. Those refused are asked why in a second statement, which sees the lease of a
+ * worker that won the race (the first statement's snapshot may predate it).
+ */
+export async function takeDirectSessionLeases(
+  db: Queryable,
+  reqs: readonly LeaseRequest[],
+  leaseMs: number,
+  handoverTimeoutMs: number,
+): Promise<LeaseAnswer[]> {
+  const ids = reqs.map((r) => r.endpointId);
+  const owners = reqs.map((r) => r.owner);
+  const { rows } = await db.query({
+    name: 'take_direct_session_leases',
+    text: `WITH req AS (
+       SELECT DISTINCT ON (r.id) r.id, r.owner FROM unnest($1::uuid[], $2::text[]) AS r(id, owner) ORDER BY r.id, r.owner
+     ), free AS (
+       SELECT e.id, req.owner FROM endpoints e JOIN req ON req.id = e.id
+       WHERE ${freeFor('req.owner', '$4')} AND ${DIRECT_ELIGIBLE}
+       ORDER BY e.id FOR UPDATE OF e
+     )
+     UPDATE endpoints e SET session_owner = f.owner, session_until = now() + ${secs('$3')}, handover_at = NULL
+     FROM free f WHERE e.id = f.id
+     RETURNING f.owner AS taken_by, ${endpointColumnsAs('e', '')},
+               (extract(epoch FROM now() - e.session_paced_at) * 1000)::float8 AS last_post_ago_ms`,
+    values: [ids, owners, leaseMs, handoverTimeoutMs],
+  });
+  const taken = new Map<string, { endpoint: EndpointRow; lastPostAgoMs: number | null }>();
+  for (const row of rows as ({ taken_by: string; last_post_ago_ms: number | null } & Record<string, unknown>)[])
+    taken.set(row.taken_by, { endpoint: endpointFromColumns(row, '')!, lastPostAgoMs: row.last_post_ago_ms });
+  const refused = reqs.filter((r) => !taken.has(r.owner));
+  const heldMs = new Map<string, number | null>();
+  if (refused.length > 0) {
+    const why = await db.query<{ owner: string; held_ms: number | null }>(
+      `SELECT r.owner, CASE WHEN ${DIRECT_ELIGIBLE} AND (e.handover_at IS NULL OR e.handover_at < now() - ${secs('$3')})
+                 AND e.session_owner IS NOT NULL AND e.session_owner <> r.owner AND e.session_until >= now()
+            THEN extract(epoch FROM e.session_until - now()) * 1000 END::float8 AS held_ms
+       FROM unnest($1::uuid[], $2::text[]) AS r(id, owner) LEFT JOIN endpoints e ON e.id = r.id`,
+      [refused.map((r) => r.endpointId), refused.map((r) => r.owner), handoverTimeoutMs],
+    );
+    for (const w of why.rows) heldMs.set(w.owner, w.held_ms);
+  }
+  return reqs.map((r) => {
+    const t = taken.get(r.owner);
+    return t ? { granted: true, ...t } : { granted: false, heldMs: heldMs.get(r.owner) ?? null };
+  });
 }
 
 /**

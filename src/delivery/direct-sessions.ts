@@ -22,6 +22,7 @@ import { HANDOVER_TIMEOUT_MS } from '../core/runtime-limits.js';
 import { BATCH } from '../core/schedule.js';
 import type { DueEndpoint } from '../db/due-notifications.js';
 import type { EndpointRow } from '../db/endpoints.js';
+import { traceHop } from '../runtime/hop-trace.js';
 import { logger } from '../runtime/logger.js';
 import type { EndpointWorkflows } from './workflow-client.js';
 import { createSessionReports, type SessionReports } from './session-reports.js';
@@ -114,6 +115,7 @@ export function createDirectSessions(o: {
       // Held here before or after the take: one of this worker's sessions may end while it is asked.
       const heldHereBefore = leases.heldHere(due.endpointId);
       const lease = await leases.take(due.endpointId, owner, 'direct');
+      traceHop(lease.granted ? 'leased' : 'lease-refused', due.endpointId);
       if (!lease.granted)
         return lease.heldMs === null
           ? { kind: 'workflow' }

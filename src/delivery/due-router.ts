@@ -196,6 +196,7 @@ class NewsRouter {
   private startDirect(due: DueEndpoint): void {
     const n = this.entry(due.endpointId);
     if (n.starting || n.held?.elsewhere) return;
+    traceHop('lease-asked', due.endpointId);
     n.starting = true;
     this.o.direct!.start(due).then(
       (r) => {

@@ -16,12 +16,15 @@ import type { Db } from '../db/pool.js';
 import {
   endSessionLease,
   renewSessionLeases,
+  takeDirectSessionLeases,
   takeSessionLease,
   type HeldLease,
+  type LeaseRequest,
   type LeaseAnswer,
   type SessionKind,
 } from '../db/session-leases.js';
 import { logger } from '../runtime/logger.js';
+import { createStatementBatcher } from '../runtime/statement-batcher.js';
 
 export interface SessionLeases {
   readonly leaseMs: number;
@@ -59,6 +62,8 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
   const here = new Map<string, number>();
   let timer: NodeJS.Timeout | undefined;
   let renewing = false;
+  // News for many endpoints at once (a burst after a quiet spell) takes their leases in shared statements.
+  const takeDirect = createStatementBatcher((reqs: LeaseRequest[]) => takeDirectSessionLeases(db, reqs, leaseMs, HANDOVER_TIMEOUT_MS));
 
   async function renew() {
     if (renewing || held.size === 0) return;
@@ -81,7 +86,10 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
   return {
     leaseMs,
     async take(endpointId, owner, kind) {
-      const answer = await takeSessionLease(db, endpointId, owner, kind, leaseMs, HANDOVER_TIMEOUT_MS);
+      const answer =
+        kind === 'direct'
+          ? await takeDirect({ endpointId, owner })
+          : await takeSessionLease(db, endpointId, owner, kind, leaseMs, HANDOVER_TIMEOUT_MS);
       if (answer.granted) here.set(endpointId, (here.get(endpointId) ?? 0) + 1);
       return answer;
     },

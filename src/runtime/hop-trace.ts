@@ -4,7 +4,8 @@
  * lines to a file of its own there, written every 200 ms; unset (always, in service), `traceHop`
  * is a test of one constant and nothing is kept. Times are wall-clock ms with sub-ms resolution,
  * comparable across the processes of one machine. Keys are events' idempotency keys (what the
- * receiver sees in X-Idempotency-Key), or endpoint ids for the hops that concern an endpoint.
+ * receiver sees in X-Idempotency-Key), or endpoint ids for the hops that concern an endpoint
+ * (notify, heard, and a session's start: lease-asked, then leased or lease-refused).
  */
 import fs from 'node:fs';
 import path from 'node:path';

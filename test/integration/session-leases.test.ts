@@ -12,7 +12,7 @@ import { createSessionLeases } from '../../src/delivery/session-leases.js';
 import { createSessionRegistry } from '../../src/delivery/session-registry.js';
 import { claimWithEndpointsFor, type ClaimRequest } from '../../src/db/deliveries.js';
 import type { DueEndpoint } from '../../src/db/due-notifications.js';
-import { endHandover, takeBackLostSessions, takeSessionLease } from '../../src/db/session-leases.js';
+import { endHandover, takeBackLostSessions, takeDirectSessionLeases, takeSessionLease } from '../../src/db/session-leases.js';
 import { eventually, storeDemandEvent, testDb } from '../support/harness.js';
 import { sessionTestBed } from '../support/session-test-bed.js';
 
@@ -20,6 +20,16 @@ const bed = sessionTestBed('lease');
 
 const LEASE_MS = 1_000;
 const take = (id: string, owner: string, kind: 'direct' | 'workflow') => takeSessionLease(testDb(), id, owner, kind, LEASE_MS, 60_000);
+const takeMany = (reqs: { endpointId: string; owner: string }[]) => takeDirectSessionLeases(testDb(), reqs, LEASE_MS, 60_000);
+/** A healthy endpoint row of the bed's tenant, with no deliveries: what a lease needs. */
+async function bareEndpoint(over: { streak?: number } = {}): Promise<string> {
+  const { rows } = await testDb().query<{ id: string }>(
+    `INSERT INTO endpoints (account_id, url, events, secret_ciphertext, health_status, failure_streak, verified_at)
+     VALUES ($1, 'https://public.example/h', '{crm}', '\\x00', 'healthy', $2, now()) RETURNING id`,
+    [bed.tenant.accountId, over.streak ?? 0],
+  );
+  return rows[0]!.id;
+}
 const leaseOf = async (id: string) =>
   (await testDb().query(`SELECT session_owner, session_until, handover_at FROM endpoints WHERE id = $1`, [id])).rows[0];
 
@@ -170,5 +180,48 @@ describe('session leases', () => {
     // POST's start (which the throttle spaces), which varies from one POST to the next.
     const most = Math.max(...at.map((start) => at.filter((t) => t >= start && t < start + 850).length));
     expect(most).toBeLessThanOrEqual(RATE);
+  });
+
+  it('direct takes asked together: each endpoint to one owner, the rest told who holds it or that its workflow must look, in the order asked', async () => {
+    const [a, b, held, failing] = [await bareEndpoint(), await bareEndpoint(), await bareEndpoint(), await bareEndpoint({ streak: 2 })];
+    expect((await take(held, 'direct/holder', 'direct')).granted).toBe(true);
+    const answers = await takeMany([
+      { endpointId: a, owner: 'direct/a1' },
+      { endpointId: held, owner: 'direct/h' },
+      { endpointId: b, owner: 'direct/b' },
+      { endpointId: a, owner: 'direct/a2' },
+      { endpointId: failing, owner: 'direct/f' },
+    ]);
+    const [a1, h, bb, a2, f] = answers;
+    // One of a's two owners, never both.
+    expect([a1!.granted, a2!.granted].filter(Boolean)).toHaveLength(1);
+    const aWinner = a1!.granted ? 'direct/a1' : 'direct/a2';
+    const aLoser = a1!.granted ? a2! : a1!;
+    expect(aLoser.granted === false && aLoser.heldMs).toBeGreaterThan(0);
+    expect((await leaseOf(a)).session_owner).toBe(aWinner);
+    expect(bb).toMatchObject({ granted: true, endpoint: { id: b } });
+    expect((await leaseOf(b)).session_owner).toBe('direct/b');
+    expect(h!.granted === false && h!.heldMs).toBeGreaterThan(0);
+    expect((await leaseOf(held)).session_owner).toBe('direct/holder');
+    // A streak is its workflow's to handle: no direct session, and no holder to wait for.
+    expect(f).toEqual({ granted: false, heldMs: null });
+  });
+
+  it("two workers' batches over the same endpoints in opposite orders neither deadlock nor grant an endpoint twice", async () => {
+    const ids = await Promise.all(Array.from({ length: 30 }, () => bareEndpoint()));
+    for (let round = 0; round < 5; round++) {
+      await testDb().query(`UPDATE endpoints SET session_owner = NULL, session_until = NULL WHERE id = ANY($1)`, [ids]);
+      const [x, y] = await Promise.all([
+        takeMany(ids.map((id) => ({ endpointId: id, owner: `direct/x/${round}/${id}` }))),
+        takeMany([...ids].reverse().map((id) => ({ endpointId: id, owner: `direct/y/${round}/${id}` }))),
+      ]);
+      const yById = new Map([...ids].reverse().map((id, i) => [id, y[i]!]));
+      for (const [i, id] of ids.entries()) {
+        const byX = x[i]!.granted;
+        const byY = yById.get(id)!.granted;
+        expect(byX !== byY).toBe(true);
+        expect((await leaseOf(id)).session_owner).toBe(`direct/${byX ? 'x' : 'y'}/${round}/${id}`);
+      }
+    }
   });
 });
