@@ -11,7 +11,6 @@ import type { Queryable } from '../src/db/pool.js';
 
 const DAY_MS = 86_400_000;
 const SAMPLE_EVERY_MS = 20;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface DropStep {
   statement: string;
@@ -48,37 +47,43 @@ export async function retentionForOldestWeek(db: Queryable, nowMs: number): Prom
 export async function timedRetentionDrop(db: pg.Pool, nowMs: number): Promise<RetentionDrop> {
   const retentionDays = await retentionForOldestWeek(db, nowMs);
   const steps: DropStep[] = [];
+  // Each sampler ends on its own after its statement: the next statement does not wait for it.
+  const samplers: Promise<void>[] = [];
   const timed = {
     query: async (text: string, params?: unknown[]) => {
       const isDdl = /^\s*(ALTER TABLE .* DETACH PARTITION|DROP TABLE)/i.test(text);
       if (!isDdl) return db.query(text, params);
       const step: DropStep = { statement: text.replace(/\s+/g, ' ').trim(), ms: 0, samples: 0, waits: {}, blockers: {} };
       steps.push(step);
-      let running = true;
-      const sampling = sampleWhile(db, text, step, () => running);
+      let done = () => {};
+      const finished = new Promise<void>((r) => (done = r));
+      samplers.push(sampleUntil(db, text, step, finished));
       const t0 = performance.now();
       try {
         return await db.query(text, params);
       } finally {
         step.ms = performance.now() - t0;
-        running = false;
-        await sampling;
+        done();
       }
     },
   } as unknown as pg.Pool;
   const dropped = await dropPartitionsPastRetention(timed, nowMs, retentionDays);
+  await Promise.all(samplers);
   return { retentionDays, dropped, steps };
 }
 
-/** Samples pg_stat_activity every SAMPLE_EVERY_MS while `running()`: the DDL's wait event and the backends blocking it. */
-async function sampleWhile(db: pg.Pool, text: string, step: DropStep, running: () => boolean): Promise<void> {
-  while (running()) {
+/** Samples pg_stat_activity every SAMPLE_EVERY_MS until `finished`: the DDL's wait event and the backends blocking it. */
+async function sampleUntil(db: pg.Pool, text: string, step: DropStep, finished: Promise<void>): Promise<void> {
+  let running = true;
+  void finished.then(() => (running = false));
+  while (running) {
     const { rows } = await db.query<{ wait: string | null; blockers: string[] | null }>(
       `SELECT a.wait_event_type || ':' || a.wait_event AS wait,
               (SELECT array_agg(b.backend_type || ', ' || coalesce(b.state, '') || ', ' || left(regexp_replace(coalesce(b.query, ''), '\\s+', ' ', 'g'), 50))
                FROM pg_stat_activity b WHERE b.pid = ANY(pg_blocking_pids(a.pid))) AS blockers
        FROM pg_stat_activity a
-       WHERE a.pid <> pg_backend_pid() AND a.state = 'active' AND a.query = $1`,
+       WHERE a.pid <> pg_backend_pid() AND a.state = 'active' AND a.query = $1
+         AND a.wait_event_type IS DISTINCT FROM 'Client'`,
       [text],
     );
     for (const r of rows) {
@@ -86,7 +91,7 @@ async function sampleWhile(db: pg.Pool, text: string, step: DropStep, running: (
       if (r.wait) step.waits[r.wait] = (step.waits[r.wait] ?? 0) + 1;
       for (const b of r.blockers ?? []) step.blockers[b] = (step.blockers[b] ?? 0) + 1;
     }
-    await sleep(SAMPLE_EVERY_MS);
+    await Promise.race([finished, new Promise((r) => setTimeout(r, SAMPLE_EVERY_MS))]);
   }
 }
 

@@ -534,7 +534,7 @@ async function main() {
       for (const st of drop.retention.steps)
         rows.push([`  ${st.statement.replace(/ CONCURRENTLY| FINALIZE/, '').replace(/PARTITION /, '')}`, ...full(ms(st.ms)), '', '']);
       const statementsMs = drop.retention.steps.reduce((sum, st) => sum + st.ms, 0);
-      rows.push(['  the rest: the catalog read for the partitions (3×)', ...full(ms(drop.actionMs - statementsMs)), '', '']);
+      rows.push(['  the rest: reading the partitions from the catalog (3×)', ...full(ms(drop.actionMs - statementsMs)), '', '']);
       rows.push([
         '  p99 end to end before / during it',
         ...full(`${ms(drop.before.p99)} / ${ms(drop.during.p99)} (${drop.during.n})`),
