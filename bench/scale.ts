@@ -18,7 +18,13 @@
  * (GET /api/v1/webhooks/{id}/stats); a stream page (GET /api/v1/events) at the head and in the
  * middle; deleting a contact with 10,000 events (DELETE /api/v1/contacts/{id}) while another
  * tenant publishes; dropping the oldest weekly partition while publishing (when the tables are
- * partitioned); then a churn at full rate with the tables' dead rows and sizes each minute.
+ * partitioned, by the product's retention, each statement timed); then a churn at full rate with
+ * the tables' and the written week's dead rows, sizes and autovacuums each minute.
+ *
+ * Measured after waits (bench/scale-quiet.ts), so the figures are the data's and not the previous
+ * phase's: the reads on an idle shape (nothing owed, no other statement, load down; ≤ 60 s), one
+ * at a time after a warm-up of each; end to end on the full database after a CHECKPOINT, the
+ * kernel's writeback of the fill (≤ 5 min) and a warm-up round. What each waited is printed.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -27,7 +33,11 @@ import path from 'node:path';
 import type pg from 'pg';
 import { issueApiKey } from '../src/db/api-keys.js';
 import { SCOPES } from '../src/security/api-key.js';
-import { encodePageKey } from '../src/core/paging.js';
+import { decodePageKey, encodePageKey } from '../src/core/paging.js';
+import { endpointPacing, listDeliveries, type DeliveryFilter } from '../src/db/deliveries.js';
+import { endpointHourlyStats } from '../src/db/endpoint-hourly-stats.js';
+import { readStream } from '../src/db/events.js';
+import type { Queryable } from '../src/db/pool.js';
 import { projectRoot } from '../dev/tools.js';
 import type { ApiCall } from './api-client.js';
 import { demandData } from './demand-events.js';
@@ -49,8 +59,11 @@ import {
   uuidOfSql,
   type FillShape,
 } from './scale-fill.js';
+import { statementMs } from './read-statement-time.js';
 import { printColumns } from './table.js';
-import { GROWING_TABLES, mib, tableGrowth, type TableGrowth } from './table-growth.js';
+import { GROWING_TABLES, mib, partitionGrowthAt, tableGrowth, type PartitionGrowth, type TableGrowth } from './table-growth.js';
+import { idleWaitLine, settleWrites, waitForIdleShape, writesSettledLine, type IdleWait, type WritesSettled } from './scale-quiet.js';
+import { dropStepLines, timedRetentionDrop, type RetentionDrop } from './scale-retention-drop.js';
 
 const argv = process.argv.slice(2);
 const flag = (name: string, fallback: number) => {
@@ -105,6 +118,8 @@ interface Latency {
   p50: number;
   p99: number;
   n: number;
+  /** Reads: the SQL of one of them on the server (planning + execution, bench/read-statement-time.ts). */
+  sqlMs?: number;
 }
 const latencyOf = (xs: number[]): Latency => {
   const s = [...xs].sort((a, b) => a - b);
@@ -183,7 +198,8 @@ async function main() {
     };
   };
   const emptyE2E = await e2e('empty');
-  step('empty: reads (audit list, stats, stream)');
+  const emptyReadsWait = await idleBeforeReads('empty');
+  step('empty: reads (audit list, stats, stream), one at a time');
   const emptyReads = await measureReads(db, api, { key: single.key, accountId: single.accountId, endpointId: single.endpointIds[0]! });
   const fillDb = await db.connect();
   stops.push(async () => fillDb.release());
@@ -210,7 +226,14 @@ async function main() {
   const t0 = now();
   await fillAccounts(fillDb, fillShape);
   fill.seconds += (now() - t0) / 1000;
-  const stepReads: { events: number; deliveries: number; reads: Reads; growth: TableGrowth[] }[] = [];
+  const stepReads: {
+    events: number;
+    deliveries: number;
+    reads: Reads;
+    growth: TableGrowth[];
+    writesWait: WritesSettled;
+    readsWait: IdleWait;
+  }[] = [];
   const target = await bigAccountTarget();
   const layout = skewedLayout(opt.accounts);
   for (let s = 1; s <= opt.steps; s++) {
@@ -244,16 +267,26 @@ async function main() {
     step(`  step ${s}: ${opt.vacuum ? 'VACUUM (ANALYZE)' : 'ANALYZE'} of the filled tables`);
     await fillDb.query(`${opt.vacuum ? 'VACUUM (ANALYZE)' : 'ANALYZE'} ${GROWING_TABLES.join(', ')}`);
     fill.vacuumSeconds += (now() - v0) / 1000;
-    step(`step ${s} of ${opt.steps}: ${n(fill.rows.deliveries!)} deliveries filled; reads`);
+    const writesWait = await writesOnDisk(`step ${s}`);
+    const readsWait = await idleBeforeReads(`step ${s}`);
+    step(`step ${s} of ${opt.steps}: ${n(fill.rows.deliveries!)} deliveries filled; reads, one at a time`);
     stepReads.push({
       events: fill.rows.events!,
       deliveries: fill.rows.deliveries!,
       reads: await measureReads(db, api, target),
       growth: await tableGrowth(db),
+      writesWait,
+      readsWait,
     });
   }
 
-  // ---- the full database
+  // ---- the full database: the fill's writes on disk and the shape warm again before end to end
+  const fullWritesWait = await writesOnDisk('full');
+  step('full: warming up (not measured)');
+  const w0 = now();
+  await bench.publish(single, 'rewarm1', opt.e2eEvents, 30);
+  await bench.publish(many, 'rewarmN', opt.e2eEvents, 30);
+  const fullWarmSeconds = (now() - w0) / 1000;
   const fullE2E = await e2e('full');
   step('full: deleting a contact with 10,000 events (in the largest Account) while another tenant publishes');
   const fullContact = await contactDeletion(0, 'cf');
@@ -285,6 +318,22 @@ async function main() {
         `filling ${n(plan.deliveries)} deliveries and ${n(plan.events)} events instead (the most that fits)`,
     );
     return plan;
+  }
+
+  /** Waits for an idle shape before a read phase (bench/scale-quiet.ts) and says what it waited for. */
+  async function idleBeforeReads(tag: string): Promise<IdleWait> {
+    step(`${tag}: waiting for an idle shape before the reads (nothing owed, no other statement, load ≤ 0.5 per CPU; ≤ 60 s)`);
+    const w = await waitForIdleShape(db);
+    step(`  waited ${idleWaitLine(w)}`);
+    return w;
+  }
+
+  /** CHECKPOINT and the kernel's writeback of what the fill wrote (bench/scale-quiet.ts), said as it ends. */
+  async function writesOnDisk(tag: string): Promise<WritesSettled> {
+    step(`${tag}: CHECKPOINT, then waiting for the kernel's dirty + writeback pages below 64 MiB (≤ 5 min)`);
+    const w = await settleWrites(db);
+    step(`  ${writesSettledLine(w)}`);
+    return w;
   }
 
   /** Account 0 (the largest of the fill): a key for it, and its busiest endpoint. */
@@ -334,43 +383,45 @@ async function main() {
 
   /**
    * Drops the oldest weekly partition of delivery_attempts and of deliveries while `single`
-   * publishes, as the retention job does (src/db/delivery-partitions.ts): attempts first, each
-   * DETACH … CONCURRENTLY (SHARE UPDATE EXCLUSIVE on the parent, blocking no writer), then DROP.
+   * publishes, by the product's retention (bench/scale-retention-drop.ts), each statement timed.
    */
-  async function partitionDrop(): Promise<During & { what: string }> {
-    const oldest = async (table: string) => (await partitionsOf(db, table)).find((p) => p.from !== null && Number.isFinite(p.from))!;
-    const [attempts, deliveries] = [await oldest('delivery_attempts'), await oldest('deliveries')];
-    const rows = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${deliveries.name}`);
+  async function partitionDrop(): Promise<During & { what: string; retention: RetentionDrop }> {
+    const oldest = (await partitionsOf(db, 'deliveries')).find((p) => p.from !== null && Number.isFinite(p.from))!;
+    const rows = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${oldest.name}`);
     const day = (t: number) => new Date(t).toISOString().slice(0, 10);
-    const what = `${deliveries.name} (${n(rows.rows[0]!.n)} deliveries, ${day(deliveries.from!)} to ${day(deliveries.to!)}) and ${attempts.name}`;
-    step(`full: dropping ${what} while another tenant publishes`);
+    const what = `${oldest.name} (${n(rows.rows[0]!.n)} deliveries, ${day(oldest.from!)} to ${day(oldest.to!)}) and its attempts' week`;
+    step(`full: dropping ${what} by the product's retention while another tenant publishes`);
+    let retention: RetentionDrop | undefined;
     const result = await during(bench, single, 'drop', async () => {
-      for (const [parent, p] of [
-        ['delivery_attempts', attempts],
-        ['deliveries', deliveries],
-      ] as const) {
-        await db.query(`ALTER TABLE ${parent} DETACH PARTITION ${p.name} CONCURRENTLY`);
-        await db.query(`DROP TABLE ${p.name}`);
-      }
+      retention = await timedRetentionDrop(db, Date.now());
     });
-    step(`  dropped in ${ms(result.actionMs)}`);
-    return { ...result, what };
+    step(`  dropped ${retention!.dropped.join(', ')} in ${ms(result.actionMs)} (retention ${retention!.retentionDays} days)`);
+    for (const line of dropStepLines(retention!)) step(`    ${line}`);
+    return { ...result, what, retention: retention! };
   }
 
   async function churnAtFullRate(minutes: number) {
-    const samples: { at: number; sent: number; growth: TableGrowth[] }[] = [];
+    const samples: { at: number; sent: number; growth: TableGrowth[]; hot: PartitionGrowth[] }[] = [];
     let sent: Map<string, number> | undefined;
     const t0 = now();
     // Arrivals at the receiver so far (of every phase: the figure is their difference from one minute to the next).
-    const sample = async () => samples.push({ at: (now() - t0) / 1000, sent: receiver.arrivals.size, growth: await tableGrowth(db) });
+    const sample = async () =>
+      samples.push({
+        at: (now() - t0) / 1000,
+        sent: receiver.arrivals.size,
+        growth: await tableGrowth(db),
+        hot: partitioned ? await partitionGrowthAt(db, Date.now()) : [],
+      });
     await sample();
     const sending = bench.send(single, 'churn', Number.MAX_SAFE_INTEGER, minutes * 60).then((m) => (sent = m));
     for (let m = 1; m <= minutes; m++) {
       await sleep(Math.max(0, t0 + m * 60_000 - now()));
       await sample();
-      const d = samples.at(-1)!.growth.find((g) => g.table === 'deliveries')!;
+      const { growth, hot } = samples.at(-1)!;
+      const d = growth.find((g) => g.table === 'deliveries')!;
       step(
-        `  churn minute ${m}: deliveries ${n(d.liveRows)} live, ${n(d.deadRows)} dead, ${mib(d.heapBytes)} + ${mib(d.indexBytes)} of indexes`,
+        `  churn minute ${m}: deliveries ${n(d.liveRows)} live, ${n(d.deadRows)} dead, ${mib(d.heapBytes)} + ${mib(d.indexBytes)} of indexes` +
+          hot.map((h) => `; ${hotLine(h)}`).join(''),
       );
     }
     await sending;
@@ -428,26 +479,41 @@ async function main() {
         'within 10 %',
       ]);
     };
+    rows.push([
+      '  waited before end to end (writes on disk; warm-up)',
+      'warm-up at start',
+      ...stepReads.map((_, i) =>
+        i === stepReads.length - 1
+          ? `${(fullWritesWait.checkpointSeconds + fullWritesWait.seconds).toFixed(0)} s${fullWritesWait.settled ? '' : ' (bound)'}, ` +
+            `dirty ${fullWritesWait.dirtyMiB[0].toFixed(0)} → ${fullWritesWait.dirtyMiB[1].toFixed(0)} MiB; ${fullWarmSeconds.toFixed(0)} s`
+          : '',
+      ),
+      '',
+      'note',
+    ]);
     e2eRow('end to end, 1 endpoint, 16 publishers', emptyE2E.one, fullE2E.one);
     e2eRow(`end to end, ${MANY} endpoints`, emptyE2E.hundred, fullE2E.hundred);
     const readRow = (name: string, pick: (r: Reads) => Latency & { page?: number }, target: string) => {
       const e = pick(emptyReads);
       const page = (l: Latency & { page?: number }) => (l.page !== undefined ? ` (page ${l.page})` : '');
-      rows.push([
-        name,
-        `${ms(e.p99)}${page(e)}`,
-        ...stepReads.map((s) => `${ms(pick(s.reads).p99)}${page(pick(s.reads))}`),
-        times(pick(last.reads).p99 / e.p99),
-        target,
-      ]);
+      const cell = (l: Latency & { page?: number }) => `${ms(l.p50)} / ${ms(l.p99)}${page(l)}, SQL ${ms(l.sqlMs ?? NaN)}`;
+      rows.push([name, cell(e), ...stepReads.map((s) => cell(pick(s.reads))), times(pick(last.reads).p99 / e.p99), target]);
     };
-    readRow(`audit list by endpoint, first page (${opt.pageLimit}): p99`, (r) => r.auditEndpointFirst, '≤ 10 ms');
-    readRow(`audit list by endpoint, ${opt.depth} pages deep: p99`, (r) => r.auditEndpointDeep, '≤ 10 ms');
-    readRow('audit list by status (exhausted), first page: p99', (r) => r.auditStatusFirst, '≤ 10 ms');
-    readRow(`audit list by status, ${opt.depth} pages deep: p99`, (r) => r.auditStatusDeep, '≤ 10 ms');
-    readRow('stats (24 hours of an endpoint): p99', (r) => r.stats, '≤ 10 ms');
-    readRow('stream page (100) at the head: p99', (r) => r.streamHead, '≤ 5 ms');
-    readRow('stream page (100) in the middle: p99', (r) => r.streamMiddle, '≤ 5 ms');
+    const idle = (w: IdleWait) => `${w.seconds.toFixed(0)} s${w.settled ? '' : ' (bound)'}, load ${w.load[1].toFixed(2)}`;
+    rows.push([
+      '  reads waited for an idle shape (then serial, warmed)',
+      idle(emptyReadsWait),
+      ...stepReads.map((s) => `${idle(s.readsWait)} (+ writes ${(s.writesWait.checkpointSeconds + s.writesWait.seconds).toFixed(0)} s)`),
+      '',
+      'note',
+    ]);
+    readRow(`audit list by endpoint, first page (${opt.pageLimit}): p50 / p99, SQL once`, (r) => r.auditEndpointFirst, '≤ 10 ms');
+    readRow(`audit list by endpoint, ${opt.depth} pages deep: p50 / p99, SQL once`, (r) => r.auditEndpointDeep, '≤ 10 ms');
+    readRow('audit list by status (exhausted), first page: p50 / p99, SQL once', (r) => r.auditStatusFirst, '≤ 10 ms');
+    readRow(`audit list by status, ${opt.depth} pages deep: p50 / p99, SQL once`, (r) => r.auditStatusDeep, '≤ 10 ms');
+    readRow('stats (24 hours of an endpoint): p50 / p99, SQL once', (r) => r.stats, '≤ 10 ms');
+    readRow('stream page (100) at the head: p50 / p99, SQL once', (r) => r.streamHead, '≤ 5 ms');
+    readRow('stream page (100) in the middle: p50 / p99, SQL once', (r) => r.streamMiddle, '≤ 5 ms');
     const full = (v: string) => ['', ...stepReads.map((_, i) => (i === stepReads.length - 1 ? v : ''))];
     rows.push([
       `delete a contact with ${n(CONTACT_EVENTS)} events: time`,
@@ -464,7 +530,11 @@ async function main() {
       'kept',
     ]);
     if (drop) {
-      rows.push(['drop the oldest weekly partition: time', ...full(ms(drop.actionMs)), '', '≤ 1 s']);
+      rows.push(['drop the oldest weekly partition (product retention): time', ...full(ms(drop.actionMs)), '', '≤ 1 s']);
+      for (const st of drop.retention.steps)
+        rows.push([`  ${st.statement.replace(/ CONCURRENTLY| FINALIZE/, '').replace(/PARTITION /, '')}`, ...full(ms(st.ms)), '', '']);
+      const statementsMs = drop.retention.steps.reduce((sum, st) => sum + st.ms, 0);
+      rows.push(['  the rest: reading the partitions from the catalog (3×)', ...full(ms(drop.actionMs - statementsMs)), '', '']);
       rows.push([
         '  p99 end to end before / during it',
         ...full(`${ms(drop.before.p99)} / ${ms(drop.during.p99)} (${drop.during.n})`),
@@ -482,7 +552,15 @@ async function main() {
     printColumns(rows);
     console.log('');
     console.log('Contact deletions: empty ' + emptyContact.left + '; full ' + fullContact.left);
-    if (drop) console.log(`Partition dropped: ${drop.what}`);
+    if (drop) {
+      console.log(`Partition dropped: ${drop.what}, by dropPartitionsPastRetention with ${drop.retention.retentionDays} days:`);
+      for (const line of dropStepLines(drop.retention)) console.log(`  ${line}`);
+    }
+    console.log('Waits before measuring:');
+    console.log(`  empty reads: ${idleWaitLine(emptyReadsWait)}`);
+    for (const [i, s] of stepReads.entries())
+      console.log(`  step ${i + 1} reads: ${writesSettledLine(s.writesWait)}; then idle ${idleWaitLine(s.readsWait)}`);
+    console.log(`  full end to end: ${writesSettledLine(fullWritesWait)}; then a warm-up round of ${fullWarmSeconds.toFixed(0)} s`);
     console.log('');
     console.log('Tables after each step of the fill (all partitions summed):');
     const growthRows: string[][] = [['step', 'table', 'partitions', 'rows', 'heap + TOAST', 'indexes', 'bytes per row (heap + indexes)']];
@@ -500,14 +578,17 @@ async function main() {
     printColumns(growthRows);
     if (churn) {
       console.log('');
-      console.log('Churn, each minute (dead rows / live rows, heap + TOAST, indexes, autovacuum runs so far):');
-      const churnRows: string[][] = [['minute', 'deliveries/s', ...GROWING_TABLES]];
+      console.log(
+        'Churn, each minute (dead rows / live rows, heap + TOAST, indexes, autovacuum runs so far; all partitions, then the written week):',
+      );
+      const churnRows: string[][] = [['minute', 'deliveries/s', ...GROWING_TABLES, 'written week']];
       for (const [i, s] of churn.samples.entries()) {
         const prev = churn.samples[i - 1];
         churnRows.push([
           String(i),
           prev ? n((s.sent - prev.sent) / (s.at - prev.at)) : '',
           ...s.growth.map((g) => `${n(g.deadRows)} / ${n(g.liveRows)}, ${mib(g.heapBytes)}, ${mib(g.indexBytes)}, ${g.autovacuums} av`),
+          s.hot.map(hotLine).join('; '),
         ]);
       }
       printColumns(churnRows);
@@ -523,9 +604,12 @@ async function main() {
         fill,
         partitioned,
         emptyE2E,
+        emptyReadsWait,
         emptyReads,
         emptyContact,
         stepReads,
+        fullWritesWait,
+        fullWarmSeconds,
         fullE2E,
         fullContact,
         drop,
@@ -533,6 +617,15 @@ async function main() {
       }),
     );
   }
+}
+
+/** The written week's partition: rows, dead rows against the point autovacuum starts, sizes, its autovacuums and the last one. */
+function hotLine(h: PartitionGrowth): string {
+  const last = h.lastAutovacuum ? `last ${h.lastAutovacuum.toISOString().slice(11, 19)} UTC` : 'none yet';
+  return (
+    `${h.partition} ${Math.round(h.liveRows).toLocaleString('en-US')} live, ${Math.round(h.deadRows).toLocaleString('en-US')} dead ` +
+    `(autovacuum at ${h.vacuumAtDead.toLocaleString('en-US')}), ${mib(h.heapBytes)} + ${mib(h.indexBytes)}, ${h.autovacuums} av (${last})`
+  );
 }
 
 /** The same random ~1 KiB as the end-to-end events weigh (bench/demand-events.ts), but incompressible, as real payloads mostly are. */
@@ -573,10 +666,11 @@ async function during(bench: ShapeBench, tenant: Tenant, tag: string, action: ()
 
 /** The reads, each `opt.reads` times in a row through the API, p50 and p99. */
 async function measureReads(db: pg.Pool, api: ApiCall, t: ReadTarget): Promise<Reads> {
-  const time = async (paths: string[]): Promise<Latency> => {
+  /** `opt.reads` GETs of `paths` one at a time after 20 not counted (connection, plans, pages), then the SQL of the first once. */
+  const time = async (paths: string[], sql: (q: Queryable, i: number) => Promise<unknown>): Promise<Latency> => {
     if (paths.length === 0) return { p50: NaN, p99: NaN, n: 0 };
     const times: number[] = [];
-    for (let i = 0; i < Math.min(20, opt.reads); i++) await api('GET', paths[i % paths.length]!, t.key); // warm the connection and the plans
+    for (let i = 0; i < Math.min(20, opt.reads); i++) await api('GET', paths[i % paths.length]!, t.key);
     for (let i = 0; i < opt.reads; i++) {
       const p = paths[i % paths.length]!;
       const t0 = performance.now();
@@ -584,7 +678,7 @@ async function measureReads(db: pg.Pool, api: ApiCall, t: ReadTarget): Promise<R
       times.push(performance.now() - t0);
       if (res.status !== 200) throw new Error(`GET ${p} answered ${res.status} ${JSON.stringify(res.body)}`);
     }
-    return latencyOf(times);
+    return { ...latencyOf(times), sqlMs: await statementMs(db, (q) => sql(q, 0)) };
   };
   const limit = opt.pageLimit;
   const list = (filter: string, after?: string) =>
@@ -600,6 +694,16 @@ async function measureReads(db: pg.Pool, api: ApiCall, t: ReadTarget): Promise<R
     );
     return { cursors: rows.filter((_, i) => i % limit === 0).map((r) => encodePageKey(r)), page: page + 1 };
   };
+  /** What GET /api/v1/webhook_deliveries runs (src/api/routes/deliveries.ts): the page, then its endpoints' pacing. */
+  const auditSql = (filter: DeliveryFilter, cursors: string[]) => async (q: Queryable, i: number) => {
+    const after = cursors[i] !== undefined ? decodePageKey(cursors[i]) : undefined;
+    const rows = await listDeliveries(q, t.accountId, filter, { limit, after });
+    await endpointPacing(
+      q,
+      rows.slice(0, limit).map((r) => r.endpoint_id),
+    );
+  };
+  const streamSql = (cursors: string[]) => (q: Queryable, i: number) => readStream(q, t.accountId, 'live', cursors[i]!, 100);
   const byEndpoint = `endpoint_id=${t.endpointId}`;
   const byStatus = 'status=exhausted';
   const endpointDeep = await deepCursors('account_id = $1 AND endpoint_id = $2', [t.accountId, t.endpointId]);
@@ -621,13 +725,31 @@ async function measureReads(db: pg.Pool, api: ApiCall, t: ReadTarget): Promise<R
   const head = await streamCursor(events - 101, 1);
   const middle = await streamCursor(Math.floor(events / 2), 2_000);
   return {
-    auditEndpointFirst: await time([list(byEndpoint)]),
-    auditEndpointDeep: { ...(await time(endpointDeep.cursors.map((c) => list(byEndpoint, c)))), page: endpointDeep.page },
-    auditStatusFirst: await time([list(byStatus)]),
-    auditStatusDeep: { ...(await time(statusDeep.cursors.map((c) => list(byStatus, c)))), page: statusDeep.page },
-    stats: await time([`/api/v1/webhooks/${t.endpointId}/stats`]),
-    streamHead: await time(head.map((c) => `/api/v1/events?after=${c}&limit=100`)),
-    streamMiddle: await time(middle.map((c) => `/api/v1/events?after=${c}&limit=100`)),
+    auditEndpointFirst: await time([list(byEndpoint)], auditSql({ endpointId: t.endpointId }, [])),
+    auditEndpointDeep: {
+      ...(await time(
+        endpointDeep.cursors.map((c) => list(byEndpoint, c)),
+        auditSql({ endpointId: t.endpointId }, endpointDeep.cursors),
+      )),
+      page: endpointDeep.page,
+    },
+    auditStatusFirst: await time([list(byStatus)], auditSql({ status: 'exhausted' }, [])),
+    auditStatusDeep: {
+      ...(await time(
+        statusDeep.cursors.map((c) => list(byStatus, c)),
+        auditSql({ status: 'exhausted' }, statusDeep.cursors),
+      )),
+      page: statusDeep.page,
+    },
+    stats: await time([`/api/v1/webhooks/${t.endpointId}/stats`], (q) => endpointHourlyStats(q, t.accountId, t.endpointId, 24)),
+    streamHead: await time(
+      head.map((c) => `/api/v1/events?after=${c}&limit=100`),
+      streamSql(head),
+    ),
+    streamMiddle: await time(
+      middle.map((c) => `/api/v1/events?after=${c}&limit=100`),
+      streamSql(middle),
+    ),
   };
 }
 

@@ -49,3 +49,56 @@ export async function tableGrowth(db: Db): Promise<TableGrowth[]> {
 }
 
 export const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+
+/** One partition's rows, dead rows, sizes and autovacuum: the written week's, to see whether autovacuum keeps up with its churn. */
+export interface PartitionGrowth {
+  partition: string;
+  liveRows: number;
+  deadRows: number;
+  /** Dead rows at which autovacuum starts on it: autovacuum_vacuum_threshold + its scale factor × reltuples. */
+  vacuumAtDead: number;
+  heapBytes: number;
+  indexBytes: number;
+  autovacuums: number;
+  lastAutovacuum: Date | null;
+}
+
+/** The partitions of GROWING_TABLES holding `atMs` (the week being written), those that exist. */
+export async function partitionGrowthAt(db: Db, atMs: number): Promise<PartitionGrowth[]> {
+  const { rows } = await db.query<{
+    partition: string;
+    live: string;
+    dead: string;
+    vacuum_at: string;
+    heap: string;
+    index: string;
+    autovacuums: string;
+    last_autovacuum: Date | null;
+  }>(
+    `SELECT c.relname AS partition, s.n_live_tup AS live, s.n_dead_tup AS dead,
+            current_setting('autovacuum_vacuum_threshold')::float8
+              + coalesce((SELECT option_value::float8 FROM pg_options_to_table(c.reloptions) WHERE option_name = 'autovacuum_vacuum_scale_factor'),
+                         current_setting('autovacuum_vacuum_scale_factor')::float8) * greatest(c.reltuples, 0) AS vacuum_at,
+            pg_table_size(c.oid) AS heap, pg_indexes_size(c.oid) AS index,
+            s.autovacuum_count AS autovacuums, s.last_autovacuum
+     FROM unnest($1::text[]) p(name)
+     JOIN pg_inherits i ON i.inhparent = to_regclass(p.name)
+     JOIN pg_class c ON c.oid = i.inhrelid
+     JOIN pg_stat_user_tables s ON s.relid = c.oid
+     WHERE pg_get_expr(c.relpartbound, c.oid) ~ 'FROM'
+       AND (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \\(''([^'']+)''\\)'))[1]::timestamptz <= $2
+       AND (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \\(''([^'']+)''\\)'))[1]::timestamptz > $2
+     ORDER BY array_position($1::text[], p.name)`,
+    [GROWING_TABLES, new Date(atMs)],
+  );
+  return rows.map((r) => ({
+    partition: r.partition,
+    liveRows: Number(r.live),
+    deadRows: Number(r.dead),
+    vacuumAtDead: Math.round(Number(r.vacuum_at)),
+    heapBytes: Number(r.heap),
+    indexBytes: Number(r.index),
+    autovacuums: Number(r.autovacuums),
+    lastAutovacuum: r.last_autovacuum,
+  }));
+}
