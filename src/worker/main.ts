@@ -22,20 +22,21 @@ import { runOutboxSender } from './outbox-sender.js';
 import { installTemporalLogging } from './temporal-logging.js';
 import { createProviderHttp } from '../channels/provider-http.js';
 import { createMaintenanceActivities } from './maintenance-activities.js';
-import { claimWithEndpoint } from '../db/deliveries.js';
+import { ensureMaintenanceSchedule } from './maintenance-schedule.js';
+import { claimWithEndpointsFor } from '../db/deliveries.js';
 import type { DbClient } from '../db/pool.js';
 import { LEASE_MS } from '../core/runtime-limits.js';
 
 const NIL_ENDPOINT = '00000000-0000-0000-0000-000000000000';
-import { ensureMaintenanceSchedule } from './maintenance-schedule.js';
 
 export async function runWorker(
   config: ServiceConfig,
   opts: { signal?: AbortSignal; resolver?: Resolver; workflowBundlePath?: string; onRunning?: () => void } = {},
 ): Promise<void> {
   installTemporalLogging();
-  // The claim every session starts with, prepared on the warmed connections (a nil endpoint: nothing is claimed).
-  const prepare = async (client: DbClient) => void (await claimWithEndpoint(client, NIL_ENDPOINT, new Date(), 1, LEASE_MS, 'warm-up'));
+  // The sessions' shared claim, prepared on the warmed connections (a nil endpoint: nothing is claimed).
+  const prepare = async (client: DbClient) =>
+    void (await claimWithEndpointsFor(client, [{ endpointId: NIL_ENDPOINT, now: new Date(), limit: 1, owner: 'warm-up' }], LEASE_MS));
   const services = await startServices(config, { ...opts, prepare });
   const { db, httpClient, temporal } = services;
   await ensureSearchAttributes(temporal.connection, config.temporalNamespace);

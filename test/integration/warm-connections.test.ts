@@ -2,8 +2,9 @@
  * The connections a process opens at start (`warmConnections`): open at once, kept by the pool,
  * each with the caller's statements prepared; one that fails its warm-up is dropped, not kept.
  */
+import type pg from 'pg';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { claimWithEndpoint } from '../../src/db/deliveries.js';
+import { claimWithEndpointsFor } from '../../src/db/deliveries.js';
 import { createPool, warmConnections, type Db } from '../../src/db/pool.js';
 
 const NIL = '00000000-0000-0000-0000-000000000000';
@@ -33,14 +34,16 @@ describe('warmConnections', () => {
   it('opens the connections at once, keeps them in the pool, and prepares the claim on every one', async () => {
     db = createPool(inject('databaseUrl'), 10, 3);
     expect(db.totalCount).toBe(0);
-    await warmConnections(db, 3, async (c) => void (await claimWithEndpoint(c, NIL, new Date(), 1, 60_000, 'warm-up')));
+    const claim = async (c: pg.PoolClient) =>
+      void (await claimWithEndpointsFor(c, [{ endpointId: NIL, now: new Date(), limit: 1, owner: 'warm-up' }], 60_000));
+    await warmConnections(db, 3, claim);
     expect(db.totalCount).toBe(3);
     expect(db.idleCount).toBe(3);
     const each = await preparedPerConnection(db);
     // The same three connections, not new ones: what was warmed is what the next callers get.
     expect(db.totalCount).toBe(3);
     expect(new Set(each.map((e) => e.pid)).size).toBe(3);
-    for (const e of each) expect(e.names).toContain('claim_due_deliveries');
+    for (const e of each) expect(e.names).toContain('claim_due_deliveries_for');
   });
 
   it('drops a connection whose warm-up failed and still resolves', async () => {
