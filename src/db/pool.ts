@@ -89,7 +89,8 @@ export async function warmConnections(
   );
 }
 
-const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+/** An id no row has: warm-up statements run with it find nothing and change nothing. */
+export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 /** Plans over every partition of the hot tables (no partition key in it), finding no row. */
 const WARM_READ = `SELECT (SELECT 1 FROM deliveries WHERE endpoint_id = $1 LIMIT 1),
   (SELECT 1 FROM delivery_attempts WHERE delivery_id = $1 LIMIT 1), (SELECT 1 FROM events WHERE id = $1)`;

@@ -35,6 +35,16 @@ const freeFor = (
 const FREE = freeFor('$2', '$4');
 /** What lets a session start without its workflow: the endpoint sends, healthy, no streak, not paused. */
 const DIRECT_ELIGIBLE = `e.deleted_at IS NULL AND e.active AND e.health_status = 'healthy' AND e.failure_streak = 0 AND e.paused_at IS NULL`;
+/**
+ * Why a lease was not taken, as `held_ms`: how long another session holds it, or null when this
+ * kind of session may not start at all (not `eligible`, a hand-over waiting): the workflow must look.
+ */
+const heldMsFor = (eligible: string, owner: string, handoverTimeout: string) =>
+  `CASE WHEN ${eligible} AND (e.handover_at IS NULL OR e.handover_at < now() - ${secs(handoverTimeout)})
+     AND e.session_owner IS NOT NULL AND e.session_owner <> ${owner} AND e.session_until >= now()
+   THEN extract(epoch FROM e.session_until - now()) * 1000 END::float8 AS held_ms`;
+/** How long ago the last POST of the endpoint's sessions started, for the next session's pace. */
+const LAST_POST_AGO_MS = `(extract(epoch FROM now() - e.session_paced_at) * 1000)::float8 AS last_post_ago_ms`;
 
 /**
  * Takes the endpoint's session lease for `owner` (for `leaseMs`), reading the endpoint in the
@@ -53,17 +63,14 @@ export async function takeSessionLease(
     name: `take_session_lease_${kind}`,
     text: `UPDATE endpoints e SET session_owner = $2, session_until = now() + ${secs('$3')}, handover_at = NULL
      WHERE e.id = $1 AND ${FREE} ${kind === 'direct' ? `AND ${DIRECT_ELIGIBLE}` : ''}
-     RETURNING ${endpointColumnsAs('e', '')}, (extract(epoch FROM now() - e.session_paced_at) * 1000)::float8 AS last_post_ago_ms`,
+     RETURNING ${endpointColumnsAs('e', '')}, ${LAST_POST_AGO_MS}`,
     values: [endpointId, owner, leaseMs, handoverTimeoutMs],
   });
   const endpoint = rows[0] ? endpointFromColumns(rows[0], '') : undefined;
   if (endpoint) return { granted: true, endpoint, lastPostAgoMs: (rows[0] as { last_post_ago_ms: number | null }).last_post_ago_ms };
   // Not taken: why, so the caller knows whether to wait for the holder or go to the workflow.
   const why = await db.query<{ held_ms: number | null }>(
-    `SELECT CASE WHEN ${kind === 'direct' ? DIRECT_ELIGIBLE : 'true'} AND (e.handover_at IS NULL OR e.handover_at < now() - ${secs('$3')})
-                 AND e.session_owner IS NOT NULL AND e.session_owner <> $2 AND e.session_until >= now()
-            THEN extract(epoch FROM e.session_until - now()) * 1000 END::float8 AS held_ms
-     FROM endpoints e WHERE e.id = $1`,
+    `SELECT ${heldMsFor(kind === 'direct' ? DIRECT_ELIGIBLE : 'true', '$2', '$3')} FROM endpoints e WHERE e.id = $1`,
     [endpointId, owner, handoverTimeoutMs],
   );
   return { granted: false, heldMs: why.rows[0]?.held_ms ?? null };
@@ -102,8 +109,7 @@ export async function takeDirectSessionLeases(
      )
      UPDATE endpoints e SET session_owner = f.owner, session_until = now() + ${secs('$3')}, handover_at = NULL
      FROM free f WHERE e.id = f.id
-     RETURNING f.owner AS taken_by, ${endpointColumnsAs('e', '')},
-               (extract(epoch FROM now() - e.session_paced_at) * 1000)::float8 AS last_post_ago_ms`,
+     RETURNING f.owner AS taken_by, ${endpointColumnsAs('e', '')}, ${LAST_POST_AGO_MS}`,
     values: [ids, owners, leaseMs, handoverTimeoutMs],
   });
   const taken = new Map<string, { endpoint: EndpointRow; lastPostAgoMs: number | null }>();
@@ -113,9 +119,7 @@ export async function takeDirectSessionLeases(
   const heldMs = new Map<string, number | null>();
   if (refused.length > 0) {
     const why = await db.query<{ owner: string; held_ms: number | null }>(
-      `SELECT r.owner, CASE WHEN ${DIRECT_ELIGIBLE} AND (e.handover_at IS NULL OR e.handover_at < now() - ${secs('$3')})
-                 AND e.session_owner IS NOT NULL AND e.session_owner <> r.owner AND e.session_until >= now()
-            THEN extract(epoch FROM e.session_until - now()) * 1000 END::float8 AS held_ms
+      `SELECT r.owner, ${heldMsFor(DIRECT_ELIGIBLE, 'r.owner', '$3')}
        FROM unnest($1::uuid[], $2::text[]) AS r(id, owner) LEFT JOIN endpoints e ON e.id = r.id`,
       [refused.map((r) => r.endpointId), refused.map((r) => r.owner), handoverTimeoutMs],
     );

@@ -24,10 +24,8 @@ import { createProviderHttp } from '../channels/provider-http.js';
 import { createMaintenanceActivities } from './maintenance-activities.js';
 import { ensureMaintenanceSchedule } from './maintenance-schedule.js';
 import { claimWithEndpointsFor } from '../db/deliveries.js';
-import type { DbClient } from '../db/pool.js';
+import { NIL_UUID, type DbClient } from '../db/pool.js';
 import { LEASE_MS } from '../core/runtime-limits.js';
-
-const NIL_ENDPOINT = '00000000-0000-0000-0000-000000000000';
 
 export async function runWorker(
   config: ServiceConfig,
@@ -36,7 +34,7 @@ export async function runWorker(
   installTemporalLogging();
   // The sessions' shared claim, prepared on the warmed connections (a nil endpoint: nothing is claimed).
   const prepare = async (client: DbClient) =>
-    void (await claimWithEndpointsFor(client, [{ endpointId: NIL_ENDPOINT, now: new Date(), limit: 1, owner: 'warm-up' }], LEASE_MS));
+    void (await claimWithEndpointsFor(client, [{ endpointId: NIL_UUID, now: new Date(), limit: 1, owner: 'warm-up' }], LEASE_MS));
   const services = await startServices(config, { ...opts, prepare });
   const { db, httpClient, temporal } = services;
   await ensureSearchAttributes(temporal.connection, config.temporalNamespace);

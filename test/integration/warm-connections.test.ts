@@ -5,9 +5,7 @@
 import type pg from 'pg';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { claimWithEndpointsFor } from '../../src/db/deliveries.js';
-import { createPool, warmConnections, type Db } from '../../src/db/pool.js';
-
-const NIL = '00000000-0000-0000-0000-000000000000';
+import { createPool, NIL_UUID, warmConnections, type Db } from '../../src/db/pool.js';
 let db: Db | undefined;
 afterEach(async () => {
   await db?.end();
@@ -35,7 +33,7 @@ describe('warmConnections', () => {
     db = createPool(inject('databaseUrl'), 10, 3);
     expect(db.totalCount).toBe(0);
     const claim = async (c: pg.PoolClient) =>
-      void (await claimWithEndpointsFor(c, [{ endpointId: NIL, now: new Date(), limit: 1, owner: 'warm-up' }], 60_000));
+      void (await claimWithEndpointsFor(c, [{ endpointId: NIL_UUID, now: new Date(), limit: 1, owner: 'warm-up' }], 60_000));
     await warmConnections(db, 3, claim);
     expect(db.totalCount).toBe(3);
     expect(db.idleCount).toBe(3);
