@@ -6,6 +6,7 @@
  * figure says whether DETACH ... CONCURRENTLY waited for transactions in flight.
  */
 import type pg from 'pg';
+import { partitionsPastRetention } from '../src/core/delivery-partitions.js';
 import { dropPartitionsPastRetention, listPartitions } from '../src/db/delivery-partitions.js';
 import type { Queryable } from '../src/db/pool.js';
 
@@ -28,15 +29,14 @@ export interface RetentionDrop {
   steps: DropStep[];
 }
 
-/** Whole days of retention that put the oldest week's upper bound at or before the cutoff and the next week's after it. */
+/** Whole days of retention under which the product's rule (`partitionsPastRetention`) drops the oldest week alone. */
 export async function retentionForOldestWeek(db: Queryable, nowMs: number): Promise<number> {
-  const weeks = (await listPartitions(db, 'deliveries')).filter((p) => p.upperMs !== null);
-  const oldest = weeks[0];
+  const weeks = await listPartitions(db, 'deliveries');
+  const oldest = weeks.find((p) => p.upperMs !== null);
   if (!oldest) throw new Error('deliveries has no partition with an upper bound to drop');
   const days = Math.floor((nowMs - oldest.upperMs!) / DAY_MS);
-  const next = weeks[1];
-  if (days < 1 || (next && next.upperMs! <= nowMs - days * DAY_MS))
-    throw new Error(`no whole-day retention makes only ${oldest.name} eligible (${days} days)`);
+  const past = days >= 1 ? partitionsPastRetention(weeks, nowMs, days) : [];
+  if (past.length !== 1 || past[0] !== oldest) throw new Error(`no whole-day retention makes only ${oldest.name} eligible (${days} days)`);
   return days;
 }
 

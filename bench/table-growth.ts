@@ -2,6 +2,7 @@
  * What the delivery tables hold and how much vacuum owes them, summed over their partitions when
  * they are partitioned: rows, dead rows, heap (with TOAST) and index bytes, autovacuum runs.
  */
+import { listPartitions, PARTITIONED_TABLES } from '../src/db/delivery-partitions.js';
 import type { Db } from './scale-fill.js';
 
 export const GROWING_TABLES = ['deliveries', 'delivery_attempts', 'events'] as const;
@@ -63,8 +64,15 @@ export interface PartitionGrowth {
   lastAutovacuum: Date | null;
 }
 
-/** The partitions of GROWING_TABLES holding `atMs` (the week being written), those that exist. */
+/** The partitions of the partitioned tables holding `atMs` (the week being written), those that exist. */
 export async function partitionGrowthAt(db: Db, atMs: number): Promise<PartitionGrowth[]> {
+  const names: string[] = [];
+  for (const table of PARTITIONED_TABLES) {
+    const week = (await listPartitions(db, table)).find(
+      (p) => p.lowerMs !== null && p.upperMs !== null && p.lowerMs <= atMs && atMs < p.upperMs,
+    );
+    if (week) names.push(week.name);
+  }
   const { rows } = await db.query<{
     partition: string;
     live: string;
@@ -81,15 +89,11 @@ export async function partitionGrowthAt(db: Db, atMs: number): Promise<Partition
                          current_setting('autovacuum_vacuum_scale_factor')::float8) * greatest(c.reltuples, 0) AS vacuum_at,
             pg_table_size(c.oid) AS heap, pg_indexes_size(c.oid) AS index,
             s.autovacuum_count AS autovacuums, s.last_autovacuum
-     FROM unnest($1::text[]) p(name)
-     JOIN pg_inherits i ON i.inhparent = to_regclass(p.name)
-     JOIN pg_class c ON c.oid = i.inhrelid
+     FROM unnest($1::text[]) WITH ORDINALITY p(name, n)
+     JOIN pg_class c ON c.oid = to_regclass(p.name)
      JOIN pg_stat_user_tables s ON s.relid = c.oid
-     WHERE pg_get_expr(c.relpartbound, c.oid) ~ 'FROM'
-       AND (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \\(''([^'']+)''\\)'))[1]::timestamptz <= $2
-       AND (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \\(''([^'']+)''\\)'))[1]::timestamptz > $2
-     ORDER BY array_position($1::text[], p.name)`,
-    [GROWING_TABLES, new Date(atMs)],
+     ORDER BY p.n`,
+    [names],
   );
   return rows.map((r) => ({
     partition: r.partition,
