@@ -10,7 +10,8 @@
  * Flags (defaults): --deliveries=20000000 --events=10000000 --accounts=1000 --endpoints=5000
  * --days=35 --steps=2 (read figures after each step of the fill: the trend) --reads=200
  * --page-limit=20 --depth=1000 (pages) --e2e-events=4000 --churn-minutes=10 --chunk=250000 (events
- * per fill statement) --api-processes=2 --worker-processes=2 --no-vacuum (skip VACUUM after a step).
+ * per fill statement) --api-processes=2 --worker-processes=2 --no-vacuum (skip VACUUM after a step)
+ * --statements (pg_stat_statements: each end-to-end round's statements, with their block reads).
  *
  * Measured, beside the same figures on the empty database: end to end to 1 and to 100 endpoints
  * (16 publishers); the audit list (GET /api/v1/webhook_deliveries, by endpoint and by status, its
@@ -64,6 +65,7 @@ import { printColumns } from './table.js';
 import { GROWING_TABLES, mib, partitionGrowthAt, tableGrowth, type PartitionGrowth, type TableGrowth } from './table-growth.js';
 import { idleWaitLine, settleWrites, waitForIdleShape, writesSettledLine, type IdleWait, type WritesSettled } from './scale-quiet.js';
 import { dropStepLines, timedRetentionDrop, type RetentionDrop } from './scale-retention-drop.js';
+import { ioDelta, ioLine, ioSnapshot, type IoByBackend } from './scale-io.js';
 
 const argv = process.argv.slice(2);
 const flag = (name: string, fallback: number) => {
@@ -86,6 +88,8 @@ const opt = {
   apiProcesses: flag('api-processes', 2),
   workerProcesses: flag('worker-processes', 2),
   vacuum: !argv.includes('--no-vacuum'),
+  /** Loads pg_stat_statements (and track_io_timing): each end-to-end phase's statements in .data/bench-scale/statements.txt. */
+  statements: argv.includes('--statements'),
 };
 /** Bytes on disk per row, heap, TOAST and indexes (measured by a small run of this bench; see docs/scaling.md), for the disk check. */
 const BYTES_PER = { event: 2_800, delivery: 500, attempt: 125 };
@@ -128,6 +132,10 @@ const latencyOf = (xs: number[]): Latency => {
 interface E2E {
   perSecond: number;
   p99: number;
+  /** CPU ms per delivery: api, worker, postgres, temporal and their total. */
+  cpuMsPerDelivery: Record<string, number>;
+  /** Postgres's block reads during it, by kind of backend (bench/scale-io.ts). */
+  io: IoByBackend[];
 }
 interface Reads {
   auditEndpointFirst: Latency;
@@ -164,6 +172,7 @@ async function main() {
     workerProcesses: opt.workerProcesses,
     endpointLimit: MANY + 10,
     stops,
+    statements: opt.statements,
   });
   const to = new Date();
   const fillShape: FillShape = {
@@ -190,16 +199,27 @@ async function main() {
   await warmUp('warm');
 
   // ---- the empty database
+  /** One closed-loop round to `t`, with each component's CPU and Postgres's block reads during it. */
+  const e2eRound = async (t: Tenant, tag: string, name: string): Promise<E2E> => {
+    const io0 = await ioSnapshot(db);
+    const r = await bench.phase(name, () => bench.publish(t, tag, opt.e2eEvents, 20));
+    const io = ioDelta(io0, await ioSnapshot(db));
+    const cpu = r.cpuMsPerDelivery;
+    step(
+      `  ${n(r.perSecond)}/s, p99 ${ms(r.latencyMs.p99)}; CPU ms per delivery ${Object.entries(cpu)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}`,
+    );
+    step(`  Postgres reads: ${ioLine(io, r.events) || 'none from outside shared_buffers'}`);
+    return { perSecond: r.perSecond, p99: r.latencyMs.p99, cpuMsPerDelivery: cpu, io };
+  };
   const e2e = async (tag: string) => {
     step(`${tag}: end to end, 1 endpoint`);
-    const one = await bench.publish(single, `${tag}1`, opt.e2eEvents, 20);
+    const one = await e2eRound(single, `${tag}1`, `${tag}, 1 endpoint`);
     await sleep(1_000);
     step(`${tag}: end to end, ${MANY} endpoints`);
-    const hundred = await bench.publish(many, `${tag}N`, opt.e2eEvents, 20);
-    return {
-      one: { perSecond: one.perSecond, p99: one.latencyMs.p99 },
-      hundred: { perSecond: hundred.perSecond, p99: hundred.latencyMs.p99 },
-    };
+    const hundred = await e2eRound(many, `${tag}N`, `${tag}, ${MANY} endpoints`);
+    return { one, hundred };
   };
   const emptyE2E = await e2e('empty');
   const emptyReadsWait = await idleBeforeReads('empty');
@@ -481,6 +501,14 @@ async function main() {
         times(f.p99 / e.p99),
         'within 10 %',
       ]);
+      const cpu = (x: E2E) => ['api', 'worker', 'postgres', 'temporal'].map((k) => x.cpuMsPerDelivery[k]).join(' / ');
+      rows.push([
+        `  CPU ms per delivery: API / worker / Postgres / Temporal`,
+        cpu(e),
+        ...stepReads.map((_, i) => (i === stepReads.length - 1 ? cpu(f) : '')),
+        times(f.cpuMsPerDelivery.total! / e.cpuMsPerDelivery.total!),
+        'note',
+      ]);
     };
     rows.push([
       '  waited before end to end (writes on disk; warm-up)',
@@ -554,6 +582,15 @@ async function main() {
       ]);
     printColumns(rows);
     console.log('');
+    console.log('Postgres block reads from outside shared_buffers during end to end (pg_stat_io):');
+    for (const [name, e] of [
+      ['empty, 1 endpoint', emptyE2E.one],
+      [`empty, ${MANY} endpoints`, emptyE2E.hundred],
+      ['full, 1 endpoint', fullE2E.one],
+      [`full, ${MANY} endpoints`, fullE2E.hundred],
+    ] as const)
+      console.log(`  ${name}: ${ioLine(e.io) || 'none'}`);
+    if (opt.statements) console.log(`Statements of each end-to-end round: ${path.join(dir, 'statements.txt')}`);
     console.log('Contact deletions: empty ' + emptyContact.left + '; full ' + fullContact.left);
     if (drop) {
       console.log(`Partition dropped: ${drop.what}, by dropPartitionsPastRetention with ${drop.retention.retentionDays} days:`);

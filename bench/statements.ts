@@ -7,7 +7,12 @@ import fs from 'node:fs';
 import type pg from 'pg';
 
 /** Postgres server flags that load the extension (given at start, so only for a server the bench starts). */
-export const STATEMENT_STATS_SETTINGS = { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track_planning': 'on' };
+export const STATEMENT_STATS_SETTINGS = {
+  shared_preload_libraries: 'pg_stat_statements',
+  'pg_stat_statements.track_planning': 'on',
+  // The time of each block read from outside shared_buffers, per statement and in pg_stat_io.
+  track_io_timing: 'on',
+};
 
 export interface StatementStat {
   calls: number;
@@ -17,6 +22,9 @@ export interface StatementStat {
   /** Blocks dirtied and WAL written: what a statement costs the commit and the checkpointer. */
   dirtied: number;
   walKiB: number;
+  /** Blocks read from outside shared_buffers, and the time reading them (track_io_timing). */
+  read: number;
+  readMs: number;
   query: string;
 }
 
@@ -37,6 +45,7 @@ async function readStatementStats(db: pg.Pool, top = 20, opts: { allDatabases?: 
   const { rows } = await db.query<StatementStat>(
     `SELECT calls::int, rows::int, round(total_exec_time::numeric, 1)::float AS "execMs", round(total_plan_time::numeric, 1)::float AS "planMs",
             shared_blks_dirtied::int AS dirtied, round(wal_bytes / 1024)::int AS "walKiB",
+            shared_blks_read::int AS read, round(shared_blk_read_time::numeric, 1)::float AS "readMs",
             CASE WHEN $2 THEN '[' || d.datname || '] ' ELSE '' END || regexp_replace(query, '\\s+', ' ', 'g') AS query
      FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
      WHERE ($2 OR d.datname = current_database()) AND query NOT LIKE '%pg_stat_statements%'
@@ -52,7 +61,7 @@ function writeStatementStats(file: string, phase: string, deliveries: number, st
     `== ${phase} (${deliveries} deliveries; per delivery or event: calls, exec+plan ms)`,
     ...stats.map(
       (s) =>
-        `${String(s.calls).padStart(7)} ${per(s.calls).padStart(6)}  ${String(s.execMs).padStart(8)} + ${String(s.planMs).padStart(6)} ms ${per(s.execMs + s.planMs).padStart(6)}  rows ${String(s.rows).padStart(6)} dirtied ${String(s.dirtied).padStart(5)} wal ${String(s.walKiB).padStart(6)} KiB  ${s.query.slice(0, 160)}`,
+        `${String(s.calls).padStart(7)} ${per(s.calls).padStart(6)}  ${String(s.execMs).padStart(8)} + ${String(s.planMs).padStart(6)} ms ${per(s.execMs + s.planMs).padStart(6)}  rows ${String(s.rows).padStart(6)} dirtied ${String(s.dirtied).padStart(5)} read ${String(s.read).padStart(6)} (${String(s.readMs).padStart(6)} ms) wal ${String(s.walKiB).padStart(6)} KiB  ${s.query.slice(0, 160)}`,
     ),
     '',
   ];
