@@ -75,3 +75,19 @@ export function retentionDaysProblem(days: number): string | undefined {
     return `must be a whole number of days from ${MIN_RETENTION_DAYS} to ${MAX_RETENTION_DAYS}`;
   return undefined;
 }
+
+/** The statement that builds `def` (pg_get_indexdef of a parent index created ON ONLY) on one partition. */
+export function partitionIndexStatement(def: string, name: string, partition: string): string {
+  const m = /^CREATE (UNIQUE )?INDEX \S+ ON ONLY \S+ (USING .*)$/s.exec(def);
+  if (!m) throw new Error(`not an index created ON ONLY a parent: ${def}`);
+  return `CREATE ${m[1] ?? ''}INDEX CONCURRENTLY "${name}" ON "${partition}" ${m[2]}`;
+}
+
+/** deliveries_endpoint_status_page on deliveries_p20261123: deliveries_p20261123_endpoint_status_page. */
+export function partitionIndexName(parentIndex: string, parent: string, partition: string): string {
+  const rest = parentIndex.startsWith(`${parent}_`) ? parentIndex.slice(parent.length + 1) : parentIndex;
+  const name = `${partition}_${rest}`;
+  // Postgres keeps 63 bytes of a name: a longer one would be cut and could collide.
+  if (new TextEncoder().encode(name).length > 63) throw new Error(`index name over 63 bytes: ${name}`);
+  return name;
+}

@@ -115,6 +115,8 @@ export async function listDeliveries(
   };
   if (filter.endpointId) add('endpoint_id = ?', filter.endpointId);
   if (filter.status) add('status = ?', filter.status);
+  // Said as a literal so the plan may use the partial deliveries_endpoint_status_page (migration 0033) whatever the parameter.
+  if (filter.status && filter.status !== 'success') where.push(`status <> 'success'`);
   if (filter.eventType) add('event_type = ?', filter.eventType);
   const ks = keyset(page, params, '', 'newest-first');
   if (ks.clause) where.push(ks.clause);

@@ -12,6 +12,7 @@ import {
   listPartitions,
 } from '../db/delivery-partitions.js';
 import { deleteRollupsBefore } from '../db/endpoint-hourly-stats.js';
+import { buildPartitionIndexes } from '../db/partition-indexes.js';
 import type { Db } from '../db/pool.js';
 
 export interface DeliveryRetentionDeps {
@@ -22,7 +23,8 @@ export interface DeliveryRetentionDeps {
 
 export async function ensureDeliveryPartitions(deps: Pick<DeliveryRetentionDeps, 'db' | 'now'>): Promise<PartitionsAheadReport> {
   const created = await ensurePartitionsAhead(deps.db, (deps.now?.() ?? new Date()).getTime());
-  return { created, partitions: (await listPartitions(deps.db, 'deliveries')).length };
+  const indexesBuilt = await buildPartitionIndexes(deps.db);
+  return { created, partitions: (await listPartitions(deps.db, 'deliveries')).length, indexesBuilt };
 }
 
 export async function applyDeliveryRetention(deps: DeliveryRetentionDeps): Promise<RetentionReport> {

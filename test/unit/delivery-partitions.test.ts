@@ -1,6 +1,8 @@
 /** The weekly partitions of deliveries: which weeks to create ahead, which have left the retention window. */
 import { describe, expect, it } from 'vitest';
 import {
+  partitionIndexName,
+  partitionIndexStatement,
   partitionsPastRetention,
   partitionSuffix,
   periodsToCreate,
@@ -81,5 +83,29 @@ describe('retention', () => {
     expect(retentionDaysProblem(1)).toBeUndefined();
     expect(retentionDaysProblem(3650)).toBeUndefined();
     for (const bad of [0, 3651, 1.5, Number.NaN]) expect(retentionDaysProblem(bad)).toMatch(/1 to 3650/);
+  });
+});
+
+describe('partition indexes (an index a migration created ON ONLY the parent)', () => {
+  const def =
+    "CREATE INDEX deliveries_endpoint_status_page ON ONLY public.deliveries USING btree (endpoint_id, status, created_at DESC, id DESC) WHERE (status <> 'success'::text)";
+
+  it('builds the same index on one partition, concurrently, named after the partition', () => {
+    const name = partitionIndexName('deliveries_endpoint_status_page', 'deliveries', 'deliveries_p20261123');
+    expect(name).toBe('deliveries_p20261123_endpoint_status_page');
+    expect(partitionIndexStatement(def, name, 'deliveries_p20261123')).toBe(
+      `CREATE INDEX CONCURRENTLY "deliveries_p20261123_endpoint_status_page" ON "deliveries_p20261123" USING btree (endpoint_id, status, created_at DESC, id DESC) WHERE (status <> 'success'::text)`,
+    );
+  });
+
+  it('keeps UNIQUE, and refuses a definition that is not ON ONLY a parent', () => {
+    expect(partitionIndexStatement('CREATE UNIQUE INDEX u ON ONLY public.deliveries USING btree (id, created_at)', 'p_u', 'p')).toBe(
+      'CREATE UNIQUE INDEX CONCURRENTLY "p_u" ON "p" USING btree (id, created_at)',
+    );
+    expect(() => partitionIndexStatement('CREATE INDEX x ON public.deliveries USING btree (id)', 'p_x', 'p')).toThrow(/ON ONLY/);
+  });
+
+  it('refuses a name Postgres would cut to 63 bytes (two could collide)', () => {
+    expect(() => partitionIndexName(`deliveries_${'x'.repeat(50)}`, 'deliveries', 'deliveries_p20261123')).toThrow(/63 bytes/);
   });
 });

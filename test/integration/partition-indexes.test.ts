@@ -1,0 +1,146 @@
+/**
+ * The audit list's status index (migration 0033) on real Postgres: created ON ONLY the parent, on
+ * the empty partitions by the migration, on the partitions holding rows by the maintenance run
+ * (built CONCURRENTLY, attached, the parent's index valid after the last), rebuilt when a build
+ * was interrupted, left to the process holding the build lock, and used by the status filter.
+ * Its own database: the test drops and re-adds the index, which every partition shares.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listDeliveries } from '../../src/db/deliveries.js';
+import { listPartitions } from '../../src/db/delivery-partitions.js';
+import { insertEndpoint } from '../../src/db/endpoints.js';
+import { buildPartitionIndexes, partitionIndexesToBuild } from '../../src/db/partition-indexes.js';
+import { createSecretBox } from '../../src/security/secret-box.js';
+import { ensureDeliveryPartitions } from '../../src/worker/delivery-retention.js';
+import { createTenant, TEST_ENCRYPTION_KEY, type Tenant } from '../support/harness.js';
+import { ownDatabase, type OwnDatabase } from '../support/own-database.js';
+
+const INDEX = 'deliveries_endpoint_status_page';
+const MIGRATION = fs.readFileSync(path.join(import.meta.dirname, '../../src/db/migrations/0033_deliveries_status_page.sql'), 'utf8');
+const box = createSecretBox(TEST_ENCRYPTION_KEY);
+
+let own: OwnDatabase;
+let tenant: Tenant;
+let endpointId: string;
+/** The partitions of this week and the next, which the test fills. */
+let filled: string[];
+
+beforeAll(async () => {
+  own = await ownDatabase('partition_indexes');
+  tenant = await createTenant({ db: own.db });
+  const e = await insertEndpoint(own.db, {
+    accountId: tenant.accountId,
+    customerId: null,
+    url: 'https://public.example/hooks',
+    events: ['crm'],
+    active: true,
+    secretCiphertext: box.seal(`whsec_${crypto.randomBytes(24).toString('base64')}`),
+    limit: 50,
+  });
+  endpointId = e.id;
+  const parts = await listPartitions(own.db, 'deliveries');
+  const nowMs = Date.now();
+  filled = parts
+    .filter((p) => p.lowerMs !== null && p.upperMs! > nowMs)
+    .map((p) => p.name)
+    .slice(0, 2);
+});
+afterAll(async () => {
+  await own?.drop();
+});
+
+const parentValid = async () =>
+  (await own.db.query<{ valid: boolean }>(`SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = $1::regclass`, [INDEX])).rows[0]!
+    .valid;
+/** The partitions whose own index is attached to the parent's, by name. */
+const attached = async () =>
+  (
+    await own.db.query<{ partition: string }>(
+      `SELECT t.relname AS partition FROM pg_inherits i JOIN pg_index x ON x.indexrelid = i.inhrelid JOIN pg_class t ON t.oid = x.indrelid
+       WHERE i.inhparent = $1::regclass ORDER BY 1`,
+      [INDEX],
+    )
+  ).rows.map((r) => r.partition);
+const allPartitions = async () => (await listPartitions(own.db, 'deliveries')).map((p) => p.name).sort();
+
+/** `n` deliveries of each status in each filled week, then the index as a database holding them meets migration 0033. */
+async function rowsThenMigration(n: number): Promise<void> {
+  await own.db.query(`DROP INDEX ${INDEX}`);
+  for (const [i, part] of filled.entries()) {
+    const lower = (await listPartitions(own.db, 'deliveries')).find((p) => p.name === part)!.lowerMs!;
+    await own.db.query(
+      `INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status, attempts, created_at)
+       SELECT $1, $2, gen_random_uuid(), 'crm.demand.created', gen_random_uuid()::text, 'live', s, 1, $3::timestamptz + g * interval '1 second'
+       FROM generate_series(1, $4) g, unnest(ARRAY['success', 'exhausted', 'failed']) s`,
+      [tenant.accountId, endpointId, new Date(lower + 60_000 * (i + 1)), n],
+    );
+  }
+  await own.db.query(MIGRATION);
+}
+
+describe('the status index of the audit list (migration 0033)', () => {
+  it('on a fresh database, every partition has it and the parent index is valid; a week made later gets it when attached', async () => {
+    expect(await parentValid()).toBe(true);
+    expect(await attached()).toEqual(await allPartitions());
+    const report = await ensureDeliveryPartitions({ db: own.db, now: () => new Date(Date.now() + 70 * 86_400_000) });
+    expect(report.created.length).toBeGreaterThan(0);
+    expect(report.indexesBuilt).toEqual([]);
+    expect(await attached()).toEqual(await allPartitions());
+  });
+
+  it('on partitions holding rows, the migration leaves it to maintenance, which builds and attaches each; then the parent is valid and the status filter reads it', async () => {
+    await rowsThenMigration(50);
+    expect(await parentValid()).toBe(false);
+    expect((await partitionIndexesToBuild(own.db)).map((j) => j.partition)).toEqual([...filled].sort());
+    // The empty partitions got theirs from the migration itself.
+    expect((await attached()).length).toBe((await allPartitions()).length - filled.length);
+
+    const report = await ensureDeliveryPartitions({ db: own.db });
+    expect(report.indexesBuilt).toEqual([...filled].sort().map((p) => `${p}_endpoint_status_page`));
+    expect(await parentValid()).toBe(true);
+    expect(await attached()).toEqual(await allPartitions());
+    expect(await buildPartitionIndexes(own.db)).toEqual([]);
+
+    const page = await listDeliveries(own.db, tenant.accountId, { endpointId, status: 'exhausted' }, { limit: 20 });
+    expect(page.length).toBe(21);
+    expect(new Set(page.map((d) => d.status))).toEqual(new Set(['exhausted']));
+    const plan = await own.db.query<{ 'QUERY PLAN': string }>(
+      `EXPLAIN SELECT id FROM deliveries WHERE account_id = $1 AND endpoint_id = $2 AND status = 'exhausted' AND status <> 'success'
+       ORDER BY created_at DESC, id DESC LIMIT 21`,
+      [tenant.accountId, endpointId],
+    );
+    expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toContain('_endpoint_status_page');
+  });
+
+  it('an index an interrupted build left invalid is dropped and built again', async () => {
+    await rowsThenMigration(5);
+    const [first] = await partitionIndexesToBuild(own.db);
+    // What CREATE INDEX CONCURRENTLY leaves when it is cancelled: the index, marked invalid.
+    await own.db.query(first!.create);
+    await own.db.query(`UPDATE pg_index SET indisvalid = false WHERE indexrelid = $1::regclass`, [first!.name]);
+    expect(await buildPartitionIndexes(own.db)).toEqual([...filled].sort().map((p) => `${p}_endpoint_status_page`));
+    expect(await parentValid()).toBe(true);
+    const { rows } = await own.db.query<{ valid: boolean }>(`SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = $1::regclass`, [
+      first!.name,
+    ]);
+    expect(rows).toEqual([{ valid: true }]);
+  });
+
+  it('while another process holds the build lock, a run builds nothing and leaves it to that one', async () => {
+    await rowsThenMigration(5);
+    const other = await own.db.connect();
+    try {
+      await other.query(`SELECT pg_advisory_lock(hashtext('partition-indexes'))`);
+      expect(await buildPartitionIndexes(own.db)).toEqual([]);
+      expect(await parentValid()).toBe(false);
+      await other.query(`SELECT pg_advisory_unlock(hashtext('partition-indexes'))`);
+    } finally {
+      other.release();
+    }
+    expect((await buildPartitionIndexes(own.db)).length).toBe(filled.length);
+    expect(await parentValid()).toBe(true);
+  });
+});
