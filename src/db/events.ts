@@ -157,7 +157,7 @@ export async function appendEvents(tx: Queryable, events: (NewEvent & { id?: str
 /** Inserts the events of `eventParams` at the cursors after `head.base`, in array order; a taken key is skipped. */
 const INSERT_EVENTS = `INSERT INTO events (id, account_id, environment, cursor, type, idempotency_key, customer_id, channel, channel_account_id, channel_account,
                          external_id, message_id, message_resource_id, contact_ref, contact_refs, payload, contact_id, conversation_id, occurred_at)
-     SELECT coalesce(e.id, gen_random_uuid()), $1, $2, head.base + e.n, e.type, e.idempotency_key, e.customer_id, e.channel, e.channel_account_id, e.channel_account,
+     SELECT coalesce(e.id, uuidv7()), $1, $2, head.base + e.n, e.type, e.idempotency_key, e.customer_id, e.channel, e.channel_account_id, e.channel_account,
             e.external_id, e.message_id, e.message_resource_id, e.contact_ref,
             -- A list per row travels as a JSON array: unnest would flatten a two-dimensional text[].
             ARRAY(SELECT jsonb_array_elements_text(e.contact_refs)), e.payload, e.contact_id, e.conversation_id, e.occurred_at

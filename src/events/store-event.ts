@@ -7,7 +7,6 @@
  * flight: the second writes its deliveries (most of a batch's work) while the first holds the
  * stream's head, and takes the head only once the first has it, so cursors keep the calls' order.
  */
-import crypto from 'node:crypto';
 import { admit, type Admission, type RoutableEndpoint } from '../core/admission.js';
 import { isNormalizedInStream, type EventDefinition, type StreamContext } from '../core/catalog/index.js';
 import { capApplies, FREE_PLAN_MONTHLY_LIMIT, judgeCount, usageMonth } from '../core/free-plan.js';
@@ -35,6 +34,7 @@ import {
   type Decided,
   type Queryable,
 } from '../db/pool.js';
+import { newRowId } from '../db/row-id.js';
 import { StreamBatcher, type Turn } from './stream-batcher.js';
 
 export interface IngestEvent {
@@ -139,7 +139,7 @@ export async function storeEvent(db: Db, e: IngestEvent, now: Date = new Date())
 
 function eventRow(e: IngestEvent): NewEvent & { id: string } {
   return {
-    id: crypto.randomUUID(),
+    id: newRowId(),
     account_id: e.accountId,
     environment: e.environment,
     type: e.def.type,

@@ -1,12 +1,12 @@
 import type { EndpointId } from '../../core/ids.js';
 /** Webhook endpoints: SPEC 4.1 to 4.6 with the state effects of SPEC 3.2. */
-import crypto from 'node:crypto';
 import Router from '@koa/router';
 import { normalizeCategories } from '../../core/categories.js';
 import { afterTest, planPatch } from '../../core/health.js';
 import { decodePageKey, pageOf, parseLimit } from '../../core/paging.js';
 import { getCustomerOfAccount } from '../../db/directory.js';
 import { recordTestDelivery } from '../../db/deliveries.js';
+import { newRowId } from '../../db/row-id.js';
 import { endpointHourlyStats } from '../../db/endpoint-hourly-stats.js';
 import { hourStatsOf } from '../../core/hourly-stats.js';
 import {
@@ -215,7 +215,7 @@ function testRoute(router: Router, deps: ApiDeps): void {
     const startedAt = new Date();
     const body = testBody(startedAt);
     // Each test send is its own delivery row, and its id is its webhook-id.
-    const deliveryId = crypto.randomUUID();
+    const deliveryId = newRowId();
     const outcome = await sendToEndpoint(deps.httpClient, secretBox, endpoint, {
       eventType: 'webhook.test',
       idempotencyKey: `test:${endpoint.id}`,
