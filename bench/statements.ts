@@ -25,6 +25,10 @@ export interface StatementStat {
   /** Blocks read from outside shared_buffers, and the time reading them (track_io_timing). */
   read: number;
   readMs: number;
+  /** The slowest call: a tail a mean hides (a GIN pending-list flush, a lock wait). */
+  maxMs: number;
+  /** Full-page images written to WAL: the first change to a page after a checkpoint writes it whole. */
+  fpi: number;
   query: string;
 }
 
@@ -46,6 +50,7 @@ async function readStatementStats(db: pg.Pool, top = 20, opts: { allDatabases?: 
     `SELECT calls::int, rows::int, round(total_exec_time::numeric, 1)::float AS "execMs", round(total_plan_time::numeric, 1)::float AS "planMs",
             shared_blks_dirtied::int AS dirtied, round(wal_bytes / 1024)::int AS "walKiB",
             shared_blks_read::int AS read, round(shared_blk_read_time::numeric, 1)::float AS "readMs",
+            round(max_exec_time::numeric, 1)::float AS "maxMs", wal_fpi::int AS fpi,
             CASE WHEN $2 THEN '[' || d.datname || '] ' ELSE '' END || regexp_replace(query, '\\s+', ' ', 'g') AS query
      FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
      WHERE ($2 OR d.datname = current_database()) AND query NOT LIKE '%pg_stat_statements%'
@@ -61,7 +66,7 @@ function writeStatementStats(file: string, phase: string, deliveries: number, st
     `== ${phase} (${deliveries} deliveries; per delivery or event: calls, exec+plan ms)`,
     ...stats.map(
       (s) =>
-        `${String(s.calls).padStart(7)} ${per(s.calls).padStart(6)}  ${String(s.execMs).padStart(8)} + ${String(s.planMs).padStart(6)} ms ${per(s.execMs + s.planMs).padStart(6)}  rows ${String(s.rows).padStart(6)} dirtied ${String(s.dirtied).padStart(5)} read ${String(s.read).padStart(6)} (${String(s.readMs).padStart(6)} ms) wal ${String(s.walKiB).padStart(6)} KiB  ${s.query.slice(0, 160)}`,
+        `${String(s.calls).padStart(7)} ${per(s.calls).padStart(6)}  ${String(s.execMs).padStart(8)} + ${String(s.planMs).padStart(6)} ms ${per(s.execMs + s.planMs).padStart(6)}  rows ${String(s.rows).padStart(6)} dirtied ${String(s.dirtied).padStart(5)} max ${String(s.maxMs).padStart(7)} ms read ${String(s.read).padStart(6)} (${String(s.readMs).padStart(6)} ms) fpi ${String(s.fpi).padStart(6)} wal ${String(s.walKiB).padStart(6)} KiB  ${s.query.slice(0, 160)}`,
     ),
     '',
   ];
