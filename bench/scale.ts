@@ -24,8 +24,9 @@
  *
  * Measured after waits (bench/scale-quiet.ts), so the figures are the data's and not the previous
  * phase's: the reads on an idle shape (nothing owed, no other statement, load down; ≤ 60 s), one
- * at a time after a warm-up of each; end to end on the full database after a CHECKPOINT, the
- * kernel's writeback of the fill (≤ 5 min) and a warm-up round. What each waited is printed.
+ * at a time after a warm-up of each; end to end on the empty database after a warm-up round and
+ * the same idle wait, on the full database after a CHECKPOINT, the kernel's writeback of the fill
+ * (≤ 5 min) and a warm-up round. What each waited is printed.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -221,6 +222,11 @@ async function main() {
     const hundred = await e2eRound(many, `${tag}N`, `${tag}, ${MANY} endpoints`);
     return { one, hundred };
   };
+  // Quiet first, as end to end on the full database is (after its writes and a warm-up): the
+  // start, the tenants' verification and the warm-up leave the two cores busy for a while.
+  step('empty: waiting for an idle shape before end to end (load ≤ 0.5 per CPU; ≤ 60 s)');
+  const emptyE2EWait = await waitForIdleShape(db);
+  step(`  waited ${idleWaitLine(emptyE2EWait)}`);
   const emptyE2E = await e2e('empty');
   const emptyReadsWait = await idleBeforeReads('empty');
   step('empty: reads (audit list, stats, stream), one at a time');
@@ -511,8 +517,8 @@ async function main() {
       ]);
     };
     rows.push([
-      '  waited before end to end (writes on disk; warm-up)',
-      'warm-up at start',
+      '  waited before end to end (writes on disk; warm-up; idle)',
+      `warm-up; idle ${emptyE2EWait.seconds.toFixed(0)} s${emptyE2EWait.settled ? '' : ' (bound)'}, load ${emptyE2EWait.load[1].toFixed(2)}`,
       ...stepReads.map((_, i) =>
         i === stepReads.length - 1
           ? `${(fullWritesWait.checkpointSeconds + fullWritesWait.seconds).toFixed(0)} s${fullWritesWait.settled ? '' : ' (bound)'}, ` +
@@ -597,6 +603,7 @@ async function main() {
       for (const line of dropStepLines(drop.retention)) console.log(`  ${line}`);
     }
     console.log('Waits before measuring:');
+    console.log(`  empty end to end: a warm-up round, then idle ${idleWaitLine(emptyE2EWait)}`);
     console.log(`  empty reads: ${idleWaitLine(emptyReadsWait)}`);
     for (const [i, s] of stepReads.entries())
       console.log(`  step ${i + 1} reads: ${writesSettledLine(s.writesWait)}; then idle ${idleWaitLine(s.readsWait)}`);
@@ -643,6 +650,7 @@ async function main() {
         plan,
         fill,
         partitioned,
+        emptyE2EWait,
         emptyE2E,
         emptyReadsWait,
         emptyReads,
