@@ -8,7 +8,7 @@
  */
 import { partitionIndexName, partitionIndexStatement } from '../core/delivery-partitions.js';
 import { PARTITIONED_TABLES } from './delivery-partitions.js';
-import type { Db } from './pool.js';
+import { withClient, type Db } from './pool.js';
 
 /** Session lock key: one build at a time per database, whichever worker or deployment runs maintenance. */
 const BUILD_LOCK = 'partition-indexes';
@@ -50,11 +50,8 @@ export async function partitionIndexesToBuild(db: Db): Promise<PartitionIndexToB
  * An index left by a build that was interrupted is invalid: it is dropped and built again.
  */
 export async function buildPartitionIndexes(db: Db): Promise<string[]> {
-  const todo = await partitionIndexesToBuild(db);
-  if (todo.length === 0) return [];
-  const client = await db.connect();
-  let broken: Error | undefined;
-  try {
+  if ((await partitionIndexesToBuild(db)).length === 0) return [];
+  return withClient(db, async (client) => {
     const { rows } = await client.query<{ locked: boolean }>(`SELECT pg_try_advisory_lock(hashtext($1)) AS locked`, [BUILD_LOCK]);
     if (!rows[0]!.locked) return [];
     try {
@@ -74,14 +71,9 @@ export async function buildPartitionIndexes(db: Db): Promise<string[]> {
       }
       return built;
     } finally {
+      // A connection lost meanwhile took its lock with it (withClient then discards it).
       await client.query(`RESET statement_timeout`);
       await client.query(`SELECT pg_advisory_unlock(hashtext($1))`, [BUILD_LOCK]);
     }
-  } catch (err) {
-    // A connection that failed mid-build may still hold the lock: it leaves the pool, and its lock with it.
-    broken = err as Error;
-    throw err;
-  } finally {
-    client.release(broken);
-  }
+  });
 }
