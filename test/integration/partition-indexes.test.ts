@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listDeliveries } from '../../src/db/deliveries.js';
 import { listPartitions } from '../../src/db/delivery-partitions.js';
 import { insertEndpoint } from '../../src/db/endpoints.js';
+import { createPool } from '../../src/db/pool.js';
 import { buildPartitionIndexes, partitionIndexesToBuild } from '../../src/db/partition-indexes.js';
 import { createSecretBox } from '../../src/security/secret-box.js';
 import { ensureDeliveryPartitions } from '../../src/worker/delivery-retention.js';
@@ -113,6 +114,21 @@ describe('the status index of the audit list (migration 0033)', () => {
       [tenant.accountId, endpointId],
     );
     expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toContain('_endpoint_status_page');
+  });
+
+  it('the account-wide list by status pages as the endpoint’s list does, and leaves its connection planning sorts again', async () => {
+    const one = createPool(own.url, 1);
+    try {
+      const all = await listDeliveries(one, tenant.accountId, { status: 'exhausted' }, { limit: 20 });
+      const mine = await listDeliveries(one, tenant.accountId, { endpointId, status: 'exhausted' }, { limit: 20 });
+      expect(all.map((d) => d.id)).toEqual(mine.map((d) => d.id));
+      expect((await one.query<{ enable_sort: string }>('SHOW enable_sort')).rows).toEqual([{ enable_sort: 'on' }]);
+      // A failed list leaves it on too.
+      await expect(listDeliveries(one, tenant.accountId, { status: 'exhausted', eventType: '\u0000' }, { limit: 20 })).rejects.toThrow();
+      expect((await one.query<{ enable_sort: string }>('SHOW enable_sort')).rows).toEqual([{ enable_sort: 'on' }]);
+    } finally {
+      await one.end();
+    }
   });
 
   it('an index an interrupted build left invalid is dropped and built again', async () => {
