@@ -10,16 +10,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { periodsToCreate, periodStart, partitionSuffix, PARTITION_PERIOD_MS } from '../../src/core/delivery-partitions.js';
 import { insertAttempt } from '../../src/db/deliveries.js';
 import { listPartitions } from '../../src/db/delivery-partitions.js';
-import { insertEndpoint } from '../../src/db/endpoints.js';
 import { deleteEventsWhere } from '../../src/db/events.js';
-import { createSecretBox } from '../../src/security/secret-box.js';
 import { applyDeliveryRetention, ensureDeliveryPartitions } from '../../src/worker/delivery-retention.js';
-import { createTenant, startTestApi, TEST_ENCRYPTION_KEY, testDb, type Tenant, type TestApi } from '../support/harness.js';
+import { createTenant, insertTestEndpoint, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
 import { ownDatabase, type OwnDatabase } from '../support/own-database.js';
 
 const DAY = 86_400_000;
 const WEEK = PARTITION_PERIOD_MS;
-const box = createSecretBox(TEST_ENCRYPTION_KEY);
 /** Every week of deliveries: room for the claim's HOT update, and vacuum following the churn of the written week (0032). */
 const WEEK_OPTIONS = ['fillfactor=80', 'autovacuum_vacuum_scale_factor=0.02'];
 
@@ -40,18 +37,7 @@ afterAll(async () => {
   await own?.drop();
 });
 
-async function endpoint(): Promise<string> {
-  const e = await insertEndpoint(own.db, {
-    accountId: tenant.accountId,
-    customerId: null,
-    url: 'https://public.example/hooks',
-    events: ['crm'],
-    active: true,
-    secretCiphertext: box.seal(`whsec_${crypto.randomBytes(24).toString('base64')}`),
-    limit: 50,
-  });
-  return e.id;
-}
+const endpoint = () => insertTestEndpoint(own.db, tenant.accountId);
 
 /** A delivery created at `createdAt` (in that week's partition), with one failed attempt. */
 async function delivery(

@@ -5,23 +5,19 @@
  * was interrupted, left to the process holding the build lock, and used by the status filter.
  * Its own database: the test drops and re-adds the index, which every partition shares.
  */
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listDeliveries } from '../../src/db/deliveries.js';
 import { listPartitions } from '../../src/db/delivery-partitions.js';
-import { insertEndpoint } from '../../src/db/endpoints.js';
 import { createPool } from '../../src/db/pool.js';
 import { buildPartitionIndexes, partitionIndexesToBuild } from '../../src/db/partition-indexes.js';
-import { createSecretBox } from '../../src/security/secret-box.js';
 import { ensureDeliveryPartitions } from '../../src/worker/delivery-retention.js';
-import { createTenant, TEST_ENCRYPTION_KEY, type Tenant } from '../support/harness.js';
+import { createTenant, insertTestEndpoint, type Tenant } from '../support/harness.js';
 import { ownDatabase, type OwnDatabase } from '../support/own-database.js';
 
 const INDEX = 'deliveries_endpoint_status_page';
 const MIGRATION = fs.readFileSync(path.join(import.meta.dirname, '../../src/db/migrations/0033_deliveries_status_page.sql'), 'utf8');
-const box = createSecretBox(TEST_ENCRYPTION_KEY);
 
 let own: OwnDatabase;
 let tenant: Tenant;
@@ -32,16 +28,7 @@ let filled: string[];
 beforeAll(async () => {
   own = await ownDatabase('partition_indexes');
   tenant = await createTenant({ db: own.db });
-  const e = await insertEndpoint(own.db, {
-    accountId: tenant.accountId,
-    customerId: null,
-    url: 'https://public.example/hooks',
-    events: ['crm'],
-    active: true,
-    secretCiphertext: box.seal(`whsec_${crypto.randomBytes(24).toString('base64')}`),
-    limit: 50,
-  });
-  endpointId = e.id;
+  endpointId = await insertTestEndpoint(own.db, tenant.accountId);
   const parts = await listPartitions(own.db, 'deliveries');
   const nowMs = Date.now();
   filled = parts

@@ -4,9 +4,7 @@
  * default, and a later row's id sorts after an earlier one's in both.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertEndpoint } from '../../src/db/endpoints.js';
-import { createSecretBox } from '../../src/security/secret-box.js';
-import { createTenant, startTestApi, TEST_ENCRYPTION_KEY, testDb, type Tenant, type TestApi } from '../support/harness.js';
+import { createTenant, insertTestEndpoint, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
 
 let api: TestApi;
 let tenant: Tenant;
@@ -59,21 +57,13 @@ describe('time-ordered ids', () => {
       { table: 'deliveries', def: 'uuidv7()' },
       { table: 'events', def: 'uuidv7()' },
     ]);
-    const endpoint = await insertEndpoint(testDb(), {
-      accountId: tenant.accountId,
-      customerId: null,
-      url: 'https://public.example/ids',
-      events: ['crm'],
-      active: true,
-      secretCiphertext: createSecretBox(TEST_ENCRYPTION_KEY).seal('whsec_dGVzdHRlc3R0ZXN0dGVzdHRlc3R0ZXN0'),
-      limit: 50,
-    });
+    const endpointId = await insertTestEndpoint(testDb(), tenant.accountId);
     const made: string[] = [];
     for (let i = 0; i < 3; i++) {
       const { rows } = await testDb().query<{ id: string }>(
         `INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status, attempts)
          VALUES ($1, $2, gen_random_uuid(), 'crm.demand.created', gen_random_uuid()::text, 'live', 'success', 1) RETURNING id`,
-        [tenant.accountId, endpoint.id],
+        [tenant.accountId, endpointId],
       );
       made.push(rows[0]!.id);
       await new Promise((r) => setTimeout(r, 3));

@@ -11,6 +11,7 @@ import { createApiKeyCache } from '../../src/api/api-key-cache.js';
 import type { ApiDeps } from '../../src/api/deps.js';
 import { issueApiKey } from '../../src/db/api-keys.js';
 import { createAccount, createCustomer, type Plan } from '../../src/db/directory.js';
+import { insertEndpoint } from '../../src/db/endpoints.js';
 import { dueChannel } from '../../src/db/due-notifications.js';
 import { createPool, type Db } from '../../src/db/pool.js';
 import { createDueWakes } from '../../src/events/due-wakes.js';
@@ -50,6 +51,23 @@ export async function createTenant(opts: { plan?: Plan; createdAt?: Date; db?: D
     (await issueApiKey(db, { accountId: account.id, environment, scopes })).key;
   const customer = await createCustomer(db, { accountId: account.id, name: 'Customer A' });
   return { accountId: account.id, key: await keyFor([...SCOPES]), keyFor, customerId: customer.id };
+}
+
+/**
+ * An endpoint of the Account stored as a row (not through the API: not verified, nothing sent),
+ * subscribed to crm: for tests of the tables below the API. Its id.
+ */
+export async function insertTestEndpoint(db: Db, accountId: string): Promise<string> {
+  const e = await insertEndpoint(db, {
+    accountId,
+    customerId: null,
+    url: 'https://public.example/hooks',
+    events: ['crm'],
+    active: true,
+    secretCiphertext: createSecretBox(TEST_ENCRYPTION_KEY).seal(`whsec_${crypto.randomBytes(24).toString('base64')}`),
+    limit: 50,
+  });
+  return e.id;
 }
 
 /** Static DNS for tests: names map to fixed addresses, anything else does not resolve. */

@@ -21,13 +21,12 @@ import { createProviderHttp } from '../../src/channels/provider-http.js';
 import { periodStart, PARTITION_PERIOD_MS } from '../../src/core/delivery-partitions.js';
 import { PARTITIONS_JOB_SUMMARY, RETENTION_JOB_SUMMARY, TOKEN_JOB_SUMMARY, type MaintenanceReport } from '../../src/core/maintenance.js';
 import { listPartitions } from '../../src/db/delivery-partitions.js';
-import { insertEndpoint } from '../../src/db/endpoints.js';
 import { createChannelAccount } from '../../src/db/directory.js';
 import { getPhotoappToken, storePhotoappToken } from '../../src/db/photoapp-tokens.js';
 import { createSecretBox } from '../../src/security/secret-box.js';
 import { createMaintenanceActivities } from '../../src/worker/maintenance-activities.js';
 import { MAINTENANCE_WORKFLOW_TYPE, type MaintenanceActivities } from '../../src/workflows/maintenance-contract.js';
-import { createTenant, PROVIDER_APP_SECRET, TEST_ENCRYPTION_KEY, testDb } from '../support/harness.js';
+import { createTenant, insertTestEndpoint, PROVIDER_APP_SECRET, TEST_ENCRYPTION_KEY, testDb } from '../support/harness.js';
 import { ownDatabase } from '../support/own-database.js';
 import { timeSkippingEnvironment } from '../support/temporal.js';
 
@@ -130,19 +129,11 @@ describe('the maintenance workflow (time skipping)', () => {
     try {
       const tenant = await createTenant({ db: own.db });
       const cutover = (await listPartitions(own.db, 'deliveries')).find((p) => p.lowerMs === null)!.upperMs!;
-      const e = await insertEndpoint(own.db, {
-        accountId: tenant.accountId,
-        customerId: null,
-        url: 'https://public.example/hooks',
-        events: ['crm'],
-        active: true,
-        secretCiphertext: box.seal('whsec_maintenance'),
-        limit: 50,
-      });
+      const endpointId = await insertTestEndpoint(own.db, tenant.accountId);
       await own.db.query(
         `INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status, next_attempt_at, created_at)
          VALUES ($1, $2, gen_random_uuid(), 'crm.demand.created', 'k1', 'live', 'failed', now(), $3)`,
-        [tenant.accountId, e.id, new Date(cutover - 86_400_000)],
+        [tenant.accountId, endpointId, new Date(cutover - 86_400_000)],
       );
       const now = cutover + 120 * 86_400_000;
       const taskQueue = await startWorker(
