@@ -8,7 +8,7 @@
  */
 import { partitionIndexName, partitionIndexStatement } from '../core/delivery-partitions.js';
 import { PARTITIONED_TABLES } from './delivery-partitions.js';
-import { withClient, type Db } from './pool.js';
+import { withClient, type Db, type Queryable } from './pool.js';
 
 /** Session lock key: one build at a time per database, whichever worker or deployment runs maintenance. */
 const BUILD_LOCK = 'partition-indexes';
@@ -24,7 +24,7 @@ export interface PartitionIndexToBuild {
 }
 
 /** The partitions that lack their index of a parent index still invalid, in partition order. */
-export async function partitionIndexesToBuild(db: Db): Promise<PartitionIndexToBuild[]> {
+export async function partitionIndexesToBuild(db: Queryable): Promise<PartitionIndexToBuild[]> {
   const { rows } = await db.query<{ parent_index: string; parent: string; def: string; partition: string }>(
     `SELECT pc.relname AS parent_index, t.relname AS parent, pg_get_indexdef(pi.indexrelid) AS def, p.relname AS partition
      FROM pg_index pi
@@ -58,8 +58,9 @@ export async function buildPartitionIndexes(db: Db): Promise<string[]> {
       // A build reads the whole partition: no statement timeout of the pool's applies to it.
       await client.query(`SET statement_timeout = 0`);
       const built: string[] = [];
-      // Read again under the lock: a build that held it may have attached some meanwhile.
-      for (const job of await partitionIndexesToBuild(db)) {
+      // Read again under the lock, on the connection that holds it (a second checkout could wait on
+      // a pool this one fills): a build that held the lock may have attached some meanwhile.
+      for (const job of await partitionIndexesToBuild(client)) {
         const { rows: found } = await client.query<{ valid: boolean }>(
           `SELECT x.indisvalid AS valid FROM pg_class c JOIN pg_index x ON x.indexrelid = c.oid WHERE c.relname = $1`,
           [job.name],

@@ -132,6 +132,17 @@ describe('the status index of the audit list (migration 0033)', () => {
     expect(rows).toEqual([{ valid: true }]);
   });
 
+  it('builds through a pool of one connection: what it reads under the lock goes on the connection holding it', async () => {
+    await rowsThenMigration(5);
+    const one = createPool(own.url, 1);
+    try {
+      expect((await buildPartitionIndexes(one)).length).toBe(filled.length);
+    } finally {
+      await one.end();
+    }
+    expect(await parentValid()).toBe(true);
+  });
+
   it('while another process holds the build lock, a run builds nothing and leaves it to that one', async () => {
     await rowsThenMigration(5);
     const other = await own.db.connect();
