@@ -4,6 +4,7 @@
  * default, and a later row's id sorts after an earlier one's in both.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { demandEvent } from '../support/kit.js';
 import { createTenant, insertTestEndpoint, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
 
 let api: TestApi;
@@ -25,16 +26,7 @@ describe('time-ordered ids', () => {
     for (let i = 0; i < 3; i++) {
       const res = await api.request('POST', '/api/v1/events', {
         key: tenant.key,
-        body: {
-          type: 'crm.demand.created',
-          data: {
-            entity_type: 'demand',
-            entity_id: `dem_ids_${i}`,
-            before_data: null,
-            after_data: { id: `dem_ids_${i}`, version: 1, status: 'open', contact_id: 'c_ids', title: 'Ids' },
-            actor_user_id: null,
-          },
-        },
+        body: demandEvent(`ids_${i}`),
       });
       expect(res.status).toBe(201);
       ids.push(res.body.data.id);
