@@ -492,6 +492,7 @@ async function main() {
     console.log('');
     const stepHeads = stepReads.map((s) => `${n(s.deliveries)} deliveries`);
     const rows: string[][] = [['figure', 'empty', ...stepHeads, 'full / empty', 'target']];
+    const idle = (w: IdleWait) => `${w.seconds.toFixed(0)} s${w.settled ? '' : ' (bound)'}, load ${w.load[1].toFixed(2)}`;
     const e2eRow = (name: string, e: E2E, f: E2E) => {
       rows.push([
         `${name}: rate`,
@@ -518,7 +519,7 @@ async function main() {
     };
     rows.push([
       '  waited before end to end (writes on disk; warm-up; idle)',
-      `warm-up; idle ${emptyE2EWait.seconds.toFixed(0)} s${emptyE2EWait.settled ? '' : ' (bound)'}, load ${emptyE2EWait.load[1].toFixed(2)}`,
+      `warm-up; idle ${idle(emptyE2EWait)}`,
       ...stepReads.map((_, i) =>
         i === stepReads.length - 1
           ? `${(fullWritesWait.checkpointSeconds + fullWritesWait.seconds).toFixed(0)} s${fullWritesWait.settled ? '' : ' (bound)'}, ` +
@@ -536,7 +537,6 @@ async function main() {
       const cell = (l: Latency & { page?: number }) => `${ms(l.p50)} / ${ms(l.p99)}${page(l)}, SQL ${ms(l.sqlMs ?? NaN)}`;
       rows.push([name, cell(e), ...stepReads.map((s) => cell(pick(s.reads))), times(pick(last.reads).p99 / e.p99), target]);
     };
-    const idle = (w: IdleWait) => `${w.seconds.toFixed(0)} s${w.settled ? '' : ' (bound)'}, load ${w.load[1].toFixed(2)}`;
     rows.push([
       '  reads waited for an idle shape (then serial, warmed)',
       idle(emptyReadsWait),
