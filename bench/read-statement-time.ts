@@ -4,18 +4,22 @@
  * planning and execution times summed. Beside the HTTP latency it says how much of a read is SQL.
  */
 import type pg from 'pg';
-import type { Queryable } from '../src/db/pool.js';
+import { withClient, type Queryable } from '../src/db/pool.js';
 
 type Statement = string | { text: string; values?: unknown[] };
 
-/** A Queryable that answers each statement as the pool does and adds its planning + execution time (EXPLAIN ANALYZE) to `into`. */
-function timingByExplain(db: pg.Pool, into: number[]): Queryable {
+/** Settings a read makes for its statements (withoutSorts, src/db/deliveries.ts): run as they are, there is no plan to time. */
+const SETTING = /^\s*(SET|RESET)\b/i;
+
+/** A Queryable that answers each statement as `client` does and adds its planning + execution time (EXPLAIN ANALYZE) to `into`. */
+function timingByExplain(client: pg.PoolClient, into: number[]): Queryable {
   return {
     async query(statement: Statement, params?: unknown[]) {
       // Named (prepared) statements are run unnamed here: the EXPLAIN of a statement is another statement.
       const { text, values } = typeof statement === 'string' ? { text: statement, values: params } : statement;
-      const result = await db.query(text, values);
-      const { rows } = await db.query<{ 'QUERY PLAN': { 'Planning Time': number; 'Execution Time': number }[] }>(
+      const result = await client.query(text, values);
+      if (SETTING.test(text)) return result;
+      const { rows } = await client.query<{ 'QUERY PLAN': { 'Planning Time': number; 'Execution Time': number }[] }>(
         `EXPLAIN (ANALYZE, FORMAT JSON) ${text}`,
         values,
       );
@@ -29,6 +33,7 @@ function timingByExplain(db: pg.Pool, into: number[]): Queryable {
 /** Milliseconds of SQL (planning + execution, every statement) one run of `read` costs the server. */
 export async function statementMs(db: pg.Pool, read: (q: Queryable) => Promise<unknown>): Promise<number> {
   const times: number[] = [];
-  await read(timingByExplain(db, times));
+  // One connection, as the route's pool checkout: a setting the read makes holds for its statements.
+  await withClient(db, (client) => read(timingByExplain(client, times)));
   return times.reduce((a, b) => a + b, 0);
 }
