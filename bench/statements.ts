@@ -19,6 +19,8 @@ export interface StatementStat {
   rows: number;
   execMs: number;
   planMs: number;
+  /** Times it was planned: fewer than its calls once a prepared statement keeps a generic plan. */
+  plans: number;
   /** Blocks dirtied and WAL written: what a statement costs the commit and the checkpointer. */
   dirtied: number;
   walKiB: number;
@@ -47,7 +49,7 @@ async function resetStatementStats(db: pg.Pool): Promise<void> {
  */
 async function readStatementStats(db: pg.Pool, top = 20, opts: { allDatabases?: boolean } = {}): Promise<StatementStat[]> {
   const { rows } = await db.query<StatementStat>(
-    `SELECT calls::int, rows::int, round(total_exec_time::numeric, 1)::float AS "execMs", round(total_plan_time::numeric, 1)::float AS "planMs",
+    `SELECT calls::int, rows::int, round(total_exec_time::numeric, 1)::float AS "execMs", round(total_plan_time::numeric, 1)::float AS "planMs", plans::int,
             shared_blks_dirtied::int AS dirtied, round(wal_bytes / 1024)::int AS "walKiB",
             shared_blks_read::int AS read, round(shared_blk_read_time::numeric, 1)::float AS "readMs",
             round(max_exec_time::numeric, 1)::float AS "maxMs", wal_fpi::int AS fpi,
@@ -66,7 +68,7 @@ function writeStatementStats(file: string, phase: string, deliveries: number, st
     `== ${phase} (${deliveries} deliveries; per delivery or event: calls, exec+plan ms)`,
     ...stats.map(
       (s) =>
-        `${String(s.calls).padStart(7)} ${per(s.calls).padStart(6)}  ${String(s.execMs).padStart(8)} + ${String(s.planMs).padStart(6)} ms ${per(s.execMs + s.planMs).padStart(6)}  rows ${String(s.rows).padStart(6)} dirtied ${String(s.dirtied).padStart(5)} max ${String(s.maxMs).padStart(7)} ms read ${String(s.read).padStart(6)} (${String(s.readMs).padStart(6)} ms) fpi ${String(s.fpi).padStart(6)} wal ${String(s.walKiB).padStart(6)} KiB  ${s.query.slice(0, 160)}`,
+        `${String(s.calls).padStart(7)} ${per(s.calls).padStart(6)}  ${String(s.execMs).padStart(8)} + ${String(s.planMs).padStart(6)} ms (${String(s.plans).padStart(5)} plans) ${per(s.execMs + s.planMs).padStart(6)}  rows ${String(s.rows).padStart(6)} dirtied ${String(s.dirtied).padStart(5)} max ${String(s.maxMs).padStart(7)} ms read ${String(s.read).padStart(6)} (${String(s.readMs).padStart(6)} ms) fpi ${String(s.fpi).padStart(6)} wal ${String(s.walKiB).padStart(6)} KiB  ${s.query.slice(0, 160)}`,
     ),
     '',
   ];
