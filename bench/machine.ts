@@ -52,6 +52,25 @@ export function machineBusyCpuSeconds(): number {
   }
 }
 
+/**
+ * Waits (at most `maxSeconds`) until the whole machine has been busy under `cores` cores for two
+ * half-second samples in a row: what a system started in the background (an endpoint's setup) has
+ * finished. Returns the seconds waited and whether it settled before the bound.
+ */
+export async function waitForQuietMachine(maxSeconds = 30, cores = 0.25): Promise<{ seconds: number; settled: boolean }> {
+  const t0 = now();
+  let quiet = 0;
+  let busy = machineBusyCpuSeconds();
+  while (now() - t0 < maxSeconds * 1000) {
+    await new Promise((r) => setTimeout(r, 500));
+    const b = machineBusyCpuSeconds();
+    quiet = (b - busy) / 0.5 < cores ? quiet + 1 : 0;
+    busy = b;
+    if (quiet >= 2) return { seconds: +((now() - t0) / 1000).toFixed(1), settled: true };
+  }
+  return { seconds: maxSeconds, settled: false };
+}
+
 /** The bare loop against `receiver` for `seconds`: its requests and rate. */
 export async function bareLoop(
   receiver: ReceiverHandle,

@@ -7,7 +7,8 @@
  *
  *   cold: the first 5,000 deliveries after the start, 1 endpoint
  *   warm: 5,000 more to that endpoint
- *   100 endpoints: 5,000 spread over 100 endpoints (one per Customer; one per Svix application)
+ *   100 endpoints: 5,000 spread over 100 endpoints (one per Customer; one per Svix application),
+ *   created after the warm phase, once the machine is quiet again after their creation
  *
  * Figures per phase: deliveries/s (delivered / (last receipt - first publish)), latency publish ->
  * receipt at p50 and p99, duplicates, and the whole machine's busy CPU (/proc/stat) per delivery:
@@ -36,8 +37,8 @@ import { apiCaller } from './api-client.js';
 import { createVerifiedEndpoints, eachOf } from './api-endpoints.js';
 import { demandData, demandKey } from './demand-events.js';
 import { hopBreakdown, printBreakdown, type Breakdown } from './hop-breakdown.js';
-import { bareLoop, machine, machineBusyCpuSeconds, machineLine, type Machine } from './machine.js';
-import { startService } from './processes.js';
+import { bareLoop, machine, machineBusyCpuSeconds, machineLine, waitForQuietMachine, type Machine } from './machine.js';
+import { childPid, cpuSeconds, startService } from './processes.js';
 import { ensureBuilt } from './production-phase.js';
 import { connectReceiver, type ReceiverHandle } from './receiver-client.js';
 import { findSvixBinary, startSvix } from './svix-server.js';
@@ -66,7 +67,11 @@ interface PhaseFigures {
   maxMs: number;
   duplicates: number;
   cpuMsPerDelivery: number;
+  /** The project's processes (api0, worker0, …, postgres, temporal): CPU ms per delivery of each. */
+  cpuByProcess?: Record<string, number>;
 }
+/** CPU seconds used so far by each of a system's processes, by name. */
+type CpuProbe = () => Record<string, number>;
 type Phases = Record<'cold' | 'warm' | 'many', PhaseFigures & { hops?: Breakdown }>;
 interface SystemResult {
   system: string;
@@ -96,6 +101,7 @@ async function drive(
   count: number,
   targets: number,
   traceDir?: string,
+  cpuProbe?: CpuProbe,
 ): Promise<PhaseFigures & { hops?: Breakdown }> {
   const dupsBefore = (await receiver.stats()).duplicates;
   const sentAt = new Map<string, number>();
@@ -103,6 +109,7 @@ async function drive(
   let next = 0;
   const t0 = now();
   const cpu0 = machineBusyCpuSeconds();
+  const byProcess0 = cpuProbe?.();
   await Promise.all(
     Array.from({ length: PUBLISHERS }, async () => {
       for (let n = next++; n < count; n = next++) {
@@ -122,6 +129,11 @@ async function drive(
     if (Date.now() - progressAt > 90_000) throw new Error(`${tag}: ${missing.length} of ${keys.length} deliveries never arrived`);
   }
   const cpu = machineBusyCpuSeconds() - cpu0;
+  const byProcess1 = cpuProbe?.();
+  const cpuByProcess =
+    byProcess0 && byProcess1
+      ? Object.fromEntries(Object.entries(byProcess1).map(([k, v]) => [k, +(((v - (byProcess0[k] ?? 0)) * 1000) / count).toFixed(3)]))
+      : undefined;
   const last = Math.max(...keys.map((k) => receiver.arrivals.get(k)!));
   const latency = keys.map((k) => receiver.arrivals.get(k)! - sentAt.get(k)!).sort((a, b) => a - b);
   let hops: Breakdown | undefined;
@@ -142,26 +154,37 @@ async function drive(
     maxMs: +latency[latency.length - 1]!.toFixed(1),
     duplicates: (await receiver.stats()).duplicates - dupsBefore,
     cpuMsPerDelivery: +((cpu * 1000) / count).toFixed(3),
+    cpuByProcess,
   };
 }
 
+/**
+ * Cold and warm to one endpoint, then the 100 endpoints are created and, once the machine is quiet
+ * again, driven. Created only then, for both systems: the project starts a workflow per endpoint,
+ * and a hundred of them setting up (Temporal, the workers) inside the cold phase measured their
+ * setup as the cold deliveries' cost (1.8 s of the Temporal server's CPU in one run).
+ */
 async function phases(
   receiver: ReceiverHandle,
   single: Publish,
-  many: Publish,
+  makeMany: () => Promise<Publish>,
   events: number,
   tag: string,
   step: (s: string) => void,
   traceDir?: string,
+  cpuProbe?: CpuProbe,
 ) {
   step(`  cold: the first ${events} deliveries after the start, 1 endpoint`);
-  const cold = await drive(receiver, single, `${tag}c`, events, 1, traceDir);
+  const cold = await drive(receiver, single, `${tag}c`, events, 1, traceDir, cpuProbe);
   await sleep(1_000);
   step(`  warm: ${events} more, 1 endpoint`);
-  const warm = await drive(receiver, single, `${tag}w`, events, 1, traceDir);
-  await sleep(1_000);
+  const warm = await drive(receiver, single, `${tag}w`, events, 1, traceDir, cpuProbe);
+  step(`  creating ${MANY_ENDPOINTS} more endpoints`);
+  const many = await makeMany();
+  const quiet = await waitForQuietMachine();
+  step(`  the machine ${quiet.settled ? 'was quiet after' : 'was still busy after'} ${quiet.seconds} s`);
   step(`  ${events} over ${MANY_ENDPOINTS} endpoints`);
-  const manyFigures = await drive(receiver, many, `${tag}m`, events, MANY_ENDPOINTS, traceDir);
+  const manyFigures = await drive(receiver, many, `${tag}m`, events, MANY_ENDPOINTS, traceDir, cpuProbe);
   return { cold, warm, many: manyFigures };
 }
 
@@ -181,17 +204,22 @@ async function measureSvix(
   try {
     result.startSeconds = +((Date.now() - t0) / 1000).toFixed(1);
     const apps: string[] = [];
-    const secrets: Record<string, string> = {};
-    o.step(`  creating 1 + ${MANY_ENDPOINTS} applications with one endpoint each`);
-    await eachOf(1 + MANY_ENDPOINTS, async (i) => {
-      const app = await svix.call('POST', '/api/v1/app', { name: `bench-${i}` });
-      const secret = `whsec_${crypto.randomBytes(24).toString('base64')}`;
-      const urlPath = `/svix/${i}`;
-      secrets[urlPath] = secret;
-      await svix.call('POST', `/api/v1/app/${app.id}/endpoint`, { url: `https://127.0.0.1:${receiver.port}${urlPath}`, secret });
-      apps[i] = app.id;
-    });
-    receiver.secrets(secrets);
+    /** Applications `from` to `to - 1`, one endpoint each, their secrets given to the receiver. */
+    const createApps = async (from: number, to: number) => {
+      const secrets: Record<string, string> = {};
+      await eachOf(to - from, async (n) => {
+        const i = from + n;
+        const app = await svix.call('POST', '/api/v1/app', { name: `bench-${i}` });
+        const secret = `whsec_${crypto.randomBytes(24).toString('base64')}`;
+        const urlPath = `/svix/${i}`;
+        secrets[urlPath] = secret;
+        await svix.call('POST', `/api/v1/app/${app.id}/endpoint`, { url: `https://127.0.0.1:${receiver.port}${urlPath}`, secret });
+        apps[i] = app.id;
+      });
+      receiver.secrets(secrets);
+    };
+    o.step('  creating an application with one endpoint');
+    await createApps(0, 1);
     const pool = new Pool(svix.url, { connections: PUBLISHERS, pipelining: 1 });
     const publishTo =
       (appOf: (target: number) => string): Publish =>
@@ -211,7 +239,10 @@ async function measureSvix(
     result.phases = await phases(
       receiver,
       publishTo(() => apps[0]!),
-      publishTo((t) => apps[1 + t]!),
+      async () => {
+        await createApps(1, 1 + MANY_ENDPOINTS);
+        return publishTo((t) => apps[1 + t]!);
+      },
       events,
       'svix',
       o.step,
@@ -276,9 +307,17 @@ async function measureProject(o: PeerOptions, tls: { caFile: string }, receiver:
       };
       return publish;
     };
-    o.step(`  creating 1 + ${MANY_ENDPOINTS} endpoints (one per Customer), verified through the API`);
-    const [single, many] = await Promise.all([tenant('single', 1), tenant('many', MANY_ENDPOINTS)]);
-    result.phases = await phases(receiver, single, many, events, 'proj', o.step, traceDir);
+    o.step('  creating an endpoint, verified through the API');
+    const single = await tenant('single', 1);
+    // Each process on its own: which one a phase's CPU went to (the first contact's extra cost, a worker saturated).
+    const cpuProbe: CpuProbe = () => {
+      const roots: Record<string, number | undefined> = { postgres: childPid('postgres'), temporal: shape.temporal.pid };
+      shape.apis.forEach((p, i) => (roots[`api${i}`] = p.pid));
+      shape.workers.forEach((p, i) => (roots[`worker${i}`] = p.pid));
+      return cpuSeconds(roots);
+    };
+    // The hundred (one per Customer, verified through the API) once the one endpoint's phases are done.
+    result.phases = await phases(receiver, single, () => tenant('many', MANY_ENDPOINTS), events, 'proj', o.step, traceDir, cpuProbe);
   } catch (err) {
     result.error = (err as Error).message;
     console.error(err);
@@ -365,6 +404,17 @@ export function printPeerTable(r: PeerResults): void {
   if (r.peerMissing) console.log(r.peerMissing);
   if (r.peer?.error) console.log(`Svix FAILED: ${r.peer.error}`);
   if (r.project.error) console.log(`project FAILED: ${r.project.error}`);
+  const byProcess = (['cold', 'warm', 'many'] as const).flatMap((k) => {
+    const c = r.project.phases?.[k].cpuByProcess;
+    return c
+      ? [
+          `  ${label[k]}: ${Object.entries(c)
+            .map(([name, ms]) => `${name} ${ms}`)
+            .join(', ')}`,
+        ]
+      : [];
+  });
+  if (byProcess.length) console.log(['project, CPU ms per delivery by process (bench = the client):', ...byProcess].join('\n'));
   for (const k of ['cold', 'warm', 'many'] as const) {
     const hops = r.project.phases?.[k].hops;
     if (hops) printBreakdown(`project, ${label[k]}`, hops);
