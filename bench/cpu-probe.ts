@@ -3,8 +3,10 @@
  * alone, run `--rounds=N` times on one stack (round 1 is the warm-up), each round's CPU per
  * delivery split by process tree and into user / system time.
  *
- *   npx tsx bench/cpu-probe.ts [--rounds=4] [--events=4000] [--profile=api,worker] [--pgss] [--node=<arg>]...
+ *   npx tsx bench/cpu-probe.ts [--rounds=4] [--events=4000] [--endpoints=1] [--profile=api,worker] [--pgss] [--node=<arg>]...
  *
+ * --endpoints=N: the Account has N endpoints, one per Customer, and the events go to them in turn
+ *   (as the 100-endpoint phases of `npm run bench` and `--peer`).
  * --profile: CPU profiles of the API and worker, summarised over rounds 2.. (the warm ones).
  * --fresh-tenant: each round to an Account of its own, no ANALYZE between rounds (else one Account,
  *   analyzed after each round as autovacuum would have on a database older than a minute).
@@ -22,9 +24,10 @@ import path from 'node:path';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { apiCaller } from './api-client.js';
+import { createVerifiedEndpoints } from './api-endpoints.js';
 import { getEventDefinition } from '../src/core/catalog/index.js';
 import { issueApiKey } from '../src/db/api-keys.js';
-import { createAccount } from '../src/db/directory.js';
+import { createAccount, createCustomer } from '../src/db/directory.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
@@ -47,6 +50,7 @@ const opt = (name: string, dflt: string) =>
     .join('=') ?? dflt;
 const ROUNDS = Number(opt('rounds', '4'));
 const EVENTS = Number(opt('events', '4000'));
+const ENDPOINTS = Number(opt('endpoints', '1'));
 const PROFILE = opt('profile', '').split(',').filter(Boolean);
 const NODE_ARGS = argv.filter((a) => a.startsWith('--node=')).map((a) => a.slice('--node='.length));
 const PGSS = argv.includes('--pgss');
@@ -166,6 +170,7 @@ async function main() {
       PORT: String(apiPort),
       RATE_LIMIT_BURST: '1000000000',
       RATE_LIMIT_PER_SECOND: '1000000000',
+      ENDPOINT_LIMIT: String(ENDPOINTS + 10),
       DATA_DIR: dir,
       LOG_FORMAT: 'json',
     };
@@ -202,16 +207,22 @@ async function main() {
     cleanups.push(() => apiPool.close());
     const api = apiCaller(apiPool);
 
-    /** An Account with one verified endpoint: the one of every round, or one per round with --fresh-tenant. */
+    /**
+     * An Account with verified endpoints (one, or --endpoints, one per Customer): the one of every
+     * round, or one per round with --fresh-tenant. Its key, and the Customers events go to in turn.
+     */
     const makeTenant = async (n: number) => {
       const account = await createAccount(db, { name: `probe ${n}`, ownerEmail: 'p@example.com', plan: 'paid' });
       const { key } = await issueApiKey(db, { accountId: account.id, environment: 'live', scopes: [...SCOPES] });
-      const created = await api('POST', '/api/v1/webhooks', key, { url: `https://127.0.0.1:${receiver.port}/h/${n}`, events: ['crm'] });
-      if (created.status !== 201) throw new Error(JSON.stringify(created.body));
-      receiver.secrets({ [`/h/${n}`]: created.body.data.secret });
-      const tested = await api('POST', `/api/v1/webhooks/${created.body.data.id}/test`, key);
-      if (tested.status !== 200) throw new Error(JSON.stringify(tested.body));
-      return key;
+      const customers =
+        ENDPOINTS > 1
+          ? await Promise.all(
+              Array.from({ length: ENDPOINTS }, async (_, i) => (await createCustomer(db, { accountId: account.id, name: `c ${i}` })).id),
+            )
+          : [];
+      const paths = Array.from({ length: ENDPOINTS }, (_, i) => `/h/${n}/${i}`);
+      await createVerifiedEndpoints(api, key, receiver, paths, customers);
+      return { key, customers };
     };
     const keys = FRESH ? await Promise.all(Array.from({ length: ROUNDS }, (_, i) => makeTenant(i + 1))) : [await makeTenant(1)];
     await sleep(2000);
@@ -226,7 +237,7 @@ async function main() {
     const commits = async () =>
       Number((await db.query(`SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()`)).rows[0].n);
     for (let r = 1; r <= ROUNDS; r++) {
-      const key = keys[FRESH ? r - 1 : 0]!;
+      const { key, customers } = keys[FRESH ? r - 1 : 0]!;
       const sentAt = new Map<string, number>();
       const fromUs = Number(process.hrtime.bigint() / 1000n);
       if (PGSS) await db.query('SELECT pg_stat_statements_reset()');
@@ -240,7 +251,8 @@ async function main() {
           for (let n = next++; n < EVENTS; n = next++) {
             const id = `r${r}_${n}`;
             sentAt.set(demandKey(id), now());
-            const res = await api('POST', '/api/v1/events', key, { type: def.type, data: demandData(id, `c_${n}`) });
+            const customer = customers.length ? { customer_id: customers[n % customers.length] } : {};
+            const res = await api('POST', '/api/v1/events', key, { type: def.type, data: demandData(id, `c_${n}`), ...customer });
             if (res.status !== 201) throw new Error(`publish ${res.status}`);
           }
         }),
