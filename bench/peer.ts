@@ -13,7 +13,8 @@
  * Figures per phase: deliveries/s (delivered / (last receipt - first publish)), latency publish ->
  * receipt at p50 and p99, duplicates, and the whole machine's busy CPU (/proc/stat) per delivery:
  * the client and receiver are in it and cost the same for both. The project runs its production
- * shape sized for two cores: 1 API and 2 worker processes, Temporal server on Postgres.
+ * shape sized for two cores: 1 API and 2 worker processes (`--worker-processes=N` for another
+ * count), Temporal server on Postgres.
  *
  * With --trace (or BENCH_TRACE=1) the project's processes record each delivery's hop times
  * (src/runtime/hop-trace.ts) and the hops of the deliveries at p50 and p99 are printed per phase
@@ -261,7 +262,8 @@ async function measureSvix(
 /** The project's production shape, 1 API + 2 workers: one endpoint of its own tenant, and 100 of another, one per Customer. */
 async function measureProject(o: PeerOptions, tls: { caFile: string }, receiver: ReceiverHandle, events: number): Promise<SystemResult> {
   const apiProcesses = 1;
-  const workerProcesses = 2;
+  // Two by default, as a deployment keeps for failover; `--worker-processes=N` measures another count.
+  const workerProcesses = Number(o.argv.find((a) => a.startsWith('--worker-processes='))?.split('=')[1] ?? 2);
   const result: SystemResult = { system: `project, production shape: ${apiProcesses} API + ${workerProcesses} workers`, startSeconds: 0 };
   ensureBuilt(o.step);
   o.step(`starting the production shape: ${apiProcesses} API + ${workerProcesses} worker processes, Temporal server on Postgres`);
