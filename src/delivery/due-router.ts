@@ -179,6 +179,7 @@ class NewsRouter {
     const now = Date.now();
     if (n.signalledAt === undefined || now - n.signalledAt >= this.signalEveryMs) {
       n.signalledAt = now;
+      traceHop('wake-signal', due.endpointId);
       this.signals.add(due.endpointId, due.accountId);
       return;
     }
