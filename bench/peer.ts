@@ -39,8 +39,8 @@ import { createVerifiedEndpoints, eachOf } from './api-endpoints.js';
 import { demandData, demandKey } from './demand-events.js';
 import { hopBreakdown, printBreakdown, type Breakdown } from './hop-breakdown.js';
 import { bareLoop, machine, machineBusyCpuSeconds, machineLine, waitForQuietMachine, type Machine } from './machine.js';
-import { childPid, cpuSeconds, startService } from './processes.js';
-import { ensureBuilt } from './production-phase.js';
+import { startService } from './processes.js';
+import { ensureBuilt, flag, shapeCpuSeconds } from './production-phase.js';
 import { connectReceiver, type ReceiverHandle } from './receiver-client.js';
 import { findSvixBinary, startSvix } from './svix-server.js';
 import { printColumns } from './table.js';
@@ -263,7 +263,7 @@ async function measureSvix(
 async function measureProject(o: PeerOptions, tls: { caFile: string }, receiver: ReceiverHandle, events: number): Promise<SystemResult> {
   const apiProcesses = 1;
   // Two by default, as a deployment keeps for failover; `--worker-processes=N` measures another count.
-  const workerProcesses = Number(o.argv.find((a) => a.startsWith('--worker-processes='))?.split('=')[1] ?? 2);
+  const workerProcesses = flag(o.argv, 'worker-processes', 2);
   const result: SystemResult = { system: `project, production shape: ${apiProcesses} API + ${workerProcesses} workers`, startSeconds: 0 };
   ensureBuilt(o.step);
   o.step(`starting the production shape: ${apiProcesses} API + ${workerProcesses} worker processes, Temporal server on Postgres`);
@@ -312,12 +312,7 @@ async function measureProject(o: PeerOptions, tls: { caFile: string }, receiver:
     o.step('  creating an endpoint, verified through the API');
     const single = await tenant('single', 1);
     // Each process on its own: which one a phase's CPU went to (the first contact's extra cost, a worker saturated).
-    const cpuProbe: CpuProbe = () => {
-      const roots: Record<string, number | undefined> = { postgres: childPid('postgres'), temporal: shape.temporal.pid };
-      shape.apis.forEach((p, i) => (roots[`api${i}`] = p.pid));
-      shape.workers.forEach((p, i) => (roots[`worker${i}`] = p.pid));
-      return cpuSeconds(roots);
-    };
+    const cpuProbe: CpuProbe = () => shapeCpuSeconds(shape);
     // The hundred (one per Customer, verified through the API) once the one endpoint's phases are done.
     result.phases = await phases(receiver, single, () => tenant('many', MANY_ENDPOINTS), events, 'proj', o.step, traceDir, cpuProbe);
   } catch (err) {

@@ -77,10 +77,19 @@ const def = getEventDefinition('crm.demand.created')!;
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-const flag = (argv: string[], name: string, fallback: number) => {
+/** `--name=N` of `argv` as a positive whole number; `fallback` when absent or not one. */
+export const flag = (argv: string[], name: string, fallback: number) => {
   const v = argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
   return v && Number(v) > 0 ? Math.floor(Number(v)) : fallback;
 };
+
+/** CPU seconds used so far by each process of `shape` (api0, api1, …, worker0, …, postgres, temporal; the Web UI left out) and by this one (bench). */
+export function shapeCpuSeconds(shape: ProductionShape): Record<string, number> {
+  const roots: Record<string, number | undefined> = { postgres: childPid('postgres'), temporal: shape.temporal.pid };
+  shape.apis.forEach((p, i) => (roots[`api${i}`] = p.pid));
+  shape.workers.forEach((p, i) => (roots[`worker${i}`] = p.pid));
+  return cpuSeconds(roots);
+}
 
 /** Runs `npm run build` when dist/ is missing or older than a file it is built from; says which. */
 export function ensureBuilt(step: (what: string) => void): string {
@@ -326,10 +335,7 @@ export class ShapeBench {
 
   /** CPU seconds of each component's processes (the Web UI left out): every API process, every worker, Postgres, Temporal. */
   cpu(): Record<string, number> {
-    const roots: Record<string, number | undefined> = { postgres: childPid('postgres'), temporal: this.shape.temporal.pid };
-    this.shape.apis.forEach((p, i) => (roots[`api${i}`] = p.pid));
-    this.shape.workers.forEach((p, i) => (roots[`worker${i}`] = p.pid));
-    const raw = cpuSeconds(roots);
+    const raw = shapeCpuSeconds(this.shape);
     const sum = (prefix: string) => Object.entries(raw).reduce((s, [k, v]) => (/^\D+/.exec(k)![0] === prefix ? s + v : s), 0);
     return { api: sum('api'), worker: sum('worker'), postgres: raw.postgres!, temporal: raw.temporal!, bench: raw.bench! };
   }
