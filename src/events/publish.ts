@@ -4,12 +4,11 @@ import { z } from 'zod';
 import { formatIssue, getEventDefinition, type EventDefinition } from '../core/catalog/index.js';
 import { invalidEvent } from '../core/domain-error.js';
 import { isRecord } from '../core/is-record.js';
-import { areCustomersOfAccounts, findCustomerOfWaba, getChannelAccountOfAccount, type ChannelAccount } from '../db/directory.js';
-import type { Db } from '../db/pool.js';
+import { findCustomerOfWaba, getChannelAccountOfAccount, type ChannelAccount } from '../db/directory.js';
 import type { Environment } from '../db/events.js';
 import { findMessage, findRegisteredMessage, type MessageRow } from '../db/messaging.js';
 import { hopNow, traceHop, tracing } from '../runtime/hop-trace.js';
-import { createStatementBatcher, type BatchedCall } from '../runtime/statement-batcher.js';
+import { customerCheck } from './customer-check.js';
 import { wakeFor, type IngestDeps } from './deps.js';
 import { storeMessageStatus } from './message-statuses.js';
 import { storeEvent, type IngestEvent, type StoredEvent } from './store-event.js';
@@ -119,20 +118,6 @@ async function storeStatus(deps: IngestDeps, message: MessageRow, event: IngestE
   );
 }
 
-type CustomerCheck = BatchedCall<{ accountId: string; customerId: string }, boolean>;
-const customerChecks = new WeakMap<Db, CustomerCheck>();
-
-/**
- * Whether a publish's `customer_id` is a Customer of its Account: the checks of concurrent
- * publishes go in one statement (a statement per publish was half of Postgres' transactions with
- * 100 Customers publishing). Per pool, as storeEvent's batches are.
- */
-function customerCheck(db: Db): CustomerCheck {
-  let check = customerChecks.get(db);
-  if (!check) customerChecks.set(db, (check = createStatementBatcher((pairs) => areCustomersOfAccounts(db, pairs))));
-  return check;
-}
-
 /**
  * The origin chain of a published event: its channel account (this Account's, of the key's
  * environment, of the event's channel and of the payload's channel) and its Customer.
@@ -164,7 +149,7 @@ async function resolveOrigin(
       `data.channel: a ${payloadChannel} ${def.type} cannot come from channel account ${channelAccount.id}, a ${channelAccount.channel} channel account`,
     );
   }
-  if (body.customer_id && !(await customerCheck(deps.db)({ accountId: principal.accountId, customerId: body.customer_id }))) {
+  if (body.customer_id && !(await customerCheck(deps.db)(principal.accountId, body.customer_id))) {
     throw invalidEvent('customer_id: not a Customer of this Account');
   }
   // Account-health events name a business account, not a number: its owner is found through waba_id (SPEC 6.3),

@@ -1,11 +1,13 @@
 /**
  * Statements shared by many callers, so that a hundred endpoints or Customers cost Postgres a few
  * statements instead of one each: the latest successes of a worker's sessions (one statement per
- * window), the Customer checks of concurrent publishes (one statement for those waiting together),
- * and the publish's read of known keys and routable endpoints (only the batch's Customers' endpoints).
+ * window), the Customer checks of concurrent publishes (one statement for those waiting together,
+ * a yes remembered), and the publish's read of known keys and routable endpoints (only the batch's
+ * Customers' endpoints).
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { showSuccesses } from '../../src/delivery/success-display.js';
+import { createCustomerCheck } from '../../src/events/customer-check.js';
 import { claimWithEndpointsFor, reportSession } from '../../src/db/deliveries.js';
 import { areCustomersOfAccounts, createCustomer } from '../../src/db/directory.js';
 import { recordEndpointSuccesses } from '../../src/db/endpoints.js';
@@ -137,6 +139,38 @@ describe('customer checks of publishes', () => {
       ),
     );
     expect(statuses).toEqual(customers.map((c) => (c === other.customerId ? [422, 'invalid_event'] : [201, null])));
+  });
+});
+
+describe('the remembered Customer checks', () => {
+  it('a yes is asked once; a no, another Account’s pair and a Customer created since are asked each time', async () => {
+    const [t, other] = [await createTenant(), await createTenant()];
+    const { db, statements } = counting(testDb());
+    const check = createCustomerCheck(db);
+    expect(await check(t.accountId, t.customerId)).toBe(true);
+    expect(await check(t.accountId, t.customerId)).toBe(true);
+    expect(statements()).toBe(1);
+    // Remembering t's yes says nothing of the same Customer under another Account.
+    expect(await check(other.accountId, t.customerId)).toBe(false);
+    expect(await check(other.accountId, t.customerId)).toBe(false);
+    expect(statements()).toBe(3);
+    const late = await createCustomer(testDb(), { accountId: other.accountId, name: 'Customer later' });
+    expect(await check(other.accountId, late.id)).toBe(true);
+    expect(statements()).toBe(4);
+  });
+
+  it('remembers at most its bound, forgetting the oldest first', async () => {
+    const t = await createTenant();
+    const second = await createCustomer(testDb(), { accountId: t.accountId, name: 'Customer B' });
+    const { db, statements } = counting(testDb());
+    const check = createCustomerCheck(db, 1);
+    await check(t.accountId, t.customerId);
+    await check(t.accountId, second.id);
+    expect(statements()).toBe(2);
+    expect(await check(t.accountId, second.id)).toBe(true);
+    expect(statements()).toBe(2);
+    expect(await check(t.accountId, t.customerId)).toBe(true);
+    expect(statements()).toBe(3);
   });
 });
 
