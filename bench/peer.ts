@@ -7,8 +7,9 @@
  *
  *   cold: the first 5,000 deliveries after the start, 1 endpoint
  *   warm: 5,000 more to that endpoint
- *   100 endpoints: 5,000 spread over 100 endpoints (one per Customer; one per Svix application),
- *   created after the warm phase, once the machine is quiet again after their creation
+ *   100 endpoints, first contact: 5,000 spread over 100 endpoints (one per Customer; one per Svix
+ *   application), created after the warm phase, once the machine is quiet again after their creation
+ *   100 endpoints, warm: 5,000 more over the same hundred, a second later
  *
  * Figures per phase: deliveries/s (delivered / (last receipt - first publish)), latency publish ->
  * receipt at p50 and p99, duplicates, and the whole machine's busy CPU (/proc/stat) per delivery:
@@ -73,7 +74,8 @@ interface PhaseFigures {
 }
 /** CPU seconds used so far by each of a system's processes, by name. */
 type CpuProbe = () => Record<string, number>;
-type Phases = Record<'cold' | 'warm' | 'many', PhaseFigures & { hops?: Breakdown }>;
+const PHASES = ['cold', 'warm', 'manyFirst', 'manyWarm'] as const;
+type Phases = Record<(typeof PHASES)[number], PhaseFigures & { hops?: Breakdown }>;
 interface SystemResult {
   system: string;
   startSeconds: number;
@@ -161,9 +163,12 @@ async function drive(
 
 /**
  * Cold and warm to one endpoint, then the 100 endpoints are created and, once the machine is quiet
- * again, driven. Created only then, for both systems: the project starts a workflow per endpoint,
- * and a hundred of them setting up (Temporal, the workers) inside the cold phase measured their
- * setup as the cold deliveries' cost (1.8 s of the Temporal server's CPU in one run).
+ * again, driven twice: their first contact, then warm. Created only then, for both systems: the
+ * project starts a workflow per endpoint, and a hundred of them setting up (Temporal, the workers)
+ * inside the cold phase measured their setup as the cold deliveries' cost (1.8 s of the Temporal
+ * server's CPU in one run). The first contact alone is no steady state: each endpoint's session
+ * starts in it, and the worker that sent nothing to the one endpoint runs its sending code
+ * unoptimised (its compiler and GC threads took 0.08 ms per delivery there, 0.004 warm).
  */
 async function phases(
   receiver: ReceiverHandle,
@@ -184,9 +189,12 @@ async function phases(
   const many = await makeMany();
   const quiet = await waitForQuietMachine();
   step(`  the machine ${quiet.settled ? 'was quiet after' : 'was still busy after'} ${quiet.seconds} s`);
-  step(`  ${events} over ${MANY_ENDPOINTS} endpoints`);
-  const manyFigures = await drive(receiver, many, `${tag}m`, events, MANY_ENDPOINTS, traceDir, cpuProbe);
-  return { cold, warm, many: manyFigures };
+  step(`  ${events} over ${MANY_ENDPOINTS} endpoints, their first contact`);
+  const manyFirst = await drive(receiver, many, `${tag}m`, events, MANY_ENDPOINTS, traceDir, cpuProbe);
+  await sleep(1_000);
+  step(`  ${events} more over the ${MANY_ENDPOINTS} endpoints`);
+  const manyWarm = await drive(receiver, many, `${tag}n`, events, MANY_ENDPOINTS, traceDir, cpuProbe);
+  return { cold, warm, manyFirst, manyWarm };
 }
 
 /** Svix: one application with one endpoint, and 100 applications with one endpoint each (its unit of a tenant's endpoint). */
@@ -374,9 +382,10 @@ export function printPeerTable(r: PeerResults): void {
   const label = {
     cold: `cold: first ${n(r.events)} after start, 1 endpoint`,
     warm: `warm: ${n(r.events)}, 1 endpoint`,
-    many: `${n(r.events)} over ${MANY_ENDPOINTS} endpoints`,
+    manyFirst: `first contact: ${n(r.events)} over ${MANY_ENDPOINTS} new endpoints`,
+    manyWarm: `warm: ${n(r.events)} more over the ${MANY_ENDPOINTS}`,
   };
-  for (const k of ['cold', 'warm', 'many'] as const) {
+  for (const k of PHASES) {
     const a = r.project.phases?.[k];
     const b = r.peer?.phases?.[k];
     const cell = (f: PhaseFigures | undefined, fn: (f: PhaseFigures) => string) => (f ? fn(f) : r.peer ? 'failed' : '');
@@ -401,7 +410,7 @@ export function printPeerTable(r: PeerResults): void {
   if (r.peerMissing) console.log(r.peerMissing);
   if (r.peer?.error) console.log(`Svix FAILED: ${r.peer.error}`);
   if (r.project.error) console.log(`project FAILED: ${r.project.error}`);
-  const byProcess = (['cold', 'warm', 'many'] as const).flatMap((k) => {
+  const byProcess = PHASES.flatMap((k) => {
     const c = r.project.phases?.[k].cpuByProcess;
     return c
       ? [
@@ -412,7 +421,7 @@ export function printPeerTable(r: PeerResults): void {
       : [];
   });
   if (byProcess.length) console.log(['project, CPU ms per delivery by process (bench = the client):', ...byProcess].join('\n'));
-  for (const k of ['cold', 'warm', 'many'] as const) {
+  for (const k of PHASES) {
     const hops = r.project.phases?.[k].hops;
     if (hops) printBreakdown(`project, ${label[k]}`, hops);
   }
