@@ -17,6 +17,7 @@ import { setMaxListeners } from 'node:events';
 import { needsWorkflow, runDeliverySession, type SessionDeps } from './delivery-session.js';
 import type { DeliveryRound, DirectSessionsReport } from '../workflows/endpoint-contract.js';
 import type { SessionLeases } from './session-leases.js';
+import type { SessionPreference } from './session-preference.js';
 import { doublingBackoffMs } from '../core/backoff.js';
 import { HANDOVER_TIMEOUT_MS } from '../core/runtime-limits.js';
 import { BATCH } from '../core/schedule.js';
@@ -56,6 +57,8 @@ export function createDirectSessions(o: {
   maxSessions?: number;
   /** The reports of sessions of successes to the workflows; coalesced per endpoint (REPORT_EVERY_MS) when unset. */
   reports?: SessionReports;
+  /** How long this worker lets the deployment's preferred worker ask first (src/delivery/session-preference.ts); at once when unset. */
+  preference?: Pick<SessionPreference, 'delayMs'>;
 }): DirectSessions {
   const reports = o.reports ?? createSessionReports({ send: (id, account, report) => o.workflows.report(id, account, report) });
   // The worker's shared claim: a direct session's requests ask for the session lease's time
@@ -110,6 +113,8 @@ export function createDirectSessions(o: {
   return {
     async start(due) {
       if (stop.signal.aborted || running.size >= (o.maxSessions ?? MAX_DIRECT_SESSIONS)) return { kind: 'workflow' };
+      const defer = o.preference?.delayMs() ?? 0;
+      if (defer > 0) await new Promise((r) => setTimeout(r, defer));
       // Says which process holds it (pid), for an operator looking at the endpoint row.
       const owner = `direct/${process.pid}/${crypto.randomUUID()}`;
       // Held here before or after the take: one of this worker's sessions may end while it is asked.

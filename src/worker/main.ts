@@ -18,6 +18,7 @@ import { createWorker } from './create-worker.js';
 import { runCrmOutboxSweep } from '../crm/outbox-sweep.js';
 import { createDirectSessions } from '../delivery/direct-sessions.js';
 import { startDueRouter } from '../delivery/due-router.js';
+import { startSessionPreference } from '../delivery/session-preference.js';
 import { runOutboxSender } from './outbox-sender.js';
 import { installTemporalLogging } from './temporal-logging.js';
 import { createProviderHttp } from '../channels/provider-http.js';
@@ -76,6 +77,10 @@ export async function runWorker(
   opts.signal?.addEventListener('abort', () => {
     if (worker.getState() === 'RUNNING') worker.shutdown();
   });
+  const preference = config.directSessions
+    ? startSessionPreference({ databaseUrl: config.databaseUrl, channel: dueChannel(config.taskQueue) })
+    : undefined;
+  await preference?.ready;
   const router = startDueRouter({
     databaseUrl: config.databaseUrl,
     db,
@@ -83,7 +88,9 @@ export async function runWorker(
     sessions,
     workflows,
     sweepEveryMs: config.dueSweepMs,
-    direct: config.directSessions ? createDirectSessions({ deps: { ...sessionDeps, leases: deps.leases! }, workflows }) : undefined,
+    direct: config.directSessions
+      ? createDirectSessions({ deps: { ...sessionDeps, leases: deps.leases! }, workflows, preference })
+      : undefined,
   });
   const outboxStop = new AbortController();
   const outbox = runOutboxSender(db, { smtpUrl: config.smtpUrl, from: config.smtpFrom, signal: outboxStop.signal });
@@ -99,6 +106,7 @@ export async function runWorker(
     await crmSweep;
     await crmWakes.flush();
     await router.close();
+    await preference?.close();
     await connection.close();
     await services.close();
   }
