@@ -279,8 +279,7 @@ export function startDueRouter(o: DueRouterOptions): DueRouter {
     channel: o.channel,
     what: 'due deliveries',
     onNotification: (payload) => {
-      const due = parseDuePayload(payload);
-      if (due) {
+      for (const due of parseDuePayload(payload)) {
         traceHop('heard', due.endpointId);
         route(due);
       }
