@@ -68,6 +68,8 @@ interface PhaseFigures {
   p99Ms: number;
   maxMs: number;
   duplicates: number;
+  /** TLS connections the receiver accepted during the phase (one handshake each). */
+  connections: number;
   cpuMsPerDelivery: number;
   /** The project's processes (api0, worker0, …, postgres, temporal): CPU ms per delivery of each. */
   cpuByProcess?: Record<string, number>;
@@ -106,7 +108,7 @@ async function drive(
   traceDir?: string,
   cpuProbe?: CpuProbe,
 ): Promise<PhaseFigures & { hops?: Breakdown }> {
-  const dupsBefore = (await receiver.stats()).duplicates;
+  const before = await receiver.stats();
   const sentAt = new Map<string, number>();
   let failures = 0;
   let next = 0;
@@ -155,7 +157,10 @@ async function drive(
     p50Ms: +pct(latency, 50).toFixed(1),
     p99Ms: +pct(latency, 99).toFixed(1),
     maxMs: +latency[latency.length - 1]!.toFixed(1),
-    duplicates: (await receiver.stats()).duplicates - dupsBefore,
+    ...(await receiver.stats().then((after) => ({
+      duplicates: after.duplicates - before.duplicates,
+      connections: after.connections - before.connections,
+    }))),
     cpuMsPerDelivery: +((cpu * 1000) / count).toFixed(3),
     cpuByProcess,
   };
@@ -401,6 +406,13 @@ export function printPeerTable(r: PeerResults): void {
         ratio(a?.cpuMsPerDelivery, b?.cpuMsPerDelivery),
       ],
       ['', 'duplicates', cell(a, (f) => String(f.duplicates)), cell(b, (f) => String(f.duplicates)), ''],
+      [
+        '',
+        'connections opened',
+        cell(a, (f) => String(f.connections)),
+        cell(b, (f) => String(f.connections)),
+        ratio(a?.connections, b?.connections),
+      ],
     );
   }
   console.log('');
