@@ -8,7 +8,8 @@
  * So one worker, the holder of the deployment's advisory lock (on a connection of its own, which
  * Postgres releases when the worker dies), asks at once; the others ask `deferMs` later, and so
  * start a session only when it did not: it is gone, not listening, or it used more than
- * `busyShare` of a core over the last second (then it defers too, and the sessions spread). A hint
+ * `busyShare` of a core in each of the last two seconds (then it defers too, and the sessions
+ * spread; one busy second is a burst, such as a hundred sessions starting). A hint
  * on timing only: the lease still decides who runs a session, and each endpoint has one.
  */
 import { performance } from 'node:perf_hooks';
@@ -46,11 +47,14 @@ export function startSessionPreference(o: {
   // Its CPU, not its event loop's busy time: on a shared machine a loop waiting for a core looks busy
   // without the worker needing a core more.
   let busy = false;
+  let busyBefore = false;
   let last = { cpu: process.cpuUsage(), at: performance.now() };
   const sampler = setInterval(() => {
     const now = { cpu: process.cpuUsage(), at: performance.now() };
     const used = (now.cpu.user - last.cpu.user + now.cpu.system - last.cpu.system) / 1000;
-    busy = used / (now.at - last.at) > busyShare;
+    const busyNow = used / (now.at - last.at) > busyShare;
+    busy = busyNow && busyBefore;
+    busyBefore = busyNow;
     last = now;
   }, 1_000);
   sampler.unref();
