@@ -8,11 +8,13 @@
  * So one worker, the holder of the deployment's advisory lock (on a connection of its own, which
  * Postgres releases when the worker dies), asks at once; the others ask `deferMs` later, and so
  * start a session only when it did not: it is gone, not listening, or it used more than
- * `busyShare` of a core in each of the last two seconds (then it defers too, and the sessions
- * spread; one busy second is a burst, such as a hundred sessions starting). A hint
- * on timing only: the lease still decides who runs a session, and each endpoint has one.
+ * `busyShare` of a core in each of the last two seconds with another worker there to take over
+ * (then it defers too, and the sessions spread; one busy second is a burst, such as a hundred
+ * sessions starting). A hint on timing only: the lease still decides who runs a session, and
+ * each endpoint has one.
  */
 import { performance } from 'node:perf_hooks';
+import { BusySeconds } from '../core/busy-seconds.js';
 import { keepTryingForLock } from '../db/advisory-lock.js';
 
 export interface SessionPreference {
@@ -28,7 +30,7 @@ export interface SessionPreference {
  * hundred endpoints' first news found it 40 ms behind in hearing them, and a third went elsewhere.
  */
 const DEFER_MS = 100;
-/** The share of a core over the last second past which the preferred worker lets others go first. */
+/** The share of a core, two seconds running, past which the preferred worker lets others go first. */
 const BUSY_SHARE = 0.9;
 /** How often a worker without the lock tries for it. */
 const RETRY_MS = 2_000;
@@ -46,20 +48,17 @@ export function startSessionPreference(o: {
   const lock = keepTryingForLock({ databaseUrl: o.databaseUrl, name: `session-preference ${o.channel}`, retryMs: o.retryMs ?? RETRY_MS });
   // Its CPU, not its event loop's busy time: on a shared machine a loop waiting for a core looks busy
   // without the worker needing a core more.
-  let busy = false;
-  let busyBefore = false;
+  const load = new BusySeconds(busyShare);
   let last = { cpu: process.cpuUsage(), at: performance.now() };
   const sampler = setInterval(() => {
     const now = { cpu: process.cpuUsage(), at: performance.now() };
-    const used = (now.cpu.user - last.cpu.user + now.cpu.system - last.cpu.system) / 1000;
-    const busyNow = used / (now.at - last.at) > busyShare;
-    busy = busyNow && busyBefore;
-    busyBefore = busyNow;
+    load.sample((now.cpu.user - last.cpu.user + now.cpu.system - last.cpu.system) / 1000, now.at - last.at);
     last = now;
   }, 1_000);
   sampler.unref();
   return {
-    delayMs: () => (lock.held() && !busy ? 0 : deferMs),
+    // A busy holder steps aside only for another worker: alone, its deferring would only delay.
+    delayMs: () => (lock.held() && !(load.busy && lock.members() > 1) ? 0 : deferMs),
     ready: lock.ready,
     async close() {
       clearInterval(sampler);
