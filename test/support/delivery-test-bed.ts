@@ -58,8 +58,9 @@ async function devServerEnvironment(): Promise<Awaited<ReturnType<typeof timeSki
 /**
  * `directSessions`: the worker's sessions take the endpoints' leases, and `bed.direct` starts direct sessions (src/delivery/direct-sessions.ts).
  * `devServer`: on the dev server (real time) rather than a time-skipping server of the file's own.
+ * `preference`: how long the direct sessions wait before asking for a lease (a worker not preferred).
  */
-export function deliveryTestBed(o: { directSessions?: boolean; devServer?: boolean } = {}) {
+export function deliveryTestBed(o: { directSessions?: boolean; devServer?: boolean; preference?: { delayMs(): number } } = {}) {
   let env: Awaited<ReturnType<typeof timeSkippingEnvironment>>;
   let worker: Awaited<ReturnType<typeof startTestWorker>>;
   let receiver: Receiver;
@@ -71,7 +72,13 @@ export function deliveryTestBed(o: { directSessions?: boolean; devServer?: boole
   beforeAll(async () => {
     env = o.devServer ? await devServerEnvironment() : await timeSkippingEnvironment();
     [worker, receiver] = await Promise.all([
-      startTestWorker(env.nativeConnection, { allowLoopback: true, resolver, client: env.client, directSessions: o.directSessions }),
+      startTestWorker(env.nativeConnection, {
+        allowLoopback: true,
+        resolver,
+        client: env.client,
+        directSessions: o.directSessions,
+        preference: o.preference,
+      }),
       startReceiver(),
     ]);
     api = await startTestApi({ allowLoopback: true, resolver, temporalAddress: env.address, taskQueue: worker.taskQueue });

@@ -49,6 +49,8 @@ export async function startTestWorker(
     lingerMs?: number;
     /** Sessions take the endpoints' session leases, and (with a client) healthy endpoints' news starts direct sessions. */
     directSessions?: boolean;
+    /** How long the direct sessions wait before asking for a lease (src/delivery/session-preference.ts); at once when unset. */
+    preference?: { delayMs(): number };
   } = {},
 ): Promise<{ worker: Worker; taskQueue: string; running: Promise<void>; httpClient: HttpClient; direct?: DirectSessions }> {
   const taskQueue = opts.taskQueue ?? `test-${crypto.randomUUID()}`;
@@ -76,7 +78,11 @@ export async function startTestWorker(
   });
   const direct =
     opts.client && deps.leases
-      ? createDirectSessions({ deps: { ...sessionDeps, leases: deps.leases }, workflows: endpointWorkflows(opts.client, taskQueue) })
+      ? createDirectSessions({
+          deps: { ...sessionDeps, leases: deps.leases },
+          workflows: endpointWorkflows(opts.client, taskQueue),
+          preference: opts.preference,
+        })
       : undefined;
   const router = opts.client
     ? startDueRouter({

@@ -1,0 +1,45 @@
+/**
+ * A worker that is not the deployment's preferred one (src/delivery/session-preference.ts) asks
+ * for a new direct session's lease only after its delay, so the preferred worker's ask, made
+ * meanwhile, gets the session; with no delay it asks at once. Real worker, leases and Postgres;
+ * the other worker's ask is its lease statement.
+ */
+import { describe, expect, it } from 'vitest';
+import { HANDOVER_TIMEOUT_MS, SESSION_LEASE_MS } from '../../src/core/runtime-limits.js';
+import type { AccountId, EndpointId } from '../../src/core/ids.js';
+import { endSessionLease, takeDirectSessionLeases } from '../../src/db/session-leases.js';
+import { createTenant, eventually, testDb } from '../support/harness.js';
+import { deliveryTestBed } from '../support/delivery-test-bed.js';
+
+let delay = 0;
+const bed = deliveryTestBed({ directSessions: true, devServer: true, preference: { delayMs: () => delay } });
+
+const otherWorker = (endpointId: string) =>
+  takeDirectSessionLeases(testDb(), [{ endpointId, owner: 'direct/other-worker' }], SESSION_LEASE_MS, HANDOVER_TIMEOUT_MS);
+const owner = async (endpointId: string) =>
+  (await testDb().query<{ session_owner: string | null }>(`SELECT session_owner FROM endpoints WHERE id = $1`, [endpointId])).rows[0]!
+    .session_owner;
+
+describe('direct sessions of a worker that is not preferred', () => {
+  it('ask after their delay: the preferred worker asking meanwhile gets the session', async () => {
+    const tenant = await createTenant();
+    const endpointId = await bed.verifiedEndpoint(tenant, bed.uniquePath('not-preferred'));
+    await bed.idle(endpointId);
+    const due = { endpointId: endpointId as EndpointId, accountId: tenant.accountId as AccountId };
+
+    // The other worker asks 300 ms after this one heard the news: long after an ask made at once.
+    delay = 2_000;
+    const starting = bed.direct!.start(due);
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await otherWorker(endpointId))[0]).toMatchObject({ granted: true });
+    expect(await starting).toMatchObject({ kind: 'busy', elsewhere: true });
+    await endSessionLease(testDb(), endpointId, 'direct/other-worker', false);
+
+    // Preferred (no delay): it asks at once, and the other worker's ask finds the session taken.
+    delay = 0;
+    expect(await bed.direct!.start(due)).toEqual({ kind: 'started' });
+    expect(await owner(endpointId)).toMatch(/^direct\//);
+    expect((await otherWorker(endpointId))[0]).toMatchObject({ granted: false });
+    await eventually(async () => (await owner(endpointId)) === null, 30_000);
+  }, 60_000);
+});
