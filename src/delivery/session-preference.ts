@@ -3,7 +3,9 @@
  * piece of news and asks for the endpoint's session lease, and the first to ask gets it: two
  * workers racing split a hundred endpoints between them, and each then claims, records and wakes
  * for half-size batches. On two cores, a hundred endpoints cost 1.98 ms of machine CPU per
- * delivery split over two workers against 1.47 ms gathered in one (`npm run bench -- --peer`).
+ * delivery split over two workers against 1.47 ms in one (`npm run bench -- --peer`, one run
+ * with `--worker-processes=1`); gathered, the other worker's share fell from 0.22–0.42 ms per
+ * delivery to 0.03–0.08.
  *
  * So one worker, the holder of the deployment's advisory lock (on a connection of its own, which
  * Postgres releases when the worker dies), asks at once; the others ask `deferMs` later, and so
