@@ -34,7 +34,7 @@ export interface SessionPreference {
 const DEFER_MS = 100;
 /** The share of a core, two seconds running, past which the preferred worker lets others go first. */
 const BUSY_SHARE = 0.9;
-/** How often a worker without the lock tries for it. */
+/** How often a worker without the lock tries for it, and every worker counts the others. */
 const RETRY_MS = 2_000;
 
 export function startSessionPreference(o: {
