@@ -232,7 +232,13 @@ describe('the console in a browser', () => {
       "because it is first in line on a failing endpoint: it goes at the endpoint's next POST",
     );
     expect(await row('pending').locator('td.next').getAttribute('data-reason')).toBe('endpoint_pacing');
-    await failingCard.scrollIntoViewIfNeeded();
+    // The list re-renders its cards when it refreshes: a card found just before one may be gone by the scroll.
+    await poll(() =>
+      failingCard.scrollIntoViewIfNeeded({ timeout: 2_000 }).then(
+        () => true,
+        () => false,
+      ),
+    ).toBe(true);
     await screenshot('console-failing.png');
 
     // The receiver is back (only now: a next POST that came first would have failed again and
