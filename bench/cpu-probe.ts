@@ -24,10 +24,8 @@ import path from 'node:path';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { apiCaller } from './api-client.js';
-import { createVerifiedEndpoints } from './api-endpoints.js';
+import { createBenchTenant } from './api-endpoints.js';
 import { getEventDefinition } from '../src/core/catalog/index.js';
-import { issueApiKey } from '../src/db/api-keys.js';
-import { createAccount, createCustomer } from '../src/db/directory.js';
 import { migrate } from '../src/db/migrate.js';
 import { createPool } from '../src/db/pool.js';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
@@ -35,7 +33,6 @@ import { freePort } from '../dev/ports.js';
 import { startTemporalDevServer } from '../dev/temporal-servers.js';
 import { makeLocalTls } from '../dev/tls.js';
 import { projectRoot } from '../dev/tools.js';
-import { SCOPES } from '../src/security/api-key.js';
 import { childPid, startService } from './processes.js';
 import { demandData, demandKey } from './demand-events.js';
 import { connectReceiver } from './receiver-client.js';
@@ -212,17 +209,13 @@ async function main() {
      * round, or one per round with --fresh-tenant. Its key, and the Customers events go to in turn.
      */
     const makeTenant = async (n: number) => {
-      const account = await createAccount(db, { name: `probe ${n}`, ownerEmail: 'p@example.com', plan: 'paid' });
-      const { key } = await issueApiKey(db, { accountId: account.id, environment: 'live', scopes: [...SCOPES] });
-      const customers =
-        ENDPOINTS > 1
-          ? await Promise.all(
-              Array.from({ length: ENDPOINTS }, async (_, i) => (await createCustomer(db, { accountId: account.id, name: `c ${i}` })).id),
-            )
-          : [];
-      const paths = Array.from({ length: ENDPOINTS }, (_, i) => `/h/${n}/${i}`);
-      await createVerifiedEndpoints(api, key, receiver, paths, customers);
-      return { key, customers };
+      const t = await createBenchTenant(db, api, receiver, {
+        name: `probe ${n}`,
+        endpoints: ENDPOINTS,
+        perCustomer: ENDPOINTS > 1,
+        pathPrefix: `h/${n}`,
+      });
+      return { key: t.key, customers: t.customerIds };
     };
     const keys = FRESH ? await Promise.all(Array.from({ length: ROUNDS }, (_, i) => makeTenant(i + 1))) : [await makeTenant(1)];
     await sleep(2000);

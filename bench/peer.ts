@@ -29,14 +29,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Pool } from 'undici';
 import { getEventDefinition } from '../src/core/catalog/index.js';
-import { issueApiKey } from '../src/db/api-keys.js';
-import { createAccount, createCustomer } from '../src/db/directory.js';
 import { createPool } from '../src/db/pool.js';
-import { SCOPES } from '../src/security/api-key.js';
 import { startProductionShape } from '../dev/production-shape.js';
 import { makeLocalTls } from '../dev/tls.js';
 import { apiCaller } from './api-client.js';
-import { createVerifiedEndpoints, eachOf } from './api-endpoints.js';
+import { createBenchTenant, eachOf } from './api-endpoints.js';
 import { demandData, demandKey } from './demand-events.js';
 import { hopBreakdown, printBreakdown, type Breakdown } from './hop-breakdown.js';
 import { bareLoop, machine, machineBusyCpuSeconds, machineLine, waitForQuietMachine, type Machine } from './machine.js';
@@ -308,13 +305,12 @@ async function measureProject(o: PeerOptions, tls: { caFile: string }, receiver:
     result.startSeconds = +((Date.now() - t0) / 1000).toFixed(1);
     const api = apiCaller(apiPool);
     const tenant = async (name: string, endpoints: number) => {
-      const account = await createAccount(db, { name: `bench-peer-${name}`, ownerEmail: 'bench@example.com', plan: 'paid' });
-      const { key } = await issueApiKey(db, { accountId: account.id, environment: 'live', scopes: [...SCOPES] });
-      const customerIds: string[] = [];
-      if (endpoints > 1)
-        for (let i = 0; i < endpoints; i++) customerIds.push((await createCustomer(db, { accountId: account.id, name: `c ${i}` })).id);
-      const paths = Array.from({ length: endpoints }, (_, i) => `/project/${name}/${i}`);
-      await createVerifiedEndpoints(api, key, receiver, paths, customerIds);
+      const { key, customerIds } = await createBenchTenant(db, api, receiver, {
+        name: `bench-peer-${name}`,
+        endpoints,
+        perCustomer: endpoints > 1,
+        pathPrefix: `project/${name}`,
+      });
       const publish: Publish = async (entityId, target) => {
         const customerId = customerIds[target];
         const body = { type: def.type, data: demandData(entityId, `c_${entityId}`), ...(customerId ? { customer_id: customerId } : {}) };

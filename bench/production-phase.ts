@@ -16,19 +16,16 @@ import path from 'node:path';
 import { Pool } from 'undici';
 import { apiCaller, type ApiCall } from './api-client.js';
 import { getEventDefinition } from '../src/core/catalog/index.js';
-import { issueApiKey } from '../src/db/api-keys.js';
-import { createAccount, createCustomer } from '../src/db/directory.js';
 import { createPool } from '../src/db/pool.js';
 import { startProductionShape, type ProductionShape } from '../dev/production-shape.js';
 import { makeLocalTls } from '../dev/tls.js';
 import { projectRoot } from '../dev/tools.js';
-import { SCOPES } from '../src/security/api-key.js';
 import { demandData, demandKey } from './demand-events.js';
 import { childPid, cpuSeconds, startService } from './processes.js';
 import { connectReceiver, type ReceiverHandle } from './receiver-client.js';
 import { enableStatementStats, phaseStatements, STATEMENT_STATS_SETTINGS } from './statements.js';
 import { bareLoop, machine, machineLine } from './machine.js';
-import { createVerifiedEndpoints } from './api-endpoints.js';
+import { createBenchTenant, type BenchTenant } from './api-endpoints.js';
 import { printColumns } from './table.js';
 
 export interface ProductionPhaseOptions {
@@ -241,12 +238,7 @@ async function measure(opts: ProductionPhaseOptions, out: ProductionResults, sto
   out.receiver = { requests, badSignatures, unknownPaths, duplicates };
 }
 
-export interface Tenant {
-  accountId: string;
-  key: string;
-  customerIds: string[];
-  endpointIds: string[];
-}
+export type Tenant = BenchTenant;
 
 /** Tenants, publishers and CPU accounting against one running shape. */
 export class ShapeBench {
@@ -261,14 +253,12 @@ export class ShapeBench {
 
   /** An Account with a live key and `endpoints` verified endpoints, one per Customer when more than one. */
   async tenant(name: string, endpoints: number): Promise<Tenant> {
-    const account = await createAccount(this.db, { name: `bench-prod-${name}`, ownerEmail: 'bench@example.com', plan: 'paid' });
-    const { key } = await issueApiKey(this.db, { accountId: account.id, environment: 'live', scopes: [...SCOPES] });
-    const customerIds: string[] = [];
-    if (endpoints > 1)
-      for (let i = 0; i < endpoints; i++) customerIds.push((await createCustomer(this.db, { accountId: account.id, name: `c ${i}` })).id);
-    const paths = Array.from({ length: endpoints }, (_, i) => `/prod/${name}/${i}`);
-    const endpointIds = await createVerifiedEndpoints(this.api, key, this.receiver, paths, customerIds);
-    return { accountId: account.id, key, customerIds, endpointIds };
+    return createBenchTenant(this.db, this.api, this.receiver, {
+      name: `bench-prod-${name}`,
+      endpoints,
+      perCustomer: endpoints > 1,
+      pathPrefix: `prod/${name}`,
+    });
   }
 
   /** Closed loop: 16 publishers, one event per request, until `count` or the time cap; then every arrival. */

@@ -33,10 +33,9 @@ import proto from '@temporalio/proto';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { apiCaller } from './api-client.js';
-import { createVerifiedEndpoints, eachOf } from './api-endpoints.js';
+import { createBenchTenant, eachOf } from './api-endpoints.js';
 import { getEventDefinition } from '../src/core/catalog/index.js';
-import { issueApiKey } from '../src/db/api-keys.js';
-import { createAccount, createCustomer } from '../src/db/directory.js';
+import { createAccount } from '../src/db/directory.js';
 import { migrate } from '../src/db/migrate.js';
 import { dueChannel, notifyDue } from '../src/db/due-notifications.js';
 import { createPool } from '../src/db/pool.js';
@@ -47,7 +46,6 @@ import { makeLocalTls } from '../dev/tls.js';
 import { projectRoot } from '../dev/tools.js';
 import { loadConfig } from '../src/runtime/config.js';
 import { ingestEvent, storeEvent } from '../src/events/store-event.js';
-import { SCOPES } from '../src/security/api-key.js';
 import { endpointWorkflows } from '../src/delivery/workflow-client.js';
 import { endpointWorkflowId } from '../src/workflows/endpoint-contract.js';
 import { explainHotQueries } from './explain.js';
@@ -322,18 +320,8 @@ async function main() {
 
   /** An Account with a live key, `endpoints` endpoints created and verified through the API (one per Customer when `perCustomer`). */
   async function tenant(name: string, endpoints: number, perCustomer = false): Promise<Tenant> {
-    const account = await createAccount(db, { name: `bench-${name}`, ownerEmail: 'bench@example.com', plan: 'paid' });
-    const { key } = await issueApiKey(db, { accountId: account.id, environment: 'live', scopes: [...SCOPES] });
-    const customerIds = perCustomer
-      ? await Promise.all(
-          Array.from({ length: endpoints }, (_, i) =>
-            createCustomer(db, { accountId: account.id, name: `customer ${i}` }).then((c) => c.id),
-          ),
-        )
-      : [];
-    const paths = Array.from({ length: endpoints }, (_, i) => `/h/${name}/${i}`);
-    const endpointIds = (await createVerifiedEndpoints(api, key, receiver, paths, customerIds)) as EndpointId[];
-    return { name, accountId: account.id, key, endpointIds, customerIds };
+    const t = await createBenchTenant(db, api, receiver, { name: `bench-${name}`, endpoints, perCustomer, pathPrefix: `h/${name}` });
+    return { name, accountId: t.accountId, key: t.key, endpointIds: t.endpointIds as EndpointId[], customerIds: t.customerIds };
   }
 
   /** Until each workflow has handled what it was told and waits on a timer (no activity or signal pending). */
