@@ -47,8 +47,9 @@ export function keepTryingForLock(o: { databaseUrl: string; name: string; retryM
         c.on('end', () => drop(c));
         await c.connect();
         if (closed) return void (await c.end());
-        await c.query(`SELECT pg_advisory_lock_shared(hashtextextended($1, 0))`, [memberKey]);
+        // Kept before its first statement: a statement that fails drops (and closes) it below.
         client = c;
+        await c.query(`SELECT pg_advisory_lock_shared(hashtextextended($1, 0))`, [memberKey]);
       }
       if (!holder) {
         const { rows } = await client.query<{ got: boolean }>(`SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS got`, [o.name]);
