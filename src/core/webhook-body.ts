@@ -1,5 +1,6 @@
 /** The JSON body of a webhook delivery: the common envelope (SPEC 2.3) plus the payload. */
 import type { EventDefinition } from './catalog/index.js';
+import { merged } from './merged.js';
 
 export interface EnvelopeFacts {
   type: string;
@@ -19,5 +20,5 @@ export function webhookBody(def: EventDefinition, e: EnvelopeFacts): Record<stri
     body.channel_account = e.channel_account;
   }
   if (def.hasExternalId && e.external_id) body.external_id = e.external_id;
-  return { ...e.data, ...body };
+  return merged(e.data, body);
 }

@@ -2,6 +2,7 @@ import type { EndpointId } from '../core/ids.js';
 import { DomainError, notFound } from '../core/domain-error.js';
 import type { PageKey } from '../core/paging.js';
 import type { AttemptError } from '../core/health.js';
+import { merged } from '../core/merged.js';
 import { countEndedSql, countLimitedDeliveries } from './endpoint-hourly-stats.js';
 import { decodePayload } from './payload-bytes.js';
 import { eventColumnsOf, type EventRow, type TableRow } from './events.js';
@@ -246,7 +247,7 @@ export async function insertBatchDeliveries(
   stream: { accountId: string; environment: 'live' | 'sandbox' },
   events: EventDeliveries[],
 ): Promise<void> {
-  const rows = events.flatMap((e, index) => e.deliveries.map((d) => ({ ...d, n: index + 1 })));
+  const rows = events.flatMap((e, index) => e.deliveries.map((d) => merged(d, { n: index + 1 })));
   if (rows.length === 0) return;
   await tx.query({
     // Prepared once per connection: a batch of the ingest's hot path (store-event.ts) runs it.
@@ -310,9 +311,9 @@ const claimedEventColumnsOf = (alias: string): string => eventColumnsOf(alias, C
 function claimedEventOf(row: Record<string, unknown>): ClaimedEvent | null {
   if (!row.id) return null;
   const event: Record<string, unknown> = {};
-  for (const c of CLAIMED_EVENT_COLUMNS) event[c] = row[c];
-  const { payload, ...rest } = event;
-  return { ...rest, data: decodePayload(payload as Buffer) } as unknown as ClaimedEvent;
+  for (const c of CLAIMED_EVENT_COLUMNS) if (c !== 'payload') event[c] = row[c];
+  event.data = decodePayload(row.payload as Buffer);
+  return event as unknown as ClaimedEvent;
 }
 
 /** A claim's row: the delivery's columns prefixed `delivery_`, its event's (claimedEventColumnsOf) as they are. */

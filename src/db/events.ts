@@ -2,6 +2,7 @@
 import type { RoutableEndpoint } from '../core/admission.js';
 import { getEventDefinition, streamData } from '../core/catalog/index.js';
 import { inJsonbKeyOrder } from '../core/jsonb-order.js';
+import { merged } from '../core/merged.js';
 import { decodePayload, encodePayload } from './payload-bytes.js';
 import type { Queryable } from './pool.js';
 import { countEndedSql } from './endpoint-hourly-stats.js';
@@ -59,9 +60,41 @@ export function streamDataOf(
  * of an older event or derived, its keys in jsonb's order as the copy had them (stream pages read as before).
  */
 export function fromTable(row: TableRow): EventRow {
-  const { payload, stream_data, ...rest } = row;
-  const e = { ...rest, data: decodePayload(payload) };
-  return { ...e, stream_data: stream_data ?? (inJsonbKeyOrder(streamDataOf(e)) as Record<string, unknown>) };
+  // Field by field, not `{ ...rest, data }`: see src/core/merged.ts.
+  const data = decodePayload(row.payload);
+  return {
+    id: row.id,
+    account_id: row.account_id,
+    environment: row.environment,
+    cursor: row.cursor,
+    type: row.type,
+    idempotency_key: row.idempotency_key,
+    customer_id: row.customer_id,
+    channel: row.channel,
+    channel_account_id: row.channel_account_id,
+    channel_account: row.channel_account,
+    external_id: row.external_id,
+    message_id: row.message_id,
+    message_resource_id: row.message_resource_id,
+    contact_ref: row.contact_ref,
+    contact_refs: row.contact_refs,
+    data,
+    stream_data:
+      row.stream_data ??
+      (inJsonbKeyOrder(
+        streamDataOf({
+          type: row.type,
+          data,
+          message_resource_id: row.message_resource_id,
+          contact_id: row.contact_id,
+          conversation_id: row.conversation_id,
+        }),
+      ) as Record<string, unknown>),
+    contact_id: row.contact_id,
+    conversation_id: row.conversation_id,
+    occurred_at: row.occurred_at,
+    created_at: row.created_at,
+  };
 }
 
 /** A row of the table as it is: the payload encoded, `stream_data` null unless an older event kept its copy. */
@@ -279,7 +312,7 @@ function withChosen(events: (NewEvent & { id: string })[], rows: Pick<EventRow, 
   const given = new Map(events.map((e) => [e.id, e]));
   return rows.map(({ id, cursor, created_at }) => {
     const e = given.get(id)!;
-    return { ...e, id, cursor, created_at, stream_data: streamDataOf(e) };
+    return merged(e, { id, cursor, created_at, stream_data: streamDataOf(e) });
   });
 }
 

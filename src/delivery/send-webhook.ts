@@ -3,6 +3,7 @@
  * judged by the delivery protocol (2xx acknowledges; the hosted-script 302 counts as 200).
  */
 import type { EventDefinition } from '../core/catalog/index.js';
+import { merged } from '../core/merged.js';
 import { webhookBody, type EnvelopeFacts } from '../core/webhook-body.js';
 import type { SecretBox } from '../security/secret-box.js';
 import { signBody, standardWebhookKey, standardWebhookSignature } from '../security/signature.js';
@@ -80,9 +81,9 @@ export function isScriptHostAcknowledgement(url: string, status: number | null, 
 export async function sendWebhook(client: HttpClient, m: WebhookMessage): Promise<SendOutcome> {
   const result = await client.post({ endpointId: m.endpointId, url: m.url, slot: m.slot }, webhookHeaders(m), m.body);
   if (isScriptHostAcknowledgement(m.url, result.status, result.headers.location)) {
-    return { ...result, error: null, errorMessage: null, recordedStatus: 200, acknowledged: true };
+    return merged(result, { error: null, errorMessage: null, recordedStatus: 200, acknowledged: true });
   }
-  return { ...result, recordedStatus: result.status, acknowledged: result.error === null };
+  return merged(result, { recordedStatus: result.status, acknowledged: result.error === null });
 }
 
 /** The stored parts of an endpoint a send needs; secrets are ciphertexts until this moment. */
