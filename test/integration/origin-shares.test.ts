@@ -1,7 +1,8 @@
 /**
  * The HTTP client's fair shares of an origin, against a real HTTPS receiver: a POST's timeout runs
- * from the moment it gets its share, never while it waits for one, and an endpoint with nothing in
- * flight is not queued behind another endpoint's slow POSTs on the same origin.
+ * from the moment it gets its share, never while it waits for one, an endpoint with nothing in
+ * flight is not queued behind another endpoint's slow POSTs on the same origin, and a POST that
+ * waited for a share goes out on the connection the POST before it gave back.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpClient, type HttpClient } from '../../src/delivery/http-client.js';
@@ -63,5 +64,18 @@ describe('fair shares of an origin in the HTTP client', () => {
     answer();
     expect((await Promise.all(slow)).map((r) => r.status)).toEqual([200, 200, 200, 200]);
     receiver.replyOn('/slow/', null);
+  });
+
+  it('sends a POST that waited for a share on the connection the POST before it gave back, opening none', async () => {
+    receiver.replyOn('/reuse/', { status: 200, delayMs: 10 });
+    const c = client(2, 10_000);
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, n) => c.post({ endpointId: 'ep_reuse', url: url(`/reuse/${n}`) }, {}, body)),
+    );
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    // Two at a time (the cap): two connections, each carrying the POSTs that waited their turn.
+    const connections = new Set(receiver.received.filter((r) => r.path.startsWith('/reuse/')).map((r) => r.remotePort));
+    expect(connections.size).toBe(2);
+    receiver.replyOn('/reuse/', null);
   });
 });

@@ -137,6 +137,9 @@ describe('FairShareQueue under random load', () => {
 });
 
 describe('origin slots', () => {
+  /** A slot is handed on after the HTTP pool has its connection back: on the next turn of the event loop. */
+  const nextTurn = () => new Promise((r) => setImmediate(r));
+
   it('keep one queue per origin: a busy origin does not hold back another', async () => {
     const slots = createOriginSlots(1);
     const busy = await slots.take('a', 'https://hooks.example/a');
@@ -159,6 +162,7 @@ describe('origin slots', () => {
     expect(await waiting).toBeNull();
     held!.release();
     held!.release();
+    await nextTurn();
     expect(slots.usage().size).toBe(0);
   });
 });
