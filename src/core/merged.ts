@@ -4,7 +4,7 @@
  * V8 in Node 20 copies an object spread fast only when nothing follows it: a spread followed by
  * another key (`{ ...row, data }`) runs about 30 times slower and lands in the old generation, with
  * everything it references. A stream page of such copies ran a full GC every few pages in the API
- * (docs/scaling.md, "Reads over HTTP").
+ * (docs/scaling.md, "Speed, as a ratio to the peer" and "Growth, retention and capacity").
  *
  * Same result as the spread for string keys: `base`'s keys in their order, then `extra`'s new ones,
  * a key in both taking `extra`'s value in `base`'s place. A `__proto__` key of parsed JSON stays
