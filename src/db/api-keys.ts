@@ -1,5 +1,6 @@
 import { generateApiKey, type Environment, type Scope } from '../security/api-key.js';
 import type { Queryable } from './pool.js';
+import { merged } from '../core/merged.js';
 
 export interface ApiKeyRecord {
   id: string;
@@ -37,8 +38,8 @@ export async function issueApiKey(
   k: { accountId: string; environment: Environment; scopes: Scope[] },
 ): Promise<ApiKeyRecord & { key: string }> {
   const { key, hash, prefix } = generateApiKey(k.environment);
-  const record = await insertApiKey(db, { ...k, hash, prefix });
-  return { ...record, key };
+  const record = await insertApiKey(db, merged(k, { hash, prefix }));
+  return merged(record, { key });
 }
 
 /** Revokes a key: refused from now on. Returns its hash (what caches are keyed by), or undefined when no live key has that id. */

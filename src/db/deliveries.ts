@@ -182,7 +182,7 @@ export async function getDelivery(
      WHERE delivery_id = $1 AND delivery_created_at < $2::timestamptz + interval '1 millisecond' ORDER BY number`,
     [id, delivery.created_at],
   );
-  return { ...delivery, attempts_log: attempts };
+  return merged(delivery, { attempts_log: attempts });
 }
 
 export interface EndpointPacingRow {
@@ -288,7 +288,7 @@ export async function insertEventDeliveries(
   e: { accountId: string; eventId: string; eventType: string; idempotencyKey: string; environment: 'live' | 'sandbox' },
   deliveries: NewEventDelivery[],
 ): Promise<void> {
-  await insertBatchDeliveries(tx, e, [{ ...e, deliveries }]);
+  await insertBatchDeliveries(tx, e, [merged(e, { deliveries })]);
 }
 
 /**

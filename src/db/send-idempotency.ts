@@ -4,6 +4,7 @@
  */
 import type { MessageRow } from './messaging.js';
 import type { Queryable } from './pool.js';
+import { merged } from '../core/merged.js';
 
 /** A reservation without a message older than this was abandoned (a crash mid-send) and may be taken again. */
 export const ABANDONED_AFTER_SECONDS = 60;
@@ -57,7 +58,7 @@ export async function reserveIdempotencyKey(db: Queryable, k: Scope & { requestH
   }
   // Deleted between the two statements (a failed first send released it): in flight is the safe answer.
   if (!row?.message) return { state: 'in_flight', requestHash: row?.request_hash ?? k.requestHash };
-  return { state: 'done', requestHash: row.request_hash, message: { ...row.message, created_at: new Date(row.message.created_at) } };
+  return { state: 'done', requestHash: row.request_hash, message: merged(row.message, { created_at: new Date(row.message.created_at) }) };
 }
 
 /** The send failed: the key is free again, so a retry sends. */

@@ -43,6 +43,7 @@ import { DeliveryClaims } from './delivery-claims.js';
 import type { SessionLeases } from './session-leases.js';
 import type { Session, SessionRegistry } from './session-registry.js';
 import { SessionStopping } from './session-stopping.js';
+import { merged } from '../core/merged.js';
 
 export interface SessionDeps {
   db: Db;
@@ -133,8 +134,7 @@ const NO_LEASES: LeasesPart = {
 
 function sessionParts(deps: SessionDeps): SessionParts {
   const { db } = deps;
-  return {
-    ...deps,
+  const parts = merged(deps, {
     pacing: deps.pacing ?? new Map<string, number>(),
     readEndpoint: deps.readEndpoint ?? ((id) => getEndpointById(db, id)),
     claim: deps.claim ?? (async (r) => claimWithEndpoint(db, r.endpointId, r.now, r.limit, r.leaseMs ?? LEASE_MS, r.owner)),
@@ -145,7 +145,8 @@ function sessionParts(deps: SessionDeps): SessionParts {
         void recordEndpointSuccesses(db, [shown]).catch((err) =>
           logger.warn({ err, endpointId: shown.id }, 'latest success not shown on the endpoint'),
         )),
-  };
+  });
+  return parts;
 }
 
 const sending = (e: EndpointRow | undefined): e is EndpointRow => !!e && !e.deleted_at && sends(e.active, e.health_status);
@@ -235,7 +236,7 @@ class DeliverySession {
     private readonly leased?: Set<string>,
   ) {
     this.stopping = new SessionStopping(news);
-    this.claims = new DeliveryClaims({ ...deps, ...req, leased, shortLeaseMs: deps.leases.leaseMs }, news, this.stopping);
+    this.claims = new DeliveryClaims(merged(merged(deps, req), { leased, shortLeaseMs: deps.leases.leaseMs }), news, this.stopping);
     this.secrets = rememberingOpener(deps.secretBox);
     this.observedAtMs = req.observedAtMs ?? req.clock();
   }

@@ -15,6 +15,7 @@ import type { AttemptError } from '../core/health.js';
 import { storableExcerpt } from '../core/storable-text.js';
 import { BlockedDestinationError, type DestinationPolicy } from '../security/destination-policy.js';
 import { createOriginSlots, type Slot } from './origin-slots.js';
+import { merged } from '../core/merged.js';
 
 export type { Slot };
 
@@ -65,7 +66,7 @@ function trustedCas(devCaFile?: string): { secureContext: tls.SecureContext } {
  */
 function reloadingConnector(base: buildConnector.BuildOptions, devCaFile: string): buildConnector.connector {
   const stampOf = () => (fs.existsSync(devCaFile) ? fs.statSync(devCaFile).mtimeMs : -1);
-  const build = (stamp: number) => ({ stamp, connector: buildConnector({ ...base, ...trustedCas(devCaFile) }) });
+  const build = (stamp: number) => ({ stamp, connector: buildConnector(merged(base, trustedCas(devCaFile))) });
   // Built now, not on the first POST: parsing the roots took that POST some 60 ms of CPU.
   let current = build(stampOf());
   return (options, callback) => {
@@ -118,7 +119,7 @@ export function createHttpClient(opts: {
     // (src/core/fair-share.ts). A limit in the pool would queue POSTs first come, first served again.
     connections: null,
     keepAliveTimeout: 30_000,
-    connect: opts.devCaFile ? reloadingConnector(connect, opts.devCaFile) : { ...connect, ...trustedCas() },
+    connect: opts.devCaFile ? reloadingConnector(connect, opts.devCaFile) : merged(connect, trustedCas()),
   });
 
   return {

@@ -25,6 +25,7 @@ import {
 } from '../db/session-leases.js';
 import { logger } from '../runtime/logger.js';
 import { createStatementBatcher } from '../runtime/statement-batcher.js';
+import { merged } from '../core/merged.js';
 
 export interface SessionLeases {
   readonly leaseMs: number;
@@ -95,7 +96,7 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
     },
     hold(lease, shortClaims) {
       const claims = shortClaims ? new Set<string>() : undefined;
-      held.set(lease.owner, { ...lease, claims });
+      held.set(lease.owner, merged(lease, { claims }));
       timer ??= setInterval(() => void renew(), renewEveryMs).unref();
       return {
         claims,

@@ -15,6 +15,7 @@ import {
 import { customSearchAttributes } from '../workflows/search-attributes.js';
 import { workflowStaticDetails, workflowSummary } from '../core/endpoint-story.js';
 import { logger } from '../runtime/logger.js';
+import { merged } from '../core/merged.js';
 
 const GRPC_ALREADY_EXISTS = 6;
 const GRPC_UNIMPLEMENTED = 12;
@@ -124,27 +125,24 @@ export function endpointWorkflows(client: Client, taskQueue: string): EndpointWo
   return {
     notify: (endpointId, accountId, change, url) =>
       send(() =>
-        client.workflow.signalWithStart('endpointWorkflow', {
-          ...startOptions({ endpointId, accountId, url }),
-          signal: endpointChangedSignal,
-          signalArgs: [{ change }],
-        }),
+        client.workflow.signalWithStart(
+          'endpointWorkflow',
+          merged(startOptions({ endpointId, accountId, url }), { signal: endpointChangedSignal, signalArgs: [{ change }] }),
+        ),
       ),
     wake: (endpointId, accountId, url) =>
       send(() =>
-        client.workflow.signalWithStart('endpointWorkflow', {
-          ...startOptions({ endpointId, accountId, url }),
-          signal: wakeSignal,
-          signalArgs: [],
-        }),
+        client.workflow.signalWithStart(
+          'endpointWorkflow',
+          merged(startOptions({ endpointId, accountId, url }), { signal: wakeSignal, signalArgs: [] }),
+        ),
       ),
     handOver: (endpointId, accountId, handed) =>
       send(() =>
-        client.workflow.signalWithStart('endpointWorkflow', {
-          ...startOptions({ endpointId, accountId }),
-          signal: roundHandedOverSignal,
-          signalArgs: [handed],
-        }),
+        client.workflow.signalWithStart(
+          'endpointWorkflow',
+          merged(startOptions({ endpointId, accountId }), { signal: roundHandedOverSignal, signalArgs: [handed] }),
+        ),
       ),
     report: async (endpointId, _accountId, report) => {
       try {
