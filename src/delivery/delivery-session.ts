@@ -134,6 +134,7 @@ const NO_LEASES: LeasesPart = {
 
 function sessionParts(deps: SessionDeps): SessionParts {
   const { db } = deps;
+  // Named before it is returned: as a return value, its types would be inferred from SessionParts, not from `deps`.
   const parts = merged(deps, {
     pacing: deps.pacing ?? new Map<string, number>(),
     readEndpoint: deps.readEndpoint ?? ((id) => getEndpointById(db, id)),
