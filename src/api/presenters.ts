@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { nextAttemptOf } from '../core/delivery-timing.js';
 import type { DeliveryRow, AttemptRow, EndpointPacingRow } from '../db/deliveries.js';
 import type { EndpointRow } from '../db/endpoints.js';
-import type { EventRow } from '../db/events.js';
+import type { EventRow, StreamItem } from '../db/events.js';
 import type { Attempt, Delivery } from './schemas/deliveries.js';
 import type { Endpoint } from './schemas/webhooks.js';
 import type { ConsentRow } from '../db/consents.js';
@@ -83,20 +83,36 @@ export function presentAttempt(row: AttemptRow): z.infer<typeof Attempt> {
   return { ...row, started_at: row.started_at.toISOString() };
 }
 
-/** A stream item (SPEC 2.4): `message_resource_id` only when the platform has the message. */
-export function presentStreamItem(row: EventRow): Record<string, unknown> {
-  return {
+/** A stream item's fields before its data, in the order the API writes them: `message_resource_id` only when the platform has the message (SPEC 2.4). */
+function streamItemHead(row: Omit<StreamItem, 'dataJson'>): Record<string, unknown> {
+  const head: Record<string, unknown> = {
     id: row.id,
     cursor: String(row.cursor),
     type: row.type,
     environment: row.environment,
     message_id: row.message_id,
     external_id: row.external_id,
-    ...(row.message_resource_id ? { message_resource_id: row.message_resource_id } : {}),
-    occurred_at: row.occurred_at.toISOString(),
-    created_at: row.created_at.toISOString(),
-    data: row.stream_data,
   };
+  if (row.message_resource_id) head.message_resource_id = row.message_resource_id;
+  head.occurred_at = row.occurred_at.toISOString();
+  head.created_at = row.created_at.toISOString();
+  return head;
+}
+
+/** A stream item (SPEC 2.4). */
+export function presentStreamItem(row: EventRow): Record<string, unknown> {
+  const item = streamItemHead(row);
+  item.data = row.stream_data;
+  return item;
+}
+
+/**
+ * A stream page's item as JSON text, byte for byte `JSON.stringify(presentStreamItem(...))` of the
+ * same event: its data goes in as the text the read made of it (src/db/events.ts readStream).
+ */
+export function streamItemJson(item: StreamItem): string {
+  const head = JSON.stringify(streamItemHead(item));
+  return `${head.slice(0, -1)},"data":${item.dataJson}}`;
 }
 
 // ---- Contacts, funnel stages, consents, conversations and messages (CRM family) ----

@@ -1,9 +1,9 @@
 /** The append-only event stream, per Account and environment. */
 import type { RoutableEndpoint } from '../core/admission.js';
-import { getEventDefinition, streamData } from '../core/catalog/index.js';
+import { getEventDefinition, streamData, streamDataIsPayload } from '../core/catalog/index.js';
 import { inJsonbKeyOrder } from '../core/jsonb-order.js';
 import { merged } from '../core/merged.js';
-import { decodePayload, encodePayload } from './payload-bytes.js';
+import { decodePayload, encodePayload, encodedPayloadJson } from './payload-bytes.js';
 import type { Queryable } from './pool.js';
 import { countEndedSql } from './endpoint-hourly-stats.js';
 
@@ -79,22 +79,27 @@ export function fromTable(row: TableRow): EventRow {
     contact_ref: row.contact_ref,
     contact_refs: row.contact_refs,
     data,
-    stream_data:
-      row.stream_data ??
-      (inJsonbKeyOrder(
-        streamDataOf({
-          type: row.type,
-          data,
-          message_resource_id: row.message_resource_id,
-          contact_id: row.contact_id,
-          conversation_id: row.conversation_id,
-        }),
-      ) as Record<string, unknown>),
+    stream_data: row.stream_data ?? derivedStreamData(row, data),
     contact_id: row.contact_id,
     conversation_id: row.conversation_id,
     occurred_at: row.occurred_at,
     created_at: row.created_at,
   };
+}
+
+/** The stream item's data of a row that keeps no copy of it, its keys in jsonb's order as the copy had them. */
+function derivedStreamData(
+  row: Pick<TableRow, 'type' | 'message_resource_id' | 'contact_id' | 'conversation_id'>,
+  data: Record<string, unknown>,
+): Record<string, unknown> {
+  const derived = streamDataOf({
+    type: row.type,
+    data,
+    message_resource_id: row.message_resource_id,
+    contact_id: row.contact_id,
+    conversation_id: row.conversation_id,
+  });
+  return inJsonbKeyOrder(derived) as Record<string, unknown>;
 }
 
 /** A row of the table as it is: the payload encoded, `stream_data` null unless an older event kept its copy. */
@@ -381,18 +386,75 @@ export async function appendEvent(tx: Queryable, e: NewEvent): Promise<EventRow 
 }
 
 /** One page of the stream: an index seek on (account, environment, cursor), whatever the position. */
+/** A stream page's item: what the API presents of an event, its data as JSON text (SPEC 4.8). */
+export type StreamItem = Pick<
+  EventRow,
+  'id' | 'cursor' | 'type' | 'environment' | 'message_id' | 'external_id' | 'message_resource_id' | 'occurred_at' | 'created_at'
+> & {
+  /** The item's `data` as JSON text, byte for byte `JSON.stringify` of `stream_data` as `fromTable` derives it. */
+  dataJson: string;
+};
+
+/** What a stream item is made of: not the contact references, the customer or the channel account, which every page would read and parse for nothing. */
+const STREAM_ITEM_COLUMNS = [
+  'id',
+  'cursor',
+  'type',
+  'environment',
+  'message_id',
+  'external_id',
+  'message_resource_id',
+  'occurred_at',
+  'created_at',
+  'payload',
+  'stream_data',
+  'contact_id',
+  'conversation_id',
+] as const satisfies readonly (keyof TableRow)[];
+type StreamItemRow = Pick<TableRow, (typeof STREAM_ITEM_COLUMNS)[number]>;
+
+/**
+ * An item's data as JSON text. For most types it is the payload unchanged, and a compressed
+ * payload's text is already what `JSON.stringify` would write of it (its keys in jsonb's order):
+ * it is sent as stored, without parsing 100 payloads to write them out again (about half a stream
+ * page's CPU in the API). Any other row goes the way `fromTable` goes.
+ */
+function streamItemDataJson(row: StreamItemRow): string {
+  if (row.stream_data !== null) return JSON.stringify(row.stream_data);
+  const def = getEventDefinition(row.type);
+  const asStored = !def || streamDataIsPayload(def) ? encodedPayloadJson(row.payload) : undefined;
+  if (asStored !== undefined) return asStored;
+  return JSON.stringify(derivedStreamData(row, decodePayload(row.payload)));
+}
+
 export async function readStream(
   db: Queryable,
   accountId: string,
   environment: Environment,
   after: string,
   limit: number,
-): Promise<{ rows: EventRow[]; hasMore: boolean }> {
-  const { rows } = await db.query<TableRow>(
-    `SELECT * FROM events WHERE account_id = $1 AND environment = $2 AND cursor > $3 ORDER BY cursor LIMIT $4`,
+): Promise<{ rows: StreamItem[]; hasMore: boolean }> {
+  const { rows } = await db.query<StreamItemRow>(
+    `SELECT ${STREAM_ITEM_COLUMNS.join(', ')} FROM events
+     WHERE account_id = $1 AND environment = $2 AND cursor > $3 ORDER BY cursor LIMIT $4`,
     [accountId, environment, after, limit + 1],
   );
-  return { rows: rows.slice(0, limit).map(fromTable), hasMore: rows.length > limit };
+  const items: StreamItem[] = [];
+  // Field by field, not `{ ...rest, dataJson }`: see src/core/merged.ts.
+  for (const row of rows.slice(0, limit))
+    items.push({
+      id: row.id,
+      cursor: row.cursor,
+      type: row.type,
+      environment: row.environment,
+      message_id: row.message_id,
+      external_id: row.external_id,
+      message_resource_id: row.message_resource_id,
+      occurred_at: row.occurred_at,
+      created_at: row.created_at,
+      dataJson: streamItemDataJson(row),
+    });
+  return { rows: items, hasMore: rows.length > limit };
 }
 
 /** One event of the Account, in `environment` when given; undefined otherwise (another tenant's id included). */

@@ -5,10 +5,11 @@ import path from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { presentStreamItem } from '../../src/api/presenters.js';
+import { presentStreamItem, streamItemJson } from '../../src/api/presenters.js';
 import { EVENT_TYPES, getEventDefinition, streamData } from '../../src/core/catalog/index.js';
-import { fromTable, type EventRow, type TableRow } from '../../src/db/events.js';
+import { fromTable, readStream, type EventRow, type TableRow } from '../../src/db/events.js';
 import { migrate } from '../../src/db/migrate.js';
+import type { Queryable } from '../../src/db/pool.js';
 import { eventBody } from '../../src/delivery/send-webhook.js';
 import { projectRoot } from '../../dev/tools.js';
 import { samples } from '../support/catalog-samples.js';
@@ -107,6 +108,9 @@ describe('migrations', () => {
       await scratch.migrateRest();
       const now = (await db.query<TableRow>(`SELECT * FROM events ORDER BY cursor`)).rows.map((r) => seen(fromTable(r)));
       expect(now).toEqual(old);
+      // A stream page writes each item's JSON itself: the same text (the payloads 0031 copied are jsonb's text, parsed again).
+      const page = await readStream(db as unknown as Queryable, accounts[0].id, 'live', '0', 100);
+      expect(page.rows.map(streamItemJson)).toEqual(old.map((o) => o.item));
       // Only received messages keep their copy: their platform ids were never columns.
       const { rows: kept } = await db.query(`SELECT type FROM events WHERE stream_data IS NOT NULL ORDER BY type`);
       expect(kept.map((r) => r.type)).toEqual(

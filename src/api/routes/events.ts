@@ -9,7 +9,7 @@ import { readJson } from '../body.js';
 import type { ApiDeps } from '../deps.js';
 import { DomainError, notFound } from '../../core/domain-error.js';
 import { Uuid } from '../schemas/common.js';
-import { presentStreamItem } from '../presenters.js';
+import { presentStreamItem, streamItemJson } from '../presenters.js';
 
 /**
  * POST /api/v1/events, the hot route, in a router of its own that the app mounts ahead of the
@@ -38,14 +38,14 @@ export function eventRoutes(deps: ApiDeps): Router {
     if (after === undefined) throw new DomainError(422, 'invalid_cursor', 'after must be a non-negative integer');
     const limit = parseStreamLimit(ctx.query.limit);
     const { rows, hasMore } = await readStream(deps.db, accountId, environment, after, limit);
-    ctx.body = {
-      data: rows.map(presentStreamItem),
-      paging: streamPaging(
-        after,
-        rows.map((r) => String(r.cursor)),
-        hasMore,
-      ),
-    };
+    const paging = streamPaging(
+      after,
+      rows.map((r) => String(r.cursor)),
+      hasMore,
+    );
+    // Written as text: each item's data already is JSON (readStream), not parsed only to be written again.
+    ctx.type = 'application/json';
+    ctx.body = `{"data":[${rows.map(streamItemJson).join(',')}],"paging":${JSON.stringify(paging)}}`;
   });
 
   // One event of the key's Account and environment; any other id (another tenant's included) is 404.

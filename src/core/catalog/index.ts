@@ -68,12 +68,17 @@ export function streamData(
   ctx: StreamContext & { messageResourceId?: string | null },
 ): Record<string, unknown> {
   if (isNormalizedInStream(def)) return normalizeReceived(data, ctx);
-  if (def.category === 'statuses' && def.type.startsWith('chatapp.message.')) {
-    // In the stream, null fields of status events are omitted.
-    return Object.fromEntries(Object.entries(data).filter(([, v]) => v !== null && v !== undefined));
-  }
+  if (omitsNullsInStream(def)) return Object.fromEntries(Object.entries(data).filter(([, v]) => v !== null && v !== undefined));
   return { ...data };
 }
+
+/** In the stream, null fields of status events are omitted. */
+const omitsNullsInStream = (def: Pick<EventDefinition, 'type' | 'category'>): boolean =>
+  def.category === 'statuses' && def.type.startsWith('chatapp.message.');
+
+/** Whether `streamData` of `def` is its payload unchanged (every type but the normalised and the status ones). */
+export const streamDataIsPayload = (def: Pick<EventDefinition, 'type' | 'category'>): boolean =>
+  !isNormalizedInStream(def) && !omitsNullsInStream(def);
 
 function normalizeReceived(
   data: Record<string, unknown>,
