@@ -18,10 +18,11 @@
  * The schema is read at run time, so the fill works before and after the migrations that change it:
  * weekly partitions are created when deliveries and delivery_attempts are partitioned; attempts get
  * `delivery_created_at` when they have it; events get their payload as `data` (jsonb) or `payload`
- * (JSON text, migration 0031), whichever they have, and `stream_data` only where it is required; an
+ * (migration 0031; encoded as the service encodes it), whichever they have, and `stream_data` only where it is required; an
  * hourly rollup table (an endpoint, an hour and counts) is filled from the deliveries when there is one.
  */
 import type pg from 'pg';
+import { encodePayload } from '../src/db/payload-bytes.js';
 
 export interface FillShape {
   accounts: number;
@@ -245,8 +246,11 @@ export async function fillPart(
   const eventCols = await columnsOf(db, 'events');
   const streamData = eventCols.get('stream_data');
   const withStreamData = streamData !== undefined && !streamData.nullable && !streamData.hasDefault;
-  // The payload as a jsonb `data` column, or (migration 0031) once, as JSON text in `payload` (the
-  // service zlib-compresses it when that is shorter; JSON text is what it reads as well).
+  // The payload as a jsonb `data` column, or (migration 0031) once, in `payload` as the service
+  // stores it (src/db/payload-bytes.ts: compressed when that is shorter, as a ~1 KiB payload is): the
+  // same bytes for every event of the fill, which only the stream pages read. JSON text per row,
+  // with the event's own entity id, was what migration 0031 leaves of older rows, and stream pages
+  // read those another way (parsed and written again).
   const evColumns: [string, string][] = [
     ['id', eventIdSql(part.tag, 'n')],
     ['account_id', accountIdSql('ev.acct')],
@@ -259,7 +263,7 @@ export async function fillPart(
     ['created_at', 'ev.t'],
   ];
   if (eventCols.has('data')) evColumns.push(['data', 'p.d']);
-  if (eventCols.has('payload')) evColumns.push(['payload', `convert_to(p.d::text, 'UTF8')`]);
+  if (eventCols.has('payload')) evColumns.push(['payload', '$4::bytea']);
   if (withStreamData) evColumns.push(['stream_data', 'p.d']);
   const evNames = evColumns.map(([c]) => c);
   checkCovered('events', eventCols, evNames);
@@ -307,7 +311,7 @@ export async function fillPart(
        SELECT ${evColumns.map(([, v]) => v).join(', ')}
        FROM generate_series($1::bigint, $2::bigint - 1) n, ${ofEvent},
             LATERAL (SELECT jsonb_set(jsonb_set($3::jsonb, '{entity_id}', to_jsonb('${part.tag}_' || n)), '{after_data,id}', to_jsonb('${part.tag}_' || n)) AS d) p`,
-      [n0, n1, JSON.stringify(payload)],
+      [n0, n1, JSON.stringify(payload), ...(eventCols.has('payload') ? [encodePayload(payload as Record<string, unknown>)] : [])],
     );
     progress('events', ev.rowCount ?? 0, took());
     // Deliveries of events [n0, n1): j from ⌈n0·D/E⌉ to ⌈n1·D/E⌉.
