@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import type { EndpointId } from '../core/ids.js';
 import { DomainError, notFound } from '../core/domain-error.js';
 import type { PageKey } from '../core/paging.js';
@@ -43,7 +44,32 @@ export interface AttemptRow {
   response_excerpt: string | null;
 }
 
-const COLUMNS = `*, json_build_object('ts', created_at::text, 'id', id) AS page_key`;
+/**
+ * A delivery's columns, named: the lists are prepared statements, and `*` would let a column a later
+ * migration adds change a prepared result's type (Postgres refuses that: "cached plan must not change result type").
+ */
+const DELIVERY_COLUMNS = [
+  'id',
+  'account_id',
+  'endpoint_id',
+  'event_id',
+  'event_type',
+  'idempotency_key',
+  'environment',
+  'status',
+  'attempts',
+  'response_code',
+  'last_attempt_at',
+  'next_attempt_at',
+  'terminal_reason',
+  'held_since',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (keyof DeliveryRow)[];
+// A field added to DeliveryRow and not to DELIVERY_COLUMNS fails to compile here, instead of reading undefined.
+const everyDeliveryColumn: Exclude<keyof DeliveryRow, (typeof DELIVERY_COLUMNS)[number] | 'page_key'> extends never ? true : never = true;
+void everyDeliveryColumn;
+const COLUMNS = `${DELIVERY_COLUMNS.join(', ')}, json_build_object('ts', created_at::text, 'id', id) AS page_key`;
 
 /**
  * A delivery the engine still owes: open, and of an event. A `webhook.test` row (no event) is
@@ -125,8 +151,7 @@ export async function listDeliveries(
   const order = `created_at ${ks.order}, id ${ks.order}`;
   if (filter.endpointId) {
     const { rows } = await db.query<DeliveryRow>(
-      `SELECT ${COLUMNS} FROM deliveries WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT $2`,
-      params,
+      prepared(`SELECT ${COLUMNS} FROM deliveries WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT $2`, params),
     );
     return inPageOrder(rows, ks);
   }
@@ -135,13 +160,24 @@ export async function listDeliveries(
   // page index, merged. A page reads at most (endpoints x page size) rows.
   const { rows } = await withoutSorts(db, (q) =>
     q.query<DeliveryRow>(
-      `SELECT d.* FROM endpoints e
-       CROSS JOIN LATERAL (SELECT ${COLUMNS} FROM deliveries WHERE endpoint_id = e.id AND ${where.join(' AND ')} ORDER BY ${order} LIMIT $2) d
-       WHERE e.account_id = $1 ORDER BY d.created_at ${ks.order}, d.id ${ks.order} LIMIT $2`,
-      params,
+      prepared(
+        `SELECT d.* FROM endpoints e
+         CROSS JOIN LATERAL (SELECT ${COLUMNS} FROM deliveries WHERE endpoint_id = e.id AND ${where.join(' AND ')} ORDER BY ${order} LIMIT $2) d
+         WHERE e.account_id = $1 ORDER BY d.created_at ${ks.order}, d.id ${ks.order} LIMIT $2`,
+        params,
+      ),
     ),
   );
   return inPageOrder(rows, ks);
+}
+
+/**
+ * A list's statement, prepared once per connection under a name of its text (one per combination
+ * of filters and paging direction): planning the account-wide list over a dozen weekly partitions
+ * took longer than running it (0.8 ms of its 1.8 ms, 100,000 deliveries), every page.
+ */
+function prepared(text: string, values: unknown[]): pg.QueryConfig {
+  return { name: `list_deliveries_${crypto.createHash('sha1').update(text).digest('hex').slice(0, 16)}`, text, values };
 }
 
 /**

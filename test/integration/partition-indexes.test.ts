@@ -118,6 +118,33 @@ describe('the status index of the audit list (migration 0033)', () => {
     }
   });
 
+  it('the lists are prepared once per connection, and a column a later migration adds leaves them working', async () => {
+    const one = createPool(own.url, 1);
+    try {
+      const before = await listDeliveries(one, tenant.accountId, { status: 'exhausted' }, { limit: 20 });
+      const ofEndpoint = await listDeliveries(one, tenant.accountId, { endpointId }, { limit: 20 });
+      await listDeliveries(one, tenant.accountId, { status: 'exhausted' }, { limit: 20 });
+      const named = await one.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name LIKE 'list_deliveries_%'`,
+      );
+      expect(named.rows).toEqual([{ n: 2 }]);
+      // A prepared SELECT * would now fail with "cached plan must not change result type".
+      await own.db.query(`ALTER TABLE deliveries ADD COLUMN later_column int`);
+      try {
+        expect((await listDeliveries(one, tenant.accountId, { status: 'exhausted' }, { limit: 20 })).map((d) => d.id)).toEqual(
+          before.map((d) => d.id),
+        );
+        expect((await listDeliveries(one, tenant.accountId, { endpointId }, { limit: 20 })).map((d) => d.id)).toEqual(
+          ofEndpoint.map((d) => d.id),
+        );
+      } finally {
+        await own.db.query(`ALTER TABLE deliveries DROP COLUMN later_column`);
+      }
+    } finally {
+      await one.end();
+    }
+  });
+
   it('an index an interrupted build left invalid is dropped and built again', async () => {
     await rowsThenMigration(5);
     const [first] = await partitionIndexesToBuild(own.db);
