@@ -208,16 +208,22 @@ export async function getDelivery(
   accountId: string,
   id: string,
 ): Promise<(DeliveryRow & { attempts_log: AttemptRow[] }) | undefined> {
-  const { rows } = await db.query<DeliveryRow>(`SELECT ${COLUMNS} FROM deliveries WHERE id = $1 AND account_id = $2`, [id, accountId]);
+  // Prepared, as the lists are: each plans over every weekly partition (the id names no week).
+  const { rows } = await db.query<DeliveryRow>({
+    name: 'get_delivery',
+    text: `SELECT ${COLUMNS} FROM deliveries WHERE id = $1 AND account_id = $2`,
+    values: [id, accountId],
+  });
   const delivery = rows[0];
   if (!delivery) return undefined;
   // Its attempts name its created_at (or -infinity, from before migration 0029): later weeks are
   // pruned. A millisecond on: a Date has lost the timestamp's microseconds.
-  const { rows: attempts } = await db.query<AttemptRow>(
-    `SELECT number, started_at, duration_ms, response_code, error, response_excerpt FROM delivery_attempts
+  const { rows: attempts } = await db.query<AttemptRow>({
+    name: 'get_delivery_attempts',
+    text: `SELECT number, started_at, duration_ms, response_code, error, response_excerpt FROM delivery_attempts
      WHERE delivery_id = $1 AND delivery_created_at < $2::timestamptz + interval '1 millisecond' ORDER BY number`,
-    [id, delivery.created_at],
-  );
+    values: [id, delivery.created_at],
+  });
   return merged(delivery, { attempts_log: attempts });
 }
 
@@ -235,15 +241,17 @@ export interface EndpointPacingRow {
 /** What a delivery's truthful next attempt depends on, for the endpoints of a page of deliveries (one statement). */
 export async function endpointPacing(db: Queryable, endpointIds: string[]): Promise<Map<string, EndpointPacingRow>> {
   if (endpointIds.length === 0) return new Map();
-  const { rows } = await db.query<EndpointPacingRow>(
-    `SELECT e.id, e.active, e.health_status, e.failure_streak, e.last_failure_at, e.deleted_at,
+  // Prepared: it comes with every page of the audit list, and plans over every weekly partition.
+  const { rows } = await db.query<EndpointPacingRow>({
+    name: 'endpoint_pacing',
+    text: `SELECT e.id, e.active, e.health_status, e.failure_streak, e.last_failure_at, e.deleted_at,
             (SELECT d.id FROM deliveries d
               WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.event_id IS NOT NULL -- OWED
                 AND d.held_since IS NULL AND d.next_attempt_at IS NOT NULL
               ORDER BY d.next_attempt_at, d.created_at LIMIT 1) AS first_in_line
      FROM endpoints e WHERE e.id = ANY($1::uuid[])`,
-    [[...new Set(endpointIds)]],
-  );
+    values: [[...new Set(endpointIds)]],
+  });
   return new Map(rows.map((r) => [r.id, r]));
 }
 

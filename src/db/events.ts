@@ -434,11 +434,12 @@ export async function readStream(
   after: string,
   limit: number,
 ): Promise<{ rows: StreamItem[]; hasMore: boolean }> {
-  const { rows } = await db.query<StreamItemRow>(
-    `SELECT ${STREAM_ITEM_COLUMNS.join(', ')} FROM events
+  const { rows } = await db.query<StreamItemRow>({
+    name: 'read_stream',
+    text: `SELECT ${STREAM_ITEM_COLUMNS.join(', ')} FROM events
      WHERE account_id = $1 AND environment = $2 AND cursor > $3 ORDER BY cursor LIMIT $4`,
-    [accountId, environment, after, limit + 1],
-  );
+    values: [accountId, environment, after, limit + 1],
+  });
   const items: StreamItem[] = [];
   // Field by field, not `{ ...rest, dataJson }`: see src/core/merged.ts.
   for (const row of rows.slice(0, limit))
