@@ -23,7 +23,7 @@ import { runOutboxSender } from './outbox-sender.js';
 import { installTemporalLogging } from './temporal-logging.js';
 import { createProviderHttp } from '../channels/provider-http.js';
 import { createMaintenanceActivities } from './maintenance-activities.js';
-import { ensureMaintenanceSchedule } from './maintenance-schedule.js';
+import { ensureMaintenanceScheduleBeside } from './maintenance-schedule.js';
 import { claimWithEndpointsFor } from '../db/deliveries.js';
 import { NIL_UUID, type DbClient } from '../db/pool.js';
 import { LEASE_MS } from '../core/runtime-limits.js';
@@ -71,7 +71,6 @@ export async function runWorker(
         : undefined,
     }),
   });
-  if (config.maintenanceSchedule) await ensureMaintenanceSchedule(temporal.client, config.taskQueue);
   logger.info({ taskQueue: config.taskQueue }, 'worker started');
   // The SDK already stops the worker on SIGINT/SIGTERM; the signal covers embedded use.
   opts.signal?.addEventListener('abort', () => {
@@ -96,11 +95,13 @@ export async function runWorker(
   const outbox = runOutboxSender(db, { smtpUrl: config.smtpUrl, from: config.smtpFrom, signal: outboxStop.signal });
   const crmWakes = createDueWakes(db, dueChannel(config.taskQueue));
   const crmSweep = runCrmOutboxSweep({ db, wakes: crmWakes }, { signal: outboxStop.signal });
+  const schedule = config.maintenanceSchedule ? ensureMaintenanceScheduleBeside(temporal.client, config.taskQueue) : undefined;
   try {
     const running = worker.run();
     opts.onRunning?.();
     await running;
   } finally {
+    await schedule?.stop();
     outboxStop.abort();
     await outbox;
     await crmSweep;

@@ -1,11 +1,12 @@
 /**
  * The deployment's maintenance Schedule (DECISIONS: one Temporal Schedule per deployment), made
- * by every worker at start: created when missing, left as it is when it exists (an operator may
+ * by every worker as it starts: created when missing, left as it is when it exists (an operator may
  * have paused it in the Web UI; that stays), and brought up to date only when its action or
  * timing differs from this version's. Its overlap policy skips a run due while one is still
  * going, so however many workers or deployments share the namespace, one run goes at a time.
  */
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client, type ScheduleOptions } from '@temporalio/client';
+import { doublingBackoffMs } from '../core/backoff.js';
 import { MAINTENANCE_EVERY_MS, MAINTENANCE_SCHEDULE_ID, MAINTENANCE_SUMMARY, maintenanceStaticDetails } from '../core/maintenance.js';
 import { logger } from '../runtime/logger.js';
 import { MAINTENANCE_WORKFLOW_TYPE } from '../workflows/maintenance-contract.js';
@@ -65,4 +66,49 @@ export async function ensureMaintenanceSchedule(
   }));
   logger.info({ scheduleId, taskQueue }, 'maintenance schedule updated');
   return 'updated';
+}
+
+/**
+ * `ensure` until it succeeds or `signal` aborts, waiting 1 s after the first failure, doubled per
+ * failure up to a minute; undefined when aborted first. The worker runs it beside its start, not
+ * before it: a Temporal server that has just started answers "Not enough hosts to serve the
+ * request" (UNAVAILABLE) for a while, and a worker that awaited the Schedule exited on it, leaving
+ * its endpoints' deliveries waiting for a restart. The weeks ahead do not wait for the Schedule
+ * either: every process makes them at start (src/services.ts).
+ */
+export async function keepEnsuring(
+  ensure: () => Promise<EnsureOutcome>,
+  signal: AbortSignal,
+  o: { firstWaitMs?: number; maxWaitMs?: number } = {},
+): Promise<EnsureOutcome | undefined> {
+  for (let failures = 0; !signal.aborted; failures++) {
+    try {
+      return await ensure();
+    } catch (err) {
+      const waitMs = doublingBackoffMs(o.firstWaitMs ?? 1_000, failures, o.maxWaitMs ?? 60_000);
+      logger.warn({ err, failures: failures + 1, waitMs }, 'maintenance schedule not ensured yet; trying again');
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, waitMs);
+        signal.addEventListener('abort', done, { once: true });
+        function done() {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', done);
+          resolve();
+        }
+      });
+    }
+  }
+  return undefined;
+}
+
+/** The Schedule ensured beside the worker's start (`keepEnsuring`); `stop` ends the tries and waits for the one under way. */
+export function ensureMaintenanceScheduleBeside(client: Client, taskQueue: string): { stop(): Promise<void> } {
+  const stop = new AbortController();
+  const ensured = keepEnsuring(() => ensureMaintenanceSchedule(client, taskQueue), stop.signal);
+  return {
+    async stop() {
+      stop.abort();
+      await ensured;
+    },
+  };
 }
