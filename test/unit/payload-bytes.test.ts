@@ -1,7 +1,8 @@
 /** The stored form of an event's payload (src/db/payload-bytes.ts) and jsonb's key order it keeps. */
 import { describe, expect, it } from 'vitest';
 import { inJsonbKeyOrder } from '../../src/core/jsonb-order.js';
-import { decodePayload, encodePayload } from '../../src/db/payload-bytes.js';
+import crypto from 'node:crypto';
+import { decodePayload, encodePayload, encodedPayloadJson } from '../../src/db/payload-bytes.js';
 
 describe('inJsonbKeyOrder', () => {
   it('orders keys as jsonb does: shorter first, then bytewise by UTF-8, in nested objects and arrays too', () => {
@@ -32,6 +33,19 @@ describe('payload bytes', () => {
 
   it('reads JSON text as jsonb prints it (the rows migration 0031 moved)', () => {
     expect(decodePayload(Buffer.from('{"a": [1, 2.50], "bb": {"c": null}}', 'utf8'))).toEqual({ a: [1, 2.5], bb: { c: null } });
+  });
+
+  it('reads back a payload whose JSON is many times the inflating chunk (4 KiB), whole', () => {
+    const big = { notes: crypto.randomBytes(48 * 1024).toString('base64'), id: 'dem_2' };
+    const bytes = encodePayload(big);
+    expect(bytes[0]).not.toBe('{'.charCodeAt(0));
+    expect(decodePayload(bytes)).toEqual(inJsonbKeyOrder(big));
+    expect(encodedPayloadJson(bytes)).toBe(JSON.stringify(inJsonbKeyOrder(big)));
+  });
+
+  it("gives the stored text as is only for a compressed payload: JSON text may be jsonb's, spaced", () => {
+    expect(encodedPayloadJson(encodePayload(large))).toBe(JSON.stringify(inJsonbKeyOrder(large)));
+    expect(encodedPayloadJson(Buffer.from('{"a": 1}', 'utf8'))).toBeUndefined();
   });
 
   it('encodes the same payload to the same bytes every time, whatever its keys were built in', () => {
