@@ -107,12 +107,13 @@ export function presentStreamItem(row: EventRow): Record<string, unknown> {
 }
 
 /**
- * A stream page's item as JSON text, byte for byte `JSON.stringify(presentStreamItem(...))` of the
- * same event: its data goes in as the text the read made of it (src/db/events.ts readStream).
+ * A stream page as the JSON the API sends, byte for byte
+ * `JSON.stringify({ data: items.map(presentStreamItem), paging })` of the same events: each item's
+ * data goes in as the text the read made of it (src/db/events.ts readStream), not parsed.
  */
-export function streamItemJson(item: StreamItem): string {
-  const head = JSON.stringify(streamItemHead(item));
-  return `${head.slice(0, -1)},"data":${item.dataJson}}`;
+export function streamPageJson(items: StreamItem[], paging: Record<string, unknown>): string {
+  const json = items.map((item) => `${JSON.stringify(streamItemHead(item)).slice(0, -1)},"data":${item.dataJson}}`);
+  return `{"data":[${json.join(',')}],"paging":${JSON.stringify(paging)}}`;
 }
 
 // ---- Contacts, funnel stages, consents, conversations and messages (CRM family) ----

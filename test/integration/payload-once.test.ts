@@ -5,7 +5,7 @@
  */
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { presentStreamItem, streamItemJson } from '../../src/api/presenters.js';
+import { presentStreamItem, streamPageJson } from '../../src/api/presenters.js';
 import { EVENT_TYPES, streamData, type EventDefinition } from '../../src/core/catalog/index.js';
 import { getEvent, readStream, type EventRow } from '../../src/db/events.js';
 import { eventBody } from '../../src/delivery/send-webhook.js';
@@ -24,6 +24,8 @@ async function asJsonbColumns(
   ]);
   return rows[0];
 }
+
+const PAGING = { cursor: '1', next: null, has_more: false };
 
 const ids = () => ({ messageResourceId: crypto.randomUUID(), contactId: crypto.randomUUID(), conversationId: crypto.randomUUID() });
 
@@ -73,7 +75,7 @@ describe('each payload stored once', () => {
       const old: EventRow = { ...row, ...columns };
       expect(JSON.stringify(presentStreamItem(row))).toBe(JSON.stringify(presentStreamItem(old)));
       expect(eventBody(def, row).equals(eventBody(def, old))).toBe(true);
-      expect(streamItemJson(page.rows[0]!)).toBe(JSON.stringify(presentStreamItem(old)));
+      expect(streamPageJson(page.rows, PAGING)).toBe(JSON.stringify({ data: [presentStreamItem(old)], paging: PAGING }));
 
       // One copy: the row keeps no stream copy, and the ids only a received message's item needs.
       const { rows } = await testDb().query(`SELECT stream_data, contact_id, conversation_id FROM events WHERE id = $1`, [row.id]);
@@ -118,8 +120,9 @@ describe('each payload stored once', () => {
     const row = (await getEvent(testDb(), t.accountId, stored.event.id))!;
     const old: EventRow = { ...row, ...(await asJsonbColumns(data, streamData(def, data, {}))) };
     const page = await readStream(testDb(), t.accountId, 'live', '0', 10);
-    expect(streamItemJson(page.rows[0]!)).toBe(JSON.stringify(presentStreamItem(old)));
-    expect(streamItemJson(page.rows[0]!)).toBe(JSON.stringify(presentStreamItem(row)));
+    const sent = streamPageJson(page.rows, PAGING);
+    expect(sent).toBe(JSON.stringify({ data: [presentStreamItem(old)], paging: PAGING }));
+    expect(sent).toBe(JSON.stringify({ data: [presentStreamItem(row)], paging: PAGING }));
   });
 
   it('a received message published without platform ids reads with nulls in their place, as before', async () => {

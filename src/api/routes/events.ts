@@ -9,7 +9,7 @@ import { readJson } from '../body.js';
 import type { ApiDeps } from '../deps.js';
 import { DomainError, notFound } from '../../core/domain-error.js';
 import { Uuid } from '../schemas/common.js';
-import { presentStreamItem, streamItemJson } from '../presenters.js';
+import { presentStreamItem, streamPageJson } from '../presenters.js';
 
 /**
  * POST /api/v1/events, the hot route, in a router of its own that the app mounts ahead of the
@@ -45,7 +45,7 @@ export function eventRoutes(deps: ApiDeps): Router {
     );
     // Written as text: each item's data already is JSON (readStream), not parsed only to be written again.
     ctx.type = 'application/json';
-    ctx.body = `{"data":[${rows.map(streamItemJson).join(',')}],"paging":${JSON.stringify(paging)}}`;
+    ctx.body = streamPageJson(rows, paging);
   });
 
   // One event of the key's Account and environment; any other id (another tenant's included) is 404.
