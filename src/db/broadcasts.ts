@@ -1,7 +1,7 @@
 /** Broadcasts and their recipients (DECISIONS "Broadcasts"). */
 import type { PageKey } from '../core/paging.js';
 import type { Environment } from './events.js';
-import { inPageOrder, keyset, type Page } from './keyset.js';
+import { inPageOrder, keyset, type Page, PAGE_KEY_COLUMN } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export type BroadcastStatus = 'draft' | 'sending' | 'sent';
@@ -54,7 +54,7 @@ const BROADCAST = `SELECT b.*, json_build_object('ts', b.created_at::text, 'id',
    FROM broadcast_recipients r WHERE r.broadcast_id = b.id) AS counts
   FROM broadcasts b`;
 
-const RECIPIENT_COLUMNS = `*, json_build_object('ts', created_at::text, 'id', id) AS page_key`;
+const RECIPIENT_COLUMNS = `*, ${PAGE_KEY_COLUMN}`;
 
 export async function insertBroadcast(
   db: Queryable,

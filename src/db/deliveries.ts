@@ -1,3 +1,4 @@
+import type { EveryFieldListed } from './column-lists.js';
 import crypto from 'node:crypto';
 import type { EndpointId } from '../core/ids.js';
 import { DomainError, notFound } from '../core/domain-error.js';
@@ -8,7 +9,7 @@ import { countEndedSql, countLimitedDeliveries } from './endpoint-hourly-stats.j
 import { decodePayload } from './payload-bytes.js';
 import { eventColumnsOf, type EventRow, type TableRow } from './events.js';
 import { endpointColumnsAs, endpointFromColumns, healthySessionUpdate, type EndpointRow, type HealthStatus } from './endpoints.js';
-import { inPageOrder, keyset } from './keyset.js';
+import { inPageOrder, keyset, PAGE_KEY_COLUMN } from './keyset.js';
 import pg from 'pg';
 import { withClient, type Queryable } from './pool.js';
 
@@ -66,10 +67,9 @@ const DELIVERY_COLUMNS = [
   'created_at',
   'updated_at',
 ] as const satisfies readonly (keyof DeliveryRow)[];
-// A field added to DeliveryRow and not to DELIVERY_COLUMNS fails to compile here, instead of reading undefined.
-const everyDeliveryColumn: Exclude<keyof DeliveryRow, (typeof DELIVERY_COLUMNS)[number] | 'page_key'> extends never ? true : never = true;
+const everyDeliveryColumn: EveryFieldListed<DeliveryRow, (typeof DELIVERY_COLUMNS)[number], 'page_key'> = true;
 void everyDeliveryColumn;
-const COLUMNS = `${DELIVERY_COLUMNS.join(', ')}, json_build_object('ts', created_at::text, 'id', id) AS page_key`;
+const COLUMNS = `${DELIVERY_COLUMNS.join(', ')}, ${PAGE_KEY_COLUMN}`;
 
 /**
  * A delivery the engine still owes: open, and of an event. A `webhook.test` row (no event) is

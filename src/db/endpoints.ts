@@ -1,9 +1,10 @@
+import type { EveryFieldListed } from './column-lists.js';
 import type { AccountId, EndpointId } from '../core/ids.js';
 import { DomainError } from '../core/domain-error.js';
 import { newEndpoint, type afterTest, type Health } from '../core/health.js';
 import type { RoutableEndpoint } from '../core/admission.js';
 import type { PageKey } from '../core/paging.js';
-import { inPageOrder, keyset } from './keyset.js';
+import { inPageOrder, keyset, PAGE_KEY_COLUMN } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export type HealthStatus = Health;
@@ -37,7 +38,7 @@ export interface EndpointRow {
   page_key: PageKey;
 }
 
-const COLUMNS = `*, json_build_object('ts', created_at::text, 'id', id) AS page_key`;
+const COLUMNS = `*, ${PAGE_KEY_COLUMN}`;
 /** The table's columns of EndpointRow by name, for statements prepared once per connection (see EVENT_COLUMNS in events.ts). */
 const STORED_COLUMNS = [
   'id',
@@ -63,10 +64,9 @@ const STORED_COLUMNS = [
   'updated_at',
   'deleted_at',
 ] as const satisfies readonly (keyof EndpointRow)[];
-// A field added to EndpointRow and not to STORED_COLUMNS fails to compile here, instead of reading undefined.
-const everyStoredColumn: Exclude<keyof EndpointRow, (typeof STORED_COLUMNS)[number] | 'page_key'> extends never ? true : never = true;
+const everyStoredColumn: EveryFieldListed<EndpointRow, (typeof STORED_COLUMNS)[number], 'page_key'> = true;
 void everyStoredColumn;
-const NAMED_COLUMNS = `${STORED_COLUMNS.join(', ')}, json_build_object('ts', created_at::text, 'id', id) AS page_key`;
+const NAMED_COLUMNS = `${STORED_COLUMNS.join(', ')}, ${PAGE_KEY_COLUMN}`;
 
 /** The EndpointRow columns of the endpoints row `alias`, each named `<prefix><column>`, for a select list beside other tables' columns. */
 export function endpointColumnsAs(alias: string, prefix: string): string {

@@ -1,4 +1,5 @@
 /** The append-only event stream, per Account and environment. */
+import type { EveryFieldListed } from './column-lists.js';
 import type { RoutableEndpoint } from '../core/admission.js';
 import { getEventDefinition, streamData, streamDataIsPayload } from '../core/catalog/index.js';
 import { inJsonbKeyOrder } from '../core/jsonb-order.js';
@@ -133,8 +134,7 @@ export const EVENT_COLUMNS = [
   'occurred_at',
   'created_at',
 ] as const satisfies readonly (keyof TableRow)[];
-// A field added to TableRow and not to EVENT_COLUMNS fails to compile here, instead of reading undefined.
-const everyEventColumn: Exclude<keyof TableRow, (typeof EVENT_COLUMNS)[number]> extends never ? true : never = true;
+const everyEventColumn: EveryFieldListed<TableRow, (typeof EVENT_COLUMNS)[number]> = true;
 void everyEventColumn;
 /** `columns` (EVENT_COLUMNS unless given) of the table or CTE `alias`, for a select list. */
 export const eventColumnsOf = (alias: string, columns: readonly (keyof TableRow)[] = EVENT_COLUMNS): string =>

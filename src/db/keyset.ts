@@ -1,6 +1,9 @@
 /** The keyset part of a paged list query (SPEC 4.7 paging), shared by every list ordered by (created_at, id). */
 import type { PageKey } from '../core/paging.js';
 
+/** The select-list column each row of a paged list carries its cursor in (`page_key`): its created_at to the microsecond, as text, and its id. */
+export const PAGE_KEY_COLUMN = `json_build_object('ts', created_at::text, 'id', id) AS page_key`;
+
 export interface Page {
   limit: number;
   after?: PageKey;

@@ -1,7 +1,7 @@
 /** Message templates, as the provider last reported them (synced, or updated by its webhook). */
 import type { PageKey } from '../core/paging.js';
 import type { Environment } from './events.js';
-import { inPageOrder, keyset, type Page } from './keyset.js';
+import { inPageOrder, keyset, type Page, PAGE_KEY_COLUMN } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export interface TemplateRow {
@@ -30,7 +30,7 @@ export interface ProviderTemplate {
   components: unknown[];
 }
 
-const COLUMNS = `*, json_build_object('ts', created_at::text, 'id', id) AS page_key`;
+const COLUMNS = `*, ${PAGE_KEY_COLUMN}`;
 
 /**
  * Makes the stored templates of a waba what the provider answered: new ones inserted, known ones
