@@ -36,6 +36,8 @@ import { refuseUnstorableInput } from './validation.js';
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();
   app.proxy = deps.config.trustProxy ?? false;
+  // errorEnvelope logs unexpected errors itself: Koa's default listener would print them a second time.
+  app.silent = true;
 
   app.use(async (ctx, next) => {
     const given = ctx.get('x-request-id');

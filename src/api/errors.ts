@@ -35,6 +35,8 @@ export async function errorEnvelope(ctx: Context, next: Next): Promise<void> {
       return sendError(ctx, 503, 'service_unavailable', 'the service is temporarily unavailable; retry later');
     }
     (ctx.state.log ?? logger).error({ err }, 'unhandled error');
+    // Koa's hook for unexpected errors, for whoever listens (the tests' harness shows the cause of a 500).
+    ctx.app.emit('error', err, ctx);
     sendError(ctx, 500, 'internal_error', `internal error (request ${ctx.state.requestId ?? 'unknown'})`);
   }
 }

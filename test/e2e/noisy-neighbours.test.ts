@@ -57,7 +57,7 @@ async function endpoint(tenant: Tenant, path: string): Promise<string> {
 
 async function publish(tenant: Tenant, tag: string): Promise<void> {
   const res = await api.request('POST', '/api/v1/events', { key: tenant.key, body: demandEvent(tag) });
-  expect(res.status).toBe(201);
+  expect(res.status, res.text).toBe(201);
 }
 
 /** When the receiver got the delivery of the event tagged `tag` on paths under `prefix`. */

@@ -95,7 +95,13 @@ export interface TestApi {
     method: string,
     path: string,
     opts?: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> },
-  ): Promise<{ status: number; body: any; headers: Headers; text: string }>;
+  ): Promise<{
+    status: number;
+    body: any;
+    headers: Headers;
+    /** The body as text; after a 500's, the error the API met (its logger is silent in tests). */
+    text: string;
+  }>;
   close(): Promise<void>;
 }
 
@@ -161,7 +167,11 @@ export async function startTestApi(
       return true;
     },
   };
-  const server = createApp(deps).listen(0, '127.0.0.1');
+  const app = createApp(deps);
+  // The cause of each 500 by request id: the logger is silent in tests, and a failure should say why.
+  const unexpected = new Map<string, unknown>();
+  app.on('error', (err: unknown, ctx?: { state?: { requestId?: string } }) => unexpected.set(ctx?.state?.requestId ?? '', err));
+  const server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
@@ -182,6 +192,13 @@ export async function startTestApi(
         parsed = text ? JSON.parse(text) : undefined;
       } catch {
         parsed = undefined;
+      }
+      const cause = res.status === 500 ? unexpected.get(res.headers.get('x-request-id') ?? '') : undefined;
+      if (cause) {
+        // In the text a failed assertion can show, and on stderr for one that does not.
+        const said = `${text}\n(the API's error: ${cause instanceof Error ? (cause.stack ?? cause.message) : String(cause)})`;
+        process.stderr.write(`${method} ${path} answered 500: ${said}\n`);
+        return { status: res.status, body: parsed, headers: res.headers, text: said };
       }
       return { status: res.status, body: parsed, headers: res.headers, text };
     },
