@@ -51,10 +51,18 @@ export interface NextAttempt {
 
 const OPEN = new Set(['pending', 'failed']);
 
+/**
+ * Whether the endpoint's pacing can change the delivery's next attempt: only an open delivery of
+ * an event's. A page with none (any page of a terminal status) needs no read of its endpoints.
+ */
+export function pacingApplies(d: Pick<DeliveryTiming, 'status' | 'hasEvent'>): boolean {
+  return OPEN.has(d.status) && d.hasEvent;
+}
+
 export function nextAttemptOf(d: DeliveryTiming, ep: EndpointPacing | undefined): NextAttempt {
   const own: NextAttempt = { nextAttemptAtMs: d.nextAttemptAtMs, reason: null };
   // Terminal rows, test sends and the rows of a deleted endpoint (closed by its workflow) keep their own value.
-  if (!OPEN.has(d.status) || !d.hasEvent || !ep || ep.deleted) return own;
+  if (!pacingApplies(d) || !ep || ep.deleted) return own;
   if (!sends(ep.active, ep.health)) {
     const reason = !ep.active ? 'endpoint_inactive' : ep.health === 'paused' ? 'endpoint_paused' : 'endpoint_unverified';
     return { nextAttemptAtMs: null, reason };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nextAttemptOf, type DeliveryTiming, type EndpointPacing } from '../../src/core/delivery-timing.js';
+import { nextAttemptOf, pacingApplies, type DeliveryTiming, type EndpointPacing } from '../../src/core/delivery-timing.js';
 
 const MIN = 60_000;
 const T = Date.UTC(2026, 10, 23, 12, 0, 0);
@@ -60,5 +60,20 @@ describe('a delivery’s truthful next attempt', () => {
   ];
   it.each(rows)('%s', (_case, delivery, endpoint, at, reason) => {
     expect(nextAttemptOf(delivery, endpoint)).toEqual({ nextAttemptAtMs: at, reason });
+  });
+});
+
+describe('whether a delivery’s endpoint must be read for its next attempt', () => {
+  it('only for an open delivery of an event: a terminal one or a test send keeps its own value whatever the endpoint', () => {
+    expect(pacingApplies(d('a', T, 'pending'))).toBe(true);
+    expect(pacingApplies(d('a', T, 'failed'))).toBe(true);
+    for (const status of ['success', 'exhausted']) expect(pacingApplies(d('a', null, status))).toBe(false);
+    expect(pacingApplies(d('a', null, 'failed', false))).toBe(false);
+    // And where it says no, the endpoint's state indeed changes nothing.
+    const paused = failing(15, { health: 'paused', active: false });
+    for (const row of [d('a', null, 'exhausted'), d('a', T, 'success'), d('a', null, 'failed', false)]) {
+      expect(pacingApplies(row)).toBe(false);
+      expect(nextAttemptOf(row, paused)).toEqual(nextAttemptOf(row, undefined));
+    }
   });
 });
