@@ -13,6 +13,11 @@ import type { RateLimiter } from './rate-limiter.js';
 export interface ApiDeps {
   config: Pick<Config, 'endpointLimit' | 'rateLimit'> & Partial<Pick<Config, 'trustProxy'>>;
   db: Db;
+  /**
+   * The audit list's pool, made `withoutSorts` (src/db/pool.ts): its account-wide pages need sorts
+   * priced out, which on `db` (when this is unset) takes a SET and a RESET around each page.
+   */
+  auditDb?: Db;
   secretBox: SecretBox;
   policy: DestinationPolicy;
   httpClient: HttpClient;

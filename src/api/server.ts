@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startServices, type ServiceConfig } from '../services.js';
 import { dueChannel } from '../db/due-notifications.js';
+import { createPool, warmConnections } from '../db/pool.js';
 import { createDueWakes } from '../events/due-wakes.js';
 import { endpointWorkflows, temporalCall } from '../delivery/workflow-client.js';
 import type { Resolver } from '../security/destination-policy.js';
@@ -11,6 +12,10 @@ import { createApp } from './app.js';
 import { gracefulCloser } from './graceful-close.js';
 import { createRateLimiter } from './rate-limiter.js';
 import { SERVICE_HOST } from '../runtime/config.js';
+
+/** The audit list's connections (ApiDeps.auditDb), each process's: its pages come one at a time per client, and some are kept open and warm. */
+const AUDIT_CONNECTIONS = 4;
+const WARM_AUDIT_CONNECTIONS = 2;
 
 export interface RunningApi {
   url: string;
@@ -31,9 +36,12 @@ export async function startApi(config: ServiceConfig, opts: { resolver?: Resolve
   const wakes = createDueWakes(db, dueChannel(config.taskQueue));
   const apiKeys = createApiKeyCache(db, { databaseUrl: config.databaseUrl });
   const rateLimiter = createRateLimiter(db, config.rateLimit);
+  const auditDb = createPool(config.databaseUrl, AUDIT_CONNECTIONS, WARM_AUDIT_CONNECTIONS, { withoutSorts: true });
+  await warmConnections(auditDb, WARM_AUDIT_CONNECTIONS);
   const app = createApp({
     config,
     db,
+    auditDb,
     secretBox: services.secretBox,
     policy: services.policy,
     httpClient: services.httpClient,
@@ -67,6 +75,7 @@ export async function startApi(config: ServiceConfig, opts: { resolver?: Resolve
       await apiKeys.close();
       // Unspent leased tokens go back to the shared bucket for the other API processes.
       await rateLimiter.close();
+      await auditDb.end();
       await services.close();
     },
   };

@@ -12,9 +12,18 @@ const CONNECT_TIMEOUT_MS = 5_000;
 /** How long a connection above the pool's `min` stays open unused. */
 const IDLE_TIMEOUT_MS = 10 * 60_000;
 
-export function createPool(url: string, max = 10, min = 0): Db {
+/** Pools made `withoutSorts`: their connections plan every statement with enable_sort off. */
+const sortless = new WeakSet<Db>();
+
+/**
+ * `withoutSorts`: each connection starts with enable_sort off, for statements that need sorts
+ * priced out of their plans (the audit list: src/db/deliveries.ts) without a SET and a RESET
+ * around each, two round trips more. Only for those statements: a pool of their own.
+ */
+export function createPool(url: string, max = 10, min = 0, opts: { withoutSorts?: boolean } = {}): Db {
   const pool = new pg.Pool({
     connectionString: url,
+    ...(opts.withoutSorts ? { options: '-c enable_sort=off' } : {}),
     max,
     // Connections opened by `warmConnections` stay: the first burst of traffic finds them ready.
     min,
@@ -31,8 +40,12 @@ export function createPool(url: string, max = 10, min = 0): Db {
   // An idle client losing its connection (server restart, failover) emits 'error' through the pool; unheard, it
   // would kill the process. The pool has already dropped that client and the next checkout reconnects.
   pool.on('error', (err) => logger.warn({ err: brief(err) }, 'idle Postgres connection lost'));
+  if (opts.withoutSorts) sortless.add(pool);
   return pool;
 }
+
+/** Whether `db` is a pool whose connections plan without sorts (createPool's `withoutSorts`). */
+export const plansWithoutSorts = (db: Queryable): boolean => db instanceof pg.Pool && sortless.has(db);
 
 /** What a lost connection's error says: pg's errors can carry the whole client, which would flood one log line. */
 function brief(err: Error): { message: string; code?: string } {

@@ -118,6 +118,31 @@ describe('the status index of the audit list (migration 0033)', () => {
     }
   });
 
+  it('on a pool made without sorts, the account-wide list is the same page in one statement, no SET around it', async () => {
+    const plain = createPool(own.url, 1);
+    const sortless = createPool(own.url, 1, 0, { withoutSorts: true });
+    const sent: string[] = [];
+    sortless.on('connect', (client) => {
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      (client as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
+        sent.push(typeof config === 'string' ? config : (config as { text: string }).text);
+        return query(config, ...rest);
+      };
+    });
+    try {
+      const expected = await listDeliveries(plain, tenant.accountId, { status: 'exhausted' }, { limit: 20 });
+      const page = await listDeliveries(sortless, tenant.accountId, { status: 'exhausted' }, { limit: 20 });
+      expect(page.map((d) => d.id)).toEqual(expected.map((d) => d.id));
+      expect(sent).toHaveLength(1);
+      expect(sent[0]).toMatch(/^SELECT d\.\* FROM endpoints e/);
+      expect((await sortless.query<{ enable_sort: string }>('SHOW enable_sort')).rows).toEqual([{ enable_sort: 'off' }]);
+      expect((await plain.query<{ enable_sort: string }>('SHOW enable_sort')).rows).toEqual([{ enable_sort: 'on' }]);
+    } finally {
+      await plain.end();
+      await sortless.end();
+    }
+  });
+
   it('the lists are prepared once per connection, and a column a later migration adds leaves them working', async () => {
     const one = createPool(own.url, 1);
     try {

@@ -150,9 +150,12 @@ export async function startTestApi(
   // As in production; listening before the first request, so tests see the cache in use.
   const apiKeys = createApiKeyCache(db, opts.apiKeyCache);
   await apiKeys.ready;
+  // As in production: the audit list on connections that plan without sorts.
+  const auditDb = createPool(db.options.connectionString!, 2, 0, { withoutSorts: true });
   const deps: ApiDeps = {
     config: { endpointLimit: 50, rateLimit: opts.rateLimit ?? { capacity: 10_000, refillPerSecond: 10_000 } },
     db,
+    auditDb,
     secretBox: createSecretBox(TEST_ENCRYPTION_KEY),
     policy,
     httpClient,
@@ -207,6 +210,7 @@ export async function startTestApi(
       server.closeAllConnections();
       await deps.wakes.flush();
       await apiKeys.close();
+      await auditDb.end();
       await httpClient.close();
       await connection.close();
     },

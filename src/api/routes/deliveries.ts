@@ -74,7 +74,7 @@ export function deliveryRoutes(deps: ApiDeps): Router {
     const after = pageCursor(q.after);
     const before = after ? undefined : pageCursor(q.before);
     const rows = await listDeliveries(
-      deps.db,
+      deps.auditDb ?? deps.db,
       accountId,
       { endpointId, status: status as DeliveryStatus | undefined, eventType: q.event_type as string | undefined },
       { limit, after, before },
