@@ -35,13 +35,14 @@ import path from 'node:path';
 import type pg from 'pg';
 import { issueApiKey } from '../src/db/api-keys.js';
 import { SCOPES } from '../src/security/api-key.js';
+import { pacingApplies } from '../src/core/delivery-timing.js';
 import { decodePageKey, encodePageKey } from '../src/core/paging.js';
 import { endpointPacing, listDeliveries, type DeliveryFilter } from '../src/db/deliveries.js';
 import { endpointHourlyStats } from '../src/db/endpoint-hourly-stats.js';
 import { readStream } from '../src/db/events.js';
 import type { Queryable } from '../src/db/pool.js';
 import { projectRoot } from '../dev/tools.js';
-import type { ApiCall } from './api-client.js';
+import type { ApiRead } from './api-client.js';
 import { demandData } from './demand-events.js';
 import { ensureBuilt, startShapeBench, type ShapeBench, type Tenant } from './production-phase.js';
 import {
@@ -166,7 +167,7 @@ async function main() {
   const loadBefore = os.loadavg();
   const build = ensureBuilt(step);
   const plan = fitToDisk();
-  const { shape, db, api, receiver, bench } = await startShapeBench({
+  const { shape, db, api, read, receiver, bench } = await startShapeBench({
     dir,
     step,
     apiProcesses: opt.apiProcesses,
@@ -230,7 +231,7 @@ async function main() {
   const emptyE2E = await e2e('empty');
   const emptyReadsWait = await idleBeforeReads('empty');
   step('empty: reads (audit list, stats, stream), one at a time');
-  const emptyReads = await measureReads(db, api, { key: single.key, accountId: single.accountId, endpointId: single.endpointIds[0]! });
+  const emptyReads = await measureReads(db, read, { key: single.key, accountId: single.accountId, endpointId: single.endpointIds[0]! });
   const fillDb = await db.connect();
   stops.push(async () => fillDb.release());
   const { triggersOff } = await bulkSession(fillDb);
@@ -303,7 +304,7 @@ async function main() {
     stepReads.push({
       events: fill.rows.events!,
       deliveries: fill.rows.deliveries!,
-      reads: await measureReads(db, api, target),
+      reads: await measureReads(db, read, target),
       growth: await tableGrowth(db),
       writesWait,
       readsWait,
@@ -713,18 +714,21 @@ async function during(bench: ShapeBench, tenant: Tenant, tag: string, action: ()
 }
 
 /** The reads, each `opt.reads` times in a row through the API, p50 and p99. */
-async function measureReads(db: pg.Pool, api: ApiCall, t: ReadTarget): Promise<Reads> {
-  /** `opt.reads` GETs of `paths` one at a time after 20 not counted (connection, plans, pages), then the SQL of the first once. */
+async function measureReads(db: pg.Pool, read: ApiRead, t: ReadTarget): Promise<Reads> {
+  /**
+   * `opt.reads` GETs of `paths` one at a time after 20 not counted (connection, plans, pages), each
+   * timed to its answer's last byte (apiReader), then the SQL of the first once.
+   */
   const time = async (paths: string[], sql: (q: Queryable) => Promise<unknown>): Promise<Latency> => {
     if (paths.length === 0) return { p50: NaN, p99: NaN, n: 0 };
     const times: number[] = [];
-    for (let i = 0; i < Math.min(20, opt.reads); i++) await api('GET', paths[i % paths.length]!, t.key);
+    for (let i = 0; i < Math.min(20, opt.reads); i++) await read(paths[i % paths.length]!, t.key);
     for (let i = 0; i < opt.reads; i++) {
       const p = paths[i % paths.length]!;
       const t0 = performance.now();
-      const res = await api('GET', p, t.key);
+      const res = await read(p, t.key);
       times.push(performance.now() - t0);
-      if (res.status !== 200) throw new Error(`GET ${p} answered ${res.status} ${JSON.stringify(res.body)}`);
+      if (res.status !== 200) throw new Error(`GET ${p} answered ${res.status} ${res.error}`);
     }
     return { ...latencyOf(times), sqlMs: await statementMs(db, sql) };
   };
@@ -742,13 +746,16 @@ async function measureReads(db: pg.Pool, api: ApiCall, t: ReadTarget): Promise<R
     );
     return { cursors: rows.filter((_, i) => i % limit === 0).map((r) => encodePageKey(r)), page: page + 1 };
   };
-  /** What GET /api/v1/webhook_deliveries runs (src/api/routes/deliveries.ts) for the page after `cursor`: the page, then its endpoints' pacing. */
+  /** What GET /api/v1/webhook_deliveries runs (src/api/routes/deliveries.ts) for the page after `cursor`: the page, then the pacing of its open rows' endpoints. */
   const auditSql = (filter: DeliveryFilter, cursor?: string) => async (q: Queryable) => {
     const after = cursor !== undefined ? decodePageKey(cursor) : undefined;
     const rows = await listDeliveries(q, t.accountId, filter, { limit, after });
     await endpointPacing(
       q,
-      rows.slice(0, limit).map((r) => r.endpoint_id),
+      rows
+        .slice(0, limit)
+        .filter((r) => pacingApplies({ status: r.status, hasEvent: r.event_id !== null }))
+        .map((r) => r.endpoint_id),
     );
   };
   const streamSql = (cursor: string) => (q: Queryable) => readStream(q, t.accountId, 'live', cursor, 100);
