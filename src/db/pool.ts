@@ -21,9 +21,10 @@ const sortless = new WeakSet<Db>();
  * around each, two round trips more. Only for those statements: a pool of their own.
  */
 export function createPool(url: string, max = 10, min = 0, opts: { withoutSorts?: boolean } = {}): Db {
+  const { connectionString, options } = opts.withoutSorts ? withOption(url, '-c enable_sort=off') : { connectionString: url };
   const pool = new pg.Pool({
-    connectionString: url,
-    ...(opts.withoutSorts ? { options: '-c enable_sort=off' } : {}),
+    connectionString,
+    options,
     max,
     // Connections opened by `warmConnections` stay: the first burst of traffic finds them ready.
     min,
@@ -42,6 +43,23 @@ export function createPool(url: string, max = 10, min = 0, opts: { withoutSorts?
   pool.on('error', (err) => logger.warn({ err: brief(err) }, 'idle Postgres connection lost'));
   if (opts.withoutSorts) sortless.add(pool);
   return pool;
+}
+
+/**
+ * `url` with `option` added to its startup options. Options a URL gives (`?options=-c ...`) take
+ * precedence over an `options` given beside it in pg, so they are extended in the URL itself.
+ */
+function withOption(url: string, option: string): { connectionString: string; options?: string } {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    // Not a URL (a socket path): it carries no options.
+    return { connectionString: url, options: option };
+  }
+  const given = parsed.searchParams.get('options');
+  parsed.searchParams.set('options', given ? `${given} ${option}` : option);
+  return { connectionString: parsed.toString() };
 }
 
 /** Whether `db` is a pool whose connections plan without sorts (createPool's `withoutSorts`). */

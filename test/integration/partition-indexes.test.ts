@@ -143,6 +143,20 @@ describe('the status index of the audit list (migration 0033)', () => {
     }
   });
 
+  it('a pool made without sorts keeps the startup options its database URL gives', async () => {
+    const url = new URL(own.url);
+    url.searchParams.set('options', '-c statement_timeout=1234');
+    const sortless = createPool(url.toString(), 1, 0, { withoutSorts: true });
+    try {
+      const { rows } = await sortless.query(
+        `SELECT current_setting('enable_sort') AS sort, current_setting('statement_timeout') AS timeout`,
+      );
+      expect(rows).toEqual([{ sort: 'off', timeout: '1234ms' }]);
+    } finally {
+      await sortless.end();
+    }
+  });
+
   it('the lists are prepared once per connection, and a column a later migration adds leaves them working', async () => {
     const one = createPool(own.url, 1);
     try {
