@@ -1,9 +1,9 @@
 /**
  * The waits bench:scale makes before it measures, so a figure is what the data costs and not what
- * the previous phase left running: the shape idle before the reads (nothing owed, no statement
- * running but ours, the load average coming down), and the writes of a fill on disk before end to
- * end (a CHECKPOINT, then the kernel's dirty pages written back). Each is bounded and says what it
- * waited for.
+ * the previous phase left running: the shape idle before end to end and the reads (nothing owed,
+ * no statement running but ours, no delivery session open, the load average coming down), and the
+ * writes of a fill on disk before end to end (a CHECKPOINT, then the kernel's dirty pages written
+ * back). Each is bounded and says what it waited for.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -18,6 +18,8 @@ export interface IdleWait {
   /** Deliveries owed (pending or failed) and statements running other than ours, when the wait began and ended. */
   owed: [number, number];
   active: [number, number];
+  /** Delivery sessions open (a lease held, or a round handed over to its workflow), when the wait began and ended. */
+  sessions: [number, number];
   /** 1-minute load average when the wait began and ended. */
   load: [number, number];
   /** Whether every condition was met, or the bound was reached first. */
@@ -27,6 +29,18 @@ export interface IdleWait {
 /** Deliveries still owed (every Account's: the fill's are all terminal, so these are the bench tenants'). */
 async function owedDeliveries(db: pg.Pool): Promise<number> {
   const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM deliveries WHERE ${OWED}`);
+  return rows[0]!.n;
+}
+
+/**
+ * Endpoints with a delivery session open or a round handed over to their workflow. A round that
+ * starts while the last round's sessions end (their linger) hands its first deliveries to the
+ * workflows; one that starts after goes straight to new sessions: a round waits for none open.
+ */
+async function openSessions(db: pg.Pool): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM endpoints WHERE (session_owner IS NOT NULL AND session_until >= now()) OR handover_at IS NOT NULL`,
+  );
   return rows[0]!.n;
 }
 
@@ -46,28 +60,36 @@ async function activeStatements(db: pg.Pool): Promise<number> {
 export async function waitForIdleShape(db: pg.Pool, maxSeconds = 60, loadPerCpu = 0.5): Promise<IdleWait> {
   const t0 = Date.now();
   const loadLimit = loadPerCpu * os.cpus().length;
-  const first = { owed: await owedDeliveries(db), active: await activeStatements(db), load: os.loadavg()[0]! };
+  const sample = async () => ({
+    owed: await owedDeliveries(db),
+    active: await activeStatements(db),
+    sessions: await openSessions(db),
+    load: os.loadavg()[0]!,
+  });
+  const first = await sample();
   let last = first;
   let quietSamples = 0;
   for (;;) {
-    quietSamples = last.owed === 0 && last.active === 0 ? quietSamples + 1 : 0;
+    quietSamples = last.owed === 0 && last.active === 0 && last.sessions === 0 ? quietSamples + 1 : 0;
     const settled = quietSamples >= 3 && last.load <= loadLimit;
     if (settled || secondsSince(t0) >= maxSeconds)
       return {
         seconds: secondsSince(t0),
         owed: [first.owed, last.owed],
         active: [first.active, last.active],
+        sessions: [first.sessions, last.sessions],
         load: [first.load, last.load],
         settled,
       };
     await sleep(1_000);
-    last = { owed: await owedDeliveries(db), active: await activeStatements(db), load: os.loadavg()[0]! };
+    last = await sample();
   }
 }
 
 export const idleWaitLine = (w: IdleWait) =>
   `${w.seconds.toFixed(0)} s${w.settled ? '' : ' (bound reached)'}: owed ${w.owed[0]} → ${w.owed[1]}, ` +
-  `other statements running ${w.active[0]} → ${w.active[1]}, load ${w.load[0].toFixed(2)} → ${w.load[1].toFixed(2)}`;
+  `other statements running ${w.active[0]} → ${w.active[1]}, sessions open ${w.sessions[0]} → ${w.sessions[1]}, ` +
+  `load ${w.load[0].toFixed(2)} → ${w.load[1].toFixed(2)}`;
 
 export interface WritesSettled {
   checkpointSeconds: number;
