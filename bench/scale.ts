@@ -357,7 +357,9 @@ async function main() {
 
   /** Waits for an idle shape before a read phase (bench/scale-quiet.ts) and says what it waited for. */
   async function idleBeforeReads(tag: string): Promise<IdleWait> {
-    step(`${tag}: waiting for an idle shape before the reads (nothing owed, no other statement, load ≤ 0.5 per CPU; ≤ 60 s)`);
+    step(
+      `${tag}: waiting for an idle shape before the reads (nothing owed, no other statement, no session open, load ≤ 0.5 per CPU; ≤ 60 s)`,
+    );
     const w = await waitForIdleShape(db);
     step(`  waited ${idleWaitLine(w)}`);
     return w;
