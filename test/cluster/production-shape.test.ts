@@ -188,13 +188,18 @@ async function allDelivered(endpointId: string, expected: number, timeoutMs = 12
 
 /** The pid of the worker process running the endpoint's delivery session now (the SDK's identity is pid@host). */
 async function sessionWorkerPid(endpointId: string): Promise<number | undefined> {
+  // A direct session (src/delivery/direct-sessions.ts) runs with no activity: its live lease on the endpoint
+  // names its process. Asked first: the workflow's deliverDue of a killed worker stays pending, naming
+  // the dead worker, until it is retried, while a direct session of the survivor may already deliver.
+  const { rows } = await db.query<{ owner: string | null }>(
+    `SELECT session_owner AS owner FROM endpoints WHERE id = $1 AND session_until >= now()`,
+    [endpointId],
+  );
+  const direct = rows[0]?.owner?.match(/^direct\/(\d+)\//);
+  if (direct) return Number(direct[1]);
   const { raw } = await temporal.workflow.getHandle(endpointWorkflowId(endpointId)).describe();
   const identity = raw.pendingActivities?.find((a) => a.activityType?.name === 'deliverDue')?.lastWorkerIdentity;
-  if (identity) return Number(identity.split('@')[0]);
-  // A direct session (src/delivery/direct-sessions.ts) runs with no activity: its lease on the endpoint names its process.
-  const { rows } = await db.query<{ owner: string | null }>(`SELECT session_owner AS owner FROM endpoints WHERE id = $1`, [endpointId]);
-  const direct = rows[0]?.owner?.match(/^direct\/(\d+)\//);
-  return direct ? Number(direct[1]) : undefined;
+  return identity ? Number(identity.split('@')[0]) : undefined;
 }
 
 /**
