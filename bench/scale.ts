@@ -35,7 +35,6 @@ import path from 'node:path';
 import type pg from 'pg';
 import { issueApiKey } from '../src/db/api-keys.js';
 import { SCOPES } from '../src/security/api-key.js';
-import { pacingApplies } from '../src/core/delivery-timing.js';
 import { decodePageKey, encodePageKey } from '../src/core/paging.js';
 import { endpointPacing, listDeliveries, type DeliveryFilter } from '../src/db/deliveries.js';
 import { endpointHourlyStats } from '../src/db/endpoint-hourly-stats.js';
@@ -762,13 +761,7 @@ async function measureReads(db: pg.Pool, read: ApiRead, t: ReadTarget): Promise<
   const auditSql = (filter: DeliveryFilter, cursor?: string) => async (q: Queryable) => {
     const after = cursor !== undefined ? decodePageKey(cursor) : undefined;
     const rows = await listDeliveries(q, t.accountId, filter, { limit, after });
-    await endpointPacing(
-      q,
-      rows
-        .slice(0, limit)
-        .filter((r) => pacingApplies({ status: r.status, hasEvent: r.event_id !== null }))
-        .map((r) => r.endpoint_id),
-    );
+    await endpointPacing(q, rows.slice(0, limit));
   };
   const streamSql = (cursor: string) => (q: Queryable) => readStream(q, t.accountId, 'live', cursor, 100);
   const byEndpoint = `endpoint_id=${t.endpointId}`;

@@ -2,6 +2,7 @@ import type { EveryFieldListed } from './column-lists.js';
 import crypto from 'node:crypto';
 import type { EndpointId } from '../core/ids.js';
 import { DomainError, notFound } from '../core/domain-error.js';
+import { pacingApplies } from '../core/delivery-timing.js';
 import type { PageKey } from '../core/paging.js';
 import type { AttemptError } from '../core/health.js';
 import { merged } from '../core/merged.js';
@@ -241,8 +242,18 @@ export interface EndpointPacingRow {
   first_in_line: string | null;
 }
 
-/** What a delivery's truthful next attempt depends on, for the endpoints of a page of deliveries (one statement). */
-export async function endpointPacing(db: Queryable, endpointIds: string[]): Promise<Map<string, EndpointPacingRow>> {
+/**
+ * What a delivery's truthful next attempt depends on, for the endpoints of a page of deliveries (one
+ * statement): only those of its open deliveries of events (`pacingApplies`), none for a page of a
+ * terminal status.
+ */
+export async function endpointPacing(
+  db: Queryable,
+  deliveries: readonly Pick<DeliveryRow, 'endpoint_id' | 'status' | 'event_id'>[],
+): Promise<Map<string, EndpointPacingRow>> {
+  const endpointIds = deliveries
+    .filter((d) => pacingApplies({ status: d.status, hasEvent: d.event_id !== null }))
+    .map((d) => d.endpoint_id);
   if (endpointIds.length === 0) return new Map();
   // Prepared: it comes with every page of the audit list, and plans over every weekly partition.
   const { rows } = await db.query<EndpointPacingRow>({

@@ -8,11 +8,9 @@ import {
   listDeliveries,
   resendDelivery,
   type AttemptRow,
-  type DeliveryRow,
   type DeliveryStatus,
 } from '../../db/deliveries.js';
 import { getEventDefinition } from '../../core/catalog/index.js';
-import { pacingApplies } from '../../core/delivery-timing.js';
 import { getEndpoint } from '../../db/endpoints.js';
 import { getEvent } from '../../db/events.js';
 import { eventBody, shownRequest, testBody, webhookTimestampOf, type ShownRequest } from '../../delivery/send-webhook.js';
@@ -53,9 +51,6 @@ async function bodyOf(deps: ApiDeps, row: DeliveryWithAttempts, latest: AttemptR
   return event && def ? eventBody(def, event) : null;
 }
 
-/** Whether the row's next attempt depends on its endpoint's pacing: only then is the endpoint read. */
-const paced = (d: DeliveryRow) => pacingApplies({ status: d.status, hasEvent: d.event_id !== null });
-
 export function deliveryRoutes(deps: ApiDeps): Router {
   const router = new Router();
 
@@ -80,10 +75,7 @@ export function deliveryRoutes(deps: ApiDeps): Router {
       { limit, after, before },
     );
     const { items, paging } = pageOf(rows, limit, before ? 'before' : 'after', Boolean(after || before));
-    const pacing = await endpointPacing(
-      deps.db,
-      items.filter(paced).map((d) => d.endpoint_id),
-    );
+    const pacing = await endpointPacing(deps.db, items);
     ctx.body = { data: items.map((d) => presentDelivery(d, pacing.get(d.endpoint_id))), paging };
   });
 
@@ -91,7 +83,7 @@ export function deliveryRoutes(deps: ApiDeps): Router {
     const id = ctx.params.id!;
     const row = Uuid.safeParse(id).success ? await getDelivery(deps.db, principalOf(ctx).accountId, id) : undefined;
     if (!row) throw notFound('delivery');
-    const [pacing, request] = await Promise.all([endpointPacing(deps.db, paced(row) ? [row.endpoint_id] : []), signedRequestOf(deps, row)]);
+    const [pacing, request] = await Promise.all([endpointPacing(deps.db, [row]), signedRequestOf(deps, row)]);
     ctx.body = {
       data: { ...presentDelivery(row, pacing.get(row.endpoint_id)), attempts_log: row.attempts_log.map(presentAttempt), request },
     };
@@ -104,7 +96,7 @@ export function deliveryRoutes(deps: ApiDeps): Router {
     const result = await resendDelivery(deps.db, accountId, id);
     // The endpoint's workflow sends it, or holds it if the endpoint is not sending.
     deps.wakes.add(result.endpoint_id, accountId);
-    const pacing = await endpointPacing(deps.db, [result.endpoint_id]);
+    const pacing = await endpointPacing(deps.db, [result]);
     ctx.body = { data: presentDelivery(result, pacing.get(result.endpoint_id)) };
   });
 
