@@ -1,7 +1,7 @@
 /** Broadcasts and their recipients (DECISIONS "Broadcasts"). */
 import type { PageKey } from '../core/paging.js';
 import type { Environment } from './events.js';
-import { inPageOrder, keyset, type Page, PAGE_KEY_COLUMN } from './keyset.js';
+import { inPageOrder, keyset, type Page, pageKeyColumn } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export type BroadcastStatus = 'draft' | 'sending' | 'sent';
@@ -47,14 +47,14 @@ export interface RecipientRow {
 }
 
 /** A broadcast with its recipients counted by status, read in the same statement. */
-const BROADCAST = `SELECT b.*, json_build_object('ts', b.created_at::text, 'id', b.id) AS page_key,
+const BROADCAST = `SELECT b.*, ${pageKeyColumn('b')},
   (SELECT s.key FROM stages s WHERE s.id = b.reply_stage_id) AS reply_stage,
   (SELECT json_build_object('total', count(*), 'pending', count(*) FILTER (WHERE r.status = 'pending'),
      'sending', count(*) FILTER (WHERE r.status = 'sending'), 'sent', count(*) FILTER (WHERE r.status = 'sent'), 'failed', count(*) FILTER (WHERE r.status = 'failed'))
    FROM broadcast_recipients r WHERE r.broadcast_id = b.id) AS counts
   FROM broadcasts b`;
 
-const RECIPIENT_COLUMNS = `*, ${PAGE_KEY_COLUMN}`;
+const RECIPIENT_COLUMNS = `*, ${pageKeyColumn()}`;
 
 export async function insertBroadcast(
   db: Queryable,

@@ -5,7 +5,7 @@
 import type { PageKey } from '../core/paging.js';
 import type { TokenStatus } from '../core/token-status.js';
 import type { ChannelAccount } from './directory.js';
-import { inPageOrder, keyset, PAGE_KEY_COLUMN } from './keyset.js';
+import { inPageOrder, keyset, pageKeyColumn } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export interface ChannelAccountRow extends ChannelAccount {
@@ -19,7 +19,7 @@ export interface ChannelAccountRow extends ChannelAccount {
   page_key: PageKey;
 }
 
-const COLUMNS = `*, ${PAGE_KEY_COLUMN}`;
+const COLUMNS = `*, ${pageKeyColumn()}`;
 
 /** A channel account only when it belongs to the Account AND the environment of the key (else: not found). */
 export async function getChannelAccountFor(

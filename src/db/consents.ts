@@ -1,6 +1,6 @@
 /** Consent records of contacts: an append-only history (src/crm/consents.ts decides what emits). */
 import type { PageKey } from '../core/paging.js';
-import { inPageOrder, keyset, PAGE_KEY_COLUMN } from './keyset.js';
+import { inPageOrder, keyset, pageKeyColumn } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export type ConsentPurpose = 'utility' | 'marketing';
@@ -21,7 +21,7 @@ export interface ConsentRow {
   page_key: PageKey;
 }
 
-const COLUMNS = `*, ${PAGE_KEY_COLUMN}`;
+const COLUMNS = `*, ${pageKeyColumn()}`;
 
 /** The newest record of the contact for that channel and purpose: its current state. */
 export async function currentConsent(

@@ -4,7 +4,7 @@
  * environment as well as its Account.
  */
 import type { PageKey } from '../core/paging.js';
-import { inPageOrder, keyset } from './keyset.js';
+import { inPageOrder, keyset, pageKeyColumn } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export interface Scope {
@@ -36,7 +36,7 @@ export interface ContactRow {
 }
 
 const SELECT = `SELECT c.*, ca.channel, ca.environment, ca.display AS channel_display, ca.phone_number_id, ca.customer_id,
-    s.key AS stage_key, s.label AS stage_label, json_build_object('ts', c.created_at::text, 'id', c.id) AS page_key
+    s.key AS stage_key, s.label AS stage_label, ${pageKeyColumn('c')}
   FROM contacts c
   JOIN channel_accounts ca ON ca.id = c.channel_account_id
   LEFT JOIN stages s ON s.id = c.stage_id`;

@@ -10,7 +10,7 @@ import { countEndedSql, countLimitedDeliveries } from './endpoint-hourly-stats.j
 import { decodePayload } from './payload-bytes.js';
 import { eventColumnsOf, type EventRow, type TableRow } from './events.js';
 import { endpointColumnsAs, endpointFromColumns, healthySessionUpdate, type EndpointRow, type HealthStatus } from './endpoints.js';
-import { inPageOrder, keyset, PAGE_KEY_COLUMN } from './keyset.js';
+import { inPageOrder, keyset, pageKeyColumn } from './keyset.js';
 import pg from 'pg';
 import { plansWithoutSorts, withClient, type Queryable } from './pool.js';
 
@@ -70,7 +70,7 @@ const DELIVERY_COLUMNS = [
 ] as const satisfies readonly (keyof DeliveryRow)[];
 const everyDeliveryColumn: EveryFieldListed<DeliveryRow, (typeof DELIVERY_COLUMNS)[number], 'page_key'> = true;
 void everyDeliveryColumn;
-const COLUMNS = `${DELIVERY_COLUMNS.join(', ')}, ${PAGE_KEY_COLUMN}`;
+const COLUMNS = `${DELIVERY_COLUMNS.join(', ')}, ${pageKeyColumn()}`;
 
 /**
  * A delivery the engine still owes: open, and of an event. A `webhook.test` row (no event) is

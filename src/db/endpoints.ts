@@ -4,7 +4,7 @@ import { DomainError } from '../core/domain-error.js';
 import { newEndpoint, type afterTest, type Health } from '../core/health.js';
 import type { RoutableEndpoint } from '../core/admission.js';
 import type { PageKey } from '../core/paging.js';
-import { inPageOrder, keyset, PAGE_KEY_COLUMN } from './keyset.js';
+import { inPageOrder, keyset, pageKeyColumn } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export type HealthStatus = Health;
@@ -38,7 +38,7 @@ export interface EndpointRow {
   page_key: PageKey;
 }
 
-const COLUMNS = `*, ${PAGE_KEY_COLUMN}`;
+const COLUMNS = `*, ${pageKeyColumn()}`;
 /** The table's columns of EndpointRow by name, for statements prepared once per connection (see EVENT_COLUMNS in events.ts). */
 const STORED_COLUMNS = [
   'id',
@@ -66,14 +66,11 @@ const STORED_COLUMNS = [
 ] as const satisfies readonly (keyof EndpointRow)[];
 const everyStoredColumn: EveryFieldListed<EndpointRow, (typeof STORED_COLUMNS)[number], 'page_key'> = true;
 void everyStoredColumn;
-const NAMED_COLUMNS = `${STORED_COLUMNS.join(', ')}, ${PAGE_KEY_COLUMN}`;
+const NAMED_COLUMNS = `${STORED_COLUMNS.join(', ')}, ${pageKeyColumn()}`;
 
 /** The EndpointRow columns of the endpoints row `alias`, each named `<prefix><column>`, for a select list beside other tables' columns. */
 export function endpointColumnsAs(alias: string, prefix: string): string {
-  return [
-    ...STORED_COLUMNS.map((c) => `${alias}.${c} AS ${prefix}${c}`),
-    `json_build_object('ts', ${alias}.created_at::text, 'id', ${alias}.id) AS ${prefix}page_key`,
-  ].join(', ');
+  return [...STORED_COLUMNS.map((c) => `${alias}.${c} AS ${prefix}${c}`), pageKeyColumn(alias, `${prefix}page_key`)].join(', ');
 }
 
 /** The EndpointRow a row selected with endpointColumnsAs carries; undefined when its id is null (no such endpoint). */

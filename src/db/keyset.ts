@@ -1,8 +1,14 @@
 /** The keyset part of a paged list query (SPEC 4.7 paging), shared by every list ordered by (created_at, id). */
 import type { PageKey } from '../core/paging.js';
 
-/** The select-list column each row of a paged list carries its cursor in (`page_key`): its created_at to the microsecond, as text, and its id. */
-export const PAGE_KEY_COLUMN = `json_build_object('ts', created_at::text, 'id', id) AS page_key`;
+/**
+ * The select-list column each row of a paged list carries its cursor in (`page_key`, or `as`): its
+ * created_at to the microsecond, as text, and its id, of the row `alias` when the list joins others.
+ */
+export function pageKeyColumn(alias?: string, as = 'page_key'): string {
+  const of = alias ? `${alias}.` : '';
+  return `json_build_object('ts', ${of}created_at::text, 'id', ${of}id) AS ${as}`;
+}
 
 export interface Page {
   limit: number;

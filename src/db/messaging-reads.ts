@@ -4,7 +4,7 @@
  */
 import type { PageKey } from '../core/paging.js';
 import type { Scope } from './contacts.js';
-import { inPageOrder, keyset } from './keyset.js';
+import { inPageOrder, keyset, pageKeyColumn } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export interface ConversationListRow {
@@ -67,7 +67,7 @@ export function listConversations(
     db,
     `SELECT v.id, v.channel_account_id, v.contact_id, v.fep_expires_at, v.created_at,
        (SELECT max(m.created_at) FROM messages m WHERE m.conversation_id = v.id) AS last_message_at,
-       json_build_object('ts', v.created_at::text, 'id', v.id) AS page_key
+       ${pageKeyColumn('v')}
      FROM conversations v JOIN channel_accounts ca ON ca.id = v.channel_account_id`,
     'v',
     scope,
@@ -85,7 +85,7 @@ export function listMessages(
   return pageOf(
     db,
     `SELECT m.id, m.external_id, m.channel_account_id, m.contact_id, m.conversation_id, m.direction, m.type, m.status, m.created_at,
-       json_build_object('ts', m.created_at::text, 'id', m.id) AS page_key
+       ${pageKeyColumn('m')}
      FROM messages m JOIN channel_accounts ca ON ca.id = m.channel_account_id`,
     'm',
     scope,

@@ -2,7 +2,7 @@ import type { AccountId } from '../core/ids.js';
 /** Setup links: a Customer's way into the provider's embedded signup (DECISIONS "Setup links"). */
 import type { PageKey } from '../core/paging.js';
 import type { Environment } from './events.js';
-import { inPageOrder, keyset, type Page, PAGE_KEY_COLUMN } from './keyset.js';
+import { inPageOrder, keyset, type Page, pageKeyColumn } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export type ConnectionMode = 'dedicated' | 'coexistence';
@@ -23,7 +23,7 @@ export interface SetupLinkRow {
 }
 
 const COLUMNS = `id, account_id, customer_id, environment, channel, connection_mode, expires_at, completed_at, created_at,
-  ${PAGE_KEY_COLUMN}`;
+  ${pageKeyColumn()}`;
 
 export async function insertSetupLink(
   db: Queryable,

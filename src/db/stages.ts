@@ -1,7 +1,7 @@
 /** Funnel stages of an Account (configuration: creating, listing or deleting them emits nothing by itself). */
 import { DomainError } from '../core/domain-error.js';
 import type { PageKey } from '../core/paging.js';
-import { inPageOrder, keyset, PAGE_KEY_COLUMN } from './keyset.js';
+import { inPageOrder, keyset, pageKeyColumn } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export interface StageRow {
@@ -21,7 +21,7 @@ export interface StageRef {
   label: string;
 }
 
-const COLUMNS = `*, ${PAGE_KEY_COLUMN}`;
+const COLUMNS = `*, ${pageKeyColumn()}`;
 
 /**
  * Appends a stage at the end of the funnel. The Account's row lock orders concurrent creations,

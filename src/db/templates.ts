@@ -1,7 +1,7 @@
 /** Message templates, as the provider last reported them (synced, or updated by its webhook). */
 import type { PageKey } from '../core/paging.js';
 import type { Environment } from './events.js';
-import { inPageOrder, keyset, type Page, PAGE_KEY_COLUMN } from './keyset.js';
+import { inPageOrder, keyset, type Page, pageKeyColumn } from './keyset.js';
 import type { Queryable } from './pool.js';
 
 export interface TemplateRow {
@@ -30,7 +30,7 @@ export interface ProviderTemplate {
   components: unknown[];
 }
 
-const COLUMNS = `*, ${PAGE_KEY_COLUMN}`;
+const COLUMNS = `*, ${pageKeyColumn()}`;
 
 /**
  * Makes the stored templates of a waba what the provider answered: new ones inserted, known ones
