@@ -5,6 +5,7 @@
  * timing differs from this version's. Its overlap policy skips a run due while one is still
  * going, so however many workers or deployments share the namespace, one run goes at a time.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client, type ScheduleOptions } from '@temporalio/client';
 import { doublingBackoffMs } from '../core/backoff.js';
 import { MAINTENANCE_EVERY_MS, MAINTENANCE_SCHEDULE_ID, MAINTENANCE_SUMMARY, maintenanceStaticDetails } from '../core/maintenance.js';
@@ -87,15 +88,8 @@ export async function keepEnsuring(
     } catch (err) {
       const waitMs = doublingBackoffMs(o.firstWaitMs ?? 1_000, failures, o.maxWaitMs ?? 60_000);
       logger.warn({ err, failures: failures + 1, waitMs }, 'maintenance schedule not ensured yet; trying again');
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, waitMs);
-        signal.addEventListener('abort', done, { once: true });
-        function done() {
-          clearTimeout(timer);
-          signal.removeEventListener('abort', done);
-          resolve();
-        }
-      });
+      // An abort ends the wait early (rejecting it), and the loop's condition then ends the tries.
+      await sleep(waitMs, undefined, { signal }).catch(() => {});
     }
   }
   return undefined;
