@@ -163,7 +163,8 @@ describe('endpoint workflow with stub activities (time skipping)', () => {
       return nothingDue;
     });
     await workflows().wake(endpointId, accountId);
-    await eventually(async () => (await state(endpointId)).delivered === 203);
+    // The count comes before the second session's health is recorded: wait for both records too.
+    await eventually(async () => (await state(endpointId)).delivered === 203 && callsTo(s, 'recordHealth').length >= 2);
 
     // A new run reads its endpoint, releases what was held while it knew nothing, then delivers.
     expect(s.calls.map((c) => c.name).slice(0, 3)).toEqual(['loadEndpointSnapshot', 'releaseDeliveries', 'deliverDue']);
