@@ -389,17 +389,31 @@ describe('the production shape', () => {
       await Promise.all(Array.from({ length: EVENTS }, (_, i) => publish(`dem_temporal_${tag}_${i}`)));
       // A failure gives the endpoint a streak: no direct session takes it any more (src/delivery/direct-sessions.ts);
       // its retry is a timer of its workflow, and no session of it runs now.
+      // What the last look saw, said if the wait runs out (a full run stalled here once, with nothing to go on).
+      let seen: unknown;
       const retryAt = await phase('failed, retry set on the workflow', () =>
         eventually(async () => {
           const { rows } = await db.query<{ failure_streak: number; next_attempt_at: Date | null; handover_at: Date | null }>(
-            `SELECT failure_streak, next_attempt_at, handover_at FROM endpoints WHERE id = $1`,
+            `SELECT failure_streak, next_attempt_at, handover_at, health_status, session_owner, session_until, now() AS now,
+               (SELECT json_object_agg(status, n) FROM (SELECT status, count(*) AS n FROM deliveries WHERE endpoint_id = $1 GROUP BY status) s) AS deliveries
+             FROM endpoints WHERE id = $1`,
             [id],
           );
           const e = rows[0]!;
+          const { raw, status } = await temporal.workflow.getHandle(endpointWorkflowId(id)).describe();
+          const pending = (raw.pendingActivities ?? []).map((a) => ({
+            type: a.activityType?.name,
+            state: a.state,
+            attempt: a.attempt,
+            worker: a.lastWorkerIdentity,
+            failure: a.lastFailure?.message,
+          }));
+          seen = { endpoint: e, workflow: status.name, pending, posts: posts(prefix).length };
           if (e.failure_streak < 1 || !e.next_attempt_at || e.handover_at) return undefined;
-          const { raw } = await temporal.workflow.getHandle(endpointWorkflowId(id)).describe();
-          return (raw.pendingActivities ?? []).length === 0 && e.next_attempt_at;
-        }, 60_000),
+          return pending.length === 0 && e.next_attempt_at;
+        }, 60_000).catch((err: Error) => {
+          throw new Error(`${err.message}; last seen ${JSON.stringify(seen)}`);
+        }),
       );
       const failedPosts = posts(prefix).length;
       expect(failedPosts).toBeGreaterThanOrEqual(1);
