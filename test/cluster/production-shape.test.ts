@@ -220,6 +220,22 @@ function phases(test: string) {
   };
 }
 
+/** The last lines at warn level or above (pino's 40+) that the API and worker processes logged about `id`. */
+function warningsAbout(id: string, last = 10): string[] {
+  const logsDir = path.join(shape.dataDir, 'logs');
+  return fs
+    .readdirSync(logsDir)
+    .filter((f) => /^(api|worker)-\d+\.log$/.test(f))
+    .flatMap((f) =>
+      fs
+        .readFileSync(path.join(logsDir, f), 'utf8')
+        .split('\n')
+        .filter((line) => line.includes(id) && /"level":(4|5|6)0/.test(line))
+        .map((line) => `${f}: ${line}`),
+    )
+    .slice(-last);
+}
+
 const cmdline = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
 
 /**
@@ -389,12 +405,15 @@ describe('the production shape', () => {
       await Promise.all(Array.from({ length: EVENTS }, (_, i) => publish(`dem_temporal_${tag}_${i}`)));
       // A failure gives the endpoint a streak: no direct session takes it any more (src/delivery/direct-sessions.ts);
       // its retry is a timer of its workflow, and no session of it runs now.
-      // What the last look saw, said if the wait runs out (a full run stalled here once, with nothing to go on).
-      let seen: unknown;
+      // What each look saw, as it changed: said if the wait runs out, or takes long (a full run once
+      // stalled here for over a minute with nothing to go on; this is usually well under a second).
+      const seen: string[] = [];
+      const t0 = Date.now();
+      const story = () => `${seen.join('\n')}\nthe processes' warnings about it:\n${warningsAbout(id).join('\n')}`;
       const retryAt = await phase('failed, retry set on the workflow', () =>
         eventually(async () => {
           const { rows } = await db.query<{ failure_streak: number; next_attempt_at: Date | null; handover_at: Date | null }>(
-            `SELECT failure_streak, next_attempt_at, handover_at, health_status, session_owner, session_until, now() AS now,
+            `SELECT failure_streak, next_attempt_at, handover_at, health_status, session_owner,
                (SELECT json_object_agg(status, n) FROM (SELECT status, count(*) AS n FROM deliveries WHERE endpoint_id = $1 GROUP BY status) s) AS deliveries
              FROM endpoints WHERE id = $1`,
             [id],
@@ -408,13 +427,15 @@ describe('the production shape', () => {
             worker: a.lastWorkerIdentity,
             failure: a.lastFailure?.message,
           }));
-          seen = { endpoint: e, workflow: status.name, pending, posts: posts(prefix).length };
+          const look = JSON.stringify({ endpoint: e, workflow: status.name, pending, posts: posts(prefix).length });
+          if (seen.at(-1)?.endsWith(look) !== true) seen.push(`${((Date.now() - t0) / 1000).toFixed(1)} s: ${look}`);
           if (e.failure_streak < 1 || !e.next_attempt_at || e.handover_at) return undefined;
           return pending.length === 0 && e.next_attempt_at;
-        }, 60_000).catch((err: Error) => {
-          throw new Error(`${err.message}; last seen ${JSON.stringify(seen)}`);
+        }, 150_000).catch((err: Error) => {
+          throw new Error(`${err.message}; what it saw:\n${story()}`);
         }),
       );
+      if (Date.now() - t0 > 30_000) console.warn(`Temporal kill: the retry took long to be set; what the test saw:\n${story()}`);
       const failedPosts = posts(prefix).length;
       expect(failedPosts).toBeGreaterThanOrEqual(1);
       const pid = shape.temporal.pid!;
