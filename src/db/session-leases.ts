@@ -17,7 +17,10 @@ export type LeaseAnswer =
    * of its sessions started (null: none recorded), so this session keeps their pace (`rate_limit`).
    */
   | { granted: true; endpoint: EndpointRow; lastPostAgoMs: number | null }
-  /** Another session holds it for `heldMs` more (a live one renews it, and looks for due work when it gives it back). */
+  /**
+   * Another session holds it for `heldMs` more (a live one renews it, and looks for due work when it
+   * gives it back); 0: it was given back while this was asked, so ask again.
+   */
   | { granted: false; heldMs: number }
   /** Not for this kind of session now: an endpoint the workflow must look at, or a round handed over and not yet taken in. */
   | { granted: false; heldMs: null };
@@ -38,11 +41,14 @@ const DIRECT_ELIGIBLE = `e.deleted_at IS NULL AND e.active AND e.health_status =
 /**
  * Why a lease was not taken, as `held_ms`: how long another session holds it, or null when this
  * kind of session may not start at all (not `eligible`, a hand-over waiting): the workflow must look.
+ * 0 when nobody holds it now: the take's snapshot saw a session that has ended since (a session
+ * ending as news for it comes, all the more at a round's start), and asking again takes it.
  */
 const heldMsFor = (eligible: string, owner: string, handoverTimeout: string) =>
   `CASE WHEN ${eligible} AND (e.handover_at IS NULL OR e.handover_at < now() - ${secs(handoverTimeout)})
-     AND e.session_owner IS NOT NULL AND e.session_owner <> ${owner} AND e.session_until >= now()
-   THEN extract(epoch FROM e.session_until - now()) * 1000 END::float8 AS held_ms`;
+   THEN CASE WHEN e.session_owner IS NOT NULL AND e.session_owner <> ${owner} AND e.session_until >= now()
+     THEN extract(epoch FROM e.session_until - now()) * 1000 ELSE 0 END
+   END::float8 AS held_ms`;
 /** How long ago the last POST of the endpoint's sessions started, for the next session's pace. */
 const LAST_POST_AGO_MS = `(extract(epoch FROM now() - e.session_paced_at) * 1000)::float8 AS last_post_ago_ms`;
 

@@ -207,6 +207,29 @@ describe('session leases', () => {
     expect(f).toEqual({ granted: false, heldMs: null });
   });
 
+  it('a lease given back between the take and its why (a session ending as news for it comes) is told to ask again, not sent to the workflow; asked again, it is granted', async () => {
+    const [one, many] = [await bareEndpoint(), await bareEndpoint()];
+    // The holder's session ends just after the take's statement was refused: the hook runs before the second statement, which asks why.
+    const endingBeforeWhy = (id: string) =>
+      new Proxy(testDb(), {
+        get(pool, key) {
+          if (key !== 'query') return Reflect.get(pool, key);
+          return async (q: string | { text: string }, values?: unknown[]) => {
+            if ((typeof q === 'string' ? q : q.text).includes('held_ms'))
+              await pool.query(`UPDATE endpoints SET session_owner = NULL, session_until = NULL WHERE id = $1`, [id]);
+            return pool.query(q as string, values);
+          };
+        },
+      });
+    for (const id of [one, many]) expect((await take(id, 'direct/ending', 'direct')).granted).toBe(true);
+    const single = await takeSessionLease(endingBeforeWhy(one), one, 'direct/next', 'direct', LEASE_MS, 60_000);
+    const [batched] = await takeDirectSessionLeases(endingBeforeWhy(many), [{ endpointId: many, owner: 'direct/next' }], LEASE_MS, 60_000);
+    expect(single).toEqual({ granted: false, heldMs: 0 });
+    expect(batched).toEqual({ granted: false, heldMs: 0 });
+    expect((await take(one, 'direct/next', 'direct')).granted).toBe(true);
+    expect((await takeMany([{ endpointId: many, owner: 'direct/next' }]))[0]!.granted).toBe(true);
+  });
+
   it("two workers' batches over the same endpoints in opposite orders neither deadlock nor grant an endpoint twice", async () => {
     const ids = await Promise.all(Array.from({ length: 30 }, () => bareEndpoint()));
     for (let round = 0; round < 5; round++) {
