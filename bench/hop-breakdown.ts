@@ -20,21 +20,30 @@ export const HOPS = [
 ] as const;
 export type HopName = (typeof HOPS)[number][0];
 
+/** How news was routed: sessions' leases granted and refused, and wake signals sent to workflows (the slow path). */
+const ROUTING = ['leased', 'lease-refused', 'wake-signal'] as const;
+type RoutingHop = (typeof ROUTING)[number];
+const isRouting = (hop: string): hop is RoutingHop => (ROUTING as readonly string[]).includes(hop);
+
 interface Trace {
   perKey: Map<string, Record<string, number> & { endpoint?: string }>;
   /** Sorted times of an endpoint's hops (notify, heard). */
   perEndpoint: Map<string, Record<string, number[]>>;
+  /** The times of every routing hop, of any endpoint. */
+  routing: Record<RoutingHop, number[]>;
 }
 
 export function readTraces(dir: string): Trace {
   const perKey: Trace['perKey'] = new Map();
   const perEndpoint: Trace['perEndpoint'] = new Map();
+  const routing: Trace['routing'] = { leased: [], 'lease-refused': [], 'wake-signal': [] };
   const files = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.trace')) : [];
   for (const f of files)
     for (const line of fs.readFileSync(path.join(dir, f), 'utf8').split('\n')) {
       const [t, hop, key, endpoint] = line.split(' ');
       if (!t || !hop || !key) continue;
       const at = Number(t);
+      if (isRouting(hop)) routing[hop].push(at);
       if (hop === 'notify' || hop === 'heard') {
         let e = perEndpoint.get(key);
         if (!e) perEndpoint.set(key, (e = {}));
@@ -48,7 +57,7 @@ export function readTraces(dir: string): Trace {
       if (endpoint) k.endpoint = endpoint;
     }
   for (const e of perEndpoint.values()) for (const times of Object.values(e)) times.sort((a, b) => a - b);
-  return { perKey, perEndpoint };
+  return { perKey, perEndpoint, routing };
 }
 
 /** The first of sorted `times` at or after `t`. */
@@ -86,6 +95,8 @@ function hopsOf(trace: Trace, key: string, sent: number, receipt: number): Recor
 
 export interface Breakdown {
   traced: number;
+  /** Routing hops from the phase's first publish to its last receipt. */
+  routing: Record<RoutingHop, number>;
   /** Median ms of each hop among the deliveries within the band around p50 and around p99 of latency. */
   p50: Record<HopName, number> & { latency: number; n: number };
   p99: Record<HopName, number> & { latency: number; n: number };
@@ -98,6 +109,12 @@ const median = (xs: number[]) => {
 
 export function hopBreakdown(dir: string, samples: { key: string; sent: number; receipt: number }[]): Breakdown | undefined {
   const trace = readTraces(dir);
+  const from = Math.min(...samples.map((s) => s.sent));
+  const to = Math.max(...samples.map((s) => s.receipt));
+  const routing = Object.fromEntries(ROUTING.map((hop) => [hop, trace.routing[hop].filter((t) => t >= from && t <= to).length])) as Record<
+    RoutingHop,
+    number
+  >;
   const rows = samples
     .map((s) => ({ latency: s.receipt - s.sent, hops: hopsOf(trace, s.key, s.sent, s.receipt) }))
     .filter((r): r is { latency: number; hops: Record<HopName, number> } => !!r.hops)
@@ -114,7 +131,7 @@ export function hopBreakdown(dir: string, samples: { key: string; sent: number; 
     for (const [h] of HOPS) out[h] = median(within.map((r) => r.hops[h]));
     return out;
   };
-  return { traced: rows.length, p50: band(0.5, 0.01), p99: band(0.99, 0.005) };
+  return { traced: rows.length, routing, p50: band(0.5, 0.01), p99: band(0.99, 0.005) };
 }
 
 export function printBreakdown(title: string, b: Breakdown): void {
@@ -122,5 +139,9 @@ export function printBreakdown(title: string, b: Breakdown): void {
   const rows: string[][] = [['hop', `p50 band (${b.p50.n}, ${b.p50.latency} ms)`, `p99 band (${b.p99.n}, ${b.p99.latency} ms)`, 'what']];
   for (const [h, what] of HOPS) rows.push([h, `${b.p50[h]} ms`, `${b.p99[h]} ms`, what]);
   printColumns(rows);
+  const r = b.routing;
+  console.log(
+    `routing in the phase: ${r.leased} session leases granted, ${r['lease-refused']} refused, ${r['wake-signal']} wake signals to workflows`,
+  );
   console.log('');
 }
