@@ -13,6 +13,7 @@ import { createSessionRegistry } from '../../src/delivery/session-registry.js';
 import { claimWithEndpointsFor, type ClaimRequest } from '../../src/db/deliveries.js';
 import type { DueEndpoint } from '../../src/db/due-notifications.js';
 import { endHandover, takeBackLostSessions, takeDirectSessionLeases, takeSessionLease } from '../../src/db/session-leases.js';
+import type { Db } from '../../src/db/pool.js';
 import { eventually, storeDemandEvent, testDb } from '../support/harness.js';
 import { sessionTestBed } from '../support/session-test-bed.js';
 
@@ -33,8 +34,8 @@ async function bareEndpoint(over: { streak?: number } = {}): Promise<string> {
 const leaseOf = async (id: string) =>
   (await testDb().query(`SELECT session_owner, session_until, handover_at FROM endpoints WHERE id = $1`, [id])).rows[0];
 
-function sessionDeps(leaseMs = LEASE_MS): SessionDeps & { leases: ReturnType<typeof createSessionLeases> } {
-  const leases = createSessionLeases(testDb(), { leaseMs, renewEveryMs: leaseMs / 5 });
+function sessionDeps(leaseMs = LEASE_MS, leasesDb: Db = testDb()): SessionDeps & { leases: ReturnType<typeof createSessionLeases> } {
+  const leases = createSessionLeases(leasesDb, { leaseMs, renewEveryMs: leaseMs / 5 });
   return {
     db: testDb(),
     secretBox: bed.api.deps.secretBox,
@@ -55,6 +56,22 @@ const request = (endpointId: string, owner: string) => ({
   limit: 100,
   signal: new AbortController().signal,
 });
+
+/**
+ * The pool, its holder's session on endpoint `id` ending just after a take's statement was
+ * refused: the lease is given back before the second statement, which asks why.
+ */
+const endingBeforeWhy = (id: string): Db =>
+  new Proxy(testDb(), {
+    get(pool, key) {
+      if (key !== 'query') return Reflect.get(pool, key);
+      return async (q: string | { text: string }, values?: unknown[]) => {
+        if ((typeof q === 'string' ? q : q.text).includes('held_ms'))
+          await pool.query(`UPDATE endpoints SET session_owner = NULL, session_until = NULL WHERE id = $1`, [id]);
+        return pool.query(q as string, values);
+      };
+    },
+  });
 
 describe('session leases', () => {
   it('one holder at a time: a second direct session is told how long the first holds it; a workflow session gets an empty round and sends nothing', async () => {
@@ -209,18 +226,6 @@ describe('session leases', () => {
 
   it('a lease given back between the take and its why (a session ending as news for it comes) is told to ask again, not sent to the workflow; asked again, it is granted', async () => {
     const [one, many] = [await bareEndpoint(), await bareEndpoint()];
-    // The holder's session ends just after the take's statement was refused: the hook runs before the second statement, which asks why.
-    const endingBeforeWhy = (id: string) =>
-      new Proxy(testDb(), {
-        get(pool, key) {
-          if (key !== 'query') return Reflect.get(pool, key);
-          return async (q: string | { text: string }, values?: unknown[]) => {
-            if ((typeof q === 'string' ? q : q.text).includes('held_ms'))
-              await pool.query(`UPDATE endpoints SET session_owner = NULL, session_until = NULL WHERE id = $1`, [id]);
-            return pool.query(q as string, values);
-          };
-        },
-      });
     for (const id of [one, many]) expect((await take(id, 'direct/ending', 'direct')).granted).toBe(true);
     const single = await takeSessionLease(endingBeforeWhy(one), one, 'direct/next', 'direct', LEASE_MS, 60_000);
     const [batched] = await takeDirectSessionLeases(endingBeforeWhy(many), [{ endpointId: many, owner: 'direct/next' }], LEASE_MS, 60_000);
@@ -228,6 +233,15 @@ describe('session leases', () => {
     expect(batched).toEqual({ granted: false, heldMs: 0 });
     expect((await take(one, 'direct/next', 'direct')).granted).toBe(true);
     expect((await takeMany([{ endpointId: many, owner: 'direct/next' }]))[0]!.granted).toBe(true);
+  });
+
+  it("a workflow's session whose take met a session ending asks again at once and delivers, instead of returning an empty round", async () => {
+    const e = await bed.endpointWithBacklog(2);
+    expect((await take(e.id, 'direct/ending', 'direct')).granted).toBe(true);
+    const round = await runDeliverySession(sessionDeps(LEASE_MS, endingBeforeWhy(e.id)), request(e.id, 'run/activity'));
+    expect(round.posts).toBe(2);
+    expect(e.posts()).toHaveLength(2);
+    expect((await leaseOf(e.id)).session_owner).toBeNull();
   });
 
   it("two workers' batches over the same endpoints in opposite orders neither deadlock nor grant an endpoint twice", async () => {
