@@ -41,5 +41,13 @@ export function deliveryTimeoutProblem(deliveryTimeoutMs: number): string | null
  * would release them early, since no retry of it comes.
  */
 export const SESSION_LEASE_MS = HEARTBEAT_TIMEOUT_MS;
+/**
+ * At most one report of an endpoint's direct sessions of successes to its workflow this often, per
+ * worker (src/delivery/session-reports.ts; DIRECT_REPORT_EVERY_MS): the report is only for the
+ * workflow's story, and each costs a signal, a workflow task and their history writes: 4.5–8 ms of
+ * the Temporal server's CPU alone, as much machine CPU as 3 to 15 deliveries (bench/FINDINGS.md).
+ * At 15 s, endpoints with a little traffic every few seconds paid one every 15 s each.
+ */
+export const REPORT_EVERY_MS = 5 * 60_000;
 /** A round handed to the workflow and not taken in after this long (Temporal unreachable meanwhile) no longer holds sessions back. */
 export const HANDOVER_TIMEOUT_MS = 60_000;

@@ -55,12 +55,15 @@ export function createDirectSessions(o: {
   deps: SessionDeps & { leases: SessionLeases };
   workflows: Pick<EndpointWorkflows, 'handOver' | 'report'>;
   maxSessions?: number;
-  /** The reports of sessions of successes to the workflows; coalesced per endpoint (REPORT_EVERY_MS) when unset. */
+  /** The reports of sessions of successes to the workflows; coalesced per endpoint (every `reportEveryMs`) when unset. */
   reports?: SessionReports;
+  /** At most one report per endpoint this often (config DIRECT_REPORT_EVERY_MS); REPORT_EVERY_MS when unset. */
+  reportEveryMs?: number;
   /** How long this worker lets the deployment's preferred worker ask first (src/delivery/session-preference.ts); at once when unset. */
   preference?: Pick<SessionPreference, 'delayMs'>;
 }): DirectSessions {
-  const reports = o.reports ?? createSessionReports({ send: (id, account, report) => o.workflows.report(id, account, report) });
+  const reports =
+    o.reports ?? createSessionReports({ send: (id, account, report) => o.workflows.report(id, account, report), everyMs: o.reportEveryMs });
   // The worker's shared claim: a direct session's requests ask for the session lease's time
   // (DeliveryClaims), renewed while the session lives, not LEASE_MS: no retry releases them.
   const { leases } = o.deps;

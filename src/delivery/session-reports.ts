@@ -8,10 +8,10 @@
  */
 import type { DirectSessionsReport } from '../workflows/endpoint-contract.js';
 import type { AccountId, EndpointId } from '../core/ids.js';
+import { traceHop } from '../runtime/hop-trace.js';
 import { logger } from '../runtime/logger.js';
 
-/** At most one report per endpoint this often: a busy endpoint's sessions (one a second, or more) cost one signal a window. */
-export const REPORT_EVERY_MS = 15_000;
+import { REPORT_EVERY_MS } from '../core/runtime-limits.js';
 
 export interface SessionReports {
   /** A direct session of successes only ended (its successes already recorded on the endpoint). */
@@ -72,6 +72,7 @@ export function createSessionReports(o: { send: SendReport; everyMs?: number; cl
     if (!report) return Promise.resolve();
     slot.waiting = null;
     slot.sentAtMs = clock();
+    traceHop('report', id);
     slot.inFlight = o
       .send(id, slot.accountId, report)
       .catch((err) => {

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_RETENTION_DAYS, retentionDaysProblem } from '../core/delivery-partitions.js';
-import { deliveryTimeoutProblem } from '../core/runtime-limits.js';
+import { deliveryTimeoutProblem, REPORT_EVERY_MS } from '../core/runtime-limits.js';
 
 /** What dev mode lets through: the loopback ranges, where a local receiver listens. */
 export const DEV_MODE_CIDRS = ['127.0.0.0/8', '::1/128'];
@@ -78,6 +78,7 @@ const Env = z.object({
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   }),
   DELIVERY_LINGER_MS: count(5_000),
+  DIRECT_REPORT_EVERY_MS: count(REPORT_EVERY_MS),
   DELIVERY_RETENTION_DAYS: z
     .preprocess((v) => (v === '' || v === undefined ? undefined : v), z.coerce.number().default(DEFAULT_RETENTION_DAYS))
     .superRefine((v, ctx) => {
@@ -128,6 +129,11 @@ export interface Config {
   deliveryTimeoutMs: number;
   /** How long a delivery session waits for more work once nothing is due, before it hands back to its workflow. */
   deliveryLingerMs: number;
+  /**
+   * DIRECT_REPORT_EVERY_MS: at most one report of an endpoint's direct sessions to its workflow this
+   * often, per worker (src/delivery/session-reports.ts): the Web UI's story lags by up to this much.
+   */
+  directReportEveryMs: number;
   /** DELIVERY_RETENTION_DAYS: how long a delivery and its attempts are kept from created_at (src/core/delivery-partitions.ts). */
   deliveryRetentionDays: number;
   /** How often a worker looks for due work nobody took (a lost notification); 0 never. */
@@ -185,6 +191,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     endpointLimit: e.ENDPOINT_LIMIT,
     deliveryTimeoutMs: e.DELIVERY_TIMEOUT_MS,
     deliveryLingerMs: e.DELIVERY_LINGER_MS,
+    directReportEveryMs: e.DIRECT_REPORT_EVERY_MS,
     deliveryRetentionDays: e.DELIVERY_RETENTION_DAYS,
     dueSweepMs: e.DUE_SWEEP_MS,
     directSessions: e.DIRECT_SESSIONS,

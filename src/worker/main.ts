@@ -7,11 +7,12 @@ import { fileURLToPath } from 'node:url';
 import { NativeConnection } from '@temporalio/worker';
 import { loadServiceConfig, startServices, type ServiceConfig } from '../services.js';
 import { logger } from '../runtime/logger.js';
-import { endpointWorkflows, ensureSearchAttributes } from '../delivery/workflow-client.js';
+import { endpointWorkflows, ensureSearchAttributes, type EndpointWorkflows } from '../delivery/workflow-client.js';
 import type { Resolver } from '../security/destination-policy.js';
+import type { SessionDeps } from '../delivery/delivery-session.js';
 import { sessionDepsOf, type ActivityDeps } from '../delivery/activities.js';
-import { createSessionLeases } from '../delivery/session-leases.js';
-import { createSessionRegistry } from '../delivery/session-registry.js';
+import { createSessionLeases, type SessionLeases } from '../delivery/session-leases.js';
+import { createSessionRegistry, type SessionRegistry } from '../delivery/session-registry.js';
 import { dueChannel } from '../db/due-notifications.js';
 import { createDueWakes } from '../events/due-wakes.js';
 import { createWorker } from './create-worker.js';
@@ -25,7 +26,7 @@ import { createProviderHttp } from '../channels/provider-http.js';
 import { createMaintenanceActivities } from './maintenance-activities.js';
 import { ensureMaintenanceScheduleBeside } from './maintenance-schedule.js';
 import { claimWithEndpointsFor } from '../db/deliveries.js';
-import { NIL_UUID, type DbClient } from '../db/pool.js';
+import { NIL_UUID, type Db, type DbClient } from '../db/pool.js';
 import { LEASE_MS } from '../core/runtime-limits.js';
 
 export async function runWorker(
@@ -76,21 +77,7 @@ export async function runWorker(
   opts.signal?.addEventListener('abort', () => {
     if (worker.getState() === 'RUNNING') worker.shutdown();
   });
-  const preference = config.directSessions
-    ? startSessionPreference({ databaseUrl: config.databaseUrl, channel: dueChannel(config.taskQueue) })
-    : undefined;
-  await preference?.ready;
-  const router = startDueRouter({
-    databaseUrl: config.databaseUrl,
-    db,
-    channel: dueChannel(config.taskQueue),
-    sessions,
-    workflows,
-    sweepEveryMs: config.dueSweepMs,
-    direct: config.directSessions
-      ? createDirectSessions({ deps: { ...sessionDeps, leases: deps.leases! }, workflows, preference })
-      : undefined,
-  });
+  const routing = await startNewsRouting(config, db, sessions, workflows, { ...sessionDeps, leases: deps.leases! });
   const outboxStop = new AbortController();
   const outbox = runOutboxSender(db, { smtpUrl: config.smtpUrl, from: config.smtpFrom, signal: outboxStop.signal });
   const crmWakes = createDueWakes(db, dueChannel(config.taskQueue));
@@ -106,11 +93,44 @@ export async function runWorker(
     await outbox;
     await crmSweep;
     await crmWakes.flush();
-    await router.close();
-    await preference?.close();
+    await routing.close();
     await connection.close();
     await services.close();
   }
+}
+
+/**
+ * The worker's due router (news of due deliveries), with direct sessions unless DIRECT_SESSIONS is
+ * off, and the deployment-wide preference that lets one worker ask first for a session's lease.
+ */
+async function startNewsRouting(
+  config: ServiceConfig,
+  db: Db,
+  sessions: SessionRegistry,
+  workflows: EndpointWorkflows,
+  sessionDeps: SessionDeps & { leases: SessionLeases },
+): Promise<{ close(): Promise<void> }> {
+  const preference = config.directSessions
+    ? startSessionPreference({ databaseUrl: config.databaseUrl, channel: dueChannel(config.taskQueue) })
+    : undefined;
+  await preference?.ready;
+  const router = startDueRouter({
+    databaseUrl: config.databaseUrl,
+    db,
+    channel: dueChannel(config.taskQueue),
+    sessions,
+    workflows,
+    sweepEveryMs: config.dueSweepMs,
+    direct: config.directSessions
+      ? createDirectSessions({ deps: sessionDeps, workflows, preference, reportEveryMs: config.directReportEveryMs })
+      : undefined,
+  });
+  return {
+    async close() {
+      await router.close();
+      await preference?.close();
+    },
+  };
 }
 
 /** The bundle `npm run build` writes beside the compiled worker (dist/workflow-bundle.js); none when running the source. */

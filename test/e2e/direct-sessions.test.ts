@@ -78,7 +78,7 @@ describe('direct sessions', () => {
     expect(rows[0]).toMatchObject({ last_response_code: 200 });
     expect(rows[0].last_success_at).not.toBeNull();
     // Only reports (src/delivery/session-reports.ts): a signal and a workflow task each, no command.
-    // Each worker's last report goes at most REPORT_EVERY_MS after its last session.
+    // Each worker's last report goes at most the reports' window after its last session (2 s in tests).
     await eventually(async () => (await handle(id).query(endpointStateQuery)).directPosts === 100, 60_000);
     const after = (await history(id)).slice(before);
     const signals = after.flatMap((e) => e.workflowExecutionSignaledEventAttributes?.signalName ?? []);

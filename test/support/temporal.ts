@@ -36,6 +36,12 @@ export async function timeSkippingEnvironment(): Promise<TestWorkflowEnvironment
   return Object.assign(env, { address: server.address, stopServer: () => server.stop() });
 }
 
+/**
+ * Tests' window between two reports of an endpoint's direct sessions (DIRECT_REPORT_EVERY_MS,
+ * minutes in service): their coalescing has unit tests of its own (test/unit/session-reports.test.ts).
+ */
+const TEST_REPORT_EVERY_MS = 2_000;
+
 /** A worker on a fresh task queue with the real activities and the bundle built once per run. */
 export async function startTestWorker(
   connection: NativeConnection,
@@ -82,6 +88,7 @@ export async function startTestWorker(
           deps: { ...sessionDeps, leases: deps.leases },
           workflows: endpointWorkflows(opts.client, taskQueue),
           preference: opts.preference,
+          reportEveryMs: TEST_REPORT_EVERY_MS,
         })
       : undefined;
   const router = opts.client

@@ -16,6 +16,7 @@ describe('loadConfig', () => {
       devServerPorts: { frontend: 7233, ui: 8233 },
       endpointLimit: 50,
       deliveryTimeoutMs: 10_000,
+      directReportEveryMs: 300_000,
       rateLimit: { capacity: 100, refillPerSecond: 20 },
       allowPrivateCidrs: [],
       trustProxy: false,
@@ -33,6 +34,7 @@ describe('loadConfig', () => {
       WEBHOOK_ALLOW_PRIVATE_CIDRS: '10.0.0.0/8, 192.168.0.0/16',
       TRUST_PROXY: '1',
       DATA_DIR: '/tmp/x',
+      DIRECT_REPORT_EVERY_MS: '60000',
     });
     expect(config).toMatchObject({
       port: 8080,
@@ -41,6 +43,7 @@ describe('loadConfig', () => {
       allowPrivateCidrs: ['10.0.0.0/8', '192.168.0.0/16'],
       trustProxy: true,
       dataDir: '/tmp/x',
+      directReportEveryMs: 60_000,
     });
   });
 
