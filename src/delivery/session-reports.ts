@@ -8,10 +8,9 @@
  */
 import type { DirectSessionsReport } from '../workflows/endpoint-contract.js';
 import type { AccountId, EndpointId } from '../core/ids.js';
+import { REPORT_EVERY_MS } from '../core/runtime-limits.js';
 import { traceHop } from '../runtime/hop-trace.js';
 import { logger } from '../runtime/logger.js';
-
-import { REPORT_EVERY_MS } from '../core/runtime-limits.js';
 
 export interface SessionReports {
   /** A direct session of successes only ended (its successes already recorded on the endpoint). */
