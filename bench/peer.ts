@@ -3,13 +3,15 @@
  * same machine, back to back, with the same client. Both are driven through their public REST API
  * alike: events of ~1 KiB published one per request by 16 publishers, to verified HTTPS endpoints
  * on the bench receiver (a child process that checks every signature, each system's own scheme),
- * until each has arrived once. Three phases per system, in this order after it starts:
+ * until each has arrived once. Five phases per system, in this order after it starts:
  *
  *   cold: the first 5,000 deliveries after the start, 1 endpoint
  *   warm: 5,000 more to that endpoint
  *   100 endpoints, first contact: 5,000 spread over 100 endpoints (one per Customer; one per Svix
  *   application), created after the warm phase, once the machine is quiet again after their creation
  *   100 endpoints, warm: 5,000 more over the same hundred, a second later
+ *   sparse: the same hundred, one event each every 7 s, 6 times (3 with --quick), paced rather
+ *   than a closed loop: every delivery finds its endpoint idle, as most endpoints of a deployment do
  *
  * Figures per phase: deliveries/s (delivered / (last receipt - first publish)), latency publish ->
  * receipt at p50 and p99, duplicates, and the whole machine's busy CPU (/proc/stat) per delivery:
@@ -45,6 +47,10 @@ import { printColumns } from './table.js';
 
 const PUBLISHERS = 16;
 const MANY_ENDPOINTS = 100;
+/** The sparse phase: each of the hundred endpoints one event every 7 s (longer than the project's 5 s session linger). */
+const SPARSE = { everyMs: 7_000 };
+/** 6 rounds (600 deliveries, 42 s) in a full run, 3 with --quick. */
+const sparseRounds = (events: number) => (events >= 5_000 ? 6 : 3);
 const def = getEventDefinition('crm.demand.created')!;
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -70,10 +76,12 @@ interface PhaseFigures {
   cpuMsPerDelivery: number;
   /** The project's processes (api0, worker0, …, postgres, temporal): CPU ms per delivery of each. */
   cpuByProcess?: Record<string, number>;
+  /** The same less what the machine spent idle over as long (the sparse phase, where the idle share is large). */
+  aboveIdle?: { cpuMsPerDelivery: number; cpuByProcess?: Record<string, number> };
 }
 /** CPU seconds used so far by each of a system's processes, by name. */
 type CpuProbe = () => Record<string, number>;
-const PHASES = ['cold', 'warm', 'manyFirst', 'manyWarm'] as const;
+const PHASES = ['cold', 'warm', 'manyFirst', 'manyWarm', 'sparse'] as const;
 type Phases = Record<(typeof PHASES)[number], PhaseFigures & { hops?: Breakdown }>;
 interface SystemResult {
   system: string;
@@ -105,61 +113,136 @@ async function drive(
   traceDir?: string,
   cpuProbe?: CpuProbe,
 ): Promise<PhaseFigures & { hops?: Breakdown }> {
-  const before = await receiver.stats();
-  const sentAt = new Map<string, number>();
+  const phase = await startPhase(receiver, cpuProbe);
   let failures = 0;
   let next = 0;
-  const t0 = now();
-  const cpu0 = machineBusyCpuSeconds();
-  const byProcess0 = cpuProbe?.();
   await Promise.all(
     Array.from({ length: PUBLISHERS }, async () => {
       for (let n = next++; n < count; n = next++) {
         const entityId = `${tag}_${n}`;
-        sentAt.set(demandKey(entityId), now());
+        phase.sentAt.set(demandKey(entityId), now());
         if (!(await publish(entityId, n % targets))) failures++;
       }
     }),
   );
   if (failures) throw new Error(`${tag}: ${failures} publishes were not accepted`);
-  const keys = [...sentAt.keys()];
-  for (let missing = keys, progressAt = Date.now(); missing.length > 0;) {
-    await sleep(20);
-    const still = missing.filter((k) => !receiver.arrivals.has(k));
-    if (still.length < missing.length) progressAt = Date.now();
-    missing = still;
-    if (Date.now() - progressAt > 90_000) throw new Error(`${tag}: ${missing.length} of ${keys.length} deliveries never arrived`);
-  }
-  const cpu = machineBusyCpuSeconds() - cpu0;
-  const byProcess1 = cpuProbe?.();
-  const cpuByProcess =
-    byProcess0 && byProcess1
-      ? Object.fromEntries(Object.entries(byProcess1).map(([k, v]) => [k, +(((v - (byProcess0[k] ?? 0)) * 1000) / count).toFixed(3)]))
-      : undefined;
-  const last = Math.max(...keys.map((k) => receiver.arrivals.get(k)!));
-  const latency = keys.map((k) => receiver.arrivals.get(k)! - sentAt.get(k)!).sort((a, b) => a - b);
-  let hops: Breakdown | undefined;
-  if (traceDir) {
-    // The processes write their hop times every 200 ms.
-    await sleep(600);
-    hops = hopBreakdown(
-      traceDir,
-      keys.map((key) => ({ key, sent: sentAt.get(key)!, receipt: receiver.arrivals.get(key)! })),
-    );
-  }
+  return phase.end(tag, traceDir);
+}
+
+/**
+ * The same client, paced: each of `targets` endpoints gets one event every `everyMs`, `rounds`
+ * times, the endpoints' publishes spread evenly over each period. With a period longer than the
+ * project's session linger (5 s), every delivery finds its endpoint with no session running: the
+ * sparse traffic of most endpoints of a real deployment, where a session's start, end and report
+ * are paid per delivery, not shared by a burst.
+ */
+async function drivePaced(
+  receiver: ReceiverHandle,
+  publish: Publish,
+  tag: string,
+  o: { targets: number; rounds: number; everyMs: number },
+  traceDir?: string,
+  cpuProbe?: CpuProbe,
+): Promise<PhaseFigures & { hops?: Breakdown }> {
+  // What the machine spends idle, measured first over one period, is a large share at this pace.
+  const idle = await measureIdle(o.everyMs, cpuProbe);
+  const phase = await startPhase(receiver, cpuProbe, idle);
+  const published: Promise<boolean>[] = [];
+  for (let r = 0; r < o.rounds; r++)
+    for (let i = 0; i < o.targets; i++) {
+      const due = phase.t0 + r * o.everyMs + (i * o.everyMs) / o.targets;
+      await sleep(Math.max(0, due - now()));
+      const entityId = `${tag}_${r}_${i}`;
+      phase.sentAt.set(demandKey(entityId), now());
+      published.push(publish(entityId, i));
+    }
+  const failures = (await Promise.all(published)).filter((ok) => !ok).length;
+  if (failures) throw new Error(`${tag}: ${failures} publishes were not accepted`);
+  return phase.end(tag, traceDir);
+}
+
+/** CPU seconds a second, of the machine and of each process, while nothing is sent. */
+interface IdleCpu {
+  machine: number;
+  byProcess?: Record<string, number>;
+}
+
+async function measureIdle(ms: number, cpuProbe?: CpuProbe): Promise<IdleCpu> {
+  const [t0, cpu0, byProcess0] = [now(), machineBusyCpuSeconds(), cpuProbe?.()];
+  await sleep(ms);
+  const [seconds, cpu1, byProcess1] = [(now() - t0) / 1000, machineBusyCpuSeconds(), cpuProbe?.()];
   return {
-    hops,
-    events: count,
-    perSecond: Math.round(count / ((last - t0) / 1000)),
-    p50Ms: +pct(latency, 50).toFixed(1),
-    p99Ms: +pct(latency, 99).toFixed(1),
-    maxMs: +latency[latency.length - 1]!.toFixed(1),
-    ...(await receiver.stats().then((after) => ({
-      duplicates: after.duplicates - before.duplicates,
-      connections: after.connections - before.connections,
-    }))),
-    cpuMsPerDelivery: +((cpu * 1000) / count).toFixed(3),
-    cpuByProcess,
+    machine: (cpu1 - cpu0) / seconds,
+    byProcess:
+      byProcess0 && byProcess1
+        ? Object.fromEntries(Object.entries(byProcess1).map(([k, v]) => [k, (v - (byProcess0[k] ?? 0)) / seconds]))
+        : undefined,
+  };
+}
+
+/**
+ * A phase's clocks and counters from its first publish; `end` waits for every arrival and gives its
+ * figures, and with `idle` those less what the machine spends idle over as long.
+ */
+async function startPhase(receiver: ReceiverHandle, cpuProbe?: CpuProbe, idle?: IdleCpu) {
+  const before = await receiver.stats();
+  const sentAt = new Map<string, number>();
+  const t0 = now();
+  const cpu0 = machineBusyCpuSeconds();
+  const byProcess0 = cpuProbe?.();
+  return {
+    t0,
+    sentAt,
+    async end(tag: string, traceDir?: string): Promise<PhaseFigures & { hops?: Breakdown }> {
+      const keys = [...sentAt.keys()];
+      const count = keys.length;
+      for (let missing = keys, progressAt = Date.now(); missing.length > 0;) {
+        await sleep(20);
+        const still = missing.filter((k) => !receiver.arrivals.has(k));
+        if (still.length < missing.length) progressAt = Date.now();
+        missing = still;
+        if (Date.now() - progressAt > 90_000) throw new Error(`${tag}: ${missing.length} of ${keys.length} deliveries never arrived`);
+      }
+      const cpu = machineBusyCpuSeconds() - cpu0;
+      const byProcess1 = cpuProbe?.();
+      const seconds = (now() - t0) / 1000;
+      const perDelivery = (cpuSeconds: number) => +((cpuSeconds * 1000) / count).toFixed(3);
+      const byProcess = (less: (name: string) => number) =>
+        byProcess0 && byProcess1
+          ? Object.fromEntries(Object.entries(byProcess1).map(([k, v]) => [k, perDelivery(v - (byProcess0[k] ?? 0) - less(k))]))
+          : undefined;
+      const cpuByProcess = byProcess(() => 0);
+      const aboveIdle = idle && {
+        cpuMsPerDelivery: perDelivery(cpu - idle.machine * seconds),
+        cpuByProcess: byProcess((k) => (idle.byProcess?.[k] ?? 0) * seconds),
+      };
+      const last = Math.max(...keys.map((k) => receiver.arrivals.get(k)!));
+      const latency = keys.map((k) => receiver.arrivals.get(k)! - sentAt.get(k)!).sort((a, b) => a - b);
+      let hops: Breakdown | undefined;
+      if (traceDir) {
+        // The processes write their hop times every 200 ms.
+        await sleep(600);
+        hops = hopBreakdown(
+          traceDir,
+          keys.map((key) => ({ key, sent: sentAt.get(key)!, receipt: receiver.arrivals.get(key)! })),
+        );
+      }
+      return {
+        hops,
+        events: count,
+        perSecond: Math.round(count / ((last - t0) / 1000)),
+        p50Ms: +pct(latency, 50).toFixed(1),
+        p99Ms: +pct(latency, 99).toFixed(1),
+        maxMs: +latency[latency.length - 1]!.toFixed(1),
+        ...(await receiver.stats().then((after) => ({
+          duplicates: after.duplicates - before.duplicates,
+          connections: after.connections - before.connections,
+        }))),
+        cpuMsPerDelivery: perDelivery(cpu),
+        cpuByProcess,
+        aboveIdle,
+      };
+    },
   };
 }
 
@@ -196,7 +279,18 @@ async function phases(
   await sleep(1_000);
   step(`  ${events} more over the ${MANY_ENDPOINTS} endpoints`);
   const manyWarm = await drive(receiver, many, `${tag}n`, events, MANY_ENDPOINTS, traceDir, cpuProbe);
-  return { cold, warm, manyFirst, manyWarm };
+  // Once the hundred's sessions have ended (the project's linger is 5 s), each endpoint's events come apart.
+  await sleep(SPARSE.everyMs);
+  step(`  the ${MANY_ENDPOINTS} endpoints, one event each every ${SPARSE.everyMs / 1000} s, ${sparseRounds(events)} times`);
+  const sparse = await drivePaced(
+    receiver,
+    many,
+    `${tag}s`,
+    { targets: MANY_ENDPOINTS, rounds: sparseRounds(events), everyMs: SPARSE.everyMs },
+    traceDir,
+    cpuProbe,
+  );
+  return { cold, warm, manyFirst, manyWarm, sparse };
 }
 
 /** Svix: one application with one endpoint, and 100 applications with one endpoint each (its unit of a tenant's endpoint). */
@@ -385,6 +479,7 @@ export function printPeerTable(r: PeerResults): void {
     warm: `warm: ${n(r.events)}, 1 endpoint`,
     manyFirst: `first contact: ${n(r.events)} over ${MANY_ENDPOINTS} new endpoints`,
     manyWarm: `warm: ${n(r.events)} more over the ${MANY_ENDPOINTS}`,
+    sparse: `sparse: the ${MANY_ENDPOINTS}, one each every ${SPARSE.everyMs / 1000} s, ${sparseRounds(r.events)} times`,
   };
   for (const k of PHASES) {
     const a = r.project.phases?.[k];
@@ -429,6 +524,17 @@ export function printPeerTable(r: PeerResults): void {
       : [];
   });
   if (byProcess.length) console.log(['project, CPU ms per delivery by process (bench = the client):', ...byProcess].join('\n'));
+  for (const k of PHASES) {
+    const fig = (system: string, f: PhaseFigures | undefined) =>
+      f?.aboveIdle
+        ? [
+            `  ${system}, ${label[k]}: machine ${f.aboveIdle.cpuMsPerDelivery}`,
+            ...Object.entries(f.aboveIdle.cpuByProcess ?? {}).map(([name, ms]) => `${name} ${ms}`),
+          ].join(', ')
+        : undefined;
+    const lines = [fig('project', r.project.phases?.[k]), fig('Svix', r.peer?.phases?.[k])].filter(Boolean);
+    if (lines.length) console.log(["CPU ms per delivery above the idle machine's (measured over one period before):", ...lines].join('\n'));
+  }
   for (const k of PHASES) {
     const hops = r.project.phases?.[k].hops;
     if (hops) printBreakdown(`project, ${label[k]}`, hops);
