@@ -25,6 +25,13 @@ export type LeaseAnswer =
   /** Not for this kind of session now: an endpoint the workflow must look at, or a round handed over and not yet taken in. */
   | { granted: false; heldMs: null };
 
+/*
+ * Endpoint rows are locked here FOR NO KEY UPDATE, the lock an UPDATE of them takes anyway (no key
+ * column changes), never FOR UPDATE: that one also waits for the FOR KEY SHARE locks a publish's
+ * foreign-key checks hold on the endpoints of the deliveries it inserts, in its own order, and a
+ * batch of takes locking in id order then deadlocked with a publish (a CI run's 500), while a
+ * renewal or a look for lost sessions skipped rows a publish was inserting deliveries for.
+ */
 const secs = (p: string) => `make_interval(secs => ${p}::double precision / 1000)`;
 /**
  * A session of `owner` may start: no other's live lease, no handed-over round waiting for its
@@ -111,7 +118,7 @@ export async function takeDirectSessionLeases(
      ), free AS (
        SELECT e.id, req.owner FROM endpoints e JOIN req ON req.id = e.id
        WHERE ${freeFor('req.owner', '$4')} AND ${DIRECT_ELIGIBLE}
-       ORDER BY e.id FOR UPDATE OF e
+       ORDER BY e.id FOR NO KEY UPDATE OF e
      )
      UPDATE endpoints e SET session_owner = f.owner, session_until = now() + ${secs('$3')}, handover_at = NULL
      FROM free f WHERE e.id = f.id
@@ -199,7 +206,7 @@ export async function renewSessionLeases(
      UPDATE endpoints e SET session_until = now() + ${secs('$5')}
      WHERE e.id IN (
        SELECT y.id FROM endpoints y JOIN unnest($1::uuid[], $2::text[]) AS l(endpoint_id, owner) ON y.id = l.endpoint_id AND y.session_owner = l.owner
-       FOR UPDATE OF y SKIP LOCKED
+       FOR NO KEY UPDATE OF y SKIP LOCKED
      )
      RETURNING e.session_owner AS owner`,
     values: [leases.map((l) => l.endpointId), leases.map((l) => l.owner), claims.map((c) => c.id), claims.map((c) => c.owner), leaseMs],
@@ -220,7 +227,7 @@ export async function endHandover(db: Queryable, endpointId: string): Promise<vo
 export async function takeBackLostSessions(db: Queryable, limit = 1000): Promise<{ endpointId: EndpointId; accountId: AccountId }[]> {
   const { rows } = await db.query<{ id: EndpointId; account_id: AccountId }>(
     `UPDATE endpoints SET session_owner = NULL, session_until = NULL
-     WHERE id IN (SELECT id FROM endpoints WHERE session_owner IS NOT NULL AND session_until < now() LIMIT $1 FOR UPDATE SKIP LOCKED)
+     WHERE id IN (SELECT id FROM endpoints WHERE session_owner IS NOT NULL AND session_until < now() LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED)
        AND session_owner IS NOT NULL AND session_until < now()
      RETURNING id, account_id`,
     [limit],

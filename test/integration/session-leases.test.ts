@@ -12,7 +12,13 @@ import { createSessionLeases } from '../../src/delivery/session-leases.js';
 import { createSessionRegistry } from '../../src/delivery/session-registry.js';
 import { claimWithEndpointsFor, type ClaimRequest } from '../../src/db/deliveries.js';
 import type { DueEndpoint } from '../../src/db/due-notifications.js';
-import { endHandover, takeBackLostSessions, takeDirectSessionLeases, takeSessionLease } from '../../src/db/session-leases.js';
+import {
+  endHandover,
+  renewSessionLeases,
+  takeBackLostSessions,
+  takeDirectSessionLeases,
+  takeSessionLease,
+} from '../../src/db/session-leases.js';
 import type { Db } from '../../src/db/pool.js';
 import { eventually, storeDemandEvent, testDb } from '../support/harness.js';
 import { sessionTestBed } from '../support/session-test-bed.js';
@@ -242,6 +248,33 @@ describe('session leases', () => {
     expect(round.posts).toBe(2);
     expect(e.posts()).toHaveLength(2);
     expect((await leaseOf(e.id)).session_owner).toBeNull();
+  });
+
+  it("a publish's foreign-key locks on endpoints hold up no lease take, renewal or look for lost sessions (takes locking FOR UPDATE deadlocked with a publish)", async () => {
+    const [taken, renewed, lost] = [await bareEndpoint(), await bareEndpoint(), await bareEndpoint()];
+    expect((await take(renewed, 'direct/renewed', 'direct')).granted).toBe(true);
+    await testDb().query(`UPDATE endpoints SET session_owner = 'direct/lost', session_until = now() - interval '1 minute' WHERE id = $1`, [
+      lost,
+    ]);
+    const publish = await testDb().connect();
+    const other = await testDb().connect();
+    try {
+      // What a publish's inserts of deliveries hold until it commits: the foreign-key checks' lock on each endpoint row.
+      await publish.query('BEGIN');
+      await publish.query(`SELECT 1 FROM endpoints WHERE id = ANY($1::uuid[]) FOR KEY SHARE`, [[taken, renewed, lost]]);
+      // A wait for that lock would end in this error, not pass: none is expected at all.
+      await other.query(`SET lock_timeout = '5s'`);
+      const [answer] = await takeDirectSessionLeases(other, [{ endpointId: taken, owner: 'direct/taker' }], LEASE_MS, 60_000);
+      expect(answer!.granted).toBe(true);
+      expect(await renewSessionLeases(other, [{ endpointId: renewed, owner: 'direct/renewed' }], [], LEASE_MS)).toEqual(
+        new Set(['direct/renewed']),
+      );
+      expect((await takeBackLostSessions(other)).map((l) => l.endpointId)).toContain(lost);
+    } finally {
+      await publish.query('ROLLBACK');
+      publish.release();
+      other.release();
+    }
   });
 
   it("two workers' batches over the same endpoints in opposite orders neither deadlock nor grant an endpoint twice", async () => {
