@@ -117,7 +117,7 @@ interface LeasesPart {
     endpointId: string,
     owner: string,
     kind: 'workflow',
-  ): Promise<{ granted: true; endpoint?: EndpointRow; lastPostAgoMs?: number | null } | { granted: false; heldMs?: number | null }>;
+  ): Promise<{ granted: true; endpoint?: EndpointRow; lastPostAgoMs?: number | null } | { granted: false }>;
   hold: SessionLeases['hold'];
   end: SessionLeases['end'];
 }
@@ -164,9 +164,7 @@ export async function runDeliverySession(given: SessionDeps, req: SessionRequest
   let opened = req.leased;
   let lastPostAgoMs = req.lastPostAgoMs;
   if (!opened) {
-    let lease = await leases.take(req.endpointId, req.owner, 'workflow');
-    // Given back as it was asked (the take's snapshot saw a session that has ended since): asked again at once.
-    if (!lease.granted && lease.heldMs === 0) lease = await leases.take(req.endpointId, req.owner, 'workflow');
+    const lease = await leases.take(req.endpointId, req.owner, 'workflow');
     // A direct session runs (it does the work, and looks again when it ends), or a round handed over
     // by one waits for this workflow: an empty round, and the workflow takes that round in next.
     if (!lease.granted) return nothingDone();

@@ -122,9 +122,7 @@ export function createDirectSessions(o: {
       const owner = `direct/${process.pid}/${crypto.randomUUID()}`;
       // Held here before or after the take: one of this worker's sessions may end while it is asked.
       const heldHereBefore = leases.heldHere(due.endpointId);
-      let lease = await leases.take(due.endpointId, owner, 'direct');
-      // Given back as it was asked (a session ending as this news came): asked again at once, not left to the workflow.
-      if (!lease.granted && lease.heldMs === 0) lease = await leases.take(due.endpointId, owner, 'direct');
+      const lease = await leases.take(due.endpointId, owner, 'direct');
       traceHop(lease.granted ? 'leased' : 'lease-refused', due.endpointId);
       if (!lease.granted)
         return lease.heldMs === null

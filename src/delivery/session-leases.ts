@@ -29,6 +29,7 @@ import { merged } from '../core/merged.js';
 
 export interface SessionLeases {
   readonly leaseMs: number;
+  /** Takes the endpoint's lease; one given back while it was asked (answered `heldMs` 0) is asked for again once. */
   take(endpointId: string, owner: string, kind: SessionKind): Promise<LeaseAnswer>;
   /**
    * Renews the lease while the session lives, and with `shortClaims` (a direct session's) the
@@ -87,10 +88,12 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
   return {
     leaseMs,
     async take(endpointId, owner, kind) {
-      const answer =
-        kind === 'direct'
-          ? await takeDirect({ endpointId, owner })
-          : await takeSessionLease(db, endpointId, owner, kind, leaseMs, HANDOVER_TIMEOUT_MS);
+      const ask = () =>
+        kind === 'direct' ? takeDirect({ endpointId, owner }) : takeSessionLease(db, endpointId, owner, kind, leaseMs, HANDOVER_TIMEOUT_MS);
+      let answer = await ask();
+      // Given back as it was asked (the take's snapshot saw a session that has ended since): asked
+      // again at once, so news arriving as a session ends starts the next, not a wake of the workflow.
+      if (!answer.granted && answer.heldMs === 0) answer = await ask();
       if (answer.granted) here.set(endpointId, (here.get(endpointId) ?? 0) + 1);
       return answer;
     },
