@@ -161,6 +161,10 @@ async function drivePaced(
   return phase.end(tag, traceDir);
 }
 
+/** CPU seconds each process used between two probes. */
+const processCpuSince = (before: Record<string, number> | undefined, after: Record<string, number> | undefined) =>
+  before && after ? Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)])) : undefined;
+
 /** CPU seconds a second, of the machine and of each process, while nothing is sent. */
 interface IdleCpu {
   machine: number;
@@ -170,13 +174,10 @@ interface IdleCpu {
 async function measureIdle(ms: number, cpuProbe?: CpuProbe): Promise<IdleCpu> {
   const [t0, cpu0, byProcess0] = [now(), machineBusyCpuSeconds(), cpuProbe?.()];
   await sleep(ms);
-  const [seconds, cpu1, byProcess1] = [(now() - t0) / 1000, machineBusyCpuSeconds(), cpuProbe?.()];
+  const [seconds, cpu1, used] = [(now() - t0) / 1000, machineBusyCpuSeconds(), processCpuSince(byProcess0, cpuProbe?.())];
   return {
     machine: (cpu1 - cpu0) / seconds,
-    byProcess:
-      byProcess0 && byProcess1
-        ? Object.fromEntries(Object.entries(byProcess1).map(([k, v]) => [k, (v - (byProcess0[k] ?? 0)) / seconds]))
-        : undefined,
+    byProcess: used && Object.fromEntries(Object.entries(used).map(([k, v]) => [k, v / seconds])),
   };
 }
 
@@ -204,13 +205,11 @@ async function startPhase(receiver: ReceiverHandle, cpuProbe?: CpuProbe, idle?: 
         if (Date.now() - progressAt > 90_000) throw new Error(`${tag}: ${missing.length} of ${keys.length} deliveries never arrived`);
       }
       const cpu = machineBusyCpuSeconds() - cpu0;
-      const byProcess1 = cpuProbe?.();
+      const used = processCpuSince(byProcess0, cpuProbe?.());
       const seconds = (now() - t0) / 1000;
       const perDelivery = (cpuSeconds: number) => +((cpuSeconds * 1000) / count).toFixed(3);
       const byProcess = (less: (name: string) => number) =>
-        byProcess0 && byProcess1
-          ? Object.fromEntries(Object.entries(byProcess1).map(([k, v]) => [k, perDelivery(v - (byProcess0[k] ?? 0) - less(k))]))
-          : undefined;
+        used && Object.fromEntries(Object.entries(used).map(([k, v]) => [k, perDelivery(v - less(k))]));
       const cpuByProcess = byProcess(() => 0);
       const aboveIdle = idle && {
         cpuMsPerDelivery: perDelivery(cpu - idle.machine * seconds),
