@@ -182,16 +182,18 @@ export interface HeldLease {
 /**
  * Renews, in one statement, the leases of a worker's live sessions for `leaseMs` more: the
  * endpoint's, and the deliveries in `claims` (a direct session's, claimed and not yet recorded, by
- * id: a backlog's size costs nothing). Answers the owners whose endpoint lease was renewed (not one locked meanwhile).
+ * id: a backlog's size costs nothing). Answers the owners whose endpoint lease was renewed (`kept`),
+ * and those whose endpoint lease is no longer theirs at all (`lost`: it lapsed and was taken back or
+ * by another session); an owner in neither had its row locked meanwhile, and the next round renews it.
  */
 export async function renewSessionLeases(
   db: Queryable,
   leases: readonly HeldLease[],
   claims: readonly { id: string; owner: string }[],
   leaseMs: number,
-): Promise<Set<string>> {
-  if (leases.length === 0) return new Set();
-  const { rows } = await db.query<{ owner: string }>({
+): Promise<{ kept: Set<string>; lost: Set<string> }> {
+  if (leases.length === 0) return { kept: new Set(), lost: new Set() };
+  const { rows } = await db.query<{ owner: string; kept: boolean }>({
     name: 'renew_session_leases',
     // Rows locked meanwhile are skipped, never waited for: a record or a release is ending that
     // delivery's lease anyway (waiting, in another order than the record's, deadlocked with it),
@@ -202,16 +204,31 @@ export async function renewSessionLeases(
          SELECT x.id FROM deliveries x JOIN unnest($3::uuid[], $4::text[]) AS c(id, owner) ON x.id = c.id AND x.lease_owner = c.owner
          WHERE x.leased_until IS NOT NULL FOR UPDATE OF x SKIP LOCKED
        )
+     ), renewed AS (
+       UPDATE endpoints e SET session_until = now() + ${secs('$5')}
+       WHERE e.id IN (
+         SELECT y.id FROM endpoints y JOIN unnest($1::uuid[], $2::text[]) AS l(endpoint_id, owner) ON y.id = l.endpoint_id AND y.session_owner = l.owner
+         FOR NO KEY UPDATE OF y SKIP LOCKED
+       )
+       RETURNING e.session_owner AS owner
      )
-     UPDATE endpoints e SET session_until = now() + ${secs('$5')}
-     WHERE e.id IN (
-       SELECT y.id FROM endpoints y JOIN unnest($1::uuid[], $2::text[]) AS l(endpoint_id, owner) ON y.id = l.endpoint_id AND y.session_owner = l.owner
-       FOR NO KEY UPDATE OF y SKIP LOCKED
-     )
-     RETURNING e.session_owner AS owner`,
+     SELECT owner, true AS kept FROM renewed
+     UNION ALL
+     -- Another owner (or none) as of the statement's start: nothing this worker does gives it back.
+     SELECT l.owner, false FROM unnest($1::uuid[], $2::text[]) AS l(endpoint_id, owner)
+     LEFT JOIN endpoints z ON z.id = l.endpoint_id WHERE z.session_owner IS DISTINCT FROM l.owner`,
     values: [leases.map((l) => l.endpointId), leases.map((l) => l.owner), claims.map((c) => c.id), claims.map((c) => c.owner), leaseMs],
   });
-  return new Set(rows.map((r) => r.owner));
+  return { kept: new Set(rows.filter((r) => r.kept).map((r) => r.owner)), lost: new Set(rows.filter((r) => !r.kept).map((r) => r.owner)) };
+}
+
+/** How long `owner`'s lease on the endpoint still runs: 0 when it holds none (given back, lapsed, or another's). */
+export async function sessionLeaseLeftMs(db: Queryable, endpointId: string, owner: string): Promise<number> {
+  const { rows } = await db.query<{ left_ms: number }>(
+    `SELECT greatest(0, extract(epoch FROM session_until - now()) * 1000)::float8 AS left_ms FROM endpoints WHERE id = $1 AND session_owner = $2`,
+    [endpointId, owner],
+  );
+  return rows[0]?.left_ms ?? 0;
 }
 
 /** The workflow has applied a handed-over round (recordHealth): sessions may start again. */

@@ -28,7 +28,7 @@ import type { SecretBox } from '../security/secret-box.js';
 import type { DeliveryRound, EndpointActivities, HealthRecord } from '../workflows/endpoint-contract.js';
 import { runDeliverySession, type SessionDeps } from './delivery-session.js';
 import { createAttemptRecorder } from './attempt-recorder.js';
-import type { SessionLeases } from './session-leases.js';
+import { untilLeaseGivenBack, type SessionLeases } from './session-leases.js';
 import { createSessionRegistry, type SessionRegistry } from './session-registry.js';
 import { endHandover } from '../db/session-leases.js';
 import { showSuccesses } from './success-display.js';
@@ -85,7 +85,10 @@ export function sessionDepsOf(deps: ActivityDeps): SessionDeps {
  *
  * It heartbeats, so a session lost with its worker is retried within the heartbeat timeout;
  * the retry first releases the leases of the lost attempt (same activity, same owner), whose
- * POSTs in flight or not yet recorded are the only ones sent twice.
+ * POSTs in flight or not yet recorded are the only ones sent twice. An attempt whose heartbeats
+ * were late, its worker alive, runs on until its next heartbeat tells it it was cancelled, and
+ * renews its endpoint's lease meanwhile: the retry waits for that lease (`untilLeaseGivenBack`),
+ * so the two do not send the same deliveries side by side.
  */
 async function deliverDue(sessionDeps: SessionDeps, endpointId: string, nowMs: number, limit: number): Promise<DeliveryRound> {
   const { info, cancellationSignal } = Context.current();
@@ -95,7 +98,10 @@ async function deliverDue(sessionDeps: SessionDeps, endpointId: string, nowMs: n
   const startedRealMs = Date.now();
   const heartbeat = setInterval(() => Context.current().heartbeat(), HEARTBEAT_EVERY_MS);
   try {
-    if (info.attempt > 1) await releaseLeases(sessionDeps.db, owner);
+    if (info.attempt > 1) {
+      await untilLeaseGivenBack(sessionDeps.db, endpointId, owner, cancellationSignal);
+      await releaseLeases(sessionDeps.db, owner);
+    }
     return await runDeliverySession(sessionDeps, {
       endpointId,
       owner,

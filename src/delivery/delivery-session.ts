@@ -40,7 +40,7 @@ import { originShareWaits, webhookSends } from '../runtime/metrics.js';
 import { rememberingOpener, type SecretBox } from '../security/secret-box.js';
 import type { AttemptRecorder } from './attempt-recorder.js';
 import { DeliveryClaims } from './delivery-claims.js';
-import type { SessionLeases } from './session-leases.js';
+import type { HeldSession, SessionLeases } from './session-leases.js';
 import type { Session, SessionRegistry } from './session-registry.js';
 import { SessionStopping } from './session-stopping.js';
 import { merged } from '../core/merged.js';
@@ -128,7 +128,7 @@ type SessionParts = Required<Omit<SessionDeps, 'leases'>> & { leases: LeasesPart
 /** Without session leases (no direct sessions): every take granted, nothing held or given back. */
 const NO_LEASES: LeasesPart = {
   take: async () => ({ granted: true }),
-  hold: () => ({ claims: undefined, release() {} }),
+  hold: () => ({ claims: undefined, current: () => true, release() {} }),
   end: async () => {},
 };
 
@@ -180,12 +180,14 @@ export async function runDeliverySession(given: SessionDeps, req: SessionRequest
   // Opened in the same tick as a direct session's call: news from now on pokes it.
   const news = deps.sessions.open(req.endpointId);
   const held = leases.hold({ endpointId: req.endpointId, owner: req.owner }, !!req.leased);
-  let round: DeliveryRound;
+  let round: DeliveryRound | undefined;
   try {
-    round = await new DeliverySession(deps, req, readEndpoint, news, held.claims).run();
+    round = await new DeliverySession(deps, req, readEndpoint, news, held).run();
   } finally {
     news.close();
     held.release();
+    // One that threw gives its lease back at once: its activity's retry (same owner) waits while it is held.
+    if (!round) await leases.end(req.endpointId, req.owner, { handover: false, tellIfDue: false }).catch(() => {});
   }
   // A workflow session that may have work left loops on its own; any other looks for news it missed.
   const handover = needsWorkflow(round);
@@ -227,17 +229,24 @@ class DeliverySession {
   /** The endpoint's secrets, decrypted once per ciphertext instead of once per POST. */
   private readonly secrets: Pick<SecretBox, 'open'>;
   private readonly observedAtMs: number;
+  /** The deliveries claimed under a short lease and not yet taken to the end (a direct session's). */
+  private readonly leased: Set<string> | undefined;
 
   constructor(
     private readonly deps: SessionParts,
     private readonly req: SessionRequest,
     private readonly readEndpoint: () => Promise<EndpointRow | undefined>,
     news: Session,
-    /** The deliveries claimed under a short lease and not yet taken to the end, which the worker renews (a direct session's). */
-    private readonly leased?: Set<string>,
+    /** The session's lease, which the worker renews with the deliveries claimed under a short lease (a direct session's `claims`). */
+    private readonly held: HeldSession,
   ) {
     this.stopping = new SessionStopping(news);
-    this.claims = new DeliveryClaims(merged(merged(deps, req), { leased, shortLeaseMs: deps.leases.leaseMs }), news, this.stopping);
+    this.leased = held.claims;
+    this.claims = new DeliveryClaims(
+      merged(merged(deps, req), { leased: held.claims, shortLeaseMs: deps.leases.leaseMs }),
+      news,
+      this.stopping,
+    );
     this.secrets = rememberingOpener(deps.secretBox);
     this.observedAtMs = req.observedAtMs ?? req.clock();
   }
@@ -266,7 +275,8 @@ class DeliverySession {
   /** What the workflow learns; `more` when it ended with work possibly left due. One statement (`reportSession`). */
   private async report(): Promise<DeliveryRound> {
     const stop = this.stopping.reason;
-    const more = stop === 'time' || stop === 'cancelled' || (stop === null && this.claims.claimed >= this.req.limit);
+    const more =
+      stop === 'time' || stop === 'cancelled' || stop === 'lease_lost' || (stop === null && this.claims.claimed >= this.req.limit);
     const r = await reportSession(this.deps.db, this.req.endpointId, this.healthySession(), new Date(this.observedAtMs));
     return {
       outcomes: this.outcomes,
@@ -296,6 +306,8 @@ class DeliverySession {
       const d = taken.delivery;
       traceHop('claimed', d.idempotency_key);
       const { endpoint, slot } = await this.readyToPost(taken.endpoint);
+      // Its lease not surely its own (lapsed, or renewals stalled): another session may hold these deliveries now.
+      if (slot && !this.held.current()) this.stopping.halt('lease_lost');
       // Cut short meanwhile: this delivery stays leased to the session and is released at its end.
       if (this.stopping.cutShort) return slot?.release();
       if (!sending(endpoint)) return this.stopping.halt('not_sending');

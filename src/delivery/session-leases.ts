@@ -8,6 +8,11 @@
  *
  * A session that gives its lease back learns whether work is due that nobody holds (news that
  * arrived while it was ending found the lease taken): `onFreed` listeners (the due router) route it.
+ *
+ * A session POSTs only while its lease is surely its own (`HeldSession.current`): renewed within
+ * CURRENT_SHARE of its length and not found taken. A worker whose renewals stall (a busy machine,
+ * Postgres away) would otherwise go on sending deliveries that another worker's session, having
+ * taken the lapsed lease, claims and sends too.
  */
 import type { EndpointId } from '../core/ids.js';
 import { HANDOVER_TIMEOUT_MS, HEARTBEAT_EVERY_MS, SESSION_LEASE_MS } from '../core/runtime-limits.js';
@@ -16,6 +21,7 @@ import type { Db } from '../db/pool.js';
 import {
   endSessionLease,
   renewSessionLeases,
+  sessionLeaseLeftMs,
   takeDirectSessionLeases,
   takeSessionLease,
   type HeldLease,
@@ -52,13 +58,30 @@ export interface SessionLeases {
 export interface HeldSession {
   /** Ids of the deliveries the session holds under a short lease (none: the session's claims are leased for LEASE_MS). */
   claims: Set<string> | undefined;
+  /** The lease is surely still this session's: renewed (or taken) within CURRENT_SHARE of its length, and not found another's. */
+  current(): boolean;
   release(): void;
+}
+
+/**
+ * How much of a lease's length may pass since its last renewal was asked before its session stops
+ * POSTing. The database sets the lease's end after the ask, so the lease holds at least that long;
+ * with a renewal every fifth of it, three may be skipped (rows locked) before a session stops.
+ */
+const CURRENT_SHARE = 0.8;
+
+/** A lease held by a live session here: one entry per session, so two with the same owner (an activity's retry) are each renewed. */
+interface HeldEntry extends HeldLease {
+  claims: Set<string> | undefined;
+  /** performance.now() when its lease's last renewal (or its hold) was asked. */
+  confirmedAt: number;
+  lost: boolean;
 }
 
 export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?: number } = {}): SessionLeases {
   const leaseMs = o.leaseMs ?? SESSION_LEASE_MS;
   const renewEveryMs = o.renewEveryMs ?? Math.min(HEARTBEAT_EVERY_MS, leaseMs / 5);
-  const held = new Map<string, HeldLease & { claims: Set<string> | undefined }>();
+  const held = new Set<HeldEntry>();
   const freedListeners: ((due: DueEndpoint) => void)[] = [];
   /** Sessions here per endpoint with the lease taken and not yet given back (an activity's retry may overlap its lost attempt). */
   const here = new Map<string, number>();
@@ -70,14 +93,19 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
   async function renew() {
     if (renewing || held.size === 0) return;
     renewing = true;
-    const leases = [...held.values()];
+    const leases = [...held];
     const claims = leases.flatMap((l) => [...(l.claims ?? [])].map((id) => ({ id, owner: l.owner })));
+    const askedAt = performance.now();
     try {
-      const kept = await renewSessionLeases(db, leases, claims, leaseMs);
-      // Not renewed: the row was busy (the next round renews it), or the lease lapsed and was taken back.
-      for (const l of leases)
-        if (!kept.has(l.owner) && held.has(l.owner))
-          logger.debug({ endpointId: l.endpointId, owner: l.owner }, 'session lease not renewed');
+      const { kept, lost } = await renewSessionLeases(db, leases, claims, leaseMs);
+      for (const l of leases) {
+        if (!held.has(l)) continue;
+        if (kept.has(l.owner)) l.confirmedAt = askedAt;
+        else if (lost.has(l.owner) && !l.lost) {
+          l.lost = true;
+          logger.warn({ endpointId: l.endpointId, owner: l.owner }, 'session lease lapsed and was taken back; the session sends no more');
+        } else logger.debug({ endpointId: l.endpointId, owner: l.owner }, 'session lease not renewed (row busy); the next round renews it');
+      }
     } catch (err) {
       logger.warn({ err }, 'session leases not renewed; the next renewal tries again');
     } finally {
@@ -98,13 +126,18 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
       return answer;
     },
     hold(lease, shortClaims) {
-      const claims = shortClaims ? new Set<string>() : undefined;
-      held.set(lease.owner, merged(lease, { claims }));
+      const entry: HeldEntry = merged(lease, {
+        claims: shortClaims ? new Set<string>() : undefined,
+        confirmedAt: performance.now(),
+        lost: false,
+      });
+      held.add(entry);
       timer ??= setInterval(() => void renew(), renewEveryMs).unref();
       return {
-        claims,
+        claims: entry.claims,
+        current: () => !entry.lost && performance.now() - entry.confirmedAt < leaseMs * CURRENT_SHARE,
         release() {
-          held.delete(lease.owner);
+          held.delete(entry);
           if (held.size === 0) {
             clearInterval(timer);
             timer = undefined;
@@ -126,4 +159,23 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
     },
     heldHere: (endpointId) => here.has(endpointId),
   };
+}
+
+/**
+ * Waits while an earlier attempt of the activity (same owner) holds the endpoint's lease, at most
+ * `maxWaitMs`: time for a live one to learn of its cancellation and stop starting POSTs (a
+ * dead one's lease lapses within it). Its POSTs still in flight after that may be sent twice.
+ */
+export async function untilLeaseGivenBack(
+  db: Db,
+  endpointId: string,
+  owner: string,
+  cancelled: AbortSignal,
+  maxWaitMs = SESSION_LEASE_MS,
+): Promise<void> {
+  const until = Date.now() + maxWaitMs;
+  for (let left = await sessionLeaseLeftMs(db, endpointId, owner); left > 0 && Date.now() < until && !cancelled.aborted;) {
+    await new Promise((resolve) => setTimeout(resolve, Math.min(left, 250)));
+    left = await sessionLeaseLeftMs(db, endpointId, owner);
+  }
 }

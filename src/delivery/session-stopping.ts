@@ -8,7 +8,8 @@
 import { setMaxListeners } from 'node:events';
 import type { Session } from './session-registry.js';
 
-export type StopReason = 'failure' | 'not_sending' | 'idle' | 'time' | 'cancelled' | 'error';
+/** `lease_lost`: the endpoint's lease may be another session's now (`HeldSession.current`). */
+export type StopReason = 'failure' | 'not_sending' | 'idle' | 'time' | 'cancelled' | 'error' | 'lease_lost';
 
 export class SessionStopping {
   private why: StopReason | null = null;

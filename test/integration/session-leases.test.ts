@@ -8,7 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import { createAttemptRecorder } from '../../src/delivery/attempt-recorder.js';
 import { runDeliverySession, type SessionDeps } from '../../src/delivery/delivery-session.js';
-import { createSessionLeases } from '../../src/delivery/session-leases.js';
+import { createSessionLeases, untilLeaseGivenBack } from '../../src/delivery/session-leases.js';
+import { merged } from '../../src/core/merged.js';
 import { createSessionRegistry } from '../../src/delivery/session-registry.js';
 import { claimWithEndpointsFor, type ClaimRequest } from '../../src/db/deliveries.js';
 import type { DueEndpoint } from '../../src/db/due-notifications.js';
@@ -267,15 +268,137 @@ describe('session leases', () => {
       await other.query(`SET lock_timeout = '5s'`);
       const [answer] = await takeDirectSessionLeases(other, [{ endpointId: taken, owner: 'direct/taker' }], LEASE_MS, 60_000);
       expect(answer!.granted).toBe(true);
-      expect(await renewSessionLeases(other, [{ endpointId: renewed, owner: 'direct/renewed' }], [], LEASE_MS)).toEqual(
-        new Set(['direct/renewed']),
-      );
+      expect(await renewSessionLeases(other, [{ endpointId: renewed, owner: 'direct/renewed' }], [], LEASE_MS)).toEqual({
+        kept: new Set(['direct/renewed']),
+        lost: new Set(),
+      });
       expect((await takeBackLostSessions(other)).map((l) => l.endpointId)).toContain(lost);
     } finally {
       await publish.query('ROLLBACK');
       publish.release();
       other.release();
     }
+  });
+
+  it('a renewal tells a lease renewed from one taken by another or taken back, and from one whose row was locked (neither)', async () => {
+    const [mine, robbed, takenBack, busy] = [await bareEndpoint(), await bareEndpoint(), await bareEndpoint(), await bareEndpoint()];
+    for (const [id, owner] of [
+      [mine, 'w/mine'],
+      [robbed, 'w/robbed'],
+      [takenBack, 'w/taken-back'],
+      [busy, 'w/busy'],
+    ] as const)
+      expect((await takeSessionLease(testDb(), id, owner, 'direct', 60_000, 60_000)).granted).toBe(true);
+    await testDb().query(`UPDATE endpoints SET session_owner = 'w/thief' WHERE id = $1`, [robbed]);
+    await testDb().query(`UPDATE endpoints SET session_owner = NULL, session_until = NULL WHERE id = $1`, [takenBack]);
+    const locker = await testDb().connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`SELECT 1 FROM endpoints WHERE id = $1 FOR NO KEY UPDATE`, [busy]);
+      const leases = [
+        { endpointId: mine, owner: 'w/mine' },
+        { endpointId: robbed, owner: 'w/robbed' },
+        { endpointId: takenBack, owner: 'w/taken-back' },
+        { endpointId: busy, owner: 'w/busy' },
+      ];
+      expect(await renewSessionLeases(testDb(), leases, [], LEASE_MS)).toEqual({
+        kept: new Set(['w/mine']),
+        lost: new Set(['w/robbed', 'w/taken-back']),
+      });
+    } finally {
+      await locker.query('ROLLBACK');
+      locker.release();
+    }
+  });
+
+  it('a direct session whose lease another session took (it lapsed meanwhile) starts no more POSTs; what it claimed and did not send is released, the lease left to the taker', async () => {
+    const BACKLOG = 40;
+    const CONCURRENCY = 4;
+    const e = await bed.endpointWithBacklog(BACKLOG);
+    bed.receiver.replyOn(e.prefix, { status: 200, delayMs: 300 });
+    try {
+      const deps = merged(sessionDeps(), { concurrency: CONCURRENCY });
+      const lease = await take(e.id, 'direct/robbed', 'direct');
+      const running = runDeliverySession(deps, { ...request(e.id, 'direct/robbed'), leased: lease.granted ? lease.endpoint : undefined });
+      await eventually(async () => e.posts().length > 0);
+      await testDb().query(
+        `UPDATE endpoints SET session_owner = 'direct/taker', session_until = now() + interval '1 minute' WHERE id = $1`,
+        [e.id],
+      );
+      const atTake = e.posts().length;
+      const round = await running;
+      // Those in flight at the take, and those started before the next renewal (a fifth of the lease) found it.
+      expect(e.posts().length).toBeLessThanOrEqual(atTake + 2 * CONCURRENCY);
+      expect(e.posts().length).toBeLessThan(BACKLOG);
+      expect(round).toMatchObject({ posts: e.posts().length, more: true });
+      expect((await leaseOf(e.id)).session_owner).toBe('direct/taker');
+      const { rows } = await testDb().query(
+        `SELECT count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 AND lease_owner = 'direct/robbed'`,
+        [e.id],
+      );
+      expect(rows[0].n).toBe(0);
+    } finally {
+      bed.receiver.replyOn(e.prefix, null);
+    }
+  });
+
+  it("a session whose worker's renewals stall stops starting POSTs before its lease could lapse, and releases the rest", async () => {
+    const BACKLOG = 40;
+    const CONCURRENCY = 4;
+    const DELAY_MS = 200;
+    const e = await bed.endpointWithBacklog(BACKLOG);
+    bed.receiver.replyOn(e.prefix, { status: 200, delayMs: DELAY_MS });
+    // Renewals answer only after three lease lengths: none confirms the lease while the session runs.
+    const stalled = new Proxy(testDb(), {
+      get(pool, key) {
+        if (key !== 'query') return Reflect.get(pool, key);
+        return async (q: string | { name?: string }, values?: unknown[]) => {
+          if (typeof q !== 'string' && q.name === 'renew_session_leases') await new Promise((r) => setTimeout(r, 3 * LEASE_MS));
+          return pool.query(q as string, values);
+        };
+      },
+    });
+    try {
+      const deps = merged(sessionDeps(LEASE_MS, stalled), { concurrency: CONCURRENCY });
+      const lease = await take(e.id, 'direct/stalled', 'direct');
+      const round = await runDeliverySession(deps, {
+        ...request(e.id, 'direct/stalled'),
+        leased: lease.granted ? lease.endpoint : undefined,
+      });
+      // POSTs start only within 0.8 of the lease's length from its hold, each lane one per DELAY_MS at most.
+      expect(round.posts ?? 0).toBeLessThanOrEqual(CONCURRENCY * ((0.8 * LEASE_MS) / DELAY_MS + 1));
+      expect(round.more).toBe(true);
+      expect(e.posts()).toHaveLength(round.posts ?? 0);
+      const { rows } = await testDb().query(
+        `SELECT count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 AND lease_owner IS NOT NULL`,
+        [e.id],
+      );
+      expect(rows[0].n).toBe(0);
+    } finally {
+      bed.receiver.replyOn(e.prefix, null);
+    }
+  });
+
+  it("an activity's retry waits while its earlier attempt, alive, holds and renews the endpoint's lease, and goes on once it is given back or has lapsed", async () => {
+    const [live, lapsed] = [await bareEndpoint(), await bareEndpoint()];
+    const leases = createSessionLeases(testDb(), { leaseMs: LEASE_MS, renewEveryMs: LEASE_MS / 5 });
+    const first = await leases.take(live, 'run/activity', 'workflow');
+    expect(first.granted).toBe(true);
+    const held = leases.hold({ endpointId: live, owner: 'run/activity' }, false);
+    let givenBack = false;
+    const waiting = untilLeaseGivenBack(testDb(), live, 'run/activity', new AbortController().signal, 60_000).then(() => givenBack);
+    // Held past its length by the renewals: the retry is still waiting.
+    await new Promise((r) => setTimeout(r, 2 * LEASE_MS));
+    held.release();
+    givenBack = true;
+    await leases.end(live, 'run/activity', { handover: false, tellIfDue: false });
+    expect(await waiting).toBe(true);
+    // A lease its dead worker no longer renews holds the retry only until it lapses.
+    expect((await take(lapsed, 'run/activity', 'workflow')).granted).toBe(true);
+    await untilLeaseGivenBack(testDb(), lapsed, 'run/activity', new AbortController().signal, 60_000);
+    expect((await testDb().query(`SELECT session_until < now() AS lapsed FROM endpoints WHERE id = $1`, [lapsed])).rows[0].lapsed).toBe(
+      true,
+    );
   });
 
   it("two workers' batches over the same endpoints in opposite orders neither deadlock nor grant an endpoint twice", async () => {
