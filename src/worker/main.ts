@@ -121,6 +121,7 @@ async function startNewsRouting(
     sessions,
     workflows,
     sweepEveryMs: config.dueSweepMs,
+    heldQuietMs: config.deliveryLingerMs,
     direct: config.directSessions
       ? createDirectSessions({ deps: sessionDeps, workflows, preference, reportEveryMs: config.directReportEveryMs })
       : undefined,

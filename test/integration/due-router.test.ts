@@ -56,7 +56,7 @@ afterAll(async () => {
   await admin.end();
 });
 
-function router(sweepEveryMs = 0, signalEveryMs?: number, direct?: DirectSessions): DueRouter {
+function router(sweepEveryMs = 0, signalEveryMs?: number, direct?: DirectSessions, heldQuietMs?: number): DueRouter {
   const r = startDueRouter({
     databaseUrl,
     db,
@@ -66,6 +66,7 @@ function router(sweepEveryMs = 0, signalEveryMs?: number, direct?: DirectSession
     sweepEveryMs,
     signalEveryMs,
     direct,
+    heldQuietMs,
   });
   routers.push(r);
   return r;
@@ -309,5 +310,38 @@ describe('due-delivery router', () => {
     expect(asked.filter((id) => id === freedBusy)).toHaveLength(1);
     freed.forEach((tell) => tell({ endpointId: freedBusy, accountId }));
     await eventually(async () => asked.filter((id) => id === freedBusy).length === 2, 5_000);
+  });
+  it("asks again about an endpoint held by another worker's session once its news has been quiet for a session's linger, not while news keeps coming", async () => {
+    const QUIET_MS = 2_000;
+    const [held, marker] = [await endpointWithDelivery(), await endpointWithDelivery()];
+    const asked: string[] = [];
+    const direct: DirectSessions = {
+      // Always held elsewhere, for a minute: only the quiet rule makes this worker ask again within it.
+      start: async (due) => (
+        asked.push(due.endpointId),
+        due.endpointId === marker ? { kind: 'started' } : { kind: 'busy', inMs: 60_000, elsewhere: true }
+      ),
+      onFreed: () => {},
+      close: async () => {},
+    };
+    const askedAbout = (id: string) => asked.filter((a) => a === id).length;
+    const routedSoFar = async () => {
+      const before = askedAbout(marker);
+      await notifyDue(db, channel, [{ endpointId: marker, accountId }]);
+      await eventually(async () => askedAbout(marker) > before);
+    };
+    const r = router(0, 60_000, direct, QUIET_MS);
+    await r.ready;
+    await notifyDue(db, channel, [{ endpointId: held, accountId }]);
+    await eventually(async () => askedAbout(held) === 1);
+    // News back to back: the holder's session is alive and hears it.
+    for (let i = 0; i < 3; i++) await notifyDue(db, channel, [{ endpointId: held, accountId }]);
+    await routedSoFar();
+    expect(askedAbout(held)).toBe(1);
+    // Quiet for longer than a session lingers: its holder's session has likely ended, so the next news is asked about.
+    await new Promise((resolve) => setTimeout(resolve, QUIET_MS + 200));
+    await notifyDue(db, channel, [{ endpointId: held, accountId }]);
+    await eventually(async () => askedAbout(held) === 2);
+    expect(await wakeSignals(held)).toBe(0);
   });
 });

@@ -99,6 +99,7 @@ export async function startTestWorker(
         sessions,
         workflows: endpointWorkflows(opts.client, taskQueue),
         sweepEveryMs: 0,
+        heldQuietMs: opts.lingerMs,
         direct,
       })
     : null;
