@@ -89,6 +89,31 @@ async function endpointWithDelivery(opts: { health?: string; streak?: number; he
   return endpointId;
 }
 
+/**
+ * Direct sessions that answer each ask with `answer(endpointId)` and count the asks. `routedSoFar`:
+ * every piece of news notified before has been routed (the router hears one connection's
+ * notifications in order and asks about `marker`, answered `started` with no session, at once).
+ */
+function scriptedDirect(marker: EndpointId, answer: (endpointId: string) => DirectStart) {
+  const asked: string[] = [];
+  const freed: ((due: DueEndpoint) => void)[] = [];
+  const direct: DirectSessions = {
+    start: async (due) => {
+      asked.push(due.endpointId);
+      return answer(due.endpointId);
+    },
+    onFreed: (listener) => freed.push(listener),
+    close: async () => {},
+  };
+  const askedAbout = (id: string) => asked.filter((a) => a === id).length;
+  const routedSoFar = async () => {
+    const before = askedAbout(marker);
+    await notifyDue(db, channel, [{ endpointId: marker, accountId }]);
+    await eventually(async () => askedAbout(marker) > before);
+  };
+  return { direct, asked, freed, askedAbout, routedSoFar };
+}
+
 const { EventType } = temporal.api.enums.v1;
 const GRPC_NOT_FOUND = 5;
 async function wakeSignals(endpointId: string): Promise<number> {
@@ -257,27 +282,10 @@ describe('due-delivery router', () => {
       [busyHere, [{ kind: 'busy', inMs: 60_000, elsewhere: false }, { kind: 'started' }]],
       [marker, [{ kind: 'started' }]],
     ]);
-    const asked: string[] = [];
-    const freed: ((due: DueEndpoint) => void)[] = [];
-    const direct: DirectSessions = {
-      start: async (due) => {
-        asked.push(due.endpointId);
-        const list = answers.get(due.endpointId)!;
-        return list.length > 1 ? list.shift()! : list[0]!;
-      },
-      onFreed: (listener) => freed.push(listener),
-      close: async () => {},
-    };
-    const askedAbout = (id: string) => asked.filter((a) => a === id).length;
-    /**
-     * Every piece of news notified before has been routed: the router hears one connection's
-     * notifications in order and asks about the marker (answered `started`, no session opens) at once.
-     */
-    const routedSoFar = async () => {
-      const before = askedAbout(marker);
-      await notifyDue(db, channel, [{ endpointId: marker, accountId }]);
-      await eventually(async () => askedAbout(marker) > before);
-    };
+    const { direct, asked, freed, askedAbout, routedSoFar } = scriptedDirect(marker, (id) => {
+      const list = answers.get(id)!;
+      return list.length > 1 ? list.shift()! : list[0]!;
+    });
     const r = router(0, 60_000, direct);
     await r.ready;
     await notifyDue(
@@ -314,22 +322,10 @@ describe('due-delivery router', () => {
   it("asks again about an endpoint held by another worker's session once its news has been quiet for a session's linger, not while news keeps coming", async () => {
     const QUIET_MS = 2_000;
     const [held, marker] = [await endpointWithDelivery(), await endpointWithDelivery()];
-    const asked: string[] = [];
-    const direct: DirectSessions = {
-      // Always held elsewhere, for a minute: only the quiet rule makes this worker ask again within it.
-      start: async (due) => (
-        asked.push(due.endpointId),
-        due.endpointId === marker ? { kind: 'started' } : { kind: 'busy', inMs: 60_000, elsewhere: true }
-      ),
-      onFreed: () => {},
-      close: async () => {},
-    };
-    const askedAbout = (id: string) => asked.filter((a) => a === id).length;
-    const routedSoFar = async () => {
-      const before = askedAbout(marker);
-      await notifyDue(db, channel, [{ endpointId: marker, accountId }]);
-      await eventually(async () => askedAbout(marker) > before);
-    };
+    // Always held elsewhere, for a minute: only the quiet rule makes this worker ask again within it.
+    const { direct, askedAbout, routedSoFar } = scriptedDirect(marker, (id) =>
+      id === marker ? { kind: 'started' } : { kind: 'busy', inMs: 60_000, elsewhere: true },
+    );
     const r = router(0, 60_000, direct, QUIET_MS);
     await r.ready;
     await notifyDue(db, channel, [{ endpointId: held, accountId }]);
