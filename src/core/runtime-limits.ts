@@ -51,3 +51,10 @@ export const SESSION_LEASE_MS = HEARTBEAT_TIMEOUT_MS;
 export const REPORT_EVERY_MS = 5 * 60_000;
 /** A round handed to the workflow and not taken in after this long (Temporal unreachable meanwhile) no longer holds sessions back. */
 export const HANDOVER_TIMEOUT_MS = 60_000;
+
+/**
+ * How long a delivery session waits for news of due work before it ends (DELIVERY_LINGER_MS's
+ * default); the due router also takes news this long after the last for the end of the session
+ * another worker held (`heldQuietMs`).
+ */
+export const SESSION_LINGER_MS = 5_000;

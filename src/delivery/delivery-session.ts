@@ -229,8 +229,6 @@ class DeliverySession {
   /** The endpoint's secrets, decrypted once per ciphertext instead of once per POST. */
   private readonly secrets: Pick<SecretBox, 'open'>;
   private readonly observedAtMs: number;
-  /** The deliveries claimed under a short lease and not yet taken to the end (a direct session's). */
-  private readonly leased: Set<string> | undefined;
 
   constructor(
     private readonly deps: SessionParts,
@@ -241,7 +239,6 @@ class DeliverySession {
     private readonly held: HeldSession,
   ) {
     this.stopping = new SessionStopping(news);
-    this.leased = held.claims;
     this.claims = new DeliveryClaims(
       merged(merged(deps, req), { leased: held.claims, shortLeaseMs: deps.leases.leaseMs }),
       news,
@@ -315,7 +312,7 @@ class DeliverySession {
         const outcome = await this.attempt(endpoint, d, slot!);
         this.done++;
         // Its record, on its way, ends the lease.
-        this.leased?.delete(d.id);
+        this.held.claims?.delete(d.id);
         if (!outcome) continue;
         this.outcomes = compactOutcomes([...this.outcomes, outcome]);
         if (!outcome.ok) this.stopping.halt('failure');

@@ -14,7 +14,7 @@ import { findOverdueEndpoints, parseDuePayload, type DueEndpoint } from '../db/d
 import { takeBackLostSessions } from '../db/session-leases.js';
 import { keepListening } from '../db/notification-listener.js';
 import type { Db } from '../db/pool.js';
-import { SESSION_LEASE_MS } from '../core/runtime-limits.js';
+import { SESSION_LEASE_MS, SESSION_LINGER_MS } from '../core/runtime-limits.js';
 import { traceHop } from '../runtime/hop-trace.js';
 import { logger } from '../runtime/logger.js';
 import type { EndpointWorkflows } from './workflow-client.js';
@@ -67,8 +67,6 @@ const SIGNAL_EVERY_MS = 3_000;
  * soon as Temporal answers for them. The router's interval per endpoint is what keeps them few.
  */
 const SIGNALS_IN_FLIGHT = 32;
-/** `heldQuietMs` unless given: DELIVERY_LINGER_MS's default, how long a session waits for news before it ends. */
-const HELD_QUIET_MS = 5_000;
 
 /** Sends `send(endpointId, accountId)` for each added endpoint, `limit` at a time; an endpoint already waiting is not queued twice. */
 function createSignalQueue(send: (endpointId: EndpointId, accountId: AccountId) => Promise<void>, limit: number) {
@@ -132,7 +130,7 @@ class NewsRouter {
 
   constructor(private readonly o: DueRouterOptions) {
     this.signalEveryMs = o.signalEveryMs ?? SIGNAL_EVERY_MS;
-    this.heldQuietMs = o.heldQuietMs ?? HELD_QUIET_MS;
+    this.heldQuietMs = o.heldQuietMs ?? SESSION_LINGER_MS;
     this.signals = createSignalQueue(
       (endpointId, accountId) =>
         o.workflows.wake(endpointId, accountId).catch((err) => logger.warn({ err, endpointId }, 'wake signal failed')),

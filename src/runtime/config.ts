@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_RETENTION_DAYS, retentionDaysProblem } from '../core/delivery-partitions.js';
-import { deliveryTimeoutProblem, REPORT_EVERY_MS } from '../core/runtime-limits.js';
+import { deliveryTimeoutProblem, REPORT_EVERY_MS, SESSION_LINGER_MS } from '../core/runtime-limits.js';
 
 /** What dev mode lets through: the loopback ranges, where a local receiver listens. */
 export const DEV_MODE_CIDRS = ['127.0.0.0/8', '::1/128'];
@@ -77,7 +77,7 @@ const Env = z.object({
     const problem = deliveryTimeoutProblem(v);
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   }),
-  DELIVERY_LINGER_MS: count(5_000),
+  DELIVERY_LINGER_MS: count(SESSION_LINGER_MS),
   DIRECT_REPORT_EVERY_MS: count(REPORT_EVERY_MS),
   DELIVERY_RETENTION_DAYS: z
     .preprocess((v) => (v === '' || v === undefined ? undefined : v), z.coerce.number().default(DEFAULT_RETENTION_DAYS))
