@@ -64,21 +64,43 @@ const request = (endpointId: string, owner: string) => ({
   signal: new AbortController().signal,
 });
 
+/** The pool, `before` awaited ahead of each of its statements (given its text and its name, if any). */
+const beforeEachQuery = (before: (text: string, name: string | undefined) => Promise<unknown>): Db =>
+  new Proxy(testDb(), {
+    get(pool, key) {
+      if (key !== 'query') return Reflect.get(pool, key);
+      return async (q: string | { text: string; name?: string }, values?: unknown[]) => {
+        await (typeof q === 'string' ? before(q, undefined) : before(q.text, q.name));
+        return pool.query(q as string, values);
+      };
+    },
+  });
+
 /**
  * The pool, its holder's session on endpoint `id` ending just after a take's statement was
  * refused: the lease is given back before the second statement, which asks why.
  */
 const endingBeforeWhy = (id: string): Db =>
-  new Proxy(testDb(), {
-    get(pool, key) {
-      if (key !== 'query') return Reflect.get(pool, key);
-      return async (q: string | { text: string }, values?: unknown[]) => {
-        if ((typeof q === 'string' ? q : q.text).includes('held_ms'))
-          await pool.query(`UPDATE endpoints SET session_owner = NULL, session_until = NULL WHERE id = $1`, [id]);
-        return pool.query(q as string, values);
-      };
-    },
+  beforeEachQuery(async (text) => {
+    if (text.includes('held_ms'))
+      await testDb().query(`UPDATE endpoints SET session_owner = NULL, session_until = NULL WHERE id = $1`, [id]);
   });
+
+/** A direct session of `owner` on endpoint `id`, its lease taken first as the due router takes it (refused: an error). */
+async function runDirect(deps: SessionDeps, id: string, owner: string) {
+  const lease = await take(id, owner, 'direct');
+  if (!lease.granted) throw new Error(`lease of ${id} not granted to ${owner}`);
+  return runDeliverySession(deps, { ...request(id, owner), leased: lease.endpoint });
+}
+
+/** Deliveries of endpoint `id` leased to `owner`, or to anyone. */
+async function leasedDeliveries(id: string, owner?: string): Promise<number> {
+  const { rows } = await testDb().query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 AND lease_owner IS NOT NULL AND ($2::text IS NULL OR lease_owner = $2)`,
+    [id, owner ?? null],
+  );
+  return rows[0]!.n;
+}
 
 describe('session leases', () => {
   it('one holder at a time: a second direct session is told how long the first holds it; a workflow session gets an empty round and sends nothing', async () => {
@@ -92,10 +114,7 @@ describe('session leases', () => {
     const round = await runDeliverySession(sessionDeps(), request(e.id, 'run/activity'));
     expect(round).toMatchObject({ outcomes: [], posts: 0, more: false });
     expect(e.posts()).toHaveLength(0);
-    expect(
-      (await testDb().query(`SELECT count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 AND lease_owner IS NOT NULL`, [e.id])).rows[0]
-        .n,
-    ).toBe(0);
+    expect(await leasedDeliveries(e.id)).toBe(0);
     // Its lease lapsed (no renewal): taken back once, then anyone may take it.
     await new Promise((r) => setTimeout(r, LEASE_MS + 50));
     expect((await takeBackLostSessions(testDb())).map((l) => l.endpointId)).toContain(e.id);
@@ -108,12 +127,7 @@ describe('session leases', () => {
     bed.receiver.replyOn(e.prefix, { status: 500 });
     try {
       const deps = sessionDeps();
-      const lease = await take(e.id, 'direct/fails', 'direct');
-      expect(lease.granted).toBe(true);
-      const round = await runDeliverySession(deps, {
-        ...request(e.id, 'direct/fails'),
-        leased: lease.granted ? lease.endpoint : undefined,
-      });
+      const round = await runDirect(deps, e.id, 'direct/fails');
       expect(round.outcomes.some((o) => !o.ok)).toBe(true);
       expect(round.healthRecorded).toBe(false);
       expect(await leaseOf(e.id)).toMatchObject({ session_owner: null });
@@ -136,8 +150,7 @@ describe('session leases', () => {
       const deps = sessionDeps();
       const freed: DueEndpoint[] = [];
       deps.leases.onFreed((due) => freed.push(due));
-      const lease = await take(e.id, 'direct/renews', 'direct');
-      const running = runDeliverySession(deps, { ...request(e.id, 'direct/renews'), leased: lease.granted ? lease.endpoint : undefined });
+      const running = runDirect(deps, e.id, 'direct/renews');
       // Claimed with a lease of LEASE_MS, not minutes; still held past it, since the session renews it.
       const claimed = await eventually(async () => {
         const { rows } = await testDb().query(
@@ -319,8 +332,7 @@ describe('session leases', () => {
     bed.receiver.replyOn(e.prefix, { status: 200, delayMs: DELAY_MS });
     try {
       const deps = merged(sessionDeps(), { concurrency: CONCURRENCY });
-      const lease = await take(e.id, 'direct/robbed', 'direct');
-      const running = runDeliverySession(deps, { ...request(e.id, 'direct/robbed'), leased: lease.granted ? lease.endpoint : undefined });
+      const running = runDirect(deps, e.id, 'direct/robbed');
       await eventually(async () => e.posts().length > 0);
       await testDb().query(
         `UPDATE endpoints SET session_owner = 'direct/taker', session_until = now() + interval '1 minute' WHERE id = $1`,
@@ -334,11 +346,7 @@ describe('session leases', () => {
       expect(e.posts().length).toBeLessThan(BACKLOG);
       expect(round).toMatchObject({ posts: e.posts().length, more: true });
       expect((await leaseOf(e.id)).session_owner).toBe('direct/taker');
-      const { rows } = await testDb().query(
-        `SELECT count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 AND lease_owner = 'direct/robbed'`,
-        [e.id],
-      );
-      expect(rows[0].n).toBe(0);
+      expect(await leasedDeliveries(e.id, 'direct/robbed')).toBe(0);
     } finally {
       bed.receiver.replyOn(e.prefix, null);
     }
@@ -351,31 +359,15 @@ describe('session leases', () => {
     const e = await bed.endpointWithBacklog(BACKLOG);
     bed.receiver.replyOn(e.prefix, { status: 200, delayMs: DELAY_MS });
     // Renewals answer only after three lease lengths: none confirms the lease while the session runs.
-    const stalled = new Proxy(testDb(), {
-      get(pool, key) {
-        if (key !== 'query') return Reflect.get(pool, key);
-        return async (q: string | { name?: string }, values?: unknown[]) => {
-          if (typeof q !== 'string' && q.name === 'renew_session_leases') await new Promise((r) => setTimeout(r, 3 * LEASE_MS));
-          return pool.query(q as string, values);
-        };
-      },
-    });
+    const stalled = beforeEachQuery(async (_, name) => name === 'renew_session_leases' && new Promise((r) => setTimeout(r, 3 * LEASE_MS)));
     try {
       const deps = merged(sessionDeps(LEASE_MS, stalled), { concurrency: CONCURRENCY });
-      const lease = await take(e.id, 'direct/stalled', 'direct');
-      const round = await runDeliverySession(deps, {
-        ...request(e.id, 'direct/stalled'),
-        leased: lease.granted ? lease.endpoint : undefined,
-      });
+      const round = await runDirect(deps, e.id, 'direct/stalled');
       // POSTs start only within 0.8 of the lease's length from its hold, each lane one per DELAY_MS at most.
       expect(round.posts ?? 0).toBeLessThanOrEqual(CONCURRENCY * ((0.8 * LEASE_MS) / DELAY_MS + 1));
       expect(round.more).toBe(true);
       expect(e.posts()).toHaveLength(round.posts ?? 0);
-      const { rows } = await testDb().query(
-        `SELECT count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 AND lease_owner IS NOT NULL`,
-        [e.id],
-      );
-      expect(rows[0].n).toBe(0);
+      expect(await leasedDeliveries(e.id)).toBe(0);
     } finally {
       bed.receiver.replyOn(e.prefix, null);
     }
