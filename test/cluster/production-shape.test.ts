@@ -162,6 +162,24 @@ const posts = (prefix: string): ReceivedRequest[] => receiver.deliveriesUnder(pr
 const entityOf = (p: ReceivedRequest): string => String(p.headers['x-idempotency-key']).split(':')[2]!;
 
 /** Deliveries of the endpoint (test deliveries aside), with how many of their attempts succeeded. */
+/** For each idempotency key: when each of its POSTs arrived (ms from `sinceMs`), and its delivery's attempts as recorded. */
+async function twiceStory(keys: [string, number][], prefix: string, sinceMs: number): Promise<string> {
+  const lines: string[] = [];
+  for (const [key] of keys) {
+    const arrivals = posts(prefix)
+      .filter((p) => String(p.headers['x-idempotency-key']) === key)
+      .map((p) => `${p.atMs - sinceMs} ms (webhook-id ${String(p.headers['webhook-id'])})`);
+    const { rows } = await db.query<{ n: number; started_at: Date; code: number | null; error: string | null }>(
+      `SELECT a.number AS n, a.started_at, a.response_code AS code, a.error
+         FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.idempotency_key = $1 ORDER BY a.started_at`,
+      [key],
+    );
+    const attempts = rows.map((r) => `#${r.n} at ${r.started_at.getTime() - sinceMs} ms: ${r.code ?? r.error}`);
+    lines.push(`  ${key}: received at ${arrivals.join(', ')}; attempts ${attempts.join(', ') || 'none'}`);
+  }
+  return lines.join('\n');
+}
+
 const deliveries = async (endpointId: string) =>
   (
     await db.query<{ idempotency_key: string; status: string; successes: number }>(
@@ -482,6 +500,7 @@ describe('the production shape', () => {
     const recordedBeforeKill = new Set((await deliveries(id)).filter((d) => d.status === 'success').map((d) => d.idempotency_key));
     const publishedAtKill = load.published.length;
     const saidBefore = said.length;
+    const killedAt = Date.now();
     process.kill(pid, 'SIGKILL');
     expect(recordedBeforeKill.size).toBeLessThan(publishedAtKill);
     await phase('back', () => eventually(async () => shape.postgres!.pid !== undefined && shape.postgres!.pid !== pid, 120_000));
@@ -505,7 +524,10 @@ describe('the production shape', () => {
       counts.set(String(p.headers['x-idempotency-key']), (counts.get(String(p.headers['x-idempotency-key'])) ?? 0) + 1);
     expect(counts.size).toBe(rows.length);
     const twice = [...counts].filter(([, n]) => n > 1);
-    expect(twice.filter(([key, n]) => n > 2 || !sentBeforeBack.has(key) || recordedBeforeKill.has(key))).toEqual([]);
+    const unexpected = twice.filter(([key, n]) => n > 2 || !sentBeforeBack.has(key) || recordedBeforeKill.has(key));
+    // Why, should it come back: each POST's receipt against the kill, and the attempts Postgres kept.
+    if (unexpected.length > 0) console.log(`Postgres kill: sent twice unexpectedly:\n${await twiceStory(unexpected, prefix, killedAt)}`);
+    expect(unexpected).toEqual([]);
     console.log(`Postgres kill: ${twice.length} of ${rows.length} POSTs sent twice (answered while Postgres was down)`);
   }, 600_000);
 });
