@@ -163,7 +163,7 @@ const entityOf = (p: ReceivedRequest): string => String(p.headers['x-idempotency
 
 /** Deliveries of the endpoint (test deliveries aside), with how many of their attempts succeeded. */
 /** For each idempotency key: when each of its POSTs arrived (ms from `sinceMs`), and its delivery's attempts as recorded. */
-async function twiceStory(keys: [string, number][], prefix: string, sinceMs: number): Promise<string> {
+async function twiceStory(keys: [string, number][], endpointId: string, prefix: string, sinceMs: number): Promise<string> {
   const lines: string[] = [];
   for (const [key] of keys) {
     const arrivals = posts(prefix)
@@ -171,8 +171,9 @@ async function twiceStory(keys: [string, number][], prefix: string, sinceMs: num
       .map((p) => `${p.atMs - sinceMs} ms (webhook-id ${String(p.headers['webhook-id'])})`);
     const { rows } = await db.query<{ n: number; started_at: Date; code: number | null; error: string | null }>(
       `SELECT a.number AS n, a.started_at, a.response_code AS code, a.error
-         FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.idempotency_key = $1 ORDER BY a.started_at`,
-      [key],
+         FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
+        WHERE d.idempotency_key = $1 AND d.endpoint_id = $2 ORDER BY a.started_at`,
+      [key, endpointId],
     );
     const attempts = rows.map((r) => `#${r.n} at ${r.started_at.getTime() - sinceMs} ms: ${r.code ?? r.error}`);
     lines.push(`  ${key}: received at ${arrivals.join(', ')}; attempts ${attempts.join(', ') || 'none'}`);
@@ -526,7 +527,7 @@ describe('the production shape', () => {
     const twice = [...counts].filter(([, n]) => n > 1);
     const unexpected = twice.filter(([key, n]) => n > 2 || !sentBeforeBack.has(key) || recordedBeforeKill.has(key));
     // Why, should it come back: each POST's receipt against the kill, and the attempts Postgres kept.
-    if (unexpected.length > 0) console.log(`Postgres kill: sent twice unexpectedly:\n${await twiceStory(unexpected, prefix, killedAt)}`);
+    if (unexpected.length > 0) console.log(`Postgres kill: sent twice unexpectedly:\n${await twiceStory(unexpected, id, prefix, killedAt)}`);
     expect(unexpected).toEqual([]);
     console.log(`Postgres kill: ${twice.length} of ${rows.length} POSTs sent twice (answered while Postgres was down)`);
   }, 600_000);
