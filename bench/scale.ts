@@ -17,7 +17,8 @@
  * (16 publishers); the audit list (GET /api/v1/webhook_deliveries, by endpoint and by status, its
  * first page and a page `depth` pages deep through the route's own cursors); stats
  * (GET /api/v1/webhooks/{id}/stats); a stream page (GET /api/v1/events) at the head and in the
- * middle; deleting a contact with 10,000 events (DELETE /api/v1/contacts/{id}) while another
+ * middle, at its largest (100) and its default size (20); GET /healthz, the floor any read pays
+ * over HTTP on the machine; deleting a contact with 10,000 events (DELETE /api/v1/contacts/{id}) while another
  * tenant publishes; dropping the oldest weekly partition while publishing (when the tables are
  * partitioned, by the product's retention, each statement timed); then a churn at full rate with
  * the tables' and the written week's dead rows, sizes and autovacuums each minute.
@@ -35,7 +36,7 @@ import path from 'node:path';
 import type pg from 'pg';
 import { issueApiKey } from '../src/db/api-keys.js';
 import { SCOPES } from '../src/security/api-key.js';
-import { decodePageKey, encodePageKey } from '../src/core/paging.js';
+import { decodePageKey, DEFAULT_LIMIT, encodePageKey } from '../src/core/paging.js';
 import { endpointPacing, listDeliveries, type DeliveryFilter } from '../src/db/deliveries.js';
 import { endpointHourlyStats } from '../src/db/endpoint-hourly-stats.js';
 import { readStream } from '../src/db/events.js';
@@ -146,6 +147,11 @@ interface Reads {
   stats: Latency;
   streamHead: Latency;
   streamMiddle: Latency;
+  /** The stream's default page (20 items, no `limit`). */
+  streamDefaultHead: Latency;
+  streamDefaultMiddle: Latency;
+  /** GET /healthz: one trivial statement and Temporal's health check; what any read costs over HTTP on this machine. */
+  floor: Latency;
 }
 interface During {
   actionMs: number;
@@ -559,6 +565,9 @@ async function main() {
     readRow('stats (24 hours of an endpoint): p50 / p99, SQL once', (r) => r.stats, '≤ 10 ms');
     readRow('stream page (100) at the head: p50 / p99, SQL once', (r) => r.streamHead, '≤ 5 ms');
     readRow('stream page (100) in the middle: p50 / p99, SQL once', (r) => r.streamMiddle, '≤ 5 ms');
+    readRow('stream page (default, 20) at the head: p50 / p99, SQL once', (r) => r.streamDefaultHead, '≤ 5 ms');
+    readRow('stream page (default, 20) in the middle: p50 / p99, SQL once', (r) => r.streamDefaultMiddle, '≤ 5 ms');
+    readRow('  floor: GET /healthz (SELECT 1, Temporal health): p50 / p99', (r) => r.floor, 'note');
     const full = (v: string) => ['', ...stepReads.map((_, i) => (i === stepReads.length - 1 ? v : ''))];
     rows.push([
       `delete a contact with ${n(CONTACT_EVENTS)} events: time`,
@@ -763,7 +772,10 @@ async function measureReads(db: pg.Pool, read: ApiRead, t: ReadTarget): Promise<
     const rows = await listDeliveries(q, t.accountId, filter, { limit, after });
     await endpointPacing(q, rows.slice(0, limit));
   };
-  const streamSql = (cursor: string) => (q: Queryable) => readStream(q, t.accountId, 'live', cursor, 100);
+  const streamSql =
+    (cursor: string, limit = 100) =>
+    (q: Queryable) =>
+      readStream(q, t.accountId, 'live', cursor, limit);
   const byEndpoint = `endpoint_id=${t.endpointId}`;
   const byStatus = 'status=exhausted';
   const endpointDeep = await deepCursors('account_id = $1 AND endpoint_id = $2', [t.accountId, t.endpointId]);
@@ -810,6 +822,15 @@ async function measureReads(db: pg.Pool, read: ApiRead, t: ReadTarget): Promise<
       middle.map((c) => `/api/v1/events?after=${c}&limit=100`),
       streamSql(middle[0]!),
     ),
+    streamDefaultHead: await time(
+      head.map((c) => `/api/v1/events?after=${c}`),
+      streamSql(head[0]!, DEFAULT_LIMIT),
+    ),
+    streamDefaultMiddle: await time(
+      middle.map((c) => `/api/v1/events?after=${c}`),
+      streamSql(middle[0]!, DEFAULT_LIMIT),
+    ),
+    floor: await time(['/healthz'], (q) => q.query('SELECT 1')),
   };
 }
 
