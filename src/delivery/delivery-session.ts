@@ -84,6 +84,8 @@ export interface SessionRequest {
   leased?: EndpointRow;
   /** With `leased`: how long ago the last POST of the endpoint's sessions started, as the lease read it (`LeaseAnswer`). */
   lastPostAgoMs?: number | null;
+  /** With `leased`: the deliveries its lease's statement claimed (`LeaseAnswer.claimed`), leased short to `owner`. */
+  claimed?: ClaimedDelivery[];
 }
 
 /** The latest success shows on the endpoint at most this often while a session runs. */
@@ -174,7 +176,7 @@ export async function runDeliverySession(given: SessionDeps, req: SessionRequest
   keepPace(deps.pacing, req.endpointId, lastPostAgoMs);
   // A PATCH (deactivation, new url) may be committed before its signal reaches the workflow.
   if (!sending(opened ?? (await readEndpoint()))) {
-    await leases.end(req.endpointId, req.owner, { handover: false, tellIfDue: false });
+    await giveBackUnused(deps.db, leases, req);
     return nothingDone();
   }
   // Opened in the same tick as a direct session's call: news from now on pokes it.
@@ -198,6 +200,16 @@ export async function runDeliverySession(given: SessionDeps, req: SessionRequest
     lastPostAgoMs: lastStart === undefined ? null : performance.now() - lastStart,
   });
   return round;
+}
+
+/** A lease taken and not used: the deliveries claimed with it (`claimed`), then the lease, given back. */
+export async function giveBackUnused(
+  db: Db,
+  leases: Pick<SessionLeases, 'end'>,
+  s: Pick<SessionRequest, 'endpointId' | 'owner' | 'claimed'>,
+): Promise<void> {
+  if (s.claimed?.length) await releaseLeases(db, s.owner);
+  await leases.end(s.endpointId, s.owner, { handover: false, tellIfDue: false });
 }
 
 /**
@@ -239,8 +251,9 @@ class DeliverySession {
     private readonly held: HeldSession,
   ) {
     this.stopping = new SessionStopping(news);
+    const first = req.leased && req.claimed ? { deliveries: req.claimed, endpoint: req.leased } : undefined;
     this.claims = new DeliveryClaims(
-      merged(merged(deps, req), { leased: held.claims, shortLeaseMs: deps.leases.leaseMs }),
+      merged(merged(deps, req), { leased: held.claims, shortLeaseMs: deps.leases.leaseMs, first }),
       news,
       this.stopping,
     );
