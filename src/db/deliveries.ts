@@ -364,7 +364,7 @@ const CLAIMED_EVENT_COLUMNS = [
   'payload',
 ] as const satisfies readonly (keyof TableRow)[];
 export type ClaimedEvent = Pick<EventRow, Exclude<(typeof CLAIMED_EVENT_COLUMNS)[number], 'payload'> | 'data'>;
-export const claimedEventColumnsOf = (alias: string): string => eventColumnsOf(alias, CLAIMED_EVENT_COLUMNS);
+const claimedEventColumnsOf = (alias: string): string => eventColumnsOf(alias, CLAIMED_EVENT_COLUMNS);
 
 function claimedEventOf(row: Record<string, unknown>): ClaimedEvent | null {
   if (!row.id) return null;
@@ -375,7 +375,7 @@ function claimedEventOf(row: Record<string, unknown>): ClaimedEvent | null {
 }
 
 /** A claim's row: the delivery's columns prefixed `delivery_`, its event's (claimedEventColumnsOf) as they are. */
-export type ClaimedRow = Record<string, unknown> & {
+type ClaimedRow = Record<string, unknown> & {
   delivery_id: string;
   delivery_event_id: string | null;
   delivery_event_type: string;
@@ -383,7 +383,7 @@ export type ClaimedRow = Record<string, unknown> & {
   delivery_attempts: number;
 };
 
-export function claimedDeliveryOf(row: ClaimedRow): ClaimedDelivery {
+function claimedDeliveryOf(row: ClaimedRow): ClaimedDelivery {
   return {
     id: row.delivery_id,
     event_id: row.delivery_event_id,

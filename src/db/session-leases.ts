@@ -4,7 +4,7 @@ import type { AccountId, EndpointId } from '../core/ids.js';
  * (src/delivery/session-leases.ts says who takes it and when). Times are the database's, so workers'
  * clocks need not agree.
  */
-import { claimedDeliveryOf, claimedEventColumnsOf, OWED, type ClaimedDelivery, type ClaimedRow } from './deliveries.js';
+import { OWED } from './deliveries.js';
 import { endpointColumnsAs, endpointFromColumns, type EndpointRow } from './endpoints.js';
 import type { Queryable } from './pool.js';
 
@@ -16,13 +16,7 @@ export type LeaseAnswer =
    * Taken (or already this owner's): the endpoint as committed now, and how long ago the last POST
    * of its sessions started (null: none recorded), so this session keeps their pace (`rate_limit`).
    */
-  | {
-      granted: true;
-      endpoint: EndpointRow;
-      lastPostAgoMs: number | null;
-      /** Deliveries claimed with the lease, leased to its owner (a direct take's `claimLimit`). */
-      claimed?: ClaimedDelivery[];
-    }
+  | { granted: true; endpoint: EndpointRow; lastPostAgoMs: number | null }
   /**
    * Another session holds it for `heldMs` more (a live one renews it, and looks for due work when it
    * gives it back); 0: it was given back while this was asked, so ask again.
@@ -63,7 +57,7 @@ const heldMsFor = (eligible: string, owner: string, handoverTimeout: string) =>
      THEN extract(epoch FROM e.session_until - now()) * 1000 ELSE 0 END
    END::float8 AS held_ms`;
 /** How long ago the last POST of the endpoint's sessions started, for the next session's pace. */
-const lastPostAgoMsAs = (prefix: string) => `(extract(epoch FROM now() - e.session_paced_at) * 1000)::float8 AS ${prefix}last_post_ago_ms`;
+const LAST_POST_AGO_MS = `(extract(epoch FROM now() - e.session_paced_at) * 1000)::float8 AS last_post_ago_ms`;
 
 /**
  * Takes the endpoint's session lease for `owner` (for `leaseMs`), reading the endpoint in the
@@ -82,7 +76,7 @@ export async function takeSessionLease(
     name: `take_session_lease_${kind}`,
     text: `UPDATE endpoints e SET session_owner = $2, session_until = now() + ${secs('$3')}, handover_at = NULL
      WHERE e.id = $1 AND ${FREE} ${kind === 'direct' ? `AND ${DIRECT_ELIGIBLE}` : ''}
-     RETURNING ${endpointColumnsAs('e', '')}, ${lastPostAgoMsAs('')}`,
+     RETURNING ${endpointColumnsAs('e', '')}, ${LAST_POST_AGO_MS}`,
     values: [endpointId, owner, leaseMs, handoverTimeoutMs],
   });
   const endpoint = rows[0] ? endpointFromColumns(rows[0], '') : undefined;
@@ -99,8 +93,6 @@ export async function takeSessionLease(
 export interface LeaseRequest {
   endpointId: string;
   owner: string;
-  /** Due deliveries to claim with the lease, if it is granted, in the same statement (none when unset). */
-  claimLimit?: number;
 }
 
 /**
@@ -110,11 +102,6 @@ export interface LeaseRequest {
  * endpoints wait for each other and never deadlock; an endpoint asked twice in one batch goes to
  * one of its owners. Those refused are asked why in a second statement, which sees the lease of a
  * worker that won the race (the first statement's snapshot may predate it).
- *
- * A granted lease comes with up to its request's `claimLimit` of the endpoint's due deliveries,
- * earliest first, leased to its owner for `leaseMs` (a direct session's short lease), as
- * `claimWithEndpointsFor` would claim them: a session's start is one round trip, not two (the
- * lease, then its first claim), which every event to an endpoint quiet for its linger paid.
  */
 export async function takeDirectSessionLeases(
   db: Queryable,
@@ -122,52 +109,25 @@ export async function takeDirectSessionLeases(
   leaseMs: number,
   handoverTimeoutMs: number,
 ): Promise<LeaseAnswer[]> {
-  const { rows } = await db.query<ClaimedRow & { taken_by: string; endpoint_last_post_ago_ms: number | null }>({
+  const ids = reqs.map((r) => r.endpointId);
+  const owners = reqs.map((r) => r.owner);
+  const { rows } = await db.query({
     name: 'take_direct_session_leases',
     text: `WITH req AS (
-       SELECT DISTINCT ON (r.id) r.id, r.owner, r.lim FROM unnest($1::uuid[], $2::text[], $5::int[]) AS r(id, owner, lim) ORDER BY r.id, r.owner
+       SELECT DISTINCT ON (r.id) r.id, r.owner FROM unnest($1::uuid[], $2::text[]) AS r(id, owner) ORDER BY r.id, r.owner
      ), free AS (
-       SELECT e.id, req.owner, req.lim FROM endpoints e JOIN req ON req.id = e.id
+       SELECT e.id, req.owner FROM endpoints e JOIN req ON req.id = e.id
        WHERE ${freeFor('req.owner', '$4')} AND ${DIRECT_ELIGIBLE}
        ORDER BY e.id FOR NO KEY UPDATE OF e
-     ), taken AS (
-       UPDATE endpoints e SET session_owner = f.owner, session_until = now() + ${secs('$3')}, handover_at = NULL
-       FROM free f WHERE e.id = f.id
-       RETURNING f.owner AS taken_by, f.lim AS claim_limit, ${endpointColumnsAs('e', 'endpoint_')}, ${lastPostAgoMsAs('endpoint_')}
-     ), due AS (
-       SELECT pick.id, t.taken_by FROM taken t CROSS JOIN LATERAL (
-         SELECT id FROM deliveries
-         WHERE endpoint_id = t.endpoint_id AND ${OWED} AND held_since IS NULL
-           AND next_attempt_at <= now() AND (leased_until IS NULL OR leased_until < now())
-         ORDER BY next_attempt_at, created_at
-         LIMIT t.claim_limit
-         FOR UPDATE SKIP LOCKED
-       ) pick
-     ), claimed AS (
-       UPDATE deliveries d SET leased_until = now() + ${secs('$3')}, lease_owner = due.taken_by
-       FROM due WHERE d.id = due.id
-       RETURNING d.id AS delivery_id, d.event_id AS delivery_event_id, d.event_type AS delivery_event_type,
-                 d.idempotency_key AS delivery_idempotency_key, d.attempts AS delivery_attempts, d.lease_owner AS delivery_lease_owner,
-                 d.next_attempt_at AS delivery_next_attempt_at, d.created_at AS delivery_created_at
      )
-     -- One row per claimed delivery, or one with none for a lease granted with nothing due.
-     SELECT t.*, c.delivery_id, c.delivery_event_id, c.delivery_event_type, c.delivery_idempotency_key, c.delivery_attempts,
-            ${claimedEventColumnsOf('ev')}
-     FROM taken t
-     LEFT JOIN claimed c ON c.delivery_lease_owner = t.taken_by
-     LEFT JOIN events ev ON ev.id = c.delivery_event_id
-     ORDER BY t.taken_by, c.delivery_next_attempt_at, c.delivery_created_at`,
-    values: [reqs.map((r) => r.endpointId), reqs.map((r) => r.owner), leaseMs, handoverTimeoutMs, reqs.map((r) => r.claimLimit ?? 0)],
+     UPDATE endpoints e SET session_owner = f.owner, session_until = now() + ${secs('$3')}, handover_at = NULL
+     FROM free f WHERE e.id = f.id
+     RETURNING f.owner AS taken_by, ${endpointColumnsAs('e', '')}, ${LAST_POST_AGO_MS}`,
+    values: [ids, owners, leaseMs, handoverTimeoutMs],
   });
-  const taken = new Map<string, { endpoint: EndpointRow; lastPostAgoMs: number | null; claimed: ClaimedDelivery[] }>();
-  for (const row of rows) {
-    let t = taken.get(row.taken_by);
-    if (!t) {
-      t = { endpoint: endpointFromColumns(row, 'endpoint_')!, lastPostAgoMs: row.endpoint_last_post_ago_ms, claimed: [] };
-      taken.set(row.taken_by, t);
-    }
-    if (row.delivery_id) t.claimed.push(claimedDeliveryOf(row));
-  }
+  const taken = new Map<string, { endpoint: EndpointRow; lastPostAgoMs: number | null }>();
+  for (const row of rows as ({ taken_by: string; last_post_ago_ms: number | null } & Record<string, unknown>)[])
+    taken.set(row.taken_by, { endpoint: endpointFromColumns(row, '')!, lastPostAgoMs: row.last_post_ago_ms });
   const refused = reqs.filter((r) => !taken.has(r.owner));
   const heldMs = new Map<string, number | null>();
   if (refused.length > 0) {

@@ -33,8 +33,6 @@ export interface ClaimLimits {
   leased?: Set<string>;
   /** That short lease, which its claims take from the start (LEASE_MS when unset). */
   shortLeaseMs?: number;
-  /** Deliveries claimed with the session's lease (a direct session's start), and the endpoint that statement read. */
-  first?: { deliveries: ClaimedDelivery[]; endpoint: EndpointRow };
 }
 
 /** A claimed delivery; with the endpoint the claim read when the lane waited for that claim, so its POST starts at once. */
@@ -43,9 +41,6 @@ export interface Taken {
   /** The endpoint as committed when the claim ran, moments ago; undefined when the delivery waited in the queue (read it again). */
   endpoint?: EndpointRow;
 }
-
-/** What a session's first claim asks for: two per lane, within its limit (also what a direct session's lease claims with it). */
-export const firstClaimLimit = (l: Pick<ClaimLimits, 'concurrency' | 'limit'>): number => Math.min(l.concurrency * 2, l.limit);
 
 export class DeliveryClaims {
   private readonly queue: ClaimedDelivery[] = [];
@@ -60,17 +55,12 @@ export class DeliveryClaims {
   private nextDueMs: number | null | undefined;
   private readonly startedAt = Date.now();
   private lastWorkAt = this.startedAt;
-  /** Takes of `first`'s deliveries left that start at once, with the endpoint its statement read (the lanes' first). */
-  private firstFresh = 0;
 
   constructor(
     private readonly limits: ClaimLimits,
     private readonly news: Session,
     private readonly stopping: SessionStopping,
-  ) {
-    if (limits.first) this.taken(limits.first.deliveries, limits.first.endpoint, firstClaimLimit(limits));
-    this.firstFresh = Math.min(this.queue.length, limits.concurrency);
-  }
+  ) {}
 
   /** How many deliveries the session has leased. */
   get claimed(): number {
@@ -85,10 +75,6 @@ export class DeliveryClaims {
       if (this.stopping.stopped) return null;
       const next = this.queue.shift();
       if (next) {
-        if (this.firstFresh > 0) {
-          this.firstFresh--;
-          fresh = true;
-        }
         this.topUp();
         return { delivery: next, endpoint: fresh ? this.claimedEndpoint : undefined };
       }
@@ -171,11 +157,7 @@ export class DeliveryClaims {
     // lives): a worker killed before its first renewal must not keep them for LEASE_MS.
     const leaseMs = (this.limits.leased && this.limits.shortLeaseMs) || LEASE_MS;
     const got = await claim({ endpointId, now: new Date(clock()), limit: want, owner, leaseMs });
-    return this.taken(got.deliveries, got.endpoint, want);
-  }
-
-  /** Queues what a claim of `want` took, read with `endpoint`; false when none was due. */
-  private taken(rows: ClaimedDelivery[], endpoint: EndpointRow | undefined, want: number): boolean {
+    const { deliveries: rows, endpoint } = got;
     this.drained = rows.length < want;
     if (rows.length === 0) return false;
     this.claimedEndpoint = endpoint;

@@ -84,8 +84,6 @@ export interface SessionRequest {
   leased?: EndpointRow;
   /** With `leased`: how long ago the last POST of the endpoint's sessions started, as the lease read it (`LeaseAnswer`). */
   lastPostAgoMs?: number | null;
-  /** With `leased`: the deliveries its lease's statement claimed (`LeaseAnswer.claimed`), leased short to `owner`. */
-  claimed?: ClaimedDelivery[];
 }
 
 /** The latest success shows on the endpoint at most this often while a session runs. */
@@ -176,7 +174,7 @@ export async function runDeliverySession(given: SessionDeps, req: SessionRequest
   keepPace(deps.pacing, req.endpointId, lastPostAgoMs);
   // A PATCH (deactivation, new url) may be committed before its signal reaches the workflow.
   if (!sending(opened ?? (await readEndpoint()))) {
-    await giveBackUnused(deps.db, leases, req);
+    await leases.end(req.endpointId, req.owner, { handover: false, tellIfDue: false });
     return nothingDone();
   }
   // Opened in the same tick as a direct session's call: news from now on pokes it.
@@ -200,16 +198,6 @@ export async function runDeliverySession(given: SessionDeps, req: SessionRequest
     lastPostAgoMs: lastStart === undefined ? null : performance.now() - lastStart,
   });
   return round;
-}
-
-/** A lease taken and not used: the deliveries claimed with it (`claimed`), then the lease, given back. */
-export async function giveBackUnused(
-  db: Db,
-  leases: Pick<SessionLeases, 'end'>,
-  s: Pick<SessionRequest, 'endpointId' | 'owner' | 'claimed'>,
-): Promise<void> {
-  if (s.claimed?.length) await releaseLeases(db, s.owner);
-  await leases.end(s.endpointId, s.owner, { handover: false, tellIfDue: false });
 }
 
 /**
@@ -251,9 +239,8 @@ class DeliverySession {
     private readonly held: HeldSession,
   ) {
     this.stopping = new SessionStopping(news);
-    const first = req.leased && req.claimed ? { deliveries: req.claimed, endpoint: req.leased } : undefined;
     this.claims = new DeliveryClaims(
-      merged(merged(deps, req), { leased: held.claims, shortLeaseMs: deps.leases.leaseMs, first }),
+      merged(merged(deps, req), { leased: held.claims, shortLeaseMs: deps.leases.leaseMs }),
       news,
       this.stopping,
     );

@@ -14,8 +14,7 @@
  */
 import crypto from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { firstClaimLimit } from './delivery-claims.js';
-import { giveBackUnused, needsWorkflow, runDeliverySession, type SessionDeps } from './delivery-session.js';
+import { needsWorkflow, runDeliverySession, type SessionDeps } from './delivery-session.js';
 import type { DeliveryRound, DirectSessionsReport } from '../workflows/endpoint-contract.js';
 import type { SessionLeases } from './session-leases.js';
 import type { SessionPreference } from './session-preference.js';
@@ -23,7 +22,7 @@ import { doublingBackoffMs } from '../core/backoff.js';
 import { HANDOVER_TIMEOUT_MS } from '../core/runtime-limits.js';
 import { BATCH } from '../core/schedule.js';
 import type { DueEndpoint } from '../db/due-notifications.js';
-import type { LeaseAnswer } from '../db/session-leases.js';
+import type { EndpointRow } from '../db/endpoints.js';
 import { traceHop } from '../runtime/hop-trace.js';
 import { logger } from '../runtime/logger.js';
 import type { EndpointWorkflows } from './workflow-client.js';
@@ -47,9 +46,6 @@ export interface DirectSessions {
   /** Stops the sessions running (their unsent deliveries are released) and waits for them. */
   close(): Promise<void>;
 }
-
-/** A lease taken: the endpoint it read, its sessions' last POST, and the deliveries it claimed. */
-type Granted = Extract<LeaseAnswer, { granted: true }>;
 
 /** Direct sessions at once at most; news for more goes to the workflows, as before. */
 const MAX_DIRECT_SESSIONS = 1_000;
@@ -95,7 +91,7 @@ export function createDirectSessions(o: {
     }
   }
 
-  async function run(due: DueEndpoint, owner: string, lease: Granted) {
+  async function run(due: DueEndpoint, owner: string, lease: { endpoint: EndpointRow; lastPostAgoMs: number | null }) {
     const observedAtMs = Date.now();
     const session = runDeliverySession(deps, {
       endpointId: due.endpointId,
@@ -106,7 +102,6 @@ export function createDirectSessions(o: {
       signal: stop.signal,
       leased: lease.endpoint,
       lastPostAgoMs: lease.lastPostAgoMs,
-      claimed: lease.claimed,
     });
     try {
       const round = await session;
@@ -127,15 +122,14 @@ export function createDirectSessions(o: {
       const owner = `direct/${process.pid}/${crypto.randomUUID()}`;
       // Held here before or after the take: one of this worker's sessions may end while it is asked.
       const heldHereBefore = leases.heldHere(due.endpointId);
-      // The session's first deliveries are claimed with its lease, in one statement.
-      const lease = await leases.take(due.endpointId, owner, 'direct', firstClaimLimit({ concurrency: deps.concurrency, limit: BATCH }));
+      const lease = await leases.take(due.endpointId, owner, 'direct');
       traceHop(lease.granted ? 'leased' : 'lease-refused', due.endpointId);
       if (!lease.granted)
         return lease.heldMs === null
           ? { kind: 'workflow' }
           : { kind: 'busy', inMs: lease.heldMs, elsewhere: !heldHereBefore && !leases.heldHere(due.endpointId) };
       if (stop.signal.aborted) {
-        await giveBackUnused(deps.db, leases, { endpointId: due.endpointId, owner, claimed: lease.claimed });
+        await leases.end(due.endpointId, owner, { handover: false, tellIfDue: false });
         return { kind: 'workflow' };
       }
       // The session registers with the worker's registry before this returns: news from now on pokes it.

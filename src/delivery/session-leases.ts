@@ -35,11 +35,8 @@ import { merged } from '../core/merged.js';
 
 export interface SessionLeases {
   readonly leaseMs: number;
-  /**
-   * Takes the endpoint's lease; one given back while it was asked (answered `heldMs` 0) is asked for
-   * again once. A direct take claims up to `claimLimit` due deliveries with it (`LeaseAnswer.claimed`).
-   */
-  take(endpointId: string, owner: string, kind: SessionKind, claimLimit?: number): Promise<LeaseAnswer>;
+  /** Takes the endpoint's lease; one given back while it was asked (answered `heldMs` 0) is asked for again once. */
+  take(endpointId: string, owner: string, kind: SessionKind): Promise<LeaseAnswer>;
   /**
    * Renews the lease while the session lives, and with `shortClaims` (a direct session's) the
    * deliveries it has claimed and not yet taken to the end, which it adds to and deletes from
@@ -118,11 +115,9 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
 
   return {
     leaseMs,
-    async take(endpointId, owner, kind, claimLimit) {
+    async take(endpointId, owner, kind) {
       const ask = () =>
-        kind === 'direct'
-          ? takeDirect({ endpointId, owner, claimLimit })
-          : takeSessionLease(db, endpointId, owner, kind, leaseMs, HANDOVER_TIMEOUT_MS);
+        kind === 'direct' ? takeDirect({ endpointId, owner }) : takeSessionLease(db, endpointId, owner, kind, leaseMs, HANDOVER_TIMEOUT_MS);
       let answer = await ask();
       // Given back as it was asked (the take's snapshot saw a session that has ended since): asked
       // again at once, so news arriving as a session ends starts the next, not a wake of the workflow.

@@ -7,7 +7,6 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createAttemptRecorder } from '../../src/delivery/attempt-recorder.js';
-import { firstClaimLimit } from '../../src/delivery/delivery-claims.js';
 import { runDeliverySession, type SessionDeps } from '../../src/delivery/delivery-session.js';
 import { createSessionLeases, untilLeaseGivenBack } from '../../src/delivery/session-leases.js';
 import { merged } from '../../src/core/merged.js';
@@ -87,20 +86,11 @@ const endingBeforeWhy = (id: string): Db =>
       await testDb().query(`UPDATE endpoints SET session_owner = NULL, session_until = NULL WHERE id = $1`, [id]);
   });
 
-/**
- * A direct session of `owner` on endpoint `id`, its lease taken first as the due router takes it,
- * with its first deliveries (refused: an error).
- */
+/** A direct session of `owner` on endpoint `id`, its lease taken first as the due router takes it (refused: an error). */
 async function runDirect(deps: SessionDeps, id: string, owner: string) {
-  const claimLimit = firstClaimLimit({ concurrency: deps.concurrency, limit: request(id, owner).limit });
-  const [lease] = await takeDirectSessionLeases(testDb(), [{ endpointId: id, owner, claimLimit }], LEASE_MS, 60_000);
-  if (!lease!.granted) throw new Error(`lease of ${id} not granted to ${owner}`);
-  return runDeliverySession(deps, {
-    ...request(id, owner),
-    leased: lease!.endpoint,
-    lastPostAgoMs: lease!.lastPostAgoMs,
-    claimed: lease!.claimed,
-  });
+  const lease = await take(id, owner, 'direct');
+  if (!lease.granted) throw new Error(`lease of ${id} not granted to ${owner}`);
+  return runDeliverySession(deps, { ...request(id, owner), leased: lease.endpoint });
 }
 
 /** Deliveries of endpoint `id` leased to `owner`, or to anyone. */
@@ -252,62 +242,6 @@ describe('session leases', () => {
     expect((await leaseOf(held)).session_owner).toBe('direct/holder');
     // A streak is its workflow's to handle: no direct session, and no holder to wait for.
     expect(f).toEqual({ granted: false, heldMs: null });
-  });
-
-  it("a direct take claims its endpoint's earliest due deliveries with the lease, up to its limit, leased short to its owner; an endpoint asked twice in a batch gives claims to its winner only, and a refused take claims none", async () => {
-    const e = await bed.endpointWithBacklog(6);
-    const other = await bed.endpointWithBacklog(3);
-    const held = await bed.endpointWithBacklog(2);
-    expect((await take(held.id, 'direct/holder', 'direct')).granted).toBe(true);
-    const asked = Date.now();
-    const [first, x1, x2, refused] = await takeDirectSessionLeases(
-      testDb(),
-      [
-        { endpointId: e.id, owner: 'direct/first', claimLimit: 4 },
-        { endpointId: other.id, owner: 'direct/x1', claimLimit: 8 },
-        { endpointId: other.id, owner: 'direct/x2', claimLimit: 8 },
-        { endpointId: held.id, owner: 'direct/refused', claimLimit: 8 },
-      ],
-      LEASE_MS,
-      60_000,
-    );
-    // The four earliest of six, in the order they were stored, each with its event.
-    const { rows: earliest } = await testDb().query<{ id: string }>(
-      `SELECT id FROM deliveries WHERE endpoint_id = $1 ORDER BY next_attempt_at, created_at LIMIT 4`,
-      [e.id],
-    );
-    expect(first!.granted && first!.claimed!.map((d) => d.id)).toEqual(earliest.map((r) => r.id));
-    expect(first!.granted && first!.claimed!.every((d) => d.event !== null && d.attempts === 0)).toBe(true);
-    const { rows: leased } = await testDb().query<{ lease_owner: string; leased_until: Date }>(
-      `SELECT lease_owner, leased_until FROM deliveries WHERE endpoint_id = $1 AND lease_owner IS NOT NULL`,
-      [e.id],
-    );
-    expect(leased.map((r) => r.lease_owner)).toEqual(Array(4).fill('direct/first'));
-    for (const r of leased) expect(r.leased_until.getTime()).toBeLessThan(asked + LEASE_MS + 1_000);
-    // One of the two owners of `other`, with all it owes (its own three, and the two of `held`'s
-    // events, which the tenant's endpoints all take); the other refused, with none.
-    const [winner, loser, winnerOwner] = x1!.granted ? [x1!, x2!, 'direct/x1'] : [x2!, x1!, 'direct/x2'];
-    expect(winner.granted && winner.claimed).toHaveLength(5);
-    expect(loser.granted).toBe(false);
-    expect(await leasedDeliveries(other.id, winnerOwner)).toBe(5);
-    expect(await leasedDeliveries(other.id)).toBe(5);
-    expect(refused!.granted).toBe(false);
-    expect(await leasedDeliveries(held.id)).toBe(0);
-  });
-
-  it('a direct session started with the deliveries its lease claimed makes no claim of its own before its first POST, and sends each once', async () => {
-    const e = await bed.endpointWithBacklog(6);
-    const deps = sessionDeps();
-    const claimsAt: number[] = [];
-    const claim = deps.claim!;
-    deps.claim = (req) => (claimsAt.push(Date.now()), claim(req));
-    const round = await runDirect(deps, e.id, 'direct/seeded');
-    expect(round).toMatchObject({ posts: 6, healthRecorded: true });
-    const firstPost = Math.min(...e.posts().map((p) => p.atMs));
-    expect(claimsAt.filter((t) => t < firstPost)).toEqual([]);
-    expect(new Set(e.posts().map((p) => p.headers['webhook-id'])).size).toBe(6);
-    expect(e.posts()).toHaveLength(6);
-    expect(await leasedDeliveries(e.id)).toBe(0);
   });
 
   it('a lease given back between the take and its why (a session ending as news for it comes) is told to ask again, not sent to the workflow; asked again, it is granted', async () => {
