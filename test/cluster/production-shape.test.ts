@@ -161,7 +161,6 @@ const posts = (prefix: string): ReceivedRequest[] => receiver.deliveriesUnder(pr
 /** The entity a POST is about, from its idempotency key (`crm:demand:<entity>:<version>`). */
 const entityOf = (p: ReceivedRequest): string => String(p.headers['x-idempotency-key']).split(':')[2]!;
 
-/** Deliveries of the endpoint (test deliveries aside), with how many of their attempts succeeded. */
 /** For each idempotency key: when each of its POSTs arrived (ms from `sinceMs`), and its delivery's attempts as recorded. */
 async function twiceStory(keys: [string, number][], endpointId: string, prefix: string, sinceMs: number): Promise<string> {
   const lines: string[] = [];
@@ -178,9 +177,16 @@ async function twiceStory(keys: [string, number][], endpointId: string, prefix: 
     const attempts = rows.map((r) => `#${r.n} at ${r.started_at.getTime() - sinceMs} ms: ${r.code ?? r.error}`);
     lines.push(`  ${key}: received at ${arrivals.join(', ')}; attempts ${attempts.join(', ') || 'none'}`);
   }
+  // What the processes warned of around the copies: a record not written, a session that failed.
+  const times = posts(prefix)
+    .filter((p) => keys.some(([key]) => String(p.headers['x-idempotency-key']) === key))
+    .map((p) => p.atMs);
+  const around = warnings((at) => at >= Math.min(...times) - 2_000 && at <= Math.max(...times) + 1_000, 30);
+  lines.push(`  warnings from 2 s before the first copy to 1 s after the last:${around.map((w) => `\n    ${w}`).join('') || ' none'}`);
   return lines.join('\n');
 }
 
+/** Deliveries of the endpoint (test deliveries aside), with how many of their attempts succeeded. */
 const deliveries = async (endpointId: string) =>
   (
     await db.query<{ idempotency_key: string; status: string; successes: number }>(
@@ -239,8 +245,8 @@ function phases(test: string) {
   };
 }
 
-/** The last lines at warn level or above (pino's 40+) that the API and worker processes logged about `id`. */
-function warningsAbout(id: string, last = 10): string[] {
+/** The last lines at warn level or above (pino's 40+) that the API and worker processes logged, of those `keep` takes (by line and time). */
+function warnings(keep: (atMs: number, line: string) => boolean, last = 10): string[] {
   const logsDir = path.join(shape.dataDir, 'logs');
   return fs
     .readdirSync(logsDir)
@@ -249,11 +255,14 @@ function warningsAbout(id: string, last = 10): string[] {
       fs
         .readFileSync(path.join(logsDir, f), 'utf8')
         .split('\n')
-        .filter((line) => line.includes(id) && /"level":(4|5|6)0/.test(line))
+        .filter((line) => /"level":(4|5|6)0/.test(line) && keep(Number(/"time":(\d+)/.exec(line)?.[1]), line))
         .map((line) => `${f}: ${line}`),
     )
     .slice(-last);
 }
+
+/** The last lines at warn level or above that the API and worker processes logged about `id`. */
+const warningsAbout = (id: string, last = 10): string[] => warnings((_, line) => line.includes(id), last);
 
 const cmdline = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
 
@@ -527,7 +536,8 @@ describe('the production shape', () => {
     const twice = [...counts].filter(([, n]) => n > 1);
     const unexpected = twice.filter(([key, n]) => n > 2 || !sentBeforeBack.has(key) || recordedBeforeKill.has(key));
     // Why, should it come back: each POST's receipt against the kill, and the attempts Postgres kept.
-    if (unexpected.length > 0) console.log(`Postgres kill: sent twice unexpectedly:\n${await twiceStory(unexpected, id, prefix, killedAt)}`);
+    if (unexpected.length > 0)
+      console.log(`Postgres kill: sent twice unexpectedly:\n${await twiceStory(unexpected, id, prefix, killedAt)}`);
     expect(unexpected).toEqual([]);
     console.log(`Postgres kill: ${twice.length} of ${rows.length} POSTs sent twice (answered while Postgres was down)`);
   }, 600_000);
