@@ -1,0 +1,68 @@
+/**
+ * The worker's attempt recorder on real Postgres: a batch whose statement fails is tried again, so
+ * a POST already sent is recorded instead of sent a second time; one that keeps failing is given
+ * up within its bound, and the sessions waiting on it go on.
+ */
+import { describe, expect, it } from 'vitest';
+import { createAttemptRecorder } from '../../src/delivery/attempt-recorder.js';
+import type { Db } from '../../src/db/pool.js';
+import { testDb } from '../support/harness.js';
+import { sessionTestBed } from '../support/session-test-bed.js';
+
+const bed = sessionTestBed('recorder');
+
+/** The pool, its first `failures` record statements failing as a lost connection would. */
+function failingRecords(failures: number): Db & { tries: () => number } {
+  let tries = 0;
+  return new Proxy(testDb(), {
+    get(pool, key) {
+      if (key === 'tries') return () => tries;
+      if (key !== 'query') return Reflect.get(pool, key);
+      return async (q: string | { text: string; name?: string }, values?: unknown[]) => {
+        if (typeof q !== 'string' && q.name === 'record_delivery_attempts' && tries++ < failures)
+          throw new Error('Connection terminated unexpectedly');
+        return pool.query(q as string, values);
+      };
+    },
+  }) as Db & { tries: () => number };
+}
+
+const success = (id: string) => ({
+  id,
+  number: 1,
+  attempt: { startedAt: new Date(), durationMs: 12, responseCode: 200, error: null, responseExcerpt: null },
+  success: true,
+  nextAttemptAt: null,
+});
+
+async function delivery(id: string) {
+  const { rows } = await testDb().query<{ status: string; attempts: number; recorded: number }>(
+    `SELECT d.status, d.attempts, (SELECT count(*)::int FROM delivery_attempts a WHERE a.delivery_id = d.id) AS recorded
+       FROM deliveries d WHERE d.id = $1`,
+    [id],
+  );
+  return rows[0];
+}
+
+describe('attempt recorder', () => {
+  it('records a batch whose statement failed twice on its third try, before its session goes on', async () => {
+    const e = await bed.endpointWithBacklog(1);
+    const { rows } = await testDb().query<{ id: string }>(`SELECT id FROM deliveries WHERE endpoint_id = $1`, [e.id]);
+    const db = failingRecords(2);
+    await createAttemptRecorder(db).add(success(rows[0]!.id));
+    expect(db.tries()).toBe(3);
+    expect(await delivery(rows[0]!.id)).toEqual({ status: 'success', attempts: 1, recorded: 1 });
+  });
+
+  it('gives up a batch that keeps failing once its retries are spent, and the session waiting on it goes on', async () => {
+    const e = await bed.endpointWithBacklog(1);
+    const { rows } = await testDb().query<{ id: string }>(`SELECT id FROM deliveries WHERE endpoint_id = $1`, [e.id]);
+    const db = failingRecords(1_000);
+    await createAttemptRecorder(db, { retryForMs: 300 }).add(success(rows[0]!.id));
+    // Waits of 50 and 100 ms fit in 300 ms, the 200 ms after them does not: three tries at most
+    // (two when a busy machine ran the first wait late).
+    expect(db.tries()).toBeGreaterThanOrEqual(2);
+    expect(db.tries()).toBeLessThanOrEqual(3);
+    expect(await delivery(rows[0]!.id)).toEqual({ status: 'pending', attempts: 0, recorded: 0 });
+  });
+});
