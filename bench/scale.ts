@@ -18,10 +18,10 @@
  * first page and a page `depth` pages deep through the route's own cursors); stats
  * (GET /api/v1/webhooks/{id}/stats); a stream page (GET /api/v1/events) at the head and in the
  * middle, at its largest (100) and its default size (20); GET /healthz, the floor any read pays
- * over HTTP on the machine; deleting a contact with 10,000 events (DELETE /api/v1/contacts/{id}) while another
- * tenant publishes; dropping the oldest weekly partition while publishing (when the tables are
- * partitioned, by the product's retention, each statement timed); then a churn at full rate with
- * the tables' and the written week's dead rows, sizes and autovacuums each minute.
+ * over HTTP on the machine; deleting a contact with 10,000 events (DELETE /api/v1/contacts/{id})
+ * while another tenant publishes; dropping the oldest weekly partition while publishing (when the
+ * tables are partitioned, by the product's retention, each statement timed); then a churn at full
+ * rate with the tables' and the written week's dead rows, sizes and autovacuums each minute.
  *
  * Measured after waits (bench/scale-quiet.ts), so the figures are the data's and not the previous
  * phase's: the reads on an idle shape (nothing owed, no other statement, load down; ≤ 60 s), one

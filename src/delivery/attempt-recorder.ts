@@ -6,8 +6,8 @@
  * least once), never loses them.
  *
  * A batch whose statement fails is tried again, doubling the wait, for up to `retryForMs`: its
- * POSTs were sent, and a record given up is a POST sent twice (its session's end gives back every
- * lease of its owner, that delivery's too, and another session sends it at once).
+ * POSTs were sent, and a record given up is a POST sent twice (its lease lapses, or its session,
+ * ending with deliveries unsent, gives back every lease of its owner, and another session sends it).
  */
 import { doublingBackoffMs } from '../core/backoff.js';
 import { recordDeliveryAttempts, type AttemptResult } from '../db/deliveries.js';
