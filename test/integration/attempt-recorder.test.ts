@@ -7,24 +7,18 @@ import { describe, expect, it } from 'vitest';
 import { createAttemptRecorder } from '../../src/delivery/attempt-recorder.js';
 import type { Db } from '../../src/db/pool.js';
 import { testDb } from '../support/harness.js';
+import { beforeEachQuery } from '../support/hooked-pool.js';
 import { sessionTestBed } from '../support/session-test-bed.js';
 
 const bed = sessionTestBed('recorder');
 
-/** The pool, its first `failures` record statements failing as a lost connection would. */
-function failingRecords(failures: number): Db & { tries: () => number } {
+/** The pool, its first `failures` record statements failing as a lost connection would; `tries()` counts them. */
+function failingRecords(failures: number): { db: Db; tries: () => number } {
   let tries = 0;
-  return new Proxy(testDb(), {
-    get(pool, key) {
-      if (key === 'tries') return () => tries;
-      if (key !== 'query') return Reflect.get(pool, key);
-      return async (q: string | { text: string; name?: string }, values?: unknown[]) => {
-        if (typeof q !== 'string' && q.name === 'record_delivery_attempts' && tries++ < failures)
-          throw new Error('Connection terminated unexpectedly');
-        return pool.query(q as string, values);
-      };
-    },
-  }) as Db & { tries: () => number };
+  const db = beforeEachQuery(async (_, name) => {
+    if (name === 'record_delivery_attempts' && tries++ < failures) throw new Error('Connection terminated unexpectedly');
+  });
+  return { db, tries: () => tries };
 }
 
 const success = (id: string) => ({
@@ -48,21 +42,21 @@ describe('attempt recorder', () => {
   it('records a batch whose statement failed twice on its third try, before its session goes on', async () => {
     const e = await bed.endpointWithBacklog(1);
     const { rows } = await testDb().query<{ id: string }>(`SELECT id FROM deliveries WHERE endpoint_id = $1`, [e.id]);
-    const db = failingRecords(2);
+    const { db, tries } = failingRecords(2);
     await createAttemptRecorder(db).add(success(rows[0]!.id));
-    expect(db.tries()).toBe(3);
+    expect(tries()).toBe(3);
     expect(await delivery(rows[0]!.id)).toEqual({ status: 'success', attempts: 1, recorded: 1 });
   });
 
   it('gives up a batch that keeps failing once its retries are spent, and the session waiting on it goes on', async () => {
     const e = await bed.endpointWithBacklog(1);
     const { rows } = await testDb().query<{ id: string }>(`SELECT id FROM deliveries WHERE endpoint_id = $1`, [e.id]);
-    const db = failingRecords(1_000);
+    const { db, tries } = failingRecords(1_000);
     await createAttemptRecorder(db, { retryForMs: 300 }).add(success(rows[0]!.id));
     // Waits of 50 and 100 ms fit in 300 ms, the 200 ms after them does not: three tries at most
     // (two when a busy machine ran the first wait late).
-    expect(db.tries()).toBeGreaterThanOrEqual(2);
-    expect(db.tries()).toBeLessThanOrEqual(3);
+    expect(tries()).toBeGreaterThanOrEqual(2);
+    expect(tries()).toBeLessThanOrEqual(3);
     expect(await delivery(rows[0]!.id)).toEqual({ status: 'pending', attempts: 0, recorded: 0 });
   });
 });

@@ -22,6 +22,7 @@ import {
 } from '../../src/db/session-leases.js';
 import type { Db } from '../../src/db/pool.js';
 import { eventually, storeDemandEvent, testDb } from '../support/harness.js';
+import { beforeEachQuery } from '../support/hooked-pool.js';
 import { sessionTestBed } from '../support/session-test-bed.js';
 
 const bed = sessionTestBed('lease');
@@ -63,18 +64,6 @@ const request = (endpointId: string, owner: string) => ({
   limit: 100,
   signal: new AbortController().signal,
 });
-
-/** The pool, `before` awaited ahead of each of its statements (given its text and its name, if any). */
-const beforeEachQuery = (before: (text: string, name: string | undefined) => Promise<unknown>): Db =>
-  new Proxy(testDb(), {
-    get(pool, key) {
-      if (key !== 'query') return Reflect.get(pool, key);
-      return async (q: string | { text: string; name?: string }, values?: unknown[]) => {
-        await (typeof q === 'string' ? before(q, undefined) : before(q.text, q.name));
-        return pool.query(q as string, values);
-      };
-    },
-  });
 
 /**
  * The pool, its holder's session on endpoint `id` ending just after a take's statement was

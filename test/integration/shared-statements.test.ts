@@ -14,6 +14,7 @@ import { recordEndpointSuccesses } from '../../src/db/endpoints.js';
 import { findKnownKeysAndEndpoints } from '../../src/db/events.js';
 import { createPool, type Db } from '../../src/db/pool.js';
 import { createTenant, eventually, startTestApi, storeDemandEvent, testDb, type TestApi } from '../support/harness.js';
+import { beforeEachQuery } from '../support/hooked-pool.js';
 
 async function endpoint(accountId: string, over: { customerId?: string; health?: string; streak?: number } = {}): Promise<string> {
   const { rows } = await testDb().query<{ id: string }>(
@@ -32,17 +33,7 @@ async function shown(id: string): Promise<{ at: Date | null; code: number | null
 /** The pool, counting the statements sent through it. */
 function counting(db: Db): { db: Db; statements: () => number } {
   let n = 0;
-  const proxy = new Proxy(db, {
-    get(target, prop, receiver) {
-      if (prop === 'query')
-        return (...args: unknown[]) => {
-          n++;
-          return (target.query as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      return Reflect.get(target, prop, receiver);
-    },
-  });
-  return { db: proxy, statements: () => n };
+  return { db: beforeEachQuery(async () => n++, db), statements: () => n };
 }
 
 describe('latest successes shown on endpoints', () => {
