@@ -164,10 +164,11 @@ const entityOf = (p: ReceivedRequest): string => String(p.headers['x-idempotency
 /** For each idempotency key: when each of its POSTs arrived (ms from `sinceMs`), and its delivery's attempts as recorded. */
 async function twiceStory(keys: [string, number][], endpointId: string, prefix: string, sinceMs: number): Promise<string> {
   const lines: string[] = [];
+  const times: number[] = [];
   for (const [key] of keys) {
-    const arrivals = posts(prefix)
-      .filter((p) => String(p.headers['x-idempotency-key']) === key)
-      .map((p) => `${p.atMs - sinceMs} ms (webhook-id ${String(p.headers['webhook-id'])})`);
+    const copies = posts(prefix).filter((p) => String(p.headers['x-idempotency-key']) === key);
+    times.push(...copies.map((p) => p.atMs));
+    const arrivals = copies.map((p) => `${p.atMs - sinceMs} ms (webhook-id ${String(p.headers['webhook-id'])})`);
     const { rows } = await db.query<{ n: number; started_at: Date; code: number | null; error: string | null }>(
       `SELECT a.number AS n, a.started_at, a.response_code AS code, a.error
          FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
@@ -178,9 +179,6 @@ async function twiceStory(keys: [string, number][], endpointId: string, prefix: 
     lines.push(`  ${key}: received at ${arrivals.join(', ')}; attempts ${attempts.join(', ') || 'none'}`);
   }
   // What the processes warned of around the copies: a record not written, a session that failed.
-  const times = posts(prefix)
-    .filter((p) => keys.some(([key]) => String(p.headers['x-idempotency-key']) === key))
-    .map((p) => p.atMs);
   const around = warnings((at) => at >= Math.min(...times) - 2_000 && at <= Math.max(...times) + 1_000, 30);
   lines.push(`  warnings from 2 s before the first copy to 1 s after the last:${around.map((w) => `\n    ${w}`).join('') || ' none'}`);
   return lines.join('\n');
@@ -245,7 +243,10 @@ function phases(test: string) {
   };
 }
 
-/** The last lines at warn level or above (pino's 40+) that the API and worker processes logged, of those `keep` takes (by line and time). */
+/**
+ * The last lines at warn level or above (pino's 40+) that the API and worker processes logged, of
+ * those `keep` takes (by time and line).
+ */
 function warnings(keep: (atMs: number, line: string) => boolean, last = 10): string[] {
   const logsDir = path.join(shape.dataDir, 'logs');
   return fs
