@@ -3,7 +3,7 @@
  * endpoint's share of the URL's origin allows it (src/core/fair-share.ts), one queue per origin.
  * Waiting here is no attempt: the request timeout starts when the slot is granted.
  */
-import { FairShareQueue } from '../core/fair-share.js';
+import { FairShareQueue, type PostTicket, type Started } from '../core/fair-share.js';
 
 export interface Slot {
   /** The origin this slot counts against (`new URL(url).origin`). */
@@ -32,9 +32,39 @@ export function originOf(url: string): string {
 }
 
 export function createOriginSlots(capPerOrigin: number): OriginSlots {
-  const origins = new Map<string, FairShareQueue<() => void>>();
+  const origins = new Map<string, FairShareQueue<(ticket: PostTicket) => void>>();
+  /** Per origin with waiters, the timer for when a POST in flight turns slow (`FairShareQueue.pass`). */
+  const passTimers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
 
-  function slot(origin: string, endpointId: string, askedAt: number | null): Slot {
+  function starting(
+    origin: string,
+    queue: FairShareQueue<(ticket: PostTicket) => void>,
+    started: Started<(ticket: PostTicket) => void>[],
+  ): void {
+    if (queue.idle) origins.delete(origin);
+    for (const s of started) s.waiter(s.ticket);
+    armPass(origin, queue);
+  }
+
+  /** Asks the queue again when its oldest young POST turns slow, while endpoints wait. */
+  function armPass(origin: string, queue: FairShareQueue<(ticket: PostTicket) => void>): void {
+    const at = queue.nextPassAt;
+    const armed = passTimers.get(origin);
+    if (armed && armed.at === at) return;
+    if (armed) clearTimeout(armed.timer);
+    passTimers.delete(origin);
+    if (at === null) return;
+    const timer = setTimeout(
+      () => {
+        passTimers.delete(origin);
+        starting(origin, queue, queue.pass(performance.now()));
+      },
+      Math.max(0, at - performance.now()) + 1,
+    ).unref();
+    passTimers.set(origin, { at, timer });
+  }
+
+  function slot(origin: string, endpointId: string, ticket: PostTicket, askedAt: number | null): Slot {
     let released = false;
     return {
       origin,
@@ -48,9 +78,7 @@ export function createOriginSlots(capPerOrigin: number): OriginSlots {
         // (the cold phase of `npm run bench -- --peer` opened 31 connections for a cap of 16).
         setImmediate(() => {
           const queue = origins.get(origin)!;
-          const starting = queue.release(endpointId);
-          if (queue.idle) origins.delete(origin);
-          for (const start of starting) start();
+          starting(origin, queue, queue.release(endpointId, ticket, performance.now()));
         });
       },
     };
@@ -67,13 +95,16 @@ export function createOriginSlots(capPerOrigin: number): OriginSlots {
         const onAbort = () => {
           if (queue.cancel(endpointId, granted)) resolve(null);
           if (queue.idle) origins.delete(origin);
+          armPass(origin, queue);
         };
-        function granted() {
+        function granted(ticket: PostTicket) {
           signal?.removeEventListener('abort', onAbort);
-          resolve(slot(origin, endpointId, askedAt));
+          resolve(slot(origin, endpointId, ticket, askedAt));
         }
-        if (queue.request(endpointId, granted)) return resolve(slot(origin, endpointId, null));
+        const ticket = queue.request(endpointId, granted, askedAt);
+        if (ticket) return resolve(slot(origin, endpointId, ticket, null));
         signal?.addEventListener('abort', onAbort, { once: true });
+        armPass(origin, queue);
       });
     },
     usage: () => new Map([...origins].map(([origin, q]) => [origin, { running: q.running, active: q.active }])),
