@@ -20,6 +20,14 @@
 /** How long a POST runs before it no longer keeps an endpoint with nothing in flight from passing the cap. */
 export const SLOW_POST_MS = 100;
 
+/**
+ * A worker's cap of POSTs in flight per origin: twice a session's 16 lanes, so a lane's next POST
+ * need not wait the turn its last one takes to hand its slot back, and a burst over many endpoints
+ * (a group commit's worth) seldom waits for a slot. Newcomers wait for these instead of opening a
+ * connection each (docs/delivery.md, "Endpoints that share an origin").
+ */
+export const ORIGIN_CAP = 32;
+
 /** The most POSTs one endpoint may have in flight to an origin while `active` endpoints use it. */
 export function fairShare(cap: number, active: number): number {
   return Math.max(1, Math.floor(cap / Math.max(1, active)));

@@ -16,6 +16,7 @@
 import type { DeliveryRound } from '../workflows/endpoint-contract.js';
 import { getEventDefinition } from '../core/catalog/index.js';
 import { compactOutcomes, sends, type AttemptOutcome } from '../core/health.js';
+import { SLOW_POST_MS } from '../core/fair-share.js';
 import { paceWaitMs } from '../core/pacer.js';
 import { LEASE_MS } from '../core/runtime-limits.js';
 import { retryDelayMs } from '../core/retry-curve.js';
@@ -149,6 +150,9 @@ function sessionParts(deps: SessionDeps): SessionParts {
   });
   return parts;
 }
+
+/** A lane that waited less than this for its share of an origin signs with the endpoint it read before. */
+const FRESH_AFTER_WAIT_MS = SLOW_POST_MS;
 
 const sending = (e: EndpointRow | undefined): e is EndpointRow => !!e && !e.deleted_at && sends(e.active, e.health_status);
 
@@ -343,7 +347,8 @@ class DeliverySession {
       if (!slot.waited) return { endpoint, slot };
       originShareWaits.observe(slot.waitedMs / 1000);
       try {
-        endpoint = await this.pacedEndpoint();
+        // A wait shorter than a slow POST leaves the endpoint as fresh as a POST already in flight.
+        endpoint = await this.pacedEndpoint(slot.waitedMs < FRESH_AFTER_WAIT_MS ? endpoint : undefined);
       } catch (err) {
         slot.release();
         throw err;

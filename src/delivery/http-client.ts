@@ -11,6 +11,7 @@ import type { LookupFunction } from 'node:net';
 import tls from 'node:tls';
 import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector, request } from 'undici';
+import { ORIGIN_CAP } from '../core/fair-share.js';
 import type { AttemptError } from '../core/health.js';
 import { storableExcerpt } from '../core/storable-text.js';
 import { BlockedDestinationError, type DestinationPolicy } from '../security/destination-policy.js';
@@ -113,7 +114,7 @@ export function createHttpClient(opts: {
   devCaFile?: string;
 }): HttpClient {
   const connect = { lookup: guardedLookup(opts.policy), timeout: opts.timeoutMs };
-  const slots = createOriginSlots(opts.maxConnectionsPerOrigin ?? 16);
+  const slots = createOriginSlots(opts.maxConnectionsPerOrigin ?? ORIGIN_CAP);
   const agent = new Agent({
     // No limit here: the slots are the limit, and may pass the cap by one per active endpoint
     // (src/core/fair-share.ts). A limit in the pool would queue POSTs first come, first served again.

@@ -1,7 +1,7 @@
 /**
  * No noisy neighbours (issue 15, item 6): endpoints of many tenants on one origin share the
  * worker's connections to it fairly. A fast endpoint's deliveries are received alone, then beside
- * 20 slow endpoints on the SAME origin (same host and port, other paths) whose receiver holds every
+ * 40 slow endpoints on the SAME origin (same host and port, other paths) whose receiver holds every
  * POST unanswered until the fast endpoint's deliveries are in, with the production worker in a
  * process of its own on the dev server. Before fair shares, the slow endpoints' POSTs filled the
  * 16 pooled connections and the fast endpoint's queued behind them: here, held, it never arrives.
@@ -11,17 +11,19 @@ import crypto from 'node:crypto';
 import os from 'node:os';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { ORIGIN_CAP } from '../../src/core/fair-share.js';
 import { createTenant, eventually, startTestApi, testDb, type Tenant, type TestApi } from '../support/harness.js';
 import { startReceiver, type Receiver } from '../support/https-receiver.js';
 import { demandEvent } from '../support/kit.js';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
 
 const taskQueue = `neighbours-${crypto.randomUUID()}`;
-const SLOW_ENDPOINTS = 20;
+/** More slow endpoints than the origin's cap, so that theirs alone can fill it. */
+const SLOW_ENDPOINTS = 40;
 /** Events published to the slow tenant: each slow endpoint gets this many. */
 const SLOW_EVENTS = 5;
 const FAST_SAMPLES = 30;
-const CAP = 16;
+const CAP = ORIGIN_CAP;
 
 let api: TestApi;
 let temporal: Client;
@@ -93,7 +95,7 @@ const slowInFlight = () => [...receiver.inFlight].filter(([path]) => path.starts
 const allInFlight = () => [...receiver.inFlight.values()].reduce((n, c) => n + c, 0);
 
 describe('no noisy neighbours', () => {
-  it('a fast endpoint beside 20 slow ones on its origin gets every delivery while theirs hold the connections, and the slow ones still get theirs', async () => {
+  it('a fast endpoint beside 40 slow ones on its origin gets every delivery while theirs hold the connections, and the slow ones still get theirs', async () => {
     const fastPrefix = `/fast/${run}`;
     await endpoint(fastTenant, fastPrefix);
     const alone = await fastLatencies(fastPrefix, 'alone', FAST_SAMPLES);

@@ -1,10 +1,12 @@
 /**
  * A delivery session whose lanes wait for their endpoint's share of an origin: each lane takes its
- * share before it reads and signs, so a PATCH committed while it waited applies to its POST; and a
- * session that ends stops its waiting lanes and gives their deliveries back.
+ * share before it reads and signs, so a PATCH committed while it waited (longer than a slow POST)
+ * applies to its POST; and a session that ends stops its waiting lanes and gives their deliveries
+ * back.
  */
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { SLOW_POST_MS } from '../../src/core/fair-share.js';
 import { createAttemptRecorder } from '../../src/delivery/attempt-recorder.js';
 import { runDeliverySession, type SessionDeps } from '../../src/delivery/delivery-session.js';
 import { createSessionRegistry } from '../../src/delivery/session-registry.js';
@@ -43,6 +45,8 @@ describe('delivery sessions waiting for a share of an origin', () => {
     await eventually(async () => e.posts().length === 1);
     const patched = await bed.api.request('PATCH', `/api/v1/webhooks/${e.id}`, { key: bed.tenant.key, body: { secret: newSecret } });
     expect(patched.status).toBe(200);
+    // Their wait outlasts a slow POST: a shorter one keeps the endpoint read before it.
+    await new Promise((r) => setTimeout(r, SLOW_POST_MS + 20));
     answer();
     // The first lane then finds nothing more to claim (idle): the two waiting lanes still send theirs.
     const round = await running;

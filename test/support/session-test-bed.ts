@@ -19,7 +19,7 @@ export interface SessionTestBed {
   endpointWithBacklog(backlog: number, secret?: string): Promise<{ id: string; prefix: string; posts: () => Receiver['received'] }>;
 }
 
-/** `maxConnectionsPerOrigin`: the HTTP client's cap (the worker's 16 when unset). */
+/** `maxConnectionsPerOrigin`: the HTTP client's cap (the worker's `ORIGIN_CAP` when unset). */
 export function sessionTestBed(area: string, o: { maxConnectionsPerOrigin?: number } = {}): SessionTestBed {
   let api: TestApi;
   let receiver: Receiver;
