@@ -15,6 +15,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { getEventDefinition } from '../src/core/catalog/index.js';
+import { ORIGIN_CAP } from '../src/core/fair-share.js';
 import { createAccount } from '../src/db/directory.js';
 import { dueChannel } from '../src/db/due-notifications.js';
 import { migrate } from '../src/db/migrate.js';
@@ -40,8 +41,8 @@ const SLOW_ENDPOINTS = Number(process.env.BENCH_SLOW_ENDPOINTS ?? 40);
 const SLOW_EVENTS = Number(process.env.BENCH_SLOW_EVENTS ?? 4);
 /** Events sent to the fast endpoint before each measured row. */
 const WARM_UP = 20;
-/** The worker's cap per origin (src/delivery/http-client.ts). */
-const CAP = 16;
+/** The worker's cap per origin. */
+const CAP = ORIGIN_CAP;
 const TASK_QUEUE = 'neighbours';
 const dir = path.join(projectRoot, '.data', 'bench-neighbours');
 const def = getEventDefinition('crm.demand.created')!;
@@ -204,7 +205,7 @@ async function main() {
   for (const p of phases) console.log(row(p));
   console.log(
     `slow endpoints: ${await slowDone()}/${slowTotal} deliveries in ${slowSeconds.toFixed(1)} s ` +
-      `(one POST in flight each at a fair share of ${CAP} connections: ${SLOW_EVENTS} x ${SLOW_MS / 1000} s each)`,
+      `(a cap of ${CAP} POSTs in flight, shared: ${SLOW_EVENTS} x ${SLOW_MS / 1000} s each)`,
   );
   console.log(
     `load average ${os
