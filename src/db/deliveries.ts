@@ -614,10 +614,17 @@ export async function nextDueAt(db: Queryable, endpointId: string): Promise<Date
   return rows[0]!.at;
 }
 
-/** Holds every open delivery of the endpoint (paused, inactive or unverified); a hold already running keeps its start. */
+/**
+ * Holds every open delivery of the endpoint (paused, inactive or unverified); a hold already running
+ * keeps its start. A delivery a session holds keeps its lease: the session's record ends it, or its
+ * end gives back what it did not send (a session stops before a POST once its endpoint no longer
+ * sends). Cleared here, a release that came before the record made a POST in flight due to another
+ * session, which sent it again: the workflow of a new endpoint held what it owed on seeing it
+ * unverified, after its first deliveries had gone out, and released them on seeing it verified.
+ */
 export async function holdOpenDeliveries(db: Queryable, endpointId: string, now: Date): Promise<number> {
   const { rowCount } = await db.query(
-    `UPDATE deliveries SET held_since = $2, leased_until = NULL, lease_owner = NULL, updated_at = now()
+    `UPDATE deliveries SET held_since = $2, updated_at = now()
      WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL`,
     [endpointId, now],
   );
