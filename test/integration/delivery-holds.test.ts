@@ -5,9 +5,6 @@
  */
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createAttemptRecorder } from '../../src/delivery/attempt-recorder.js';
-import { runDeliverySession, type SessionDeps } from '../../src/delivery/delivery-session.js';
-import { createSessionRegistry } from '../../src/delivery/session-registry.js';
 import { claimWithEndpointsFor, holdOpenDeliveries, releaseHeldDeliveries } from '../../src/db/deliveries.js';
 import { eventually, testDb } from '../support/harness.js';
 import { sessionTestBed } from '../support/session-test-bed.js';
@@ -37,18 +34,7 @@ describe('holds of an endpoint that does not send', () => {
     const e = await bed.endpointWithBacklog(1);
     let answer!: () => void;
     bed.receiver.replyOn(e.prefix, { status: 200, hold: new Promise<void>((r) => (answer = r)) });
-    const deps: SessionDeps = {
-      db: testDb(),
-      secretBox: bed.api.deps.secretBox,
-      httpClient: bed.httpClient,
-      sessions: createSessionRegistry(),
-      recorder: createAttemptRecorder(testDb()),
-      concurrency: 2,
-      lingerMs: 0,
-      maxSessionMs: 30_000,
-    };
-    const owner = `holds/${crypto.randomUUID()}`;
-    const running = runDeliverySession(deps, { endpointId: e.id, owner, clock: Date.now, limit: 10, signal: new AbortController().signal });
+    const running = bed.session(e.id, { concurrency: 2, maxSessionMs: 30_000 });
     await eventually(async () => e.posts().length === 1);
     // The workflow catching up late: it saw the endpoint not sending, then sending again.
     await holdOpenDeliveries(testDb(), e.id, new Date());

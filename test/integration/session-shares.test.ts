@@ -7,9 +7,6 @@
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { SLOW_POST_MS } from '../../src/core/fair-share.js';
-import { createAttemptRecorder } from '../../src/delivery/attempt-recorder.js';
-import { runDeliverySession, type SessionDeps } from '../../src/delivery/delivery-session.js';
-import { createSessionRegistry } from '../../src/delivery/session-registry.js';
 import { eventually, testDb } from '../support/harness.js';
 import { sessionTestBed } from '../support/session-test-bed.js';
 
@@ -19,20 +16,7 @@ const bed = sessionTestBed('shares', { maxConnectionsPerOrigin: 1 });
 const hmac = (secret: string, body: Buffer) => crypto.createHmac('sha256', secret).update(body).digest('hex');
 
 /** One session of three lanes, as the worker runs it, on the one-connection client. */
-function session(endpointId: string, maxSessionMs: number) {
-  const deps: SessionDeps = {
-    db: testDb(),
-    secretBox: bed.api.deps.secretBox,
-    httpClient: bed.httpClient,
-    sessions: createSessionRegistry(),
-    recorder: createAttemptRecorder(testDb()),
-    concurrency: 3,
-    lingerMs: 0,
-    maxSessionMs,
-  };
-  const req = { endpointId, owner: `shares/${crypto.randomUUID()}`, clock: Date.now, limit: 10, signal: new AbortController().signal };
-  return runDeliverySession(deps, req);
-}
+const session = (endpointId: string, maxSessionMs: number) => bed.session(endpointId, { concurrency: 3, maxSessionMs });
 
 describe('delivery sessions waiting for a share of an origin', () => {
   it('sign with the secret committed while they waited, and send what they hold once the session is idle', async () => {

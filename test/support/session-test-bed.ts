@@ -5,7 +5,11 @@
  */
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, expect } from 'vitest';
+import { createAttemptRecorder } from '../../src/delivery/attempt-recorder.js';
+import { runDeliverySession } from '../../src/delivery/delivery-session.js';
 import { createHttpClient, type HttpClient } from '../../src/delivery/http-client.js';
+import { createSessionRegistry } from '../../src/delivery/session-registry.js';
+import type { DeliveryRound } from '../../src/workflows/endpoint-contract.js';
 import { createDestinationPolicy } from '../../src/security/destination-policy.js';
 import { createTenant, startTestApi, storeDemandEvent, testDb, type Tenant, type TestApi } from './harness.js';
 import { startReceiver, type Receiver } from './https-receiver.js';
@@ -17,6 +21,8 @@ export interface SessionTestBed {
   readonly httpClient: HttpClient;
   /** A healthy, verified endpoint (its url under `/<area>/<uuid>`, its `secret` when given) with `backlog` deliveries due. */
   endpointWithBacklog(backlog: number, secret?: string): Promise<{ id: string; prefix: string; posts: () => Receiver['received'] }>;
+  /** One delivery session of the endpoint, as the worker runs it (no linger, up to 10 deliveries), on the bed's HTTP client. */
+  session(endpointId: string, o: { concurrency: number; maxSessionMs: number }): Promise<DeliveryRound>;
 }
 
 /** `maxConnectionsPerOrigin`: the HTTP client's cap (the worker's `ORIGIN_CAP` when unset). */
@@ -63,6 +69,20 @@ export function sessionTestBed(area: string, o: { maxConnectionsPerOrigin?: numb
       await testDb().query(`UPDATE endpoints SET health_status = 'healthy', verified_at = now() WHERE id = $1`, [id]);
       for (let n = 0; n < backlog; n++) await storeDemandEvent(tenant.accountId, `${prefix}_${n}`);
       return { id, prefix, posts: () => receiver.received.filter((r) => r.path.startsWith(prefix)) };
+    },
+    session(endpointId, o) {
+      const deps = {
+        db: testDb(),
+        secretBox: api.deps.secretBox,
+        httpClient,
+        sessions: createSessionRegistry(),
+        recorder: createAttemptRecorder(testDb()),
+        concurrency: o.concurrency,
+        lingerMs: 0,
+        maxSessionMs: o.maxSessionMs,
+      };
+      const owner = `${area}/${crypto.randomUUID()}`;
+      return runDeliverySession(deps, { endpointId, owner, clock: Date.now, limit: 10, signal: new AbortController().signal });
     },
   };
 }
