@@ -79,6 +79,9 @@ const COLUMNS = `${DELIVERY_COLUMNS.join(', ')}, ${pageKeyColumn()}`;
  */
 export const OWED = `status IN ('pending', 'failed') AND event_id IS NOT NULL`;
 
+/** The endpoint row `e` sends now, as `sends` (src/core/health.ts) says, and is not deleted. */
+const SENDS_NOW = `e.deleted_at IS NULL AND e.active AND e.health_status IN ('healthy', 'degraded')`;
+
 export interface AttemptRecord {
   startedAt: Date;
   durationMs: number;
@@ -616,16 +619,21 @@ export async function nextDueAt(db: Queryable, endpointId: string): Promise<Date
 
 /**
  * Holds every open delivery of the endpoint (paused, inactive or unverified); a hold already running
- * keeps its start. A delivery a session holds keeps its lease: the session's record ends it, or its
- * end gives back what it did not send (a session stops before a POST once its endpoint no longer
- * sends). Cleared here, a release that came before the record made a POST in flight due to another
- * session, which sent it again: the workflow of a new endpoint held what it owed on seeing it
- * unverified, after its first deliveries had gone out, and released them on seeing it verified.
+ * keeps its start. Only while the endpoint, as committed now, does not send: the workflow asks from
+ * its own view, which may be older (a new endpoint's first pass read it unverified just before a
+ * test send verified it), and a hold then kept the deliveries a direct session was sending out of
+ * that session's report, so the workflow was left with no retry time for their failures.
+ *
+ * A delivery a session holds keeps its lease: the session's record ends it, or its end gives back
+ * what it did not send (a session stops before a POST once its endpoint no longer sends). Cleared
+ * here, a release that came before the record made a POST in flight due to another session, which
+ * sent it again.
  */
 export async function holdOpenDeliveries(db: Queryable, endpointId: string, now: Date): Promise<number> {
   const { rowCount } = await db.query(
     `UPDATE deliveries SET held_since = $2, updated_at = now()
-     WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL`,
+     WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL
+       AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = $1 AND ${SENDS_NOW})`,
     [endpointId, now],
   );
   return rowCount ?? 0;

@@ -1,7 +1,8 @@
 /**
  * Holds on real Postgres: what an endpoint owes while it does not send is held and not claimed,
- * and is due again once released; a delivery a session is sending when the hold comes keeps its
- * lease through the hold and a release, so no other session claims and POSTs it again.
+ * and is due again once released; a hold asked for an endpoint that sends (the workflow's view was
+ * old) holds nothing; a delivery a session is sending when the hold comes keeps its lease through
+ * the hold and a release, so no other session claims and POSTs it again.
  */
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
@@ -21,12 +22,24 @@ const statusesOf = async (endpointId: string) =>
     (r) => r.status,
   );
 
+/** The endpoint as the API leaves it: sending (active) or not (deactivated). */
+const setActive = (endpointId: string, active: boolean) =>
+  testDb().query(`UPDATE endpoints SET active = $2 WHERE id = $1`, [endpointId, active]);
+
 describe('holds of an endpoint that does not send', () => {
   it('keep what it owes from every claim until released, then it is due again', async () => {
     const e = await bed.endpointWithBacklog(2);
+    await setActive(e.id, false);
     expect(await holdOpenDeliveries(testDb(), e.id, new Date())).toBe(2);
     expect(await claimedByAnother(e.id)).toEqual([]);
+    await setActive(e.id, true);
     expect(await releaseHeldDeliveries(testDb(), e.id, new Date())).toBe(2);
+    expect(await claimedByAnother(e.id)).toHaveLength(2);
+  });
+
+  it('hold nothing of an endpoint that sends as committed now, whatever the workflow last read of it', async () => {
+    const e = await bed.endpointWithBacklog(2);
+    expect(await holdOpenDeliveries(testDb(), e.id, new Date())).toBe(0);
     expect(await claimedByAnother(e.id)).toHaveLength(2);
   });
 
@@ -36,8 +49,10 @@ describe('holds of an endpoint that does not send', () => {
     bed.receiver.replyOn(e.prefix, { status: 200, hold: new Promise<void>((r) => (answer = r)) });
     const running = bed.session(e.id, { concurrency: 2, maxSessionMs: 30_000 });
     await eventually(async () => e.posts().length === 1);
-    // The workflow catching up late: it saw the endpoint not sending, then sending again.
-    await holdOpenDeliveries(testDb(), e.id, new Date());
+    // Deactivated and activated again while the POST is in flight: the workflow holds, then releases.
+    await setActive(e.id, false);
+    expect(await holdOpenDeliveries(testDb(), e.id, new Date())).toBe(1);
+    await setActive(e.id, true);
     await releaseHeldDeliveries(testDb(), e.id, new Date());
     expect(await claimedByAnother(e.id)).toEqual([]);
     answer();
