@@ -76,11 +76,13 @@ describe('messaging end to end', () => {
     expect((await call('POST', `/api/v1/webhooks/${created.body.data.id}/test`)).status).toBe(200);
   });
 
-  it('a sent message’s sent, delivered and read arrive signed at the endpoint and in the stream, in order', async () => {
+  it('a sent message’s sent, delivered and read arrive signed at the endpoint, once each, and in order in the stream', async () => {
     const m = await send('15550001111');
     const types = ['chatapp.message.sent', 'chatapp.message.delivered', 'chatapp.message.read'];
     await eventually(async () => receivedFor(m.external_id, secret).length >= 3, 30_000);
-    expect(receivedFor(m.external_id, secret)).toEqual(types);
+    // POSTs to one endpoint go out side by side, so statuses may arrive out of order (the receiver's
+    // rules in docs/delivery.md); the stream keeps the order they happened in.
+    expect([...receivedFor(m.external_id, secret)].sort()).toEqual([...types].sort());
     expect(await streamTypes(m.external_id)).toEqual(types);
     const read = receiver.received.find((r) => r.headers['x-webhook-event'] === 'chatapp.message.read' && r.body.includes(m.external_id))!;
     expect(JSON.parse(read.body.toString())).toMatchObject({
@@ -93,11 +95,11 @@ describe('messaging end to end', () => {
     });
   });
 
-  it('a failed send gives sent then failed', async () => {
+  it('a failed send gives sent then failed: both at the endpoint, in order in the stream', async () => {
     await fetch(`${provider.rootUrl}/_local/recipients/15550009999/fail`, { method: 'POST' });
     const m = await send('15550009999');
     await eventually(async () => receivedFor(m.external_id, secret).length >= 2, 30_000);
-    expect(receivedFor(m.external_id, secret)).toEqual(['chatapp.message.sent', 'chatapp.message.failed']);
+    expect([...receivedFor(m.external_id, secret)].sort()).toEqual(['chatapp.message.failed', 'chatapp.message.sent']);
     expect(await streamTypes(m.external_id)).toEqual(['chatapp.message.sent', 'chatapp.message.failed']);
   });
 });

@@ -177,6 +177,8 @@ describe('endpoint hourly rollups', () => {
 
     // Held past 14 days, then ended by the hold's expiry (on the workflow's clock).
     const held = await bed.endpointWithBacklog(3);
+    // Deactivated first: a hold comes only while the endpoint does not send.
+    await testDb().query(`UPDATE endpoints SET active = false WHERE id = $1`, [held.id]);
     await holdOpenDeliveries(testDb(), held.id, new Date());
     const expired = await expireHeldDeliveries(testDb(), held.id, new Date(Date.now() + HOLD_MS + 60_000), HOLD_MS);
     expect(expired.expired).toBe(3);
