@@ -9,7 +9,14 @@ import { merged } from '../core/merged.js';
 import { countEndedSql, countLimitedDeliveries } from './endpoint-hourly-stats.js';
 import { decodePayload } from './payload-bytes.js';
 import { eventColumnsOf, type EventRow, type TableRow } from './events.js';
-import { endpointColumnsAs, endpointFromColumns, healthySessionUpdate, type EndpointRow, type HealthStatus } from './endpoints.js';
+import {
+  endpointColumnsAs,
+  endpointFromColumns,
+  healthySessionUpdate,
+  sendsNowSql,
+  type EndpointRow,
+  type HealthStatus,
+} from './endpoints.js';
 import { inPageOrder, keyset, pageKeyColumn } from './keyset.js';
 import pg from 'pg';
 import { plansWithoutSorts, withClient, type Queryable } from './pool.js';
@@ -78,9 +85,6 @@ const COLUMNS = `${DELIVERY_COLUMNS.join(', ')}, ${pageKeyColumn()}`;
  * may ever change it, even when that send failed.
  */
 export const OWED = `status IN ('pending', 'failed') AND event_id IS NOT NULL`;
-
-/** The endpoint row `e` sends now, as `sends` (src/core/health.ts) says, and is not deleted. */
-const SENDS_NOW = `e.deleted_at IS NULL AND e.active AND e.health_status IN ('healthy', 'degraded')`;
 
 export interface AttemptRecord {
   startedAt: Date;
@@ -633,7 +637,7 @@ export async function holdOpenDeliveries(db: Queryable, endpointId: string, now:
   const { rowCount } = await db.query(
     `UPDATE deliveries SET held_since = $2, updated_at = now()
      WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL
-       AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = $1 AND ${SENDS_NOW})`,
+       AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = $1 AND e.deleted_at IS NULL AND ${sendsNowSql('e')})`,
     [endpointId, now],
   );
   return rowCount ?? 0;

@@ -274,9 +274,14 @@ export async function recordTestFailure(db: Queryable, id: string, responseCode:
   ]);
 }
 
+/** The endpoint row (`alias.`, or unqualified) sends as committed now: `sends` (src/core/health.ts) in SQL. */
+export const sendsNowSql = (alias?: string): string => {
+  const c = alias ? `${alias}.` : '';
+  return `${c}active AND ${c}health_status IN ('healthy', 'degraded')`;
+};
+
 /** A deactivation committed after the workflow looked wins: an endpoint that does not send has no next attempt. */
-const NEXT_ATTEMPT_IF_SENDING = (value: string) =>
-  `CASE WHEN active AND health_status IN ('healthy', 'degraded') THEN ${value}::timestamptz END`;
+const NEXT_ATTEMPT_IF_SENDING = (value: string) => `CASE WHEN ${sendsNowSql()} THEN ${value}::timestamptz END`;
 
 /** The workflow's schedule changed outside a delivery round (a release, a hold, a verification). */
 export async function recordNextAttempt(db: Queryable, id: string, nextAttemptAt: Date | null): Promise<void> {
