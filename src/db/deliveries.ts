@@ -720,17 +720,31 @@ export async function reportSession(
   return { nextDueAt: r.at, owed: r.owed, healthRecorded: r.recorded === 1 };
 }
 
-/** Manual resend: a limited, exhausted or failed delivery is due again at once. Test sends cannot be resent. */
+/** A session is POSTing the delivery right now: its lease runs (the record of the attempt clears it). */
+const NOT_IN_FLIGHT = `(leased_until IS NULL OR leased_until < now())`;
+const RESENDABLE = `status IN ('limited', 'exhausted', 'failed') AND event_id IS NOT NULL`;
+
+/**
+ * Manual resend: a limited, exhausted or failed delivery is due again at once. Test sends cannot be
+ * resent, nor a delivery whose POST is in flight: clearing its lease would let another session
+ * claim it and POST it twice, and its outcome is recorded within the attempt's timeout anyway.
+ */
 export async function resendDelivery(db: Queryable, accountId: string, id: string): Promise<DeliveryRow> {
   const { rows } = await db.query<DeliveryRow>(
     `UPDATE deliveries SET status = 'pending', terminal_reason = NULL, next_attempt_at = now(), held_since = NULL, leased_until = NULL, lease_owner = NULL, updated_at = now()
-     WHERE id = $1 AND account_id = $2 AND status IN ('limited', 'exhausted', 'failed') AND event_id IS NOT NULL
+     WHERE id = $1 AND account_id = $2 AND ${RESENDABLE} AND ${NOT_IN_FLIGHT}
      RETURNING ${COLUMNS}`,
     [id, accountId],
   );
   if (rows[0]) return rows[0];
-  const { rows: existing } = await db.query(`SELECT 1 FROM deliveries WHERE id = $1 AND account_id = $2`, [id, accountId]);
-  if (!existing.length) throw notFound('delivery');
+  const { rows: existing } = await db.query<{ in_flight: boolean }>(
+    `SELECT ${RESENDABLE} AND NOT ${NOT_IN_FLIGHT} AS in_flight FROM deliveries WHERE id = $1 AND account_id = $2`,
+    [id, accountId],
+  );
+  if (!existing[0]) throw notFound('delivery');
+  if (existing[0].in_flight) {
+    throw new DomainError(409, 'delivery_in_flight', 'an attempt of this delivery is being sent; resend it once its outcome is recorded');
+  }
   throw new DomainError(409, 'not_resendable', 'only limited, exhausted or failed deliveries of events can be resent');
 }
 
@@ -763,7 +777,7 @@ export async function recoverDeliveries(db: Queryable, r: Recovery): Promise<num
      WHERE account_id = $1 AND endpoint_id = $2 AND environment = $3 AND event_id IS NOT NULL
        AND created_at >= $4 AND created_at <= $5 AND status = ANY($6::text[])
        AND (status <> 'exhausted' OR terminal_reason IS NULL OR terminal_reason NOT IN ('endpoint_deleted', 'event_deleted'))
-       AND (leased_until IS NULL OR leased_until < now())`,
+       AND ${NOT_IN_FLIGHT}`,
     [r.accountId, r.endpointId, r.environment, r.since, r.until, [...r.statuses]],
   );
   return rowCount ?? 0;
