@@ -6,10 +6,6 @@ import type { EndpointId } from '../../src/core/ids.js';
  * resumed through the API, as a tenant would.
  */
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { temporal } from '@temporalio/proto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, beforeEach, expect, inject } from 'vitest';
@@ -17,10 +13,9 @@ import { endpointWorkflows } from '../../src/delivery/workflow-client.js';
 import { endpointWorkflowId } from '../../src/workflows/endpoint-contract.js';
 import { eventually, staticResolver, startTestApi, storeDemandEvent, TEST_HOSTS, testDb, type Tenant, type TestApi } from './harness.js';
 import { startReceiver, type ReceivedRequest, type Receiver } from './https-receiver.js';
-import { startTestWorker, timeSkippingEnvironment, waitIdle } from './temporal.js';
+import { recordHistory, startTestWorker, timeSkippingEnvironment, waitIdle } from './temporal.js';
 
 export const SECRET = 'whsec_delivery_engine_secret';
-const historiesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'workflow', 'histories');
 
 export interface DeliveryView {
   id: string;
@@ -153,12 +148,8 @@ export function deliveryTestBed(o: { directSessions?: boolean; devServer?: boole
     /** The real deliveries (not test sends) the receiver got under a path prefix. */
     posts: (prefix: string): ReceivedRequest[] => receiver.deliveriesUnder(prefix),
 
-    /** `RECORD_HISTORIES=1 npx vitest run test/workflow` refreshes the histories the replay test keeps. */
-    async recordHistory(endpointId: string, name: string) {
-      if (process.env.RECORD_HISTORIES !== '1') return;
-      const history = await env.client.workflow.getHandle(endpointWorkflowId(endpointId)).fetchHistory();
-      fs.writeFileSync(path.join(historiesDir, `${name}.binpb`), temporal.api.history.v1.History.encode(history).finish());
-    },
+    /** Keeps the endpoint workflow's history for the replay test (`recordHistory`, test/support/temporal.ts). */
+    recordHistory: (endpointId: string, name: string) => recordHistory(env.client.workflow.getHandle(endpointWorkflowId(endpointId)), name),
 
     /** The endpoint's event deliveries (test sends excluded), oldest first. */
     deliveries: async (endpointId: string): Promise<DeliveryView[]> =>

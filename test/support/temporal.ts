@@ -1,5 +1,8 @@
 /** Temporal test environments attached to the servers started once by global-setup. */
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Connection, type Client, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -130,4 +133,13 @@ export async function waitIdle(handle: WorkflowHandle): Promise<void> {
     const lastTask = events.map((e) => e.eventType).lastIndexOf(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
     return lastTask >= 0 && events.slice(lastTask + 1).every((e) => waiting.has(e.eventType!));
   });
+}
+
+const historiesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'workflow', 'histories');
+
+/** `RECORD_HISTORIES=1 npx vitest run test/workflow` refreshes the histories the replay test keeps (test/workflow/replay.test.ts). */
+export async function recordHistory(handle: Pick<WorkflowHandle, 'fetchHistory'>, name: string): Promise<void> {
+  if (process.env.RECORD_HISTORIES !== '1') return;
+  fs.mkdirSync(historiesDir, { recursive: true });
+  fs.writeFileSync(path.join(historiesDir, `${name}.binpb`), temporal.api.history.v1.History.encode(await handle.fetchHistory()).finish());
 }

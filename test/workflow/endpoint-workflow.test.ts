@@ -1,9 +1,5 @@
 /** The endpoint workflow on the time-skipping test server, with real activities on real Postgres. */
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { endpointWorkflows } from '../../src/delivery/workflow-client.js';
 import { createSecretBox } from '../../src/security/secret-box.js';
@@ -11,9 +7,8 @@ import { endpointStateQuery, endpointWorkflowId } from '../../src/workflows/endp
 import { insertEndpoint } from '../../src/db/endpoints.js';
 import { inTransaction } from '../../src/db/pool.js';
 import { createTenant, eventually, TEST_ENCRYPTION_KEY, testDb } from '../support/harness.js';
-import { startTestWorker, timeSkippingEnvironment } from '../support/temporal.js';
+import { recordHistory, startTestWorker, timeSkippingEnvironment } from '../support/temporal.js';
 
-const historiesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'histories');
 let env: Awaited<ReturnType<typeof timeSkippingEnvironment>>;
 let worker: Awaited<ReturnType<typeof startTestWorker>>;
 
@@ -87,14 +82,7 @@ describe('endpoint workflow (time skipping)', () => {
 
     const history = await handle.fetchHistory();
     expect(JSON.stringify(history)).not.toContain('whsec_workflow_test_secret');
-    // `RECORD_HISTORIES=1 npx vitest run test/workflow` refreshes the recorded history the replay test keeps.
-    if (process.env.RECORD_HISTORIES === '1') {
-      fs.mkdirSync(historiesDir, { recursive: true });
-      fs.writeFileSync(
-        path.join(historiesDir, 'endpoint-created-verified-deleted.binpb'),
-        temporal.api.history.v1.History.encode(history).finish(),
-      );
-    }
+    await recordHistory(handle, 'endpoint-created-verified-deleted');
   });
 
   it('coalesces wake-ups: signals that arrive together make one pass of the loop', async () => {

@@ -6,9 +6,6 @@
  * job that keeps failing, it retries it and fails the run, leaving the next one to the Schedule.
  */
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { WorkflowFailedError } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
@@ -28,9 +25,8 @@ import { createMaintenanceActivities } from '../../src/worker/maintenance-activi
 import { MAINTENANCE_WORKFLOW_TYPE, type MaintenanceActivities } from '../../src/workflows/maintenance-contract.js';
 import { createTenant, insertTestEndpoint, PROVIDER_APP_SECRET, TEST_ENCRYPTION_KEY, testDb } from '../support/harness.js';
 import { ownDatabase } from '../support/own-database.js';
-import { timeSkippingEnvironment } from '../support/temporal.js';
+import { recordHistory, timeSkippingEnvironment } from '../support/temporal.js';
 
-const historiesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'histories');
 const ACCESS_TOKEN = 'maintenance-test-app-token';
 const box = createSecretBox(TEST_ENCRYPTION_KEY);
 const { EventType } = temporal.api.enums.v1;
@@ -115,13 +111,7 @@ describe('the maintenance workflow (time skipping)', () => {
       PARTITIONS_JOB_SUMMARY,
       RETENTION_JOB_SUMMARY,
     ]);
-    // `RECORD_HISTORIES=1 npx vitest run test/workflow` refreshes the recorded history the replay test keeps.
-    if (process.env.RECORD_HISTORIES === '1') {
-      fs.writeFileSync(
-        path.join(historiesDir, 'maintenance-renews-a-token.binpb'),
-        temporal.api.history.v1.History.encode(await handle.fetchHistory()).finish(),
-      );
-    }
+    await recordHistory(handle, 'maintenance-renews-a-token');
   });
 
   it('keeps the weeks ahead of its clock and drops those past retention with their deliveries (own database, clock 120 days on)', async () => {
@@ -161,12 +151,7 @@ describe('the maintenance workflow (time skipping)', () => {
       expect(details).toMatch(
         /- \*\*delivery retention\*\*: 90 days: 1 open deliveries closed \(retention_expired\), dropped .*deliveries_legacy/,
       );
-      if (process.env.RECORD_HISTORIES === '1') {
-        fs.writeFileSync(
-          path.join(historiesDir, 'maintenance-partitions-and-retention.binpb'),
-          temporal.api.history.v1.History.encode(await handle.fetchHistory()).finish(),
-        );
-      }
+      await recordHistory(handle, 'maintenance-partitions-and-retention');
     } finally {
       await own.drop();
     }
