@@ -130,6 +130,7 @@ export function createActivities(deps: ActivityDeps, sessionDeps = sessionDepsOf
         failure_streak: row.failure_streak,
         active: row.active,
         url_label: endpointLabel(row.url),
+        verified_at_ms: row.verified_at?.getTime() ?? null,
       };
     },
 

@@ -35,6 +35,8 @@ export interface EndpointSnapshot {
   active: boolean;
   /** Host and path only, for the workflow's story in the Web UI (absent from older histories). */
   url_label?: string;
+  /** When the last 2xx test verified it, ms since epoch (absent from older histories). */
+  verified_at_ms?: number | null;
 }
 
 /** The endpoint's health as the workflow records it on the endpoint row (its streak's start aside), as of `observedAtMs`. */
@@ -114,6 +116,8 @@ export interface EndpointWorkflowState extends EndpointHealth {
   sending: boolean;
   nextDueAtMs: number | null;
   nextExpiryAtMs: number | null;
+  /** The endpoint's last verification as last read (null: never, or read before the snapshot had it). */
+  verifiedAtMs: number | null;
   /**
    * POSTs made by this run's and its predecessors' own sessions and by the direct sessions whose
    * rounds were handed over to them (failures); not those of direct sessions of successes only,
@@ -158,6 +162,7 @@ export function initialState(): EndpointWorkflowState {
     pausedAtMs: null,
     nextDueAtMs: null,
     nextExpiryAtMs: null,
+    verifiedAtMs: null,
     delivered: 0,
     recordedNextAttemptAtMs: null,
     urlLabel: null,

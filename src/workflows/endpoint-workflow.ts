@@ -97,6 +97,15 @@ const RECONCILE_JITTER_MS = 10 * 60 * 1000;
  */
 const DIRECT_SESSIONS = 'direct-sessions';
 
+/**
+ * Since this patch, a round from a session asked for before the endpoint's last verification leaves
+ * its health alone, as the endpoint row does (`recordEndpointHealth` skips rows verified after the
+ * round's `observedAt`), and what it left owed is due at once: it took the failure of a session
+ * that ran across a deactivation and a 2xx test for a streak of the verified endpoint, and waited
+ * on the curve for a next due time its report (made while all it owed was held) did not have.
+ */
+const VERIFICATION_WINS = 'verification-wins';
+
 export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: CarriedState): Promise<void> {
   const state = withDefaults(carried);
   // Every run starts with a pass, as if woken, and reads the endpoint before anything else: a first
@@ -200,6 +209,7 @@ async function takeInChanges(input: EndpointWorkflowInput, state: EndpointWorkfl
   state.health = snapshot.health_status;
   state.failureStreak = snapshot.failure_streak;
   state.active = snapshot.active;
+  if (snapshot.verified_at_ms !== undefined) state.verifiedAtMs = snapshot.verified_at_ms;
   if (snapshot.health_status !== 'paused') state.pausedAtMs = null;
   publishSearchAttributes(input, state);
   return true;
@@ -285,6 +295,12 @@ async function applyRound(
   state.nextDueAtMs = round.nextDueAtMs;
   if (round.owed !== undefined) state.owed = round.owed;
   if (round.outcomes.length === 0) return round.more;
+  const verifiedAtMs = state.verifiedAtMs;
+  if (verifiedAtMs != null && observedAtMs < verifiedAtMs && patched(VERIFICATION_WINS)) {
+    state.delivered += round.posts ?? round.outcomes.length;
+    state.nextDueAtMs = Date.now();
+    return true;
+  }
   const before = endpointHealthOf(state);
   const { health, alerts } = afterRound(before, round.outcomes);
   const stayedHealthy = alerts.length === 0 && [before, health].every(isHealthyNoStreak);

@@ -24,7 +24,7 @@ import {
   type EndpointWorkflowInput,
 } from '../../src/workflows/endpoint-contract.js';
 import { eventually } from '../support/harness.js';
-import { timeSkippingEnvironment } from '../support/temporal.js';
+import { recordHistory, timeSkippingEnvironment } from '../support/temporal.js';
 
 type Activities = EndpointActivities;
 type Call = { [K in keyof Activities]: { name: K; args: Parameters<Activities[K]> } }[keyof Activities];
@@ -230,6 +230,43 @@ describe('endpoint workflow with stub activities (time skipping)', () => {
     await eventually(async () => callsTo(s, 'recordHealth').length === 1);
     expect(callsTo(s, 'recordHealth')[0]![1]).toMatchObject({ health: 'healthy', failureStreak: 1, lastResponseCode: 500 });
     await eventually(async () => (await upserts()) === afterFirst + 1);
+  });
+
+  it('a direct session failure observed before a 2xx test leaves the verified endpoint healthy if its round comes after the test, and what it left is sent at once', async () => {
+    for (const reportedAfterTest of [false, true]) {
+      const { endpointId, accountId, s } = newEndpoint();
+      const rounds = () => callsTo(s, 'deliverDue');
+      await workflows().notify(endpointId, accountId, 'created');
+      await eventually(async () => rounds().length === 1);
+      const observedAtMs = await env.currentTimeMs();
+      // The session's POSTs failed after the deactivation held all it owed: its report has nothing due.
+      const handOver = () =>
+        env.client.workflow.getHandle(endpointWorkflowId(endpointId)).signal(roundHandedOverSignal, {
+          round: { outcomes: outcomes(observedAtMs, 2, false), more: false, nextDueAtMs: null, posts: 2 },
+          observedAtMs,
+        });
+      s.snapshot = { ...s.snapshot!, active: false };
+      await workflows().notify(endpointId, accountId, 'updated');
+      await eventually(async () => callsTo(s, 'holdDeliveries').length === 1);
+      if (!reportedAfterTest) {
+        await handOver();
+        await eventually(async () => (await state(endpointId)).failureStreak === 1);
+      }
+      // Reactivated by a 2xx test: the row is healthy, its streak 0, verified after the session opened.
+      s.snapshot = { ...healthySnapshot(), verified_at_ms: Math.max(await env.currentTimeMs(), observedAtMs + 1) };
+      await workflows().notify(endpointId, accountId, 'verified');
+      await eventually(async () => rounds().length === 2);
+      if (reportedAfterTest) {
+        await handOver();
+        // The row ignores that failure, and so does the workflow; a session looks for what it left at once.
+        await eventually(async () => rounds().length === 3);
+        expect(rounds()[2]![2]).toBe(BATCH);
+        await recordHistory(env.client.workflow.getHandle(endpointWorkflowId(endpointId)), 'endpoint-failure-reported-after-verification');
+      }
+      expect(await state(endpointId)).toMatchObject({ health: 'healthy', failureStreak: 0, sending: true, delivered: 2 });
+      // Recorded only when it came first: then the test wins on the row, as in the workflow.
+      expect(callsTo(s, 'recordHealth').map(([, h]) => h.failureStreak)).toEqual(reportedAfterTest ? [] : [1]);
+    }
   });
 
   it('a failing receiver: one POST at a time on the curve, alerts at 5, 10 and 15, paused and held at 15; a verification resumes it', async () => {
