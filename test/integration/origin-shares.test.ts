@@ -2,7 +2,8 @@
  * The HTTP client's fair shares of an origin, against a real HTTPS receiver: a POST's timeout runs
  * from the moment it gets its share, never while it waits for one, an endpoint with nothing in
  * flight is not queued behind another endpoint's slow POSTs on the same origin, and a POST that
- * waited for a share goes out on the connection the POST before it gave back.
+ * waited for a share goes out on the connection the POST before it gave back, as does one sent
+ * the moment the POST before it returned.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpClient, type HttpClient } from '../../src/delivery/http-client.js';
@@ -77,5 +78,21 @@ describe('fair shares of an origin in the HTTP client', () => {
     const connections = new Set(receiver.received.filter((r) => r.path.startsWith('/reuse/')).map((r) => r.remotePort));
     expect(connections.size).toBe(2);
     receiver.replyOn('/reuse/', null);
+  });
+
+  it('sends the next POST of a caller well under the cap on the connection its last POST gave back, opening none', async () => {
+    // Four lanes of a session, each POSTing again the moment its POST before returns, with room
+    // for 32: nothing waits for a share, so nothing but the pool decides which connection each takes.
+    const c = client(32, 10_000);
+    await Promise.all(
+      Array.from({ length: 4 }, async (_, lane) => {
+        for (let n = 0; n < 10; n++) {
+          const r = await c.post({ endpointId: 'ep_lanes', url: url(`/lanes/${lane}/${n}`) }, {}, body);
+          expect(r.status).toBe(200);
+        }
+      }),
+    );
+    const connections = new Set(receiver.received.filter((r) => r.path.startsWith('/lanes/')).map((r) => r.remotePort));
+    expect(connections.size).toBe(4);
   });
 });
