@@ -295,6 +295,7 @@ async function applyRound(
   state.nextDueAtMs = round.nextDueAtMs;
   if (round.owed !== undefined) state.owed = round.owed;
   if (round.outcomes.length === 0) return round.more;
+  // Opened before the last 2xx test: the row ignored its health (recordEndpointHealth), and so does the workflow.
   const verifiedAtMs = state.verifiedAtMs;
   if (verifiedAtMs != null && observedAtMs < verifiedAtMs && patched(VERIFICATION_WINS)) {
     state.delivered += round.posts ?? round.outcomes.length;
