@@ -35,7 +35,9 @@ export function fairShare(cap: number, active: number): number {
 
 /**
  * Whether one more POST of an endpoint may start now. `recentInFlight`: the origin's POSTs in
- * flight that started less than SLOW_POST_MS ago.
+ * flight that started less than SLOW_POST_MS ago. `opening`: connections to the origin being
+ * opened now; while one is, nobody passes the cap: a POST slow with its handshake is no slow
+ * receiver, and each pass opens one more (32–62 connections in a benchmark's first contact).
  */
 export function mayStart(s: {
   cap: number;
@@ -43,8 +45,9 @@ export function mayStart(s: {
   recentInFlight: number;
   endpointInFlight: number;
   active: number;
+  opening?: number;
 }): boolean {
-  if (s.endpointInFlight === 0) return s.recentInFlight < s.cap;
+  if (s.endpointInFlight === 0) return s.originInFlight < s.cap || (s.recentInFlight < s.cap && !s.opening);
   return s.originInFlight < s.cap && s.endpointInFlight < fairShare(s.cap, s.active);
 }
 
@@ -83,6 +86,7 @@ export class FairShareQueue<T> {
   private young: Ticket[] = [];
   private total = 0;
   private slow = 0;
+  private opening = 0;
 
   constructor(private readonly cap: number) {}
 
@@ -131,6 +135,12 @@ export class FairShareQueue<T> {
     return true;
   }
 
+  /** A connection to the origin began (+1) or ended (-1) opening: the waiters that may start now. */
+  connecting(delta: 1 | -1, nowMs: number): Started<T>[] {
+    this.opening = Math.max(0, this.opening + delta);
+    return this.pass(nowMs);
+  }
+
   /** A POST ended: the waiters that may start now, in round-robin order (already counted in flight). */
   release(endpointId: string, ticket: PostTicket, nowMs: number): Started<T>[] {
     const e = this.endpoints.get(endpointId);
@@ -165,6 +175,7 @@ export class FairShareQueue<T> {
       recentInFlight: this.total - this.slow,
       endpointInFlight: e.inFlight,
       active: this.endpoints.size,
+      opening: this.opening,
     });
   }
 

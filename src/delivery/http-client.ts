@@ -15,7 +15,7 @@ import { ORIGIN_CAP } from '../core/fair-share.js';
 import type { AttemptError } from '../core/health.js';
 import { storableExcerpt } from '../core/storable-text.js';
 import { BlockedDestinationError, type DestinationPolicy } from '../security/destination-policy.js';
-import { createOriginSlots, type Slot } from './origin-slots.js';
+import { createOriginSlots, type OriginSlots, type Slot } from './origin-slots.js';
 import { merged } from '../core/merged.js';
 
 export type { Slot };
@@ -77,6 +77,19 @@ function reloadingConnector(base: buildConnector.BuildOptions, devCaFile: string
   };
 }
 
+/** Tells the slots while a connection to an origin is being opened (TCP, TLS). */
+function countedConnector(connector: buildConnector.connector, slots: OriginSlots): buildConnector.connector {
+  return (options, callback) => {
+    const port = options.port && Number(options.port) !== (options.protocol === 'https:' ? 443 : 80) ? `:${options.port}` : '';
+    const origin = `${options.protocol}//${options.hostname}${port}`;
+    slots.connecting(origin, 1);
+    return connector(options, (...result) => {
+      slots.connecting(origin, -1);
+      (callback as (...a: typeof result) => void)(...result);
+    });
+  };
+}
+
 function guardedLookup(policy: DestinationPolicy): LookupFunction {
   return (hostname, options, callback) => {
     policy.resolveAllowed(hostname).then(
@@ -115,12 +128,13 @@ export function createHttpClient(opts: {
 }): HttpClient {
   const connect = { lookup: guardedLookup(opts.policy), timeout: opts.timeoutMs };
   const slots = createOriginSlots(opts.maxConnectionsPerOrigin ?? ORIGIN_CAP);
+  const connector = opts.devCaFile ? reloadingConnector(connect, opts.devCaFile) : buildConnector(merged(connect, trustedCas()));
   const agent = new Agent({
     // No limit here: the slots are the limit, and may pass the cap by one per active endpoint
     // (src/core/fair-share.ts). A limit in the pool would queue POSTs first come, first served again.
     connections: null,
     keepAliveTimeout: 30_000,
-    connect: opts.devCaFile ? reloadingConnector(connect, opts.devCaFile) : merged(connect, trustedCas()),
+    connect: countedConnector(connector, slots),
   });
 
   return {

@@ -19,6 +19,8 @@ export interface Slot {
 export interface OriginSlots {
   /** Waits for a slot of `endpointId` on the URL's origin; null when `signal` aborts first. */
   take(endpointId: string, url: string, signal?: AbortSignal): Promise<Slot | null>;
+  /** A connection to `origin` began (+1) or ended (-1) opening: nobody passes its cap meanwhile (src/core/fair-share.ts). */
+  connecting(origin: string, delta: 1 | -1): void;
   /** POSTs in flight and endpoints active, per origin (for metrics and tests). */
   usage(): Map<string, { running: number; active: number }>;
 }
@@ -106,6 +108,10 @@ export function createOriginSlots(capPerOrigin: number): OriginSlots {
         signal?.addEventListener('abort', onAbort, { once: true });
         armPass(origin, queue);
       });
+    },
+    connecting(origin, delta) {
+      const queue = origins.get(origin);
+      if (queue) starting(origin, queue, queue.connecting(delta, performance.now()));
     },
     usage: () => new Map([...origins].map(([origin, q]) => [origin, { running: q.running, active: q.active }])),
   };

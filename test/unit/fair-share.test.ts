@@ -20,6 +20,11 @@ describe('fair share of an origin', () => {
     expect(mayStart({ cap: 16, originInFlight: 10, recentInFlight: 10, endpointInFlight: 8, active: 2 })).toBe(false);
     expect(mayStart({ cap: 16, originInFlight: 3, recentInFlight: 3, endpointInFlight: 1, active: 21 })).toBe(false);
   });
+
+  it('lets nobody past the cap while a connection to the origin is being opened, and a newcomer under it still', () => {
+    expect(mayStart({ cap: 16, originInFlight: 40, recentInFlight: 3, endpointInFlight: 0, active: 21, opening: 1 })).toBe(false);
+    expect(mayStart({ cap: 16, originInFlight: 10, recentInFlight: 10, endpointInFlight: 0, active: 5, opening: 1 })).toBe(true);
+  });
 });
 
 /** A queue on a clock the test moves, its POSTs in flight kept per endpoint (oldest released first). */
@@ -48,6 +53,17 @@ function queueOf(cap: number) {
 }
 
 describe('FairShareQueue', () => {
+  it('keeps a newcomer from passing the cap while a connection is being opened, and passes it once that ends', () => {
+    const o = queueOf(4);
+    for (let n = 0; n < 4; n++) o.ask('slow', `s${n}`);
+    expect(o.q.connecting(1, 0)).toEqual([]);
+    expect(o.ask('b', 'b1')).toBe(false);
+    o.tick(SLOW_POST_MS);
+    // Slow POSTs hold the origin, but one of them is still opening its connection: no pass.
+    expect(o.pass()).toEqual([]);
+    expect(o.q.connecting(-1, SLOW_POST_MS).map((s) => s.waiter)).toEqual(['b:b1']);
+  });
+
   it('gives an endpoint alone the whole cap, then makes it wait', () => {
     const o = queueOf(4);
     expect([1, 2, 3, 4].map((n) => o.ask('a', `a${n}`))).toEqual([true, true, true, true]);
