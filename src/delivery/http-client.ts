@@ -83,10 +83,21 @@ function countedConnector(connector: buildConnector.connector, slots: OriginSlot
     const port = options.port && Number(options.port) !== (options.protocol === 'https:' ? 443 : 80) ? `:${options.port}` : '';
     const origin = `${options.protocol}//${options.hostname}${port}`;
     slots.connecting(origin, 1);
-    return connector(options, (...result) => {
-      slots.connecting(origin, -1);
-      (callback as (...a: typeof result) => void)(...result);
-    });
+    let open = true;
+    const opened = () => {
+      if (open) slots.connecting(origin, -1);
+      open = false;
+    };
+    try {
+      return connector(options, (...result) => {
+        opened();
+        (callback as (...a: typeof result) => void)(...result);
+      });
+    } catch (err) {
+      // Never left counted as opening: the origin's newcomers would wait for slots for good.
+      opened();
+      throw err;
+    }
   };
 }
 
