@@ -295,10 +295,10 @@ async function applyRound(
   state.nextDueAtMs = round.nextDueAtMs;
   if (round.owed !== undefined) state.owed = round.owed;
   if (round.outcomes.length === 0) return round.more;
+  state.delivered += round.posts ?? round.outcomes.length;
   // Opened before the last 2xx test: the row ignored its health (recordEndpointHealth), and so does the workflow.
   const verifiedAtMs = state.verifiedAtMs;
   if (verifiedAtMs != null && observedAtMs < verifiedAtMs && patched(VERIFICATION_WINS)) {
-    state.delivered += round.posts ?? round.outcomes.length;
     state.nextDueAtMs = Date.now();
     return true;
   }
@@ -314,7 +314,6 @@ async function applyRound(
     state.lastError = lastFailure.error ?? null;
     state.lastFailureCode = lastFailure.responseCode;
   }
-  state.delivered += round.posts ?? round.outcomes.length;
   for (const alert of alerts) {
     await alertOwner.executeWithOptions({ summary: says.alert(alert.streak) }, [input.endpointId, alert.streak, alert.streakStartedAtMs]);
   }
