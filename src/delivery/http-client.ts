@@ -15,7 +15,7 @@ import { ORIGIN_CAP } from '../core/fair-share.js';
 import type { AttemptError } from '../core/health.js';
 import { storableExcerpt } from '../core/storable-text.js';
 import { BlockedDestinationError, type DestinationPolicy } from '../security/destination-policy.js';
-import { createOriginSlots, type OriginSlots, type Slot } from './origin-slots.js';
+import { createOriginSlots, originOf, type OriginSlots, type Slot } from './origin-slots.js';
 import { merged } from '../core/merged.js';
 
 export type { Slot };
@@ -80,8 +80,8 @@ function reloadingConnector(base: buildConnector.BuildOptions, devCaFile: string
 /** Tells the slots while a connection to an origin is being opened (TCP, TLS). */
 function countedConnector(connector: buildConnector.connector, slots: OriginSlots): buildConnector.connector {
   return (options, callback) => {
-    const port = options.port && Number(options.port) !== (options.protocol === 'https:' ? 443 : 80) ? `:${options.port}` : '';
-    const origin = `${options.protocol}//${options.hostname}${port}`;
+    // As the slots name it (a default port dropped), so the count reaches the queue of the URL's origin.
+    const origin = originOf(`${options.protocol}//${options.hostname}${options.port ? `:${options.port}` : ''}`);
     slots.connecting(origin, 1);
     let open = true;
     const opened = () => {
