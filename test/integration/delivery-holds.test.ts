@@ -4,18 +4,12 @@
  * old) holds nothing; a delivery a session is sending when the hold comes keeps its lease through
  * the hold and a release, so no other session claims and POSTs it again.
  */
-import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { claimWithEndpointsFor, holdOpenDeliveries, releaseHeldDeliveries } from '../../src/db/deliveries.js';
+import { holdOpenDeliveries, releaseHeldDeliveries } from '../../src/db/deliveries.js';
 import { eventually, testDb } from '../support/harness.js';
 import { sessionTestBed } from '../support/session-test-bed.js';
 
 const bed = sessionTestBed('holds');
-
-/** What another session would claim of the endpoint now. */
-const claimedByAnother = async (endpointId: string) =>
-  (await claimWithEndpointsFor(testDb(), [{ endpointId, now: new Date(), limit: 10, owner: `other/${crypto.randomUUID()}` }], 10_000))[0]!
-    .deliveries;
 
 const statusesOf = async (endpointId: string) =>
   (await testDb().query<{ status: string }>(`SELECT status FROM deliveries WHERE endpoint_id = $1`, [endpointId])).rows.map(
@@ -31,16 +25,16 @@ describe('holds of an endpoint that does not send', () => {
     const e = await bed.endpointWithBacklog(2);
     await setActive(e.id, false);
     expect(await holdOpenDeliveries(testDb(), e.id, new Date())).toBe(2);
-    expect(await claimedByAnother(e.id)).toEqual([]);
+    expect(await bed.claimedByAnother(e.id)).toEqual([]);
     await setActive(e.id, true);
     expect(await releaseHeldDeliveries(testDb(), e.id, new Date())).toBe(2);
-    expect(await claimedByAnother(e.id)).toHaveLength(2);
+    expect(await bed.claimedByAnother(e.id)).toHaveLength(2);
   });
 
   it('hold nothing of an endpoint that sends as committed now, whatever the workflow last read of it', async () => {
     const e = await bed.endpointWithBacklog(2);
     expect(await holdOpenDeliveries(testDb(), e.id, new Date())).toBe(0);
-    expect(await claimedByAnother(e.id)).toHaveLength(2);
+    expect(await bed.claimedByAnother(e.id)).toHaveLength(2);
   });
 
   it('leave a delivery whose POST is in flight to its session: a hold and a release meanwhile let nobody else send it', async () => {
@@ -54,7 +48,7 @@ describe('holds of an endpoint that does not send', () => {
     expect(await holdOpenDeliveries(testDb(), e.id, new Date())).toBe(1);
     await setActive(e.id, true);
     await releaseHeldDeliveries(testDb(), e.id, new Date());
-    expect(await claimedByAnother(e.id)).toEqual([]);
+    expect(await bed.claimedByAnother(e.id)).toEqual([]);
     answer();
     const round = await running;
     expect(round.posts).toBe(1);

@@ -5,6 +5,7 @@
  */
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, expect } from 'vitest';
+import { claimWithEndpointsFor, type ClaimedDelivery } from '../../src/db/deliveries.js';
 import { createAttemptRecorder } from '../../src/delivery/attempt-recorder.js';
 import { runDeliverySession } from '../../src/delivery/delivery-session.js';
 import { createHttpClient, type HttpClient } from '../../src/delivery/http-client.js';
@@ -23,6 +24,8 @@ export interface SessionTestBed {
   endpointWithBacklog(backlog: number, secret?: string): Promise<{ id: string; prefix: string; posts: () => Receiver['received'] }>;
   /** One delivery session of the endpoint, as the worker runs it (no linger, up to 10 deliveries), on the bed's HTTP client. */
   session(endpointId: string, o: { concurrency: number; maxSessionMs: number }): Promise<DeliveryRound>;
+  /** What another session would claim of the endpoint now (up to 10). */
+  claimedByAnother(endpointId: string): Promise<ClaimedDelivery[]>;
 }
 
 /** `maxConnectionsPerOrigin`: the HTTP client's cap (the worker's `ORIGIN_CAP` when unset). */
@@ -83,6 +86,10 @@ export function sessionTestBed(area: string, o: { maxConnectionsPerOrigin?: numb
       };
       const owner = `${area}/${crypto.randomUUID()}`;
       return runDeliverySession(deps, { endpointId, owner, clock: Date.now, limit: 10, signal: new AbortController().signal });
+    },
+    async claimedByAnother(endpointId) {
+      const owner = `other/${crypto.randomUUID()}`;
+      return (await claimWithEndpointsFor(testDb(), [{ endpointId, now: new Date(), limit: 10, owner }], 10_000))[0]!.deliveries;
     },
   };
 }
