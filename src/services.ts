@@ -6,7 +6,7 @@
 import type { Client, Connection } from '@temporalio/client';
 import { ensurePartitionsAhead } from './db/delivery-partitions.js';
 import { migrate } from './db/migrate.js';
-import { createPool, warmConnections, type Db, type DbClient, type PoolOptions } from './db/pool.js';
+import { createPool, warmConnections, type Db, type DbClient } from './db/pool.js';
 import { createHttpClient, type HttpClient } from './delivery/http-client.js';
 import { loadConfig, type Config } from './runtime/config.js';
 import { logger } from './runtime/logger.js';
@@ -35,10 +35,10 @@ const WARM_CONNECTIONS = 6;
  */
 export async function startServices(
   config: ServiceConfig,
-  opts: { resolver?: Resolver; prepare?: (client: DbClient) => Promise<void>; pool?: PoolOptions } = {},
+  opts: { resolver?: Resolver; prepare?: (client: DbClient) => Promise<void> } = {},
 ): Promise<Services> {
   await migrate(config.databaseUrl);
-  const db = createPool(config.databaseUrl, 20, WARM_CONNECTIONS, opts.pool);
+  const db = createPool(config.databaseUrl, 20, WARM_CONNECTIONS);
   // Inserts need this week's partition: made here too, so a paused maintenance Schedule never stops them.
   await ensurePartitionsAhead(db, Date.now());
   await warmConnections(db, WARM_CONNECTIONS, opts.prepare);

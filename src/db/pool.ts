@@ -15,27 +15,13 @@ const IDLE_TIMEOUT_MS = 10 * 60_000;
 /** Pools made `withoutSorts`: their connections plan every statement with enable_sort off. */
 const sortless = new WeakSet<Db>();
 
-export interface PoolOptions {
-  /**
-   * Each connection starts with enable_sort off, for statements that need sorts priced out of
-   * their plans (the audit list: src/db/deliveries.ts) without a SET and a RESET around each, two
-   * round trips more. Only for those statements: a pool of their own.
-   */
-  withoutSorts?: boolean;
-  /**
-   * Each connection plans a prepared statement once (plan_cache_mode=force_generic_plan), where
-   * Postgres plans its first five runs on each connection for their parameters. On the
-   * partitioned delivery tables such a plan costs 1.2-2 ms against 0.2-0.4 ms to run, and a
-   * worker's statements keyed by endpoint (a session's report, its next due time, its lease) run
-   * a few times per connection each: planning was most of their cost. For pools whose prepared
-   * statements all plan the same whatever their parameters (the worker's).
-   */
-  genericPlans?: boolean;
-}
-
-export function createPool(url: string, max = 10, min = 0, opts: PoolOptions = {}): Db {
-  const startup = [opts.withoutSorts && '-c enable_sort=off', opts.genericPlans && '-c plan_cache_mode=force_generic_plan'].filter(Boolean);
-  const { connectionString, options } = startup.length > 0 ? withOption(url, startup.join(' ')) : { connectionString: url };
+/**
+ * `withoutSorts`: each connection starts with enable_sort off, for statements that need sorts
+ * priced out of their plans (the audit list: src/db/deliveries.ts) without a SET and a RESET
+ * around each, two round trips more. Only for those statements: a pool of their own.
+ */
+export function createPool(url: string, max = 10, min = 0, opts: { withoutSorts?: boolean } = {}): Db {
+  const { connectionString, options } = opts.withoutSorts ? withOption(url, '-c enable_sort=off') : { connectionString: url };
   const pool = new pg.Pool({
     connectionString,
     options,

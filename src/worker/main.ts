@@ -37,8 +37,7 @@ export async function runWorker(
   // The sessions' shared claim, prepared on the warmed connections (a nil endpoint: nothing is claimed).
   const prepare = async (client: DbClient) =>
     void (await claimWithEndpointsFor(client, [{ endpointId: NIL_UUID, now: new Date(), limit: 1, owner: 'warm-up' }], LEASE_MS));
-  // Its prepared statements are keyed by endpoint or delivery ids and plan alike for any: planned once per connection.
-  const services = await startServices(config, { ...opts, prepare, pool: { genericPlans: true } });
+  const services = await startServices(config, { ...opts, prepare });
   const { db, httpClient, temporal } = services;
   await ensureSearchAttributes(temporal.connection, config.temporalNamespace);
   const sessions = createSessionRegistry();
