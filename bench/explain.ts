@@ -37,8 +37,9 @@ function explaining(client: PoolClient, into: Plan[]): Queryable {
 
 const ms = (t0: number) => performance.now() - t0;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const success = (id: string): AttemptResult => ({
+const success = ({ id, created_at }: { id: string; created_at: Date }): AttemptResult => ({
   id,
+  createdAt: created_at,
   number: 1,
   attempt: { startedAt: new Date(), durationMs: 3, responseCode: 200, error: null, responseExcerpt: 'ok' },
   success: true,
@@ -122,8 +123,8 @@ export async function explainHotQueries(
         endpoints.map((e) => ({ endpointId: e.id, status: 'pending', held: false })),
       ),
     );
-    const { rows: pending } = await client.query<{ id: string; event_id: string }>(
-      `SELECT id, event_id FROM deliveries WHERE endpoint_id = $1 AND status = 'pending' LIMIT 200`,
+    const { rows: pending } = await client.query<{ id: string; event_id: string; created_at: Date }>(
+      `SELECT id, event_id, created_at FROM deliveries WHERE endpoint_id = $1 AND status = 'pending' LIMIT 200`,
       [ctx.ingestEndpointId],
     );
     const { rows: backlog } = await client.query<{ n: number }>(
@@ -135,13 +136,8 @@ export async function explainHotQueries(
       claimWithEndpoint(q, ctx.ingestEndpointId, new Date(), 32, 240_000, `explain-${d++}`),
     );
     let a = 0;
-    await explain('recordDeliveryAttempts (1)', (q) => recordDeliveryAttempts(q, [success(pending[a++]!.id)]));
-    await explain('recordDeliveryAttempts (64)', (q) =>
-      recordDeliveryAttempts(
-        q,
-        pending.slice(a, (a += 64)).map((p) => success(p.id)),
-      ),
-    );
+    await explain('recordDeliveryAttempts (1)', (q) => recordDeliveryAttempts(q, [success(pending[a++]!)]));
+    await explain('recordDeliveryAttempts (64)', (q) => recordDeliveryAttempts(q, pending.slice(a, (a += 64)).map(success)));
     await explain('nextDueAt', (q) => nextDueAt(q, ctx.ingestEndpointId));
     await client.query('ROLLBACK');
   } finally {
@@ -158,11 +154,11 @@ export async function explainHotQueries(
   out.roundTripMsP50 = +median(rtt).toFixed(3);
 
   // Recording attempts as the worker does (one autocommit statement each, 16 lanes): how many per second can the database take?
-  const { rows: toRecord } = await db.query<{ id: string }>(
-    `SELECT id FROM deliveries WHERE endpoint_id = $1 AND status = 'pending' LIMIT 800`,
+  const { rows: toRecord } = await db.query<{ id: string; created_at: Date }>(
+    `SELECT id, created_at FROM deliveries WHERE endpoint_id = $1 AND status = 'pending' LIMIT 800`,
     [ctx.ingestEndpointId],
   );
-  const recordRate = async (pool: Db, ids: string[]) => {
+  const recordRate = async (pool: Db, ids: { id: string; created_at: Date }[]) => {
     let next = 0;
     const t0 = performance.now();
     await Promise.all(
@@ -179,14 +175,8 @@ export async function explainHotQueries(
   asyncUrl.searchParams.set('options', '-c synchronous_commit=off');
   const asyncDb = createPool(asyncUrl.toString(), 18);
   try {
-    out.recordAttemptsPerSecond = await recordRate(
-      db,
-      toRecord.slice(0, 400).map((r) => r.id),
-    );
-    out.recordAttemptsPerSecondAsyncCommit = await recordRate(
-      asyncDb,
-      toRecord.slice(400).map((r) => r.id),
-    );
+    out.recordAttemptsPerSecond = await recordRate(db, toRecord.slice(0, 400));
+    out.recordAttemptsPerSecondAsyncCommit = await recordRate(asyncDb, toRecord.slice(400));
 
     // Ingest what-ifs with fan-out as in the ingest phase: as today (group commit: 16 writers share
     // transactions), without waiting for fsync, and N events per transaction with a statement per event.

@@ -388,6 +388,7 @@ type ClaimedRow = Record<string, unknown> & {
   delivery_event_type: string;
   delivery_idempotency_key: string;
   delivery_attempts: number;
+  delivery_created_at: Date;
 };
 
 function claimedDeliveryOf(row: ClaimedRow): ClaimedDelivery {
@@ -397,6 +398,7 @@ function claimedDeliveryOf(row: ClaimedRow): ClaimedDelivery {
     event_type: row.delivery_event_type,
     idempotency_key: row.delivery_idempotency_key,
     attempts: row.delivery_attempts,
+    created_at: row.delivery_created_at,
     event: claimedEventOf(row),
   };
 }
@@ -407,6 +409,8 @@ export interface ClaimedDelivery {
   event_type: string;
   idempotency_key: string;
   attempts: number;
+  /** Its week (to the millisecond: a JS Date): its attempt's record looks in that partition only. */
+  created_at: Date;
   /** The event as it is at the claim; null when it is gone (deleted since it was stored). */
   event: ClaimedEvent | null;
 }
@@ -430,7 +434,7 @@ export async function claimWithEndpoint(
     // Prepared once per connection: Postgres planned this statement longer than it ran it.
     name: 'claim_due_deliveries',
     text: `WITH due AS (
-       SELECT id FROM deliveries
+       SELECT id, created_at FROM deliveries
        WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL
          AND next_attempt_at <= $2 AND (leased_until IS NULL OR leased_until < $2)
        ORDER BY next_attempt_at, created_at
@@ -438,11 +442,13 @@ export async function claimWithEndpoint(
        FOR UPDATE SKIP LOCKED
      ), claimed AS (
        UPDATE deliveries d SET leased_until = $2::timestamptz + make_interval(secs => $4::double precision / 1000), lease_owner = $5
-       FROM due WHERE d.id = due.id
+       -- By its week too, so the update searches one partition's primary key, not every week's.
+       FROM due WHERE d.id = due.id AND d.created_at = due.created_at
        RETURNING d.id AS delivery_id, d.event_id AS delivery_event_id, d.event_type AS delivery_event_type,
-                 d.idempotency_key AS delivery_idempotency_key, d.attempts AS delivery_attempts, d.next_attempt_at AS delivery_next_attempt_at
+                 d.idempotency_key AS delivery_idempotency_key, d.attempts AS delivery_attempts, d.next_attempt_at AS delivery_next_attempt_at,
+                 d.created_at AS delivery_created_at
      )
-     SELECT c.delivery_id, c.delivery_event_id, c.delivery_event_type, c.delivery_idempotency_key, c.delivery_attempts,
+     SELECT c.delivery_id, c.delivery_event_id, c.delivery_event_type, c.delivery_idempotency_key, c.delivery_attempts, c.delivery_created_at,
             ${claimedEventColumnsOf('ev')}, ${endpointColumnsAs('ep', 'endpoint_')}
      FROM (SELECT *, row_number() OVER (ORDER BY delivery_next_attempt_at) AS n FROM claimed) c
      LEFT JOIN events ev ON ev.id = c.delivery_event_id
@@ -489,7 +495,7 @@ export async function claimWithEndpointsFor(db: Queryable, reqs: readonly ClaimR
        -- all the parameters there are, and a custom plan learns only their length from them.
        WHERE r.lim BETWEEN 1 AND 1000000
      ), due AS (
-       SELECT DISTINCT ON (pick.id) pick.id, req.at, req.owner, req.lease_ms FROM req CROSS JOIN LATERAL (
+       SELECT DISTINCT ON (pick.id) pick.id, pick.created_at, req.at, req.owner, req.lease_ms FROM req CROSS JOIN LATERAL (
          SELECT id, next_attempt_at, created_at FROM deliveries
          WHERE endpoint_id = req.endpoint_id AND ${OWED} AND held_since IS NULL
            AND next_attempt_at <= req.at AND (leased_until IS NULL OR leased_until < req.at)
@@ -499,12 +505,14 @@ export async function claimWithEndpointsFor(db: Queryable, reqs: readonly ClaimR
        ) pick
      ), claimed AS (
        UPDATE deliveries d SET leased_until = due.at + make_interval(secs => due.lease_ms / 1000), lease_owner = due.owner
-       FROM due WHERE d.id = due.id
+       -- By its week too, so the update searches one partition's primary key, not every week's.
+       FROM due WHERE d.id = due.id AND d.created_at = due.created_at
        RETURNING d.id AS delivery_id, d.event_id AS delivery_event_id, d.event_type AS delivery_event_type,
                  d.idempotency_key AS delivery_idempotency_key, d.attempts AS delivery_attempts, d.endpoint_id AS delivery_endpoint_id,
                  d.lease_owner AS delivery_lease_owner, d.next_attempt_at AS delivery_next_attempt_at, d.created_at AS delivery_created_at
      )
-     SELECT c.delivery_id, c.delivery_event_id, c.delivery_event_type, c.delivery_idempotency_key, c.delivery_attempts, c.delivery_lease_owner,
+     SELECT c.delivery_id, c.delivery_event_id, c.delivery_event_type, c.delivery_idempotency_key, c.delivery_attempts, c.delivery_created_at,
+            c.delivery_lease_owner,
             ${claimedEventColumnsOf('ev')}, ${endpointColumnsAs('ep', 'endpoint_')}
      FROM (SELECT *, row_number() OVER (PARTITION BY delivery_lease_owner ORDER BY delivery_next_attempt_at, delivery_created_at) AS n
            FROM claimed) c
@@ -558,6 +566,8 @@ export async function closeForDeletedEvent(db: Queryable, id: string): Promise<v
 
 export interface AttemptResult {
   id: string;
+  /** The delivery's created_at as its claim read it (ClaimedDelivery.created_at). */
+  createdAt: Date;
   number: number;
   attempt: AttemptRecord;
   success: boolean;
@@ -574,12 +584,15 @@ export async function recordDeliveryAttempts(db: Queryable, results: readonly At
   await db.query({
     name: 'record_delivery_attempts',
     text: `WITH result AS (
-       SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::int[], $8::text[], $9::text[])
-         AS r(id, number, status, response_code, started_at, next_attempt_at, duration_ms, error, response_excerpt)
+       SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::int[], $8::text[], $9::text[], $10::timestamptz[])
+         AS r(id, number, status, response_code, started_at, next_attempt_at, duration_ms, error, response_excerpt, created_at)
      ), delivery AS (
        UPDATE deliveries d SET status = r.status, attempts = r.number, response_code = r.response_code, last_attempt_at = r.started_at,
          next_attempt_at = r.next_attempt_at, leased_until = NULL, lease_owner = NULL, updated_at = now()
+       -- In its week only: one partition's primary key searched, not every week's (its created_at came
+       -- through JS, to the millisecond, hence the range; the id decides).
        FROM result r WHERE d.id = r.id
+         AND d.created_at BETWEEN r.created_at - interval '1 millisecond' AND r.created_at + interval '1 millisecond'
        RETURNING d.id, d.created_at
      )
      -- In the delivery's week (attempts are partitioned on its created_at, which the update returns).
@@ -598,6 +611,7 @@ export async function recordDeliveryAttempts(db: Queryable, results: readonly At
       results.map((r) => Math.round(r.attempt.durationMs)),
       results.map((r) => r.attempt.error),
       results.map((r) => r.attempt.responseExcerpt),
+      results.map((r) => r.createdAt),
     ],
   });
 }

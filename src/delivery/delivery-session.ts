@@ -404,6 +404,7 @@ class DeliverySession {
     const number = d.attempts + 1;
     this.lastRecord = this.deps.recorder.add({
       id: d.id,
+      createdAt: d.created_at,
       number,
       attempt: {
         startedAt: new Date(startedAtMs),

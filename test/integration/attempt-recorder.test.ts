@@ -21,8 +21,9 @@ function failingRecords(failures: number): { db: Db; tries: () => number } {
   return { db, tries: () => tries };
 }
 
-const success = (id: string) => ({
+const success = ({ id, created_at }: { id: string; created_at: Date }) => ({
   id,
+  createdAt: created_at,
   number: 1,
   attempt: { startedAt: new Date(), durationMs: 12, responseCode: 200, error: null, responseExcerpt: null },
   success: true,
@@ -41,18 +42,24 @@ async function delivery(id: string) {
 describe('attempt recorder', () => {
   it('records a batch whose statement failed twice on its third try, before its session goes on', async () => {
     const e = await bed.endpointWithBacklog(1);
-    const { rows } = await testDb().query<{ id: string }>(`SELECT id FROM deliveries WHERE endpoint_id = $1`, [e.id]);
+    const { rows } = await testDb().query<{ id: string; created_at: Date }>(
+      `SELECT id, created_at FROM deliveries WHERE endpoint_id = $1`,
+      [e.id],
+    );
     const { db, tries } = failingRecords(2);
-    await createAttemptRecorder(db).add(success(rows[0]!.id));
+    await createAttemptRecorder(db).add(success(rows[0]!));
     expect(tries()).toBe(3);
     expect(await delivery(rows[0]!.id)).toEqual({ status: 'success', attempts: 1, recorded: 1 });
   });
 
   it('gives up a batch that keeps failing once its retries are spent, and the session waiting on it goes on', async () => {
     const e = await bed.endpointWithBacklog(1);
-    const { rows } = await testDb().query<{ id: string }>(`SELECT id FROM deliveries WHERE endpoint_id = $1`, [e.id]);
+    const { rows } = await testDb().query<{ id: string; created_at: Date }>(
+      `SELECT id, created_at FROM deliveries WHERE endpoint_id = $1`,
+      [e.id],
+    );
     const { db, tries } = failingRecords(1_000);
-    await createAttemptRecorder(db, { retryForMs: 300 }).add(success(rows[0]!.id));
+    await createAttemptRecorder(db, { retryForMs: 300 }).add(success(rows[0]!));
     // Waits of 50 and 100 ms fit in 300 ms, the 200 ms after them does not: three tries at most
     // (two when a busy machine ran the first wait late).
     expect(tries()).toBeGreaterThanOrEqual(2);

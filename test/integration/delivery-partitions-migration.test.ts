@@ -84,14 +84,15 @@ describe('migration 0029 on tables with rows', () => {
     });
 
     // An old delivery's next attempt lands in its week (its created_at), and is read with its old ones.
-    const { rows: old } = await db.query<{ id: string; attempts: number }>(
-      `SELECT id, attempts FROM deliveries WHERE status = 'failed' AND account_id = $1 ORDER BY created_at LIMIT 1`,
+    const { rows: old } = await db.query<{ id: string; attempts: number; created_at: Date }>(
+      `SELECT id, attempts, created_at FROM deliveries WHERE status = 'failed' AND account_id = $1 ORDER BY created_at LIMIT 1`,
       [a],
     );
     const next = old[0]!.attempts + 1;
     await recordDeliveryAttempts(db, [
       {
         id: old[0]!.id,
+        createdAt: old[0]!.created_at,
         number: next,
         success: true,
         nextAttemptAt: null,

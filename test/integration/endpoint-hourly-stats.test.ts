@@ -211,10 +211,14 @@ describe('endpoint hourly rollups', () => {
 
   it('add up under concurrent batches of one endpoint-hour, and count an attempt recorded twice (a lost lease) once', async () => {
     const e = await bed.endpointWithBacklog(80);
-    const { rows } = await testDb().query<{ id: string }>(`SELECT id FROM deliveries WHERE endpoint_id = $1`, [e.id]);
+    const { rows } = await testDb().query<{ id: string; created_at: Date }>(
+      `SELECT id, created_at FROM deliveries WHERE endpoint_id = $1`,
+      [e.id],
+    );
     const startedAt = new Date();
-    const result = (id: string, i: number): AttemptResult => ({
+    const result = ({ id, created_at }: { id: string; created_at: Date }, i: number): AttemptResult => ({
       id,
+      createdAt: created_at,
       number: 1,
       attempt: {
         startedAt,
@@ -226,7 +230,7 @@ describe('endpoint hourly rollups', () => {
       success: i % 4 !== 0,
       nextAttemptAt: null,
     });
-    const results = rows.map((r, i) => result(r.id, i));
+    const results = rows.map((r, i) => result(r, i));
     // Eight batches of ten at once, each repeated once in full (the same attempts again).
     const batches = Array.from({ length: 8 }, (_, b) => results.slice(b * 10, b * 10 + 10));
     await Promise.all([...batches, ...batches].map((batch) => recordDeliveryAttempts(testDb(), batch)));

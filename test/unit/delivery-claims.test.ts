@@ -27,6 +27,7 @@ function claimsOf(due: number, o: { failAt?: number } = {}) {
       event_type: 'crm.demand.created',
       idempotency_key: crypto.randomUUID(),
       attempts: 0,
+      created_at: new Date(),
       event: null,
     }));
     return { deliveries, endpoint: undefined };
