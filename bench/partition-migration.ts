@@ -9,7 +9,8 @@
  *    step's time and the writer's longest wait (how long inserts were blocked).
  * 2. On a second database, migrated fresh, with the weeks of the past 90 days as partitions
  *    (the empty legacy partition replaced) and the same rows spread over them: the partitions
- *    each hot statement's plan touches.
+ *    each hot statement's plan touches, the claim's lease and an attempt's record among them (the
+ *    product's own statements, on 16 deliveries due in different weeks).
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -18,7 +19,9 @@ import { fileURLToPath } from 'node:url';
 import { runner } from 'node-pg-migrate';
 import pg from 'pg';
 import { periodStart, PARTITION_PERIOD_MS } from '../src/core/delivery-partitions.js';
+import { claimWithEndpointsFor, recordDeliveryAttempts } from '../src/db/deliveries.js';
 import { migrate } from '../src/db/migrate.js';
+import type { Queryable } from '../src/db/pool.js';
 
 const [, , serverArg, rowsArg] = process.argv;
 if (!serverArg) throw new Error('usage: npx tsx bench/partition-migration.ts <postgres server url> [deliveries]');
@@ -119,7 +122,10 @@ function touched(plan: string): string {
   const scans = plan.split('\n').filter((l) => /on deliver(?:ies|y_attempts)_(?:p\d{8}|legacy)/.test(l));
   const ran = scans.filter((l) => !l.includes('never executed'));
   const removed = [...plan.matchAll(/Subplans Removed: (\d+)/g)].map((m) => m[1]).join('+');
-  return `${scans.length} partition(s) planned, ${ran.length} scanned${removed ? `, ${removed} pruned at run time` : ''}`;
+  const keys = scans.filter((l) => /_pkey on /.test(l));
+  const byKey =
+    keys.length > 0 ? ` (a primary key searched in ${keys.filter((l) => !l.includes('never executed')).length} of ${keys.length})` : '';
+  return `${scans.length} partition(s) planned, ${ran.length} scanned${byKey}${removed ? `, ${removed} pruned at run time` : ''}`;
 }
 
 async function plans(): Promise<void> {
@@ -176,15 +182,58 @@ async function plans(): Promise<void> {
       [],
     ],
   ];
-  for (const [label, sql, values] of cases) {
-    const { rows: p } = await db.query(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, values);
-    const plan = p.map((r) => r['QUERY PLAN']).join('\n');
+  const show = (label: string, plan: string) => {
     const exec = /Execution Time: ([\d.]+)/.exec(plan)?.[1];
     const planning = /Planning Time: ([\d.]+)/.exec(plan)?.[1];
     console.log(`${label}: ${touched(plan)}; planning ${planning} ms, execution ${exec} ms`);
     if (process.env.SHOW_PLANS) console.log(plan);
+  };
+  for (const [label, sql, values] of cases) {
+    const { rows: p } = await db.query(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, values);
+    show(label, p.map((r) => r['QUERY PLAN']).join('\n'));
   }
+  // The claim and the record as the worker runs them, on the open deliveries of one endpoint (one in
+  // 50 of its rows, due within the hour, spread over the weeks), in a transaction rolled back.
+  const due = new Date(Date.now() + 2 * 3_600_000);
+  await db.query('BEGIN');
+  show(
+    'the claim (16 due, its lease of each)',
+    await explained(db, (q) => claimWithEndpointsFor(q, [{ endpointId: endpoints[0]!, now: due, limit: 16, owner: 'bench' }], 60_000)),
+  );
+  const [claimed] = await claimWithEndpointsFor(
+    db as unknown as Queryable,
+    [{ endpointId: endpoints[0]!, now: due, limit: 16, owner: 'bench' }],
+    60_000,
+  );
+  const results = claimed!.deliveries.map((d) => ({
+    id: d.id,
+    createdAt: d.created_at,
+    number: d.attempts + 1,
+    success: true,
+    nextAttemptAt: null,
+    attempt: { startedAt: new Date(), durationMs: 5, responseCode: 200, error: null, responseExcerpt: null },
+  }));
+  const weeks = new Set(claimed!.deliveries.map((d) => periodStart(d.created_at.getTime()))).size;
+  show(
+    `the record of ${results.length} attempts (of deliveries in ${weeks} weeks)`,
+    await explained(db, (q) => recordDeliveryAttempts(q, results)),
+  );
+  await db.query('ROLLBACK');
   await db.end();
+}
+
+/** The plan of the one statement `run` sends, EXPLAIN ANALYZEd on `db` (which it also executes). */
+async function explained(db: pg.Client, run: (q: Queryable) => Promise<unknown>): Promise<string> {
+  let plan = '';
+  const explaining = {
+    async query(statement: { text: string; values?: unknown[] }) {
+      const { rows } = await db.query(`EXPLAIN (ANALYZE, BUFFERS) ${statement.text}`, statement.values);
+      plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+      return { rows: [], rowCount: 0 };
+    },
+  } as unknown as Queryable;
+  await run(explaining);
+  return plan;
 }
 
 await migrationUnderLoad();
