@@ -19,6 +19,9 @@
  * shape sized for two cores: 1 API and 2 worker processes (`--worker-processes=N` for another
  * count), Temporal server on Postgres.
  *
+ * With --statements the project's Postgres keeps pg_stat_statements, and each phase's statements
+ * (of every database on it, Temporal's too) are written to project/statements.txt beside the logs.
+ *
  * With --trace (or BENCH_TRACE=1) the project's processes record each delivery's hop times
  * (src/runtime/hop-trace.ts) and the hops of the deliveries at p50 and p99 are printed per phase
  * (bench/hop-breakdown.ts); the trace costs a little CPU, so its figures are not the comparison's.
@@ -43,6 +46,7 @@ import { startService } from './processes.js';
 import { ensureBuilt, flag, shapeCpuSeconds } from './production-phase.js';
 import { connectReceiver, type ReceiverHandle } from './receiver-client.js';
 import { findSvixBinary, startSvix } from './svix-server.js';
+import { enableStatementStats, phaseStatements, STATEMENT_STATS_SETTINGS } from './statements.js';
 import { printColumns } from './table.js';
 
 const PUBLISHERS = 16;
@@ -263,31 +267,41 @@ async function phases(
   step: (s: string) => void,
   traceDir?: string,
   cpuProbe?: CpuProbe,
+  statements?: ReturnType<typeof phaseStatements>,
 ) {
+  /** `run`, with its statements recorded under `name` when asked. */
+  const watched = async <T extends { events: number }>(name: string, run: () => Promise<T>): Promise<T> => {
+    await statements?.start();
+    const figures = await run();
+    await statements?.finish(name, figures.events);
+    return figures;
+  };
   step(`  cold: the first ${events} deliveries after the start, 1 endpoint`);
-  const cold = await drive(receiver, single, `${tag}c`, events, 1, traceDir, cpuProbe);
+  const cold = await watched('cold', () => drive(receiver, single, `${tag}c`, events, 1, traceDir, cpuProbe));
   await sleep(1_000);
   step(`  warm: ${events} more, 1 endpoint`);
-  const warm = await drive(receiver, single, `${tag}w`, events, 1, traceDir, cpuProbe);
+  const warm = await watched('warm', () => drive(receiver, single, `${tag}w`, events, 1, traceDir, cpuProbe));
   step(`  creating ${MANY_ENDPOINTS} more endpoints`);
   const many = await makeMany();
   const quiet = await waitForQuietMachine();
   step(`  the machine ${quiet.settled ? 'was quiet after' : 'was still busy after'} ${quiet.seconds} s`);
   step(`  ${events} over ${MANY_ENDPOINTS} endpoints, their first contact`);
-  const manyFirst = await drive(receiver, many, `${tag}m`, events, MANY_ENDPOINTS, traceDir, cpuProbe);
+  const manyFirst = await watched('first contact', () => drive(receiver, many, `${tag}m`, events, MANY_ENDPOINTS, traceDir, cpuProbe));
   await sleep(1_000);
   step(`  ${events} more over the ${MANY_ENDPOINTS} endpoints`);
-  const manyWarm = await drive(receiver, many, `${tag}n`, events, MANY_ENDPOINTS, traceDir, cpuProbe);
+  const manyWarm = await watched('warm, 100', () => drive(receiver, many, `${tag}n`, events, MANY_ENDPOINTS, traceDir, cpuProbe));
   // Once the hundred's sessions have ended (the project's linger is 5 s), each endpoint's events come apart.
   await sleep(SPARSE.everyMs);
   step(`  the ${MANY_ENDPOINTS} endpoints, one event each every ${SPARSE.everyMs / 1000} s, ${sparseRounds(events)} times`);
-  const sparse = await drivePaced(
-    receiver,
-    many,
-    `${tag}s`,
-    { targets: MANY_ENDPOINTS, rounds: sparseRounds(events), everyMs: SPARSE.everyMs },
-    traceDir,
-    cpuProbe,
+  const sparse = await watched('sparse', () =>
+    drivePaced(
+      receiver,
+      many,
+      `${tag}s`,
+      { targets: MANY_ENDPOINTS, rounds: sparseRounds(events), everyMs: SPARSE.everyMs },
+      traceDir,
+      cpuProbe,
+    ),
   );
   return { cold, warm, manyFirst, manyWarm, sparse };
 }
@@ -389,10 +403,16 @@ async function measureProject(o: PeerOptions, tls: { caFile: string }, receiver:
       ENDPOINT_LIMIT: String(MANY_ENDPOINTS + 10),
       BENCH_TRACE_DIR: traceDir,
     },
+    postgresSettings: o.argv.includes('--statements') ? STATEMENT_STATS_SETTINGS : undefined,
     say: (line) => o.step(`  ${line}`),
   });
   o.defer('production shape', () => shape.stop());
   const db = createPool(shape.databaseUrl, 4);
+  let statements: ReturnType<typeof phaseStatements> | undefined;
+  if (o.argv.includes('--statements')) {
+    await enableStatementStats(db);
+    statements = phaseStatements(db, path.join(shapeDir, 'statements.txt'), { allDatabases: true });
+  }
   const apiPool = new Pool(shape.apiUrl, { connections: PUBLISHERS, pipelining: 1 });
   try {
     result.startSeconds = +((Date.now() - t0) / 1000).toFixed(1);
@@ -416,7 +436,17 @@ async function measureProject(o: PeerOptions, tls: { caFile: string }, receiver:
     // Each process on its own: which one a phase's CPU went to (the first contact's extra cost, a worker saturated).
     const cpuProbe: CpuProbe = () => shapeCpuSeconds(shape);
     // The hundred (one per Customer, verified through the API) once the one endpoint's phases are done.
-    result.phases = await phases(receiver, single, () => tenant('many', MANY_ENDPOINTS), events, 'proj', o.step, traceDir, cpuProbe);
+    result.phases = await phases(
+      receiver,
+      single,
+      () => tenant('many', MANY_ENDPOINTS),
+      events,
+      'proj',
+      o.step,
+      traceDir,
+      cpuProbe,
+      statements,
+    );
   } catch (err) {
     result.error = (err as Error).message;
     console.error(err);
