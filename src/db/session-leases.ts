@@ -43,6 +43,14 @@ const freeFor = (
 ) => `(e.session_owner IS NULL OR e.session_until < now() OR e.session_owner = ${owner})
   AND (e.handover_at IS NULL OR e.handover_at < now() - ${secs(handoverTimeout)})`;
 const FREE = freeFor('$2', '$4');
+/**
+ * Always true of `unnest(...) WITH ORDINALITY AS r(..., n)`, and estimated at one row whether the
+ * arrays are known or not: a prepared statement's generic plan then costs what a custom plan for
+ * one request does, and Postgres keeps it. Without it the generic plan counts ten rows, and a
+ * statement mostly asked for one (a sparse endpoint's lease) was planned at every call (1,037
+ * plans in 1,200 calls of `npm run bench -- --peer --statements`'s sparse phase).
+ */
+const ONE_ROW_ESTIMATE = `r.n BETWEEN 1 AND 1000000`;
 /** What lets a session start without its workflow: the endpoint sends, healthy, no streak, not paused. */
 const DIRECT_ELIGIBLE = `e.deleted_at IS NULL AND e.active AND e.health_status = 'healthy' AND e.failure_streak = 0 AND e.paused_at IS NULL`;
 /**
@@ -114,7 +122,9 @@ export async function takeDirectSessionLeases(
   const { rows } = await db.query({
     name: 'take_direct_session_leases',
     text: `WITH req AS (
-       SELECT DISTINCT ON (r.id) r.id, r.owner FROM unnest($1::uuid[], $2::text[]) AS r(id, owner) ORDER BY r.id, r.owner
+       SELECT DISTINCT ON (r.id) r.id, r.owner FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY AS r(id, owner, n)
+       WHERE ${ONE_ROW_ESTIMATE}
+       ORDER BY r.id, r.owner
      ), free AS (
        SELECT e.id, req.owner FROM endpoints e JOIN req ON req.id = e.id
        WHERE ${freeFor('req.owner', '$4')} AND ${DIRECT_ELIGIBLE}
@@ -131,11 +141,13 @@ export async function takeDirectSessionLeases(
   const refused = reqs.filter((r) => !taken.has(r.owner));
   const heldMs = new Map<string, number | null>();
   if (refused.length > 0) {
-    const why = await db.query<{ owner: string; held_ms: number | null }>(
-      `SELECT r.owner, ${heldMsFor(DIRECT_ELIGIBLE, 'r.owner', '$3')}
-       FROM unnest($1::uuid[], $2::text[]) AS r(id, owner) LEFT JOIN endpoints e ON e.id = r.id`,
-      [refused.map((r) => r.endpointId), refused.map((r) => r.owner), handoverTimeoutMs],
-    );
+    const why = await db.query<{ owner: string; held_ms: number | null }>({
+      name: 'why_direct_session_leases_refused',
+      text: `SELECT r.owner, ${heldMsFor(DIRECT_ELIGIBLE, 'r.owner', '$3')}
+       FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY AS r(id, owner, n) LEFT JOIN endpoints e ON e.id = r.id
+       WHERE ${ONE_ROW_ESTIMATE}`,
+      values: [refused.map((r) => r.endpointId), refused.map((r) => r.owner), handoverTimeoutMs],
+    });
     for (const w of why.rows) heldMs.set(w.owner, w.held_ms);
   }
   return reqs.map((r) => {
