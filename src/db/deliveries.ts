@@ -20,6 +20,7 @@ import {
 import { inPageOrder, keyset, pageKeyColumn } from './keyset.js';
 import pg from 'pg';
 import { plansWithoutSorts, withClient, type Queryable } from './pool.js';
+import { ONE_ROW_ESTIMATE } from './row-estimates.js';
 
 export const DELIVERY_STATUSES = ['pending', 'success', 'failed', 'exhausted', 'limited'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
@@ -586,10 +587,8 @@ export async function recordDeliveryAttempts(db: Queryable, results: readonly At
     text: `WITH result AS (
        SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::int[], $8::text[], $9::text[], $10::timestamptz[])
          WITH ORDINALITY AS r(id, number, status, response_code, started_at, next_attempt_at, duration_ms, error, response_excerpt, created_at, n)
-       -- Always true, and estimated at one row whether the arrays are known or not (as the claim's): the
-       -- generic plan costs what a custom one for one attempt does, and Postgres keeps it; it planned
-       -- a sparse endpoint's one-attempt records at every call.
-       WHERE r.n BETWEEN 1 AND 1000000
+       -- One plan kept per connection, whatever the batch's size (src/db/row-estimates.ts).
+       WHERE ${ONE_ROW_ESTIMATE}
      ), delivery AS (
        UPDATE deliveries d SET status = r.status, attempts = r.number, response_code = r.response_code, last_attempt_at = r.started_at,
          next_attempt_at = r.next_attempt_at, leased_until = NULL, lease_owner = NULL, updated_at = now()

@@ -7,6 +7,7 @@ import type { AccountId, EndpointId } from '../core/ids.js';
 import { OWED } from './deliveries.js';
 import { endpointColumnsAs, endpointFromColumns, type EndpointRow } from './endpoints.js';
 import type { Queryable } from './pool.js';
+import { ONE_ROW_ESTIMATE } from './row-estimates.js';
 
 /** Who may start a session: a direct one only on a healthy endpoint with no streak, the workflow's on any. */
 export type SessionKind = 'direct' | 'workflow';
@@ -43,14 +44,6 @@ const freeFor = (
 ) => `(e.session_owner IS NULL OR e.session_until < now() OR e.session_owner = ${owner})
   AND (e.handover_at IS NULL OR e.handover_at < now() - ${secs(handoverTimeout)})`;
 const FREE = freeFor('$2', '$4');
-/**
- * Always true of `unnest(...) WITH ORDINALITY AS r(..., n)`, and estimated at one row whether the
- * arrays are known or not: a prepared statement's generic plan then costs what a custom plan for
- * one request does, and Postgres keeps it. Without it the generic plan counts ten rows, and a
- * statement mostly asked for one (a sparse endpoint's lease) was planned at every call (1,037
- * plans in 1,200 calls of `npm run bench -- --peer --statements`'s sparse phase).
- */
-const ONE_ROW_ESTIMATE = `r.n BETWEEN 1 AND 1000000`;
 /** What lets a session start without its workflow: the endpoint sends, healthy, no streak, not paused. */
 const DIRECT_ELIGIBLE = `e.deleted_at IS NULL AND e.active AND e.health_status = 'healthy' AND e.failure_streak = 0 AND e.paused_at IS NULL`;
 /**
