@@ -9,7 +9,7 @@ import type { AccountId, EndpointId } from '../src/core/ids.js';
  *   npm run bench -- --quick       # smaller sizes, about 1.5 minutes with the production phase
  *   npm run bench -- --profile     # also CPU-profiles the API and worker (summary printed at the end)
  *   npm run bench -- --explain     # also EXPLAIN ANALYZE of the hot statements and an fsync experiment
-  *   npm run bench -- --statements  # also each phase's statements (pg_stat_statements) in statements.txt beside the logs (production/statements.txt: every database, Temporal's too); with --peer, peer/project/statements.txt
+ *   npm run bench -- --statements  # also each phase's statements (pg_stat_statements) in statements.txt beside the logs (production/statements.txt: every database, Temporal's too); with --peer, peer/project/statements.txt
  *   npm run bench -- --idle-for=20 # the fan-out endpoints idle 20 s, not 60 (10 with --quick), before their first delivery is timed
  *   npm run bench -- --idle        # also the idle cost of 10,000 verified endpoints (--idle=N for N): minutes
  *   DATABASE_URL=...               # a server to create a scratch database on, instead of embedded Postgres
