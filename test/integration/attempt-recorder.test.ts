@@ -8,6 +8,7 @@ import { createAttemptRecorder } from '../../src/delivery/attempt-recorder.js';
 import type { Db } from '../../src/db/pool.js';
 import { testDb } from '../support/harness.js';
 import { beforeEachQuery } from '../support/hooked-pool.js';
+import { successOf } from '../support/attempt-results.js';
 import { sessionTestBed } from '../support/session-test-bed.js';
 
 const bed = sessionTestBed('recorder');
@@ -20,15 +21,6 @@ function failingRecords(failures: number): { db: Db; tries: () => number } {
   });
   return { db, tries: () => tries };
 }
-
-const success = ({ id, created_at }: { id: string; created_at: Date }) => ({
-  id,
-  createdAt: created_at,
-  number: 1,
-  attempt: { startedAt: new Date(), durationMs: 12, responseCode: 200, error: null, responseExcerpt: null },
-  success: true,
-  nextAttemptAt: null,
-});
 
 async function delivery(id: string) {
   const { rows } = await testDb().query<{ status: string; attempts: number; recorded: number }>(
@@ -47,7 +39,7 @@ describe('attempt recorder', () => {
       [e.id],
     );
     const { db, tries } = failingRecords(2);
-    await createAttemptRecorder(db).add(success(rows[0]!));
+    await createAttemptRecorder(db).add(successOf(rows[0]!));
     expect(tries()).toBe(3);
     expect(await delivery(rows[0]!.id)).toEqual({ status: 'success', attempts: 1, recorded: 1 });
   });
@@ -59,7 +51,7 @@ describe('attempt recorder', () => {
       [e.id],
     );
     const { db, tries } = failingRecords(1_000);
-    await createAttemptRecorder(db, { retryForMs: 300 }).add(success(rows[0]!));
+    await createAttemptRecorder(db, { retryForMs: 300 }).add(successOf(rows[0]!));
     // Waits of 50 and 100 ms fit in 300 ms, the 200 ms after them does not: three tries at most
     // (two when a busy machine ran the first wait late).
     expect(tries()).toBeGreaterThanOrEqual(2);

@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { claimWithEndpointsFor, recordDeliveryAttempts, type ClaimedDelivery } from '../../src/db/deliveries.js';
 import type { Queryable } from '../../src/db/pool.js';
+import { successOf } from '../support/attempt-results.js';
 import { testDb } from '../support/harness.js';
 import { sessionTestBed } from '../support/session-test-bed.js';
 
@@ -74,14 +75,7 @@ describe('partition pruning of the hot writes', () => {
       await claimWithEndpointsFor(testDb(), [{ endpointId, now: new Date(), limit: 10, owner: 'pruning' }], 10_000)
     )[0]!.deliveries;
     expect(claimed).toHaveLength(2);
-    const results = claimed.map((d) => ({
-      id: d.id,
-      createdAt: d.created_at,
-      number: 1,
-      success: true,
-      nextAttemptAt: null,
-      attempt: { startedAt: new Date(), durationMs: 5, responseCode: 200, error: null, responseExcerpt: null },
-    }));
+    const results = claimed.map((d) => successOf(d));
     const plan = await executedPlan((q) => recordDeliveryAttempts(q, results));
     expect(primaryKeySearches(plan)).toEqual({ planned: await weeks(), ran: 1 });
 

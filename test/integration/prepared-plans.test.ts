@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { recordDeliveryAttempts } from '../../src/db/deliveries.js';
 import { createPool, type Db } from '../../src/db/pool.js';
 import { takeDirectSessionLeases } from '../../src/db/session-leases.js';
+import { successOf } from '../support/attempt-results.js';
 import { scratchDatabaseBefore, type ScratchDatabase } from '../support/scratch-database.js';
 
 let scratch: ScratchDatabase;
@@ -70,17 +71,7 @@ describe('plans kept per connection', () => {
 
   it("an attempt's record, one at a time", async () => {
     const { rows } = await one.query<{ id: string; created_at: Date }>(`SELECT id, created_at FROM deliveries ORDER BY id LIMIT 8`);
-    for (const d of rows)
-      await recordDeliveryAttempts(one, [
-        {
-          id: d.id,
-          createdAt: d.created_at,
-          number: 1,
-          success: true,
-          nextAttemptAt: null,
-          attempt: { startedAt: new Date(), durationMs: 5, responseCode: 200, error: null, responseExcerpt: null },
-        },
-      ]);
+    for (const d of rows) await recordDeliveryAttempts(one, [successOf(d)]);
     expect(await plansOf('record_delivery_attempts')).toEqual({ generic: 3, custom: 5 });
     const { rows: done } = await one.query<{ n: number }>(`SELECT count(*)::int AS n FROM delivery_attempts`);
     expect(done[0]!.n).toBe(8);
