@@ -489,12 +489,10 @@ export async function claimWithEndpointsFor(db: Queryable, reqs: readonly ClaimR
   const { rows } = await db.query<ClaimedRow & { delivery_lease_owner: string }>({
     name: 'claim_due_deliveries_for',
     text: `WITH req AS (
-       SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::int[], $4::text[], $5::float8[]) AS r(endpoint_id, at, lim, owner, lease_ms)
-       -- Always true (a claim asks for 1 to 32), and estimated at one row whether the arrays are known
-       -- or not: the prepared statement's generic plan then costs what a custom one does, and Postgres
-       -- keeps it instead of planning every call (0.44 ms a call, more than running it). The arrays are
-       -- all the parameters there are, and a custom plan learns only their length from them.
-       WHERE r.lim BETWEEN 1 AND 1000000
+       SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::int[], $4::text[], $5::float8[])
+         WITH ORDINALITY AS r(endpoint_id, at, lim, owner, lease_ms, n)
+       -- One plan kept per connection, whatever the number of requests (src/db/row-estimates.ts).
+       WHERE ${ONE_ROW_ESTIMATE}
      ), due AS (
        SELECT DISTINCT ON (pick.id) pick.id, pick.created_at, req.at, req.owner, req.lease_ms FROM req CROSS JOIN LATERAL (
          SELECT id, next_attempt_at, created_at FROM deliveries
