@@ -12,14 +12,14 @@ import { appendEvent } from '../src/db/events.js';
 import { createPool, inTransaction, type Db, type Queryable } from '../src/db/pool.js';
 import { ingestEvent, storeEvent } from '../src/events/store-event.js';
 
-interface Plan {
+export interface Plan {
   planningMs: number;
   executionMs: number;
   plan: string;
 }
 
 /** A Queryable whose statements are EXPLAIN ANALYZEd (so also executed) and answer no rows. */
-function explaining(client: PoolClient, into: Plan[]): Queryable {
+export function explaining(client: PoolClient, into: Plan[]): Queryable {
   return {
     // Hot statements come as prepared-statement configs ({ name, text, values }): the name is dropped,
     // since the EXPLAIN of a statement is another statement.

@@ -17,11 +17,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runner } from 'node-pg-migrate';
-import pg from 'pg';
+import pg, { type PoolClient } from 'pg';
 import { periodStart, PARTITION_PERIOD_MS } from '../src/core/delivery-partitions.js';
 import { claimWithEndpointsFor, recordDeliveryAttempts } from '../src/db/deliveries.js';
 import { migrate } from '../src/db/migrate.js';
 import type { Queryable } from '../src/db/pool.js';
+import { explaining, type Plan } from './explain.js';
 
 const [, , serverArg, rowsArg] = process.argv;
 if (!serverArg) throw new Error('usage: npx tsx bench/partition-migration.ts <postgres server url> [deliveries]');
@@ -224,16 +225,9 @@ async function plans(): Promise<void> {
 
 /** The plan of the one statement `run` sends, EXPLAIN ANALYZEd on `db` (which it also executes). */
 async function explained(db: pg.Client, run: (q: Queryable) => Promise<unknown>): Promise<string> {
-  let plan = '';
-  const explaining = {
-    async query(statement: { text: string; values?: unknown[] }) {
-      const { rows } = await db.query(`EXPLAIN (ANALYZE, BUFFERS) ${statement.text}`, statement.values);
-      plan = rows.map((r) => r['QUERY PLAN']).join('\n');
-      return { rows: [], rowCount: 0 };
-    },
-  } as unknown as Queryable;
-  await run(explaining);
-  return plan;
+  const into: Plan[] = [];
+  await run(explaining(db as unknown as PoolClient, into));
+  return into[0]!.plan;
 }
 
 await migrationUnderLoad();
