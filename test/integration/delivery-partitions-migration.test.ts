@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { getDelivery, recordDeliveryAttempts } from '../../src/db/deliveries.js';
 import { createPool, type Db } from '../../src/db/pool.js';
+import { successOf } from '../support/attempt-results.js';
 import { scratchDatabaseBefore, type ScratchDatabase } from '../support/scratch-database.js';
 
 let scratch: ScratchDatabase;
@@ -89,16 +90,7 @@ describe('migration 0029 on tables with rows', () => {
       [a],
     );
     const next = old[0]!.attempts + 1;
-    await recordDeliveryAttempts(db, [
-      {
-        id: old[0]!.id,
-        createdAt: old[0]!.created_at,
-        number: next,
-        success: true,
-        nextAttemptAt: null,
-        attempt: { startedAt: new Date(), durationMs: 7, responseCode: 200, error: null, responseExcerpt: null },
-      },
-    ]);
+    await recordDeliveryAttempts(db, [successOf(old[0]!, next)]);
     const read = await getDelivery(db, a!, old[0]!.id);
     expect(read?.status).toBe('success');
     expect(read?.attempts_log.map((x) => x.number)).toEqual(Array.from({ length: next }, (_, i) => i + 1));

@@ -5,7 +5,7 @@
  * plans Postgres ran (EXPLAIN ANALYZE inside a transaction rolled back).
  */
 import { describe, expect, it } from 'vitest';
-import { claimWithEndpointsFor, recordDeliveryAttempts, type ClaimedDelivery } from '../../src/db/deliveries.js';
+import { claimWithEndpointsFor, recordDeliveryAttempts } from '../../src/db/deliveries.js';
 import type { Queryable } from '../../src/db/pool.js';
 import { successOf } from '../support/attempt-results.js';
 import { testDb } from '../support/harness.js';
@@ -71,9 +71,7 @@ describe('partition pruning of the hot writes', () => {
 
   it("an attempt's record searches its delivery's week only, and lands", async () => {
     const endpointId = await endpointAcrossWeeks(2);
-    const claimed: ClaimedDelivery[] = (
-      await claimWithEndpointsFor(testDb(), [{ endpointId, now: new Date(), limit: 10, owner: 'pruning' }], 10_000)
-    )[0]!.deliveries;
+    const claimed = await bed.claimedByAnother(endpointId);
     expect(claimed).toHaveLength(2);
     const results = claimed.map((d) => successOf(d));
     const plan = await executedPlan((q) => recordDeliveryAttempts(q, results));
