@@ -390,6 +390,7 @@ async function measureProject(o: PeerOptions, tls: { caFile: string }, receiver:
   fs.mkdirSync(shapeDir, { recursive: true });
   fs.chmodSync(shapeDir, 0o755);
   const traceDir = o.argv.includes('--trace') || process.env.BENCH_TRACE === '1' ? path.join(shapeDir, 'trace') : undefined;
+  const recordStatements = o.argv.includes('--statements');
   const shape = await startProductionShape({
     dataDir: shapeDir,
     apiProcesses,
@@ -403,13 +404,13 @@ async function measureProject(o: PeerOptions, tls: { caFile: string }, receiver:
       ENDPOINT_LIMIT: String(MANY_ENDPOINTS + 10),
       BENCH_TRACE_DIR: traceDir,
     },
-    postgresSettings: o.argv.includes('--statements') ? STATEMENT_STATS_SETTINGS : undefined,
+    postgresSettings: recordStatements ? STATEMENT_STATS_SETTINGS : undefined,
     say: (line) => o.step(`  ${line}`),
   });
   o.defer('production shape', () => shape.stop());
   const db = createPool(shape.databaseUrl, 4);
   let statements: ReturnType<typeof phaseStatements> | undefined;
-  if (o.argv.includes('--statements')) {
+  if (recordStatements) {
     await enableStatementStats(db);
     statements = phaseStatements(db, path.join(shapeDir, 'statements.txt'), { allDatabases: true });
   }
