@@ -3,8 +3,8 @@
  * a running session directly instead of through its workflow (a signal and a workflow task).
  */
 export interface Session {
-  /** Resolves true when poked (or stopped), false when `ms` pass first. */
-  wait(ms: number): Promise<boolean>;
+  /** Resolves true when poked (or stopped), false when `ms` pass first, or `until` settles first. */
+  wait(ms: number, until?: Promise<unknown>): Promise<boolean>;
   /** Wakes whatever waits, as a poke does (the session is stopping). */
   interrupt(): void;
   /**
@@ -48,20 +48,28 @@ export function createSessionRegistry(): SessionRegistry {
       set.add(entry);
       for (const listener of openListeners) listener(endpointId);
       return {
-        wait(ms) {
+        wait(ms, until) {
           if (entry.poked) {
             entry.poked = false;
             return Promise.resolve(true);
           }
           return new Promise<boolean>((resolve) => {
+            let waiting = true;
             const timer = setTimeout(() => done(false), Math.max(0, ms));
+            // Once: an `until` that settles after this wait ended must not end the next one's.
             function done(poked: boolean) {
+              if (!waiting) return;
+              waiting = false;
               clearTimeout(timer);
               entry.wake = null;
               entry.poked = false;
               resolve(poked);
             }
             entry.wake = () => done(true);
+            until?.then(
+              () => done(false),
+              () => done(false),
+            );
           });
         },
         interrupt: () => wake(entry),

@@ -2,7 +2,8 @@
  * The claiming side of a delivery session (src/delivery/delivery-claims.ts), with its claims
  * answered in memory: it claims the next batch while the lanes still have work, not once its
  * queue is empty; not after a claim that took all that was due; and a failed claim ahead reaches
- * the lane that runs dry, never an unhandled rejection.
+ * the lane that runs dry, never an unhandled rejection; news that comes while it reads the next due
+ * time is claimed without waiting for that read.
  */
 import { describe, expect, it } from 'vitest';
 import type { ClaimRequest, ClaimedWithEndpoint } from '../../src/db/deliveries.js';
@@ -35,8 +36,13 @@ function claimsOf(due: number, o: { failAt?: number } = {}) {
   return { claim, asked };
 }
 
-function claimsFor(claim: (r: ClaimRequest) => Promise<ClaimedWithEndpoint>, concurrency: number) {
-  const news = createSessionRegistry().open('endpoint');
+function claimsFor(
+  claim: (r: ClaimRequest) => Promise<ClaimedWithEndpoint>,
+  concurrency: number,
+  o: { nextDue?: () => Promise<Date | null>; lingerMs?: number } = {},
+) {
+  const registry = createSessionRegistry();
+  const news = registry.open('endpoint');
   const stopping = new SessionStopping(news);
   const limits = {
     db: {} as Db,
@@ -45,11 +51,12 @@ function claimsFor(claim: (r: ClaimRequest) => Promise<ClaimedWithEndpoint>, con
     clock: Date.now,
     limit: 1_000,
     concurrency,
-    lingerMs: 10,
+    lingerMs: o.lingerMs ?? 10,
     maxSessionMs: 60_000,
     claim,
+    nextDue: o.nextDue,
   };
-  return { claims: new DeliveryClaims(limits, news, stopping), stopping };
+  return { claims: new DeliveryClaims(limits, news, stopping), stopping, registry };
 }
 
 describe('DeliveryClaims', () => {
@@ -90,6 +97,32 @@ describe('DeliveryClaims', () => {
     expect(asked).toEqual([4, 2, 3]);
     for (let i = 0; i < 4; i++) expect(await claims.next()).not.toBeNull();
     expect(stopping.stopped).toBe(false);
+  });
+
+  it('news that comes while the next due time is read is claimed at once, not after that read', async () => {
+    const due = { left: 1 };
+    const claim = async (r: ClaimRequest) =>
+      claimsOf(Math.min(r.limit, due.left))
+        .claim(r)
+        .finally(() => (due.left = 0));
+    let reads = 0;
+    let answer!: (at: Date | null) => void;
+    const nextDue = () => {
+      reads++;
+      return new Promise<Date | null>((resolve) => (answer = resolve));
+    };
+    const { claims, registry } = claimsFor(claim, 2, { nextDue, lingerMs: 60_000 });
+    expect(await claims.next()).not.toBeNull(); // the only one due: that claim took all
+    const dry = claims.next(); // nothing due: the session reads when the next comes due, and waits for news
+    await new Promise((r) => setTimeout(r, 10));
+    expect(reads).toBe(1);
+    due.left = 3;
+    expect(registry.poke('endpoint')).toBe(true);
+    // Claimed with the read still unanswered.
+    expect(await dry).not.toBeNull();
+    answer(null);
+    await claims.settled();
+    expect(claims.claimed).toBe(4);
   });
 
   it('a lane that runs dry while a claim ahead is under way waits for it, and meets its failure: the session stops', async () => {
