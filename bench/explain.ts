@@ -6,7 +6,13 @@
 import fs from 'node:fs';
 import type { PoolClient } from 'pg';
 import type { EventDefinition } from '../src/core/catalog/index.js';
-import { claimWithEndpoint, insertEventDeliveries, nextDueAt, recordDeliveryAttempts, type AttemptResult } from '../src/db/deliveries.js';
+import {
+  claimWithEndpoint,
+  insertEventDeliveries,
+  nextDueAtFor,
+  recordDeliveryAttempts,
+  type AttemptResult,
+} from '../src/db/deliveries.js';
 import { listRoutableEndpoints } from '../src/db/endpoints.js';
 import { appendEvent } from '../src/db/events.js';
 import { createPool, inTransaction, type Db, type Queryable } from '../src/db/pool.js';
@@ -29,7 +35,7 @@ export function explaining(client: PoolClient, into: Plan[]): Queryable {
       const plan = rows.map((r) => r['QUERY PLAN']).join('\n');
       const num = (label: string) => Number(new RegExp(`${label}: ([\\d.]+) ms`).exec(plan)?.[1] ?? NaN);
       into.push({ planningMs: num('Planning Time'), executionMs: num('Execution Time'), plan });
-      // One empty row: callers that read an aggregate's single row (nextDueAt) get undefined fields, not a crash.
+      // One empty row: callers that read a row's fields get undefined, not a crash.
       return { rows: [{}], rowCount: 0 };
     },
   } as unknown as Queryable;
@@ -138,7 +144,7 @@ export async function explainHotQueries(
     let a = 0;
     await explain('recordDeliveryAttempts (1)', (q) => recordDeliveryAttempts(q, [success(pending[a++]!)]));
     await explain('recordDeliveryAttempts (64)', (q) => recordDeliveryAttempts(q, pending.slice(a, (a += 64)).map(success)));
-    await explain('nextDueAt', (q) => nextDueAt(q, ctx.ingestEndpointId));
+    await explain('nextDueAtFor', (q) => nextDueAtFor(q, [ctx.ingestEndpointId]));
     await client.query('ROLLBACK');
   } finally {
     client.release();

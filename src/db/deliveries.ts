@@ -623,17 +623,28 @@ export async function recordDeliveryAttempts(db: Queryable, results: readonly At
  * the same at any backlog: only a lease on all 64 of them (lost rounds not yet retried) could make
  * it answer later than the truth, and a retried round releases its leases at once.
  */
-const NEXT_DUE_SQL = `SELECT min(greatest(next_attempt_at, coalesce(leased_until, next_attempt_at))) AS at FROM (
+const nextDueSql = (endpointId: string) => `SELECT min(greatest(next_attempt_at, coalesce(leased_until, next_attempt_at))) AS at FROM (
   SELECT next_attempt_at, leased_until FROM deliveries
-  WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL AND next_attempt_at IS NOT NULL
+  WHERE endpoint_id = ${endpointId} AND ${OWED} AND held_since IS NULL AND next_attempt_at IS NOT NULL
   ORDER BY next_attempt_at LIMIT 64
 ) earliest`;
+const NEXT_DUE_SQL = nextDueSql('$1');
 
-/** `NEXT_DUE_SQL` for one endpoint (a session's report reads it with the rest: `reportSession`). */
-export async function nextDueAt(db: Queryable, endpointId: string): Promise<Date | null> {
+/**
+ * When each endpoint's earliest delivery not yet due comes due, in their order: the waiting
+ * sessions of a worker ask in one statement (a session's report reads it with the rest:
+ * `reportSession`). A hundred sessions starting together each asked in a statement of their own,
+ * and the claims and records of the same worker queued behind them for a connection.
+ */
+export async function nextDueAtFor(db: Queryable, endpointIds: string[]): Promise<(Date | null)[]> {
   // Prepared (a lingering session asks it while it waits): one plan, on the due index.
-  const { rows } = await db.query<{ at: Date | null }>({ name: 'next_due_at', text: NEXT_DUE_SQL, values: [endpointId] });
-  return rows[0]!.at;
+  const { rows } = await db.query<{ at: Date | null }>({
+    name: 'next_due_at_for',
+    text: `SELECT (${nextDueSql('r.id')}) AS at FROM unnest($1::uuid[]) WITH ORDINALITY AS r(id, n)
+           WHERE ${ONE_ROW_ESTIMATE} ORDER BY r.n`,
+    values: [endpointIds],
+  });
+  return rows.map((r) => r.at);
 }
 
 /**

@@ -10,6 +10,7 @@ import { HOLD_MS } from '../core/health.js';
 import { HEARTBEAT_EVERY_MS, LEASE_MS, SESSION_MS } from '../core/runtime-limits.js';
 import {
   claimWithEndpointsFor,
+  nextDueAtFor,
   exhaustOpenDeliveries,
   expireHeldDeliveries,
   holdOpenDeliveries,
@@ -72,6 +73,7 @@ export function sessionDepsOf(deps: ActivityDeps): SessionDeps {
       return ids.map((id) => rows.get(id));
     }),
     claim: createStatementBatcher((reqs: ClaimRequest[]) => claimWithEndpointsFor(deps.db, reqs, LEASE_MS)),
+    nextDue: createStatementBatcher((ids: string[]) => nextDueAtFor(deps.db, ids)),
     leases: deps.leases,
     // Each session shows its latest success once a second: with 100 sessions, 100 commits a second alone.
     showSuccess: showSuccesses(deps.db),

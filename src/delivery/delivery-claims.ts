@@ -6,16 +6,14 @@
  * once more, so that nothing arriving meanwhile is missed.
  */
 import { LEASE_MS } from '../core/runtime-limits.js';
-import { nextDueAt, type ClaimedDelivery, type ClaimedWithEndpoint, type ClaimRequest } from '../db/deliveries.js';
+import { type ClaimedDelivery, type ClaimedWithEndpoint, type ClaimRequest } from '../db/deliveries.js';
 import type { EndpointRow } from '../db/endpoints.js';
-import type { Db } from '../db/pool.js';
 import { logger } from '../runtime/logger.js';
 import type { BatchedCall } from '../runtime/statement-batcher.js';
 import type { Session } from './session-registry.js';
 import type { SessionStopping } from './session-stopping.js';
 
 export interface ClaimLimits {
-  db: Db;
   endpointId: string;
   /** Whose leases these are: a retry of the same activity releases them. */
   owner: string;
@@ -29,8 +27,8 @@ export interface ClaimLimits {
   maxSessionMs: number;
   /** Claims: the worker's shared ones (one statement for many sessions), or one statement each. */
   claim: BatchedCall<ClaimRequest, ClaimedWithEndpoint>;
-  /** When the endpoint's earliest delivery not yet due comes due (`nextDueAt` on `db` when unset). */
-  nextDue?: (endpointId: string) => Promise<Date | null>;
+  /** When the endpoint's earliest delivery not yet due comes due: the worker's shared reads, or one statement each. */
+  nextDue: BatchedCall<string, Date | null>;
   /** Ids of the deliveries claimed under a short lease that the worker renews (a direct session's). */
   leased?: Set<string>;
   /** That short lease, which its claims take from the start (LEASE_MS when unset). */
@@ -207,7 +205,7 @@ export class DeliveryClaims {
 
   /** Reads `nextDueMs`; one read at a time. */
   private lookUpNextDue(): Promise<void> {
-    const { db, endpointId, nextDue = (id) => nextDueAt(db, id) } = this.limits;
+    const { endpointId, nextDue } = this.limits;
     return (this.lookingUp ??= nextDue(endpointId)
       .then((at) => {
         this.nextDueMs = at?.getTime() ?? null;

@@ -23,6 +23,7 @@ import { retryDelayMs } from '../core/retry-curve.js';
 import {
   claimWithEndpoint,
   closeForDeletedEvent,
+  nextDueAtFor,
   releaseLeases,
   reportSession,
   type ClaimedDelivery,
@@ -65,6 +66,8 @@ export interface SessionDeps {
   readEndpoint?: BatchedCall<string, EndpointRow | undefined>;
   /** The worker's claims, shared by its sessions likewise; one statement per claim when unset. */
   claim?: BatchedCall<ClaimRequest, ClaimedWithEndpoint>;
+  /** The worker's reads of when an endpoint's next delivery comes due, shared by its waiting sessions likewise. */
+  nextDue?: BatchedCall<string, Date | null>;
   /** The endpoints' session leases (one session per endpoint across workers); none when unset. */
   leases?: SessionLeases;
   /** The worker's displays of the latest success, shared by its sessions (`showSuccesses`); one statement each when unset. */
@@ -140,6 +143,7 @@ function sessionParts(deps: SessionDeps): SessionParts {
     pacing: deps.pacing ?? new Map<string, number>(),
     readEndpoint: deps.readEndpoint ?? ((id) => getEndpointById(db, id)),
     claim: deps.claim ?? (async (r) => claimWithEndpoint(db, r.endpointId, r.now, r.limit, r.leaseMs ?? LEASE_MS, r.owner)),
+    nextDue: deps.nextDue ?? (async (id) => (await nextDueAtFor(db, [id]))[0] ?? null),
     leases: deps.leases ?? NO_LEASES,
     showSuccess:
       deps.showSuccess ??

@@ -3,12 +3,12 @@
  * statements instead of one each: the latest successes of a worker's sessions (one statement per
  * window), the Customer checks of concurrent publishes (one statement for those waiting together,
  * a yes remembered), and the publish's read of known keys and routable endpoints (only the batch's
- * Customers' endpoints).
+ * Customers' endpoints), and the next due times of a worker's waiting sessions.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { showSuccesses } from '../../src/delivery/success-display.js';
 import { createCustomerCheck } from '../../src/events/customer-check.js';
-import { claimWithEndpointsFor, reportSession } from '../../src/db/deliveries.js';
+import { claimWithEndpointsFor, nextDueAtFor, reportSession } from '../../src/db/deliveries.js';
 import { areCustomersOfAccounts, createCustomer } from '../../src/db/directory.js';
 import { recordEndpointSuccesses } from '../../src/db/endpoints.js';
 import { findKnownKeysAndEndpoints } from '../../src/db/events.js';
@@ -228,6 +228,31 @@ describe('claims shared by sessions, with their endpoints', () => {
     } finally {
       await one.end();
     }
+  });
+});
+
+describe('next due times of waiting sessions', () => {
+  it('one statement answers many endpoints, in their order: held and finished deliveries never count', async () => {
+    const t = await createTenant();
+    const [soon, later, none] = [await endpoint(t.accountId), await endpoint(t.accountId), await endpoint(t.accountId)];
+    for (let i = 0; i < 2; i++) await storeDemandEvent(t.accountId, `next_due_${i}`);
+    const base = Date.now();
+    const at = (s: number) => new Date(base + s * 1_000);
+    // Two of `soon`'s: the earlier counts. `none`'s: one held, one finished.
+    const set = `UPDATE deliveries SET next_attempt_at = $2 WHERE id = (SELECT id FROM deliveries WHERE endpoint_id = $1 ORDER BY id LIMIT 1 OFFSET $3)`;
+    await testDb().query(set, [soon, at(30), 0]);
+    await testDb().query(set, [soon, at(60), 1]);
+    await testDb().query(`UPDATE deliveries SET next_attempt_at = $2 WHERE endpoint_id = $1`, [later, at(90)]);
+    await testDb().query(
+      `UPDATE deliveries SET held_since = now(), next_attempt_at = $2 WHERE id = (SELECT id FROM deliveries WHERE endpoint_id = $1 ORDER BY id LIMIT 1)`,
+      [none, at(10)],
+    );
+    await testDb().query(`UPDATE deliveries SET status = 'success', next_attempt_at = NULL WHERE endpoint_id = $1 AND held_since IS NULL`, [
+      none,
+    ]);
+    const { db, statements } = counting(testDb());
+    expect(await nextDueAtFor(db, [later, none, soon, later])).toEqual([at(90), null, at(30), at(90)]);
+    expect(statements()).toBe(1);
   });
 });
 

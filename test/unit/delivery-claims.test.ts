@@ -7,7 +7,6 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ClaimRequest, ClaimedWithEndpoint } from '../../src/db/deliveries.js';
-import type { Db } from '../../src/db/pool.js';
 import { DeliveryClaims } from '../../src/delivery/delivery-claims.js';
 import { createSessionRegistry } from '../../src/delivery/session-registry.js';
 import { SessionStopping } from '../../src/delivery/session-stopping.js';
@@ -45,7 +44,6 @@ function claimsFor(
   const news = registry.open('endpoint');
   const stopping = new SessionStopping(news);
   const limits = {
-    db: {} as Db,
     endpointId: 'endpoint',
     owner: 'test',
     clock: Date.now,
@@ -54,7 +52,7 @@ function claimsFor(
     lingerMs: o.lingerMs ?? 10,
     maxSessionMs: 60_000,
     claim,
-    nextDue: o.nextDue,
+    nextDue: o.nextDue ?? (async () => null),
   };
   return { claims: new DeliveryClaims(limits, news, stopping), stopping, registry };
 }
