@@ -10,10 +10,10 @@ import { HOLD_MS } from '../core/health.js';
 import { HEARTBEAT_EVERY_MS, LEASE_MS, SESSION_MS } from '../core/runtime-limits.js';
 import {
   claimWithEndpointsFor,
-  nextDueAtFor,
   exhaustOpenDeliveries,
   expireHeldDeliveries,
   holdOpenDeliveries,
+  nextDueAtFor,
   releaseHeldDeliveries,
   releaseLeases,
   type ClaimRequest,

@@ -6,7 +6,7 @@
  * once more, so that nothing arriving meanwhile is missed.
  */
 import { LEASE_MS } from '../core/runtime-limits.js';
-import { type ClaimedDelivery, type ClaimedWithEndpoint, type ClaimRequest } from '../db/deliveries.js';
+import type { ClaimedDelivery, ClaimedWithEndpoint, ClaimRequest } from '../db/deliveries.js';
 import type { EndpointRow } from '../db/endpoints.js';
 import { logger } from '../runtime/logger.js';
 import type { BatchedCall } from '../runtime/statement-batcher.js';

@@ -254,6 +254,19 @@ describe('next due times of waiting sessions', () => {
     expect(await nextDueAtFor(db, [later, none, soon, later])).toEqual([at(90), null, at(30), at(90)]);
     expect(statements()).toBe(1);
   });
+
+  it('is planned once per connection, not at every call, whether asked for one endpoint or many', async () => {
+    const t = await createTenant();
+    const ids = [await endpoint(t.accountId), await endpoint(t.accountId)];
+    const one = createPool(inject('databaseUrl'), 1);
+    try {
+      for (let i = 0; i < 8; i++) await nextDueAtFor(one, i % 2 ? ids : ids.slice(0, 1));
+      const { rows } = await one.query(`SELECT generic_plans::int AS generic FROM pg_prepared_statements WHERE name = 'next_due_at_for'`);
+      expect(rows[0].generic).toBeGreaterThan(0);
+    } finally {
+      await one.end();
+    }
+  });
 });
 
 describe('a session’s report', () => {
