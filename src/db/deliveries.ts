@@ -722,9 +722,10 @@ export interface SessionReport {
 }
 
 /**
- * What a delivery session reports at its end, in one statement instead of three: `nextDueAt`,
- * the count of what it owes and, for a session of successes only (`healthy` given), its record of health
- * (`healthySessionUpdate`, src/db/endpoints.ts) with that next due time, all in the same snapshot.
+ * What a delivery session reports at its end, in one statement instead of three: its next due
+ * time (as `nextDueAtFor` reads it), the count of what it owes and, for a session of successes
+ * only (`healthy` given), its record of health (`healthySessionUpdate`, src/db/endpoints.ts) with
+ * that next due time, all in the same snapshot.
  */
 export async function reportSession(
   db: Queryable,
