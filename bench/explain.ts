@@ -43,10 +43,11 @@ export function explaining(client: PoolClient, into: Plan[]): Queryable {
 
 const ms = (t0: number) => performance.now() - t0;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const success = ({ id, created_at }: { id: string; created_at: Date }): AttemptResult => ({
+/** A 200 answered to attempt `number` of the delivery, as its claim read it (its id and week). */
+export const success = ({ id, created_at }: { id: string; created_at: Date }, number = 1): AttemptResult => ({
   id,
   createdAt: created_at,
-  number: 1,
+  number,
   attempt: { startedAt: new Date(), durationMs: 3, responseCode: 200, error: null, responseExcerpt: 'ok' },
   success: true,
   nextAttemptAt: null,
@@ -143,7 +144,12 @@ export async function explainHotQueries(
     );
     let a = 0;
     await explain('recordDeliveryAttempts (1)', (q) => recordDeliveryAttempts(q, [success(pending[a++]!)]));
-    await explain('recordDeliveryAttempts (64)', (q) => recordDeliveryAttempts(q, pending.slice(a, (a += 64)).map(success)));
+    await explain('recordDeliveryAttempts (64)', (q) =>
+      recordDeliveryAttempts(
+        q,
+        pending.slice(a, (a += 64)).map((p) => success(p)),
+      ),
+    );
     await explain('nextDueAtFor', (q) => nextDueAtFor(q, [ctx.ingestEndpointId]));
     await client.query('ROLLBACK');
   } finally {

@@ -22,7 +22,7 @@ import { periodStart, PARTITION_PERIOD_MS } from '../src/core/delivery-partition
 import { claimWithEndpointsFor, recordDeliveryAttempts } from '../src/db/deliveries.js';
 import { migrate } from '../src/db/migrate.js';
 import type { Queryable } from '../src/db/pool.js';
-import { explaining, type Plan } from './explain.js';
+import { explaining, success, type Plan } from './explain.js';
 
 const [, , serverArg, rowsArg] = process.argv;
 if (!serverArg) throw new Error('usage: npx tsx bench/partition-migration.ts <postgres server url> [deliveries]');
@@ -206,14 +206,7 @@ async function plans(): Promise<void> {
     [{ endpointId: endpoints[0]!, now: due, limit: 16, owner: 'bench' }],
     60_000,
   );
-  const results = claimed!.deliveries.map((d) => ({
-    id: d.id,
-    createdAt: d.created_at,
-    number: d.attempts + 1,
-    success: true,
-    nextAttemptAt: null,
-    attempt: { startedAt: new Date(), durationMs: 5, responseCode: 200, error: null, responseExcerpt: null },
-  }));
+  const results = claimed!.deliveries.map((d) => success(d, d.attempts + 1));
   const weeks = new Set(claimed!.deliveries.map((d) => periodStart(d.created_at.getTime()))).size;
   show(
     `the record of ${results.length} attempts (of deliveries in ${weeks} weeks)`,
