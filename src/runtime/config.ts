@@ -30,6 +30,9 @@ export const DEV_HOST = '127.0.0.1';
 /** Where `npm run api` listens without HOST (the production shape, the Docker image): every interface. */
 export const SERVICE_HOST = '0.0.0.0';
 
+/** See Config.warmUpRequests: about where a worker's CPU per POST stops falling. */
+const DEFAULT_WARM_UP_REQUESTS = 2_000;
+
 /** See Config.workerMaxCachedWorkflows. */
 const DEFAULT_MAX_CACHED_WORKFLOWS = 250;
 
@@ -86,6 +89,7 @@ const Env = z.object({
       if (problem) ctx.addIssue({ code: 'custom', message: problem });
     }),
   DUE_SWEEP_MS: count(30_000),
+  WARM_UP_REQUESTS: count(DEFAULT_WARM_UP_REQUESTS),
   DIRECT_SESSIONS: onUnlessOff,
   MAINTENANCE_SCHEDULE: onUnlessOff,
   // 0 turns the SDK's sticky cache off (every workflow task replays); the SDK makes 1 into 2.
@@ -138,6 +142,11 @@ export interface Config {
   deliveryRetentionDays: number;
   /** How often a worker looks for due work nobody took (a lost notification); 0 never. */
   dueSweepMs: number;
+  /**
+   * WARM_UP_REQUESTS: synthetic deliveries a worker sends to a loopback receiver of its own before it
+   * takes work, so its first real ones run optimised code (src/delivery/sending-warm-up.ts); 0 none.
+   */
+  warmUpRequests: number;
   /** DIRECT_SESSIONS (on unless `false`): a worker runs a healthy endpoint's delivery sessions itself, without a workflow task (src/delivery/direct-sessions.ts). */
   directSessions: boolean;
   /** MAINTENANCE_SCHEDULE (on unless `false`): the worker creates the deployment's maintenance Schedule at start if it is missing (src/worker/maintenance-schedule.ts). */
@@ -194,6 +203,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     directReportEveryMs: e.DIRECT_REPORT_EVERY_MS,
     deliveryRetentionDays: e.DELIVERY_RETENTION_DAYS,
     dueSweepMs: e.DUE_SWEEP_MS,
+    warmUpRequests: e.WARM_UP_REQUESTS,
     directSessions: e.DIRECT_SESSIONS,
     maintenanceSchedule: e.MAINTENANCE_SCHEDULE,
     workerMaxCachedWorkflows: e.WORKER_MAX_CACHED_WORKFLOWS,

@@ -28,6 +28,7 @@ import { ensureMaintenanceScheduleBeside } from './maintenance-schedule.js';
 import { claimWithEndpointsFor } from '../db/deliveries.js';
 import { NIL_UUID, type Db, type DbClient } from '../db/pool.js';
 import { LEASE_MS } from '../core/runtime-limits.js';
+import { warmUpSending } from '../delivery/sending-warm-up.js';
 
 export async function runWorker(
   config: ServiceConfig,
@@ -55,6 +56,7 @@ export async function runWorker(
   };
   // One recorder, one set of shared reads and claims, for the workflows' sessions and the direct ones.
   const sessionDeps = sessionDepsOf(deps);
+  await warmUpBeforeWork(config, sessionDeps);
   const worker = await createWorker({
     connection,
     namespace: config.temporalNamespace,
@@ -96,6 +98,22 @@ export async function runWorker(
     await routing.close();
     await connection.close();
     await services.close();
+  }
+}
+
+/** The sending path warmed up (src/delivery/sending-warm-up.ts); a failure only leaves it cold. */
+async function warmUpBeforeWork(config: ServiceConfig, sessions: Pick<SessionDeps, 'concurrency' | 'secretBox'>): Promise<void> {
+  if (config.warmUpRequests === 0) return;
+  try {
+    const report = await warmUpSending({
+      posts: config.warmUpRequests,
+      concurrency: sessions.concurrency,
+      secretBox: sessions.secretBox,
+      timeoutMs: config.deliveryTimeoutMs,
+    });
+    logger.info(report, 'sending path warmed up');
+  } catch (err) {
+    logger.warn({ err }, 'the sending path was not warmed up; the first deliveries run colder');
   }
 }
 

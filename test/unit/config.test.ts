@@ -57,6 +57,13 @@ describe('loadConfig', () => {
     }
   });
 
+  it('warms a worker up with WARM_UP_REQUESTS synthetic deliveries, 2,000 unless set, 0 for none', () => {
+    expect(loadConfig({}).warmUpRequests).toBe(2_000);
+    expect(loadConfig({ WARM_UP_REQUESTS: '500' }).warmUpRequests).toBe(500);
+    expect(loadConfig({ WARM_UP_REQUESTS: '0' }).warmUpRequests).toBe(0);
+    for (const bad of ['-1', '2.5', 'lots']) expect(() => loadConfig({ WARM_UP_REQUESTS: bad })).toThrow(/WARM_UP_REQUESTS/);
+  });
+
   it('runs direct sessions unless DIRECT_SESSIONS is false or 0, and refuses anything else', () => {
     expect(loadConfig({}).directSessions).toBe(true);
     expect(loadConfig({ DIRECT_SESSIONS: '' }).directSessions).toBe(true);
