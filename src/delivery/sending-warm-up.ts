@@ -11,28 +11,12 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getEventDefinition } from '../core/catalog/index.js';
+import { WARM_UP_EVENT_TYPE as EVENT_TYPE, warmUpEventData, type WarmUpReport } from '../core/warm-up-event.js';
 import { decodePayload, encodePayload } from '../db/payload-bytes.js';
 import { createDestinationPolicy } from '../security/destination-policy.js';
 import type { SecretBox } from '../security/secret-box.js';
 import { createHttpClient } from './http-client.js';
 import { eventBody, sendToEndpoint, webhookTimestampOf } from './send-webhook.js';
-
-/** What `warmUpSending` did: POSTs answered 2xx, of how many, in how long. */
-export interface WarmUpReport {
-  acknowledged: number;
-  posts: number;
-  ms: number;
-}
-
-const EVENT_TYPE = 'crm.demand.created';
-
-/** A payload about the size of a typical event's (1 KiB). */
-function syntheticData(n: number): Record<string, unknown> {
-  return {
-    demand: { id: `warm-up-${n}`, title: 'warm-up', stage: 'new', value: n, notes: 'x'.repeat(800) },
-    contact: { id: `c-${n}`, name: 'Warm Up', email: 'warm-up@example.invalid' },
-  };
-}
 
 /** A loopback receiver that answers every POST 200 once it has read the body. */
 async function loopbackReceiver(): Promise<{ url: string; close(): Promise<void> }> {
@@ -52,15 +36,15 @@ async function loopbackReceiver(): Promise<{ url: string; close(): Promise<void>
   };
 }
 
-/** `posts` synthetic deliveries, `concurrency` at a time, as a session's lanes send them. */
+/** `requests` synthetic deliveries, `concurrency` at a time, as a session's lanes send them. */
 export async function warmUpSending(opts: {
-  posts: number;
+  requests: number;
   concurrency: number;
   secretBox: Pick<SecretBox, 'seal' | 'open'>;
   timeoutMs: number;
 }): Promise<WarmUpReport> {
   const started = performance.now();
-  if (opts.posts <= 0) return { acknowledged: 0, posts: 0, ms: 0 };
+  if (opts.requests <= 0) return { acknowledged: 0, requests: 0, ms: 0 };
   const receiver = await loopbackReceiver();
   const client = createHttpClient({ policy: createDestinationPolicy({ allowCidrs: ['127.0.0.1/32'] }), timeoutMs: opts.timeoutMs });
   const def = getEventDefinition(EVENT_TYPE)!;
@@ -73,8 +57,8 @@ export async function warmUpSending(opts: {
   let next = 0;
   let acknowledged = 0;
   const lane = async () => {
-    for (let n = next++; n < opts.posts; n = next++) {
-      const stored = encodePayload(syntheticData(n));
+    for (let n = next++; n < opts.requests; n = next++) {
+      const stored = encodePayload(warmUpEventData(n));
       const event = {
         type: EVENT_TYPE,
         customer_id: null,
@@ -106,5 +90,5 @@ export async function warmUpSending(opts: {
     await client.close();
     await receiver.close();
   }
-  return { acknowledged, posts: opts.posts, ms: Math.round(performance.now() - started) };
+  return { acknowledged, requests: opts.requests, ms: Math.round(performance.now() - started) };
 }

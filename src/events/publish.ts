@@ -29,12 +29,18 @@ type PublishBody = z.infer<typeof PublishBody>;
 const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
 const obj = (v: unknown): Record<string, unknown> | null => (isRecord(v) ? v : null);
 
-export async function publishEvent(
-  deps: IngestDeps,
-  principal: { accountId: AccountId; environment: Environment },
-  raw: unknown,
-): Promise<StoredEvent> {
-  const receivedAt = tracing ? hopNow() : 0;
+/** A publish body as checked before anything is read or stored: no I/O. */
+export interface CheckedPublish {
+  body: PublishBody;
+  def: EventDefinition;
+  /** The key's environment: where the event goes. */
+  environment: Environment;
+  data: Record<string, unknown>;
+  refs: Record<string, unknown>;
+}
+
+/** Checks a publish body against the catalog and the key's environment; 422 `invalid_event` on the first problem. */
+export function checkPublish(environment: Environment, raw: unknown): CheckedPublish {
   const parsed = PublishBody.safeParse(raw);
   if (!parsed.success) throw invalidEvent(formatIssue(parsed.error));
   const body = parsed.data;
@@ -43,7 +49,6 @@ export async function publishEvent(
   if (!def.publishable) throw invalidEvent(`type: ${def.type} cannot be published`);
 
   // The key's environment decides where the event goes; a body naming the other one is refused, never obeyed.
-  const environment = principal.environment;
   if (body.environment !== undefined && body.environment !== environment) {
     throw invalidEvent(`environment: a ${environment} API key publishes ${environment} events only, not ${body.environment}`);
   }
@@ -60,11 +65,20 @@ export async function publishEvent(
   } catch (err) {
     throw invalidEvent(`data: ${(err as Error).message}`);
   }
+  return { body, def, environment, data: data.data, refs: refs.data };
+}
 
-  const { channelAccount, customerId } = await resolveOrigin(deps, principal, def, body, data.data);
+export async function publishEvent(
+  deps: IngestDeps,
+  principal: { accountId: AccountId; environment: Environment },
+  raw: unknown,
+): Promise<StoredEvent> {
+  const receivedAt = tracing ? hopNow() : 0;
+  const { body, def, environment, data, refs } = checkPublish(principal.environment, raw);
+  const { channelAccount, customerId } = await resolveOrigin(deps, principal, def, body, data);
 
-  const message = obj(data.data.message);
-  const externalId = def.hasExternalId ? (str(message?.id) ?? str(data.data.message_id)) : null;
+  const message = obj(data.message);
+  const externalId = def.hasExternalId ? (str(message?.id) ?? str(data.message_id)) : null;
   const registered =
     channelAccount && externalId
       ? await (def.needsRegisteredMessage ? findRegisteredMessage : findMessage)(deps.db, channelAccount.id, externalId)
@@ -75,15 +89,15 @@ export async function publishEvent(
       `data.message_id: message "${externalId}" is not registered on this channel account (statuses are published only for messages the platform sent)`,
     );
   }
-  const contactRefs = contactsCarried(data.data, registered?.contact_id ?? null);
-  const occurredAt = body.occurred_at ?? str(data.data.occurred_at);
+  const contactRefs = contactsCarried(data, registered?.contact_id ?? null);
+  const occurredAt = body.occurred_at ?? str(data.occurred_at);
 
   const event: IngestEvent = {
     accountId: principal.accountId,
     environment,
     def,
-    data: data.data,
-    refs: refs.data,
+    data,
+    refs,
     customerId,
     channelAccount: def.channelStamped ? (channelAccount ?? null) : null,
     externalId,

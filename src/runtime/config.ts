@@ -30,7 +30,7 @@ export const DEV_HOST = '127.0.0.1';
 /** Where `npm run api` listens without HOST (the production shape, the Docker image): every interface. */
 export const SERVICE_HOST = '0.0.0.0';
 
-/** See Config.warmUpRequests: about where a worker's CPU per POST stops falling. */
+/** See Config.warmUpRequests: about where a worker's CPU per POST stopped falling fast. */
 const DEFAULT_WARM_UP_REQUESTS = 2_000;
 
 /** See Config.workerMaxCachedWorkflows. */
@@ -143,8 +143,9 @@ export interface Config {
   /** How often a worker looks for due work nobody took (a lost notification); 0 never. */
   dueSweepMs: number;
   /**
-   * WARM_UP_REQUESTS: synthetic deliveries a worker sends to a loopback receiver of its own before it
-   * takes work, so its first real ones run optimised code (src/delivery/sending-warm-up.ts); 0 none.
+   * WARM_UP_REQUESTS: synthetic publishes an API process answers (src/api/publish-warm-up.ts) and
+   * deliveries a worker sends (src/delivery/sending-warm-up.ts) on loopback before they take
+   * traffic, so their first real ones run optimised code; 0 none.
    */
   warmUpRequests: number;
   /** DIRECT_SESSIONS (on unless `false`): a worker runs a healthy endpoint's delivery sessions itself, without a workflow task (src/delivery/direct-sessions.ts). */

@@ -106,7 +106,7 @@ async function warmUpBeforeWork(config: ServiceConfig, sessions: Pick<SessionDep
   if (config.warmUpRequests === 0) return;
   try {
     const report = await warmUpSending({
-      posts: config.warmUpRequests,
+      requests: config.warmUpRequests,
       concurrency: sessions.concurrency,
       secretBox: sessions.secretBox,
       timeoutMs: config.deliveryTimeoutMs,

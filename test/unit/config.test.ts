@@ -57,7 +57,7 @@ describe('loadConfig', () => {
     }
   });
 
-  it('warms a worker up with WARM_UP_REQUESTS synthetic deliveries, 2,000 unless set, 0 for none', () => {
+  it('warms each process up with WARM_UP_REQUESTS synthetic requests, 2,000 unless set, 0 for none', () => {
     expect(loadConfig({}).warmUpRequests).toBe(2_000);
     expect(loadConfig({ WARM_UP_REQUESTS: '500' }).warmUpRequests).toBe(500);
     expect(loadConfig({ WARM_UP_REQUESTS: '0' }).warmUpRequests).toBe(0);

@@ -13,17 +13,21 @@ const sendsCounted = async () => (await webhookSends.get()).values.reduce((sum, 
 describe('warmUpSending', () => {
   it('POSTs every synthetic delivery, signed, to its loopback receiver, which acknowledges each; no metric counts them', async () => {
     const before = await sendsCounted();
-    const report = await warmUpSending({ posts: 40, concurrency: 4, secretBox, timeoutMs: 5_000 });
-    expect(report).toMatchObject({ posts: 40, acknowledged: 40 });
+    const report = await warmUpSending({ requests: 40, concurrency: 4, secretBox, timeoutMs: 5_000 });
+    expect(report).toMatchObject({ requests: 40, acknowledged: 40 });
     expect(await sendsCounted()).toBe(before);
   });
 
   it('sends nothing and opens nothing when asked for no POSTs', async () => {
-    expect(await warmUpSending({ posts: 0, concurrency: 16, secretBox, timeoutMs: 5_000 })).toEqual({ posts: 0, acknowledged: 0, ms: 0 });
+    expect(await warmUpSending({ requests: 0, concurrency: 16, secretBox, timeoutMs: 5_000 })).toEqual({
+      requests: 0,
+      acknowledged: 0,
+      ms: 0,
+    });
   });
 
   it("keeps its loopback exception to itself: a client on the worker's policy still refuses loopback after it", async () => {
-    await warmUpSending({ posts: 8, concurrency: 2, secretBox, timeoutMs: 5_000 });
+    await warmUpSending({ requests: 8, concurrency: 2, secretBox, timeoutMs: 5_000 });
     const client = createHttpClient({ policy: createDestinationPolicy(), timeoutMs: 5_000 });
     try {
       const result = await client.post({ endpointId: 'e', url: 'http://127.0.0.1:9/' }, {}, Buffer.from('{}'));
