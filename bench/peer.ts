@@ -58,6 +58,8 @@ const sparseRounds = (events: number) => (events >= 5_000 ? 6 : 3);
 const def = getEventDefinition('crm.demand.created')!;
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A phase's start, for telling a start-up tail from a steady one (`tailOf`). */
+const EARLY_SHARE = 0.05;
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 export interface PeerOptions {
@@ -77,6 +79,8 @@ interface PhaseFigures {
   duplicates: number;
   /** TLS connections the receiver accepted during the phase (one handshake each). */
   connections: number;
+  /** Where the tail is: the share of the deliveries at or over p99 whose publish was among the phase's first 5 %, and the p99 of those after them. */
+  tail: { earlyShare: number; p99AfterMs: number };
   cpuMsPerDelivery: number;
   /** The project's processes (api0, worker0, …, postgres, temporal): CPU ms per delivery of each. */
   cpuByProcess?: Record<string, number>;
@@ -220,7 +224,8 @@ async function startPhase(receiver: ReceiverHandle, cpuProbe?: CpuProbe, idle?: 
         cpuByProcess: byProcess((k) => (idle.byProcess?.[k] ?? 0) * seconds),
       };
       const last = Math.max(...keys.map((k) => receiver.arrivals.get(k)!));
-      const latency = keys.map((k) => receiver.arrivals.get(k)! - sentAt.get(k)!).sort((a, b) => a - b);
+      const latencyOf = (k: string) => receiver.arrivals.get(k)! - sentAt.get(k)!;
+      const latency = keys.map(latencyOf).sort((a, b) => a - b);
       let hops: Breakdown | undefined;
       if (traceDir) {
         // The processes write their hop times every 200 ms.
@@ -237,6 +242,7 @@ async function startPhase(receiver: ReceiverHandle, cpuProbe?: CpuProbe, idle?: 
         p50Ms: +pct(latency, 50).toFixed(1),
         p99Ms: +pct(latency, 99).toFixed(1),
         maxMs: +latency[latency.length - 1]!.toFixed(1),
+        tail: tailOf(keys, sentAt, latencyOf),
         ...(await receiver.stats().then((after) => ({
           duplicates: after.duplicates - before.duplicates,
           connections: after.connections - before.connections,
@@ -246,6 +252,30 @@ async function startPhase(receiver: ReceiverHandle, cpuProbe?: CpuProbe, idle?: 
         aboveIdle,
       };
     },
+  };
+}
+
+/**
+ * Whether a phase's tail is its start or its whole length: of the deliveries at or over its p99,
+ * the share published among its first 5 % (a start-up transient when near 1), and the p99 of the
+ * deliveries published after those first 5 %.
+ */
+function tailOf(keys: string[], sentAt: Map<string, number>, latencyOf: (key: string) => number): PhaseFigures['tail'] {
+  const bySending = [...keys].sort((a, b) => sentAt.get(a)! - sentAt.get(b)!);
+  const first = Math.ceil(bySending.length * EARLY_SHARE);
+  const early = new Set(bySending.slice(0, first));
+  const p99 = pct(
+    keys.map(latencyOf).sort((a, b) => a - b),
+    99,
+  );
+  const band = keys.filter((k) => latencyOf(k) >= p99);
+  const after = bySending
+    .slice(first)
+    .map(latencyOf)
+    .sort((a, b) => a - b);
+  return {
+    earlyShare: +(band.filter((k) => early.has(k)).length / band.length).toFixed(2),
+    p99AfterMs: after.length ? +pct(after, 99).toFixed(1) : 0,
   };
 }
 
@@ -525,6 +555,20 @@ export function printPeerTable(r: PeerResults): void {
         cell(a, (f) => `${f.cpuMsPerDelivery} ms`),
         cell(b, (f) => `${f.cpuMsPerDelivery} ms`),
         ratio(a?.cpuMsPerDelivery, b?.cpuMsPerDelivery),
+      ],
+      [
+        '',
+        'p99 band published in first 5 %',
+        cell(a, (f) => `${Math.round(f.tail.earlyShare * 100)} %`),
+        cell(b, (f) => `${Math.round(f.tail.earlyShare * 100)} %`),
+        '',
+      ],
+      [
+        '',
+        'p99 after the first 5 %',
+        cell(a, (f) => `${f.tail.p99AfterMs} ms`),
+        cell(b, (f) => `${f.tail.p99AfterMs} ms`),
+        ratio(a?.tail.p99AfterMs, b?.tail.p99AfterMs),
       ],
       ['', 'duplicates', cell(a, (f) => String(f.duplicates)), cell(b, (f) => String(f.duplicates)), ''],
       [
