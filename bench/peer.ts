@@ -260,7 +260,7 @@ async function startPhase(receiver: ReceiverHandle, cpuProbe?: CpuProbe, idle?: 
  * the share published among its first 5 % (a start-up transient when near 1), and the p99 of the
  * deliveries published after those first 5 %.
  */
-function tailOf(keys: string[], sentAt: Map<string, number>, latencyOf: (key: string) => number): PhaseFigures['tail'] {
+export function tailOf(keys: string[], sentAt: Map<string, number>, latencyOf: (key: string) => number): PhaseFigures['tail'] {
   const bySending = [...keys].sort((a, b) => sentAt.get(a)! - sentAt.get(b)!);
   const first = Math.ceil(bySending.length * EARLY_SHARE);
   const early = new Set(bySending.slice(0, first));
