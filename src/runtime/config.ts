@@ -32,6 +32,7 @@ export const SERVICE_HOST = '0.0.0.0';
 
 /** See Config.warmUpRequests: about where a worker's CPU per POST stopped falling fast. */
 const DEFAULT_WARM_UP_REQUESTS = 2_000;
+const MAX_WARM_UP_REQUESTS = 20_000;
 
 /** See Config.workerMaxCachedWorkflows. */
 const DEFAULT_MAX_CACHED_WORKFLOWS = 250;
@@ -89,7 +90,8 @@ const Env = z.object({
       if (problem) ctx.addIssue({ code: 'custom', message: problem });
     }),
   DUE_SWEEP_MS: count(30_000),
-  WARM_UP_REQUESTS: count(DEFAULT_WARM_UP_REQUESTS),
+  // Bounded: a process warms up before it is ready, and a start must not take minutes.
+  WARM_UP_REQUESTS: count(DEFAULT_WARM_UP_REQUESTS).refine((v) => v <= MAX_WARM_UP_REQUESTS, `at most ${MAX_WARM_UP_REQUESTS}`),
   DIRECT_SESSIONS: onUnlessOff,
   MAINTENANCE_SCHEDULE: onUnlessOff,
   // 0 turns the SDK's sticky cache off (every workflow task replays); the SDK makes 1 into 2.

@@ -57,11 +57,12 @@ describe('loadConfig', () => {
     }
   });
 
-  it('warms each process up with WARM_UP_REQUESTS synthetic requests, 2,000 unless set, 0 for none', () => {
+  it('warms each process up with WARM_UP_REQUESTS synthetic requests, 2,000 unless set, 0 for none, at most 20,000', () => {
     expect(loadConfig({}).warmUpRequests).toBe(2_000);
     expect(loadConfig({ WARM_UP_REQUESTS: '500' }).warmUpRequests).toBe(500);
     expect(loadConfig({ WARM_UP_REQUESTS: '0' }).warmUpRequests).toBe(0);
-    for (const bad of ['-1', '2.5', 'lots']) expect(() => loadConfig({ WARM_UP_REQUESTS: bad })).toThrow(/WARM_UP_REQUESTS/);
+    expect(loadConfig({ WARM_UP_REQUESTS: '20000' }).warmUpRequests).toBe(20_000);
+    for (const bad of ['-1', '2.5', 'lots', '20001']) expect(() => loadConfig({ WARM_UP_REQUESTS: bad })).toThrow(/WARM_UP_REQUESTS/);
   });
 
   it('runs direct sessions unless DIRECT_SESSIONS is false or 0, and refuses anything else', () => {
