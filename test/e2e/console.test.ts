@@ -44,6 +44,8 @@ beforeAll(async () => {
     encryptionKey: crypto.randomBytes(32).toString('base64'),
     // Test files share one database: a sweep would wake other files' endpoints on this task queue.
     dueSweepMs: 0,
+    // Speed only, and the suite starts many services side by side (test/support/running-service.ts).
+    warmUpRequests: 0,
     // Nor may a maintenance run (one Schedule per namespace) touch other files' photoapp tokens.
     maintenanceSchedule: false,
     allowPrivateCidrs: ['127.0.0.0/8', '::1/128'],

@@ -50,6 +50,9 @@ export async function startService(opts: { name: string; provider?: { statusDela
     encryptionKey: crypto.randomBytes(32).toString('base64'),
     // Test files share one database: a sweep would wake other files' endpoints on this task queue.
     dueSweepMs: 0,
+    // A warm-up only makes the first requests faster, and the suite starts many services side by
+    // side; the production-shape tests and the warm-ups' own tests run it.
+    warmUpRequests: 0,
     // Nor may a maintenance run (one Schedule per namespace) touch other files' photoapp tokens.
     maintenanceSchedule: false,
     allowPrivateCidrs: ['127.0.0.0/8', '::1/128'],

@@ -29,6 +29,8 @@ export async function startWorkerProcess(taskQueue: string, env: Record<string, 
       TEMPORAL_TASK_QUEUE: taskQueue,
       // Test files share one database: a sweep would wake other files' endpoints on this task queue.
       DUE_SWEEP_MS: '0',
+      // Speed only: a restarted worker would warm up before it polls (test/support/running-service.ts).
+      WARM_UP_REQUESTS: '0',
       // Nor may a maintenance run (one Schedule per namespace) touch other files' photoapp tokens.
       MAINTENANCE_SCHEDULE: 'false',
       SECRETS_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
