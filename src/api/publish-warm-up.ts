@@ -6,7 +6,8 @@
  * authenticating and storing: Koa with the error envelope and the input guard, the body read and
  * parsed (`readJson`), checked against the catalog (`checkPublish`), its payload encoded as it is
  * stored (`encodePayload`), and a JSON answer; 16 keep-alive clients publish, as the benchmark's
- * publishers do. Nothing is authenticated, stored, logged or counted in a metric.
+ * publishers do. Nothing is authenticated, stored or counted in a metric; `startApi` logs one line
+ * of what the warm-up did.
  */
 import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
