@@ -31,7 +31,7 @@ function warmUpApp(): Koa {
     const checked = checkPublish('live', await readJson(ctx, 'invalid_event'));
     const stored = encodePayload(checked.data);
     ctx.status = 201;
-    ctx.body = { data: { type: checked.def.type, environment: checked.environment, payload_bytes: stored.length, data: checked.data } };
+    ctx.body = { data: { type: checked.def.type, environment: 'live', payload_bytes: stored.length, data: checked.data } };
   });
   app.use(router.routes());
   return app;

@@ -12,7 +12,7 @@ import { createApp } from './app.js';
 import { gracefulCloser } from './graceful-close.js';
 import { createRateLimiter } from './rate-limiter.js';
 import { SERVICE_HOST } from '../runtime/config.js';
-import { logger } from '../runtime/logger.js';
+import { warmUpLogged } from '../runtime/warm-up.js';
 import { warmUpPublishing } from './publish-warm-up.js';
 
 /** The audit list's connections (ApiDeps.auditDb), each process's: its pages come one at a time per client, and some are kept open and warm. */
@@ -32,16 +32,6 @@ export function listenUrl(host: string, port: number): string {
 
 /** Publishes in flight during the warm-up: as many as the benchmark's 16 publishers keep. */
 const WARM_UP_PUBLISHERS = 16;
-
-/** The publish route's code warmed up (src/api/publish-warm-up.ts); a failure only leaves it cold. */
-async function warmUpBeforeTraffic(requests: number): Promise<void> {
-  if (requests === 0) return;
-  try {
-    logger.info(await warmUpPublishing({ requests, concurrency: WARM_UP_PUBLISHERS }), 'publish route warmed up');
-  } catch (err) {
-    logger.warn({ err }, 'the publish route was not warmed up; the first publishes run colder');
-  }
-}
 
 /** Builds the API's dependencies from configuration and listens on `opts.host`, else HOST, else every interface. */
 export async function startApi(config: ServiceConfig, opts: { resolver?: Resolver; host?: string } = {}): Promise<RunningApi> {
@@ -75,7 +65,7 @@ export async function startApi(config: ServiceConfig, opts: { resolver?: Resolve
       return true;
     },
   });
-  await warmUpBeforeTraffic(config.warmUpRequests);
+  await warmUpLogged('publish route', config.warmUpRequests, (requests) => warmUpPublishing({ requests, concurrency: WARM_UP_PUBLISHERS }));
   const host = opts.host ?? config.host ?? SERVICE_HOST;
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(config.port, host, () => resolve(s));

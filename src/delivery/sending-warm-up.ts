@@ -68,20 +68,15 @@ export async function warmUpSending(opts: {
         external_id: null,
         data: decodePayload(stored),
       };
-      const slot = await client.slot(target.id, target.url);
-      try {
-        const outcome = await sendToEndpoint(client, opts.secretBox, target, {
-          eventType: EVENT_TYPE,
-          idempotencyKey: `warm-up-${n}`,
-          webhookId: `warm-up-${n}`,
-          body: eventBody(def, event),
-          timestampSeconds: webhookTimestampOf(Date.now()),
-          slot: slot ?? undefined,
-        });
-        if (outcome.acknowledged) acknowledged++;
-      } finally {
-        slot?.release();
-      }
+      // No slot given: the client takes the origin's share itself, as a session's lane does first.
+      const outcome = await sendToEndpoint(client, opts.secretBox, target, {
+        eventType: EVENT_TYPE,
+        idempotencyKey: `warm-up-${n}`,
+        webhookId: `warm-up-${n}`,
+        body: eventBody(def, event),
+        timestampSeconds: webhookTimestampOf(Date.now()),
+      });
+      if (outcome.acknowledged) acknowledged++;
     }
   };
   try {

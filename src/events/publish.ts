@@ -33,8 +33,6 @@ const obj = (v: unknown): Record<string, unknown> | null => (isRecord(v) ? v : n
 export interface CheckedPublish {
   body: PublishBody;
   def: EventDefinition;
-  /** The key's environment: where the event goes. */
-  environment: Environment;
   data: Record<string, unknown>;
   refs: Record<string, unknown>;
 }
@@ -65,7 +63,7 @@ export function checkPublish(environment: Environment, raw: unknown): CheckedPub
   } catch (err) {
     throw invalidEvent(`data: ${(err as Error).message}`);
   }
-  return { body, def, environment, data: data.data, refs: refs.data };
+  return { body, def, data: data.data, refs: refs.data };
 }
 
 export async function publishEvent(
@@ -74,7 +72,8 @@ export async function publishEvent(
   raw: unknown,
 ): Promise<StoredEvent> {
   const receivedAt = tracing ? hopNow() : 0;
-  const { body, def, environment, data, refs } = checkPublish(principal.environment, raw);
+  const { environment } = principal;
+  const { body, def, data, refs } = checkPublish(environment, raw);
   const { channelAccount, customerId } = await resolveOrigin(deps, principal, def, body, data);
 
   const message = obj(data.message);

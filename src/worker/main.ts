@@ -29,6 +29,7 @@ import { claimWithEndpointsFor } from '../db/deliveries.js';
 import { NIL_UUID, type Db, type DbClient } from '../db/pool.js';
 import { LEASE_MS } from '../core/runtime-limits.js';
 import { warmUpSending } from '../delivery/sending-warm-up.js';
+import { warmUpLogged } from '../runtime/warm-up.js';
 
 export async function runWorker(
   config: ServiceConfig,
@@ -56,7 +57,15 @@ export async function runWorker(
   };
   // One recorder, one set of shared reads and claims, for the workflows' sessions and the direct ones.
   const sessionDeps = sessionDepsOf(deps);
-  await warmUpBeforeWork(config, sessionDeps);
+  // Before the Temporal worker polls and the due router listens (src/delivery/sending-warm-up.ts).
+  await warmUpLogged('sending path', config.warmUpRequests, (requests) =>
+    warmUpSending({
+      requests,
+      concurrency: sessionDeps.concurrency,
+      secretBox: sessionDeps.secretBox,
+      timeoutMs: config.deliveryTimeoutMs,
+    }),
+  );
   const worker = await createWorker({
     connection,
     namespace: config.temporalNamespace,
@@ -98,22 +107,6 @@ export async function runWorker(
     await routing.close();
     await connection.close();
     await services.close();
-  }
-}
-
-/** The sending path warmed up (src/delivery/sending-warm-up.ts); a failure only leaves it cold. */
-async function warmUpBeforeWork(config: ServiceConfig, sessions: Pick<SessionDeps, 'concurrency' | 'secretBox'>): Promise<void> {
-  if (config.warmUpRequests === 0) return;
-  try {
-    const report = await warmUpSending({
-      requests: config.warmUpRequests,
-      concurrency: sessions.concurrency,
-      secretBox: sessions.secretBox,
-      timeoutMs: config.deliveryTimeoutMs,
-    });
-    logger.info(report, 'sending path warmed up');
-  } catch (err) {
-    logger.warn({ err }, 'the sending path was not warmed up; the first deliveries run colder');
   }
 }
 
