@@ -86,7 +86,10 @@ export function forkClusterWorker(env: NodeJS.ProcessEnv): ClusterWorker {
 let clusterReady = false;
 const clusterWorkers = new WeakMap<ChildProcess, ClusterWorker>();
 
-/** One API process of the cluster; ready once it listens. A restart overlaps: the new one listens before the old one stops. */
+/**
+ * One API process of the cluster; ready once it listens on PORT (its warm-up's loopback server
+ * listens first and is reported the same way). A restart overlaps: the new one listens before the old one stops.
+ */
 export function apiProcess(opts: ProcessOptions): ManagedProcess {
   const entry = compiledEntry('api');
   if (!clusterReady) {
@@ -104,12 +107,19 @@ export function apiProcess(opts: ProcessOptions): ManagedProcess {
     },
     ready: (child) =>
       new Promise<void>((resolve, reject) => {
-        const onExit = () => reject(exitedError(opts.name, child));
-        child.once('exit', onExit);
-        clusterWorkers.get(child)!.once('listening', () => {
+        const worker = clusterWorkers.get(child)!;
+        const onExit = () => {
+          worker.off('listening', onListening);
+          reject(exitedError(opts.name, child));
+        };
+        const onListening = (address: { port: number }) => {
+          if (address.port !== Number(opts.env.PORT)) return;
           child.off('exit', onExit);
+          worker.off('listening', onListening);
           resolve();
-        });
+        };
+        child.once('exit', onExit);
+        worker.on('listening', onListening);
       }),
   });
 }

@@ -41,7 +41,8 @@ function warmUpApp(): Koa {
 export async function warmUpPublishing(opts: { requests: number; concurrency: number }): Promise<WarmUpReport> {
   const started = performance.now();
   if (opts.requests <= 0) return { acknowledged: 0, requests: 0, ms: 0 };
-  const server = warmUpApp().listen(0, '127.0.0.1');
+  // Exclusive: in a cluster worker a shared port 0 is one port for all workers, whose warm-ups would serve each other.
+  const server = warmUpApp().listen({ port: 0, host: '127.0.0.1', exclusive: true });
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const { port } = server.address() as AddressInfo;
   const client = new Pool(`http://127.0.0.1:${port}`, { connections: Math.max(1, opts.concurrency) });
