@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { tieToParent } from '../dev/children.js';
 import { projectRoot } from '../dev/tools.js';
 
 export interface Service {
@@ -38,9 +39,7 @@ export async function startService(opts: {
     stdio: ['ignore', 'pipe', 'pipe', ...(opts.ipc ? (['ipc'] as const) : [])],
   });
   // A service outlives no benchmark, even one that crashed.
-  const kill = () => child.kill('SIGKILL');
-  process.once('exit', kill);
-  child.once('exit', () => process.off('exit', kill));
+  tieToParent(child);
   let tail = '';
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(

@@ -9,6 +9,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { tieToParent } from '../dev/children.js';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
 import { freePort } from '../dev/ports.js';
 
@@ -67,8 +68,7 @@ export async function startSvix(opts: { bin: string; dir: string; caFile: string
   const env = svixEnv({ SSL_CERT_FILE: opts.caFile });
   const log = fs.openSync(path.join(opts.dir, 'svix.log'), 'w');
   const child = spawn(opts.bin, ['--run-migrations', '--wait-for', '30'], { cwd: opts.dir, env, stdio: ['ignore', log, log] });
-  const kill = () => child.kill('SIGKILL');
-  process.once('exit', kill);
+  tieToParent(child);
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   let stopped: Promise<void> | undefined;
   const stop = () => (stopped ??= stopOnce());
@@ -78,7 +78,6 @@ export async function startSvix(opts: { bin: string; dir: string; caFile: string
       await Promise.race([exited, new Promise((r) => setTimeout(r, 3_000))]);
       child.kill('SIGKILL');
     }
-    process.off('exit', kill);
     await pg.stop();
   };
   const url = `http://127.0.0.1:${port}`;
