@@ -87,8 +87,9 @@ let clusterReady = false;
 const clusterWorkers = new WeakMap<ChildProcess, ClusterWorker>();
 
 /**
- * One API process of the cluster; ready once it listens on PORT (its warm-up's loopback server
- * listens first and is reported the same way). A restart overlaps: the new one listens before the old one stops.
+ * One API process of the cluster; ready once it listens on PORT: any other server of the process
+ * listening through the cluster (all but `exclusive` ones) is reported to the primary the same way,
+ * as the warm-up's loopback server was. A restart overlaps: the new one listens before the old one stops.
  */
 export function apiProcess(opts: ProcessOptions): ManagedProcess {
   const entry = compiledEntry('api');

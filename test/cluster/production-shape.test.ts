@@ -16,6 +16,7 @@ import { createAccount } from '../../src/db/directory.js';
 import { createPool, type Db } from '../../src/db/pool.js';
 import { freePort, isPortOpen } from '../../dev/ports.js';
 import { startProductionShape, type ProductionShape } from '../../dev/production-shape.js';
+import { apiProcess } from '../../dev/service-processes.js';
 import { projectRoot } from '../../dev/tools.js';
 import { SCOPES } from '../../src/security/api-key.js';
 import { endpointWorkflowId } from '../../src/workflows/endpoint-contract.js';
@@ -313,6 +314,41 @@ describe('the production shape', () => {
     expect(page.status).toBe(200);
     expect((await fetch(`${shape.uiUrl}/api/v1/namespaces/default`)).status).toBe(200);
   });
+
+  // Fails if both guards go: the launcher's check of the port, and the warm-up's exclusive listen, which the cluster does not report.
+  it('an API process is started only once it answers on its port: its warm-up listens on loopback first, which is not it', async () => {
+    const port = await freePort();
+    const logFile = path.join(shape.dataDir, 'logs', 'api-warming.log');
+    const api = apiProcess({
+      name: 'api-warming',
+      env: {
+        ...process.env,
+        VITEST: '',
+        NODE_ENV: 'production',
+        LOG_LEVEL: 'info',
+        DATABASE_URL: shape.databaseUrl,
+        TEMPORAL_ADDRESS: shape.temporalAddress,
+        DATA_DIR: shape.dataDir,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        // Seconds of warm-up, so a start taken as done at the warm-up's own listen is found out.
+        WARM_UP_REQUESTS: '20000',
+      },
+      log: { file: logFile },
+    });
+    try {
+      await api.start();
+      // At once, with no retry: the start says it serves.
+      const res = await fetch(`http://127.0.0.1:${port}/healthz`);
+      expect(res.status).toBe(200);
+    } finally {
+      await api.stop();
+    }
+    // Read once it has stopped: a process writes its log lines in batches, flushed at exit.
+    const lines = fs.readFileSync(logFile, 'utf8');
+    expect(lines.indexOf('publish route warmed up')).toBeGreaterThan(-1);
+    expect(lines.indexOf('publish route warmed up')).toBeLessThan(lines.indexOf('api listening'));
+  }, 120_000);
 
   it('kill -9 of the worker running a session mid-drain, held down: the other worker delivers while it is down (the POSTs come on its sockets); nothing lost, no double success, duplicates only for POSTs in flight', async () => {
     const prefix = `/kill-worker/${crypto.randomUUID()}`;
