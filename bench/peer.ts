@@ -22,6 +22,9 @@
  * With --statements the project's Postgres keeps pg_stat_statements, and each phase's statements
  * (of every database on it, Temporal's too) are written to project/statements.txt beside the logs.
  *
+ * With --profile the project's API and worker processes run with --cpu-prof, and each one's top
+ * self time per phase is written to project/profiles/profiles.txt (bench/phase-profiles.ts).
+ *
  * With --trace (or BENCH_TRACE=1) the project's processes record each delivery's hop times
  * (src/runtime/hop-trace.ts) and the hops of the deliveries at p50 and p99 are printed per phase
  * (bench/hop-breakdown.ts); the trace costs a little CPU, so its figures are not the comparison's.
@@ -41,6 +44,7 @@ import { apiCaller } from './api-client.js';
 import { createBenchTenant, eachOf } from './api-endpoints.js';
 import { demandData, demandKey } from './demand-events.js';
 import { hopBreakdown, printBreakdown, type Breakdown } from './hop-breakdown.js';
+import { profileOption } from './phase-profiles.js';
 import { bareLoop, machine, machineBusyCpuSeconds, machineLine, waitForQuietMachine, type Machine } from './machine.js';
 import { startService } from './processes.js';
 import { ensureBuilt, flag, shapeCpuSeconds } from './production-phase.js';
@@ -61,6 +65,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A phase's start, for telling a start-up tail from a steady one (`tailOf`). */
 const EARLY_SHARE = 0.05;
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+/** Something recorded per phase of the project's run: its statements (--statements), its profile window (--profile). */
+interface PhaseWatcher {
+  start(): unknown;
+  finish(phase: string, deliveries: number): unknown;
+}
 
 export interface PeerOptions {
   quick: boolean;
@@ -297,13 +307,13 @@ async function phases(
   step: (s: string) => void,
   traceDir?: string,
   cpuProbe?: CpuProbe,
-  statements?: ReturnType<typeof phaseStatements>,
+  watchers: PhaseWatcher[] = [],
 ) {
-  /** `run`, with its statements recorded under `name` when asked. */
+  /** `run`, with what each watcher records of it (statements, a profile's window) under `name`. */
   const watched = async <T extends { events: number }>(name: string, run: () => Promise<T>): Promise<T> => {
-    await statements?.start();
+    for (const w of watchers) await w.start();
     const figures = await run();
-    await statements?.finish(name, figures.events);
+    for (const w of watchers) await w.finish(name, figures.events);
     return figures;
   };
   step(`  cold: the first ${events} deliveries after the start, 1 endpoint`);
@@ -421,6 +431,7 @@ async function measureProject(o: PeerOptions, tls: { caFile: string }, receiver:
   fs.chmodSync(shapeDir, 0o755);
   const traceDir = o.argv.includes('--trace') || process.env.BENCH_TRACE === '1' ? path.join(shapeDir, 'trace') : undefined;
   const recordStatements = o.argv.includes('--statements');
+  const profiles = profileOption(o.argv, path.join(shapeDir, 'profiles'));
   const shape = await startProductionShape({
     dataDir: shapeDir,
     apiProcesses,
@@ -435,6 +446,7 @@ async function measureProject(o: PeerOptions, tls: { caFile: string }, receiver:
       BENCH_TRACE_DIR: traceDir,
     },
     postgresSettings: recordStatements ? STATEMENT_STATS_SETTINGS : undefined,
+    nodeArgs: profiles?.nodeArgs,
     say: (line) => o.step(`  ${line}`),
   });
   o.defer('production shape', () => shape.stop());
@@ -476,7 +488,7 @@ async function measureProject(o: PeerOptions, tls: { caFile: string }, receiver:
       o.step,
       traceDir,
       cpuProbe,
-      statements,
+      [statements, profiles?.watcher].filter((w) => w !== undefined),
     );
   } catch (err) {
     result.error = (err as Error).message;
@@ -487,6 +499,8 @@ async function measureProject(o: PeerOptions, tls: { caFile: string }, receiver:
     await db.end();
     await shape.stop();
   }
+  // A process writes its profile as it exits.
+  if (profiles) o.step(`  CPU profiles by phase: ${profiles.summarize()}`);
   return result;
 }
 

@@ -34,6 +34,8 @@ export interface ProductionShapeOptions {
   env?: Record<string, string | undefined>;
   /** Server settings for the embedded Postgres beyond its defaults (the benchmark loads pg_stat_statements). */
   postgresSettings?: Record<string, string>;
+  /** Node's flags for an API or worker process, by its name (`api-1`, `worker-2`): a benchmark's CPU profiles. */
+  nodeArgs?: (name: string) => string[];
   /** 'inherit' prints the API and worker logs here; by default each process logs to dataDir/logs/<name>.log. */
   logs?: 'files' | 'inherit';
   /** Progress lines, and each part as it stops. */
@@ -127,12 +129,9 @@ export async function startProductionShape(opts: ProductionShapeOptions): Promis
     // Not the launcher's own-process-group flag: these children are ordinary ones.
     delete env.WEBHOOKS_START_OWN_GROUP;
     const log = (name: string): LogTarget => (opts.logs === 'inherit' ? 'inherit' : { file: path.join(logsDir, `${name}.log`) });
-    const workers = Array.from({ length: opts.workerProcesses ?? 2 }, (_, i) =>
-      workerProcess({ name: `worker-${i + 1}`, env, log: log(`worker-${i + 1}`), respawn: { say } }),
-    );
-    const apis = Array.from({ length: opts.apiProcesses ?? 2 }, (_, i) =>
-      apiProcess({ name: `api-${i + 1}`, env, log: log(`api-${i + 1}`), respawn: { say } }),
-    );
+    const processOptions = (name: string) => ({ name, env, log: log(name), respawn: { say }, nodeArgs: opts.nodeArgs?.(name) });
+    const workers = Array.from({ length: opts.workerProcesses ?? 2 }, (_, i) => workerProcess(processOptions(`worker-${i + 1}`)));
+    const apis = Array.from({ length: opts.apiProcesses ?? 2 }, (_, i) => apiProcess(processOptions(`api-${i + 1}`)));
     stops.unshift({ name: 'the workers', stop: async () => void (await Promise.all(workers.map((w) => w.stop()))) });
     stops.unshift({ name: 'the API processes', stop: async () => void (await Promise.all(apis.map((a) => a.stop()))) });
     say(`Starting ${processCount(workers.length, 'worker')} and ${processCount(apis.length, 'API')}...`);

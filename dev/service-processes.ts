@@ -46,6 +46,8 @@ export interface ProcessOptions {
   respawn?: { say: (line: string) => void };
   /** The TypeScript source through tsx (`npm start`), not the compiled code. Workers only. */
   source?: boolean;
+  /** Node's own flags for the process (a benchmark's `--cpu-prof`). */
+  nodeArgs?: string[];
 }
 
 /** What API and worker processes share: a restart overlaps (the new one ready first), 30 s to finish, a crash respawned when asked. */
@@ -101,6 +103,8 @@ export function apiProcess(opts: ProcessOptions): ManagedProcess {
   return managedProcess({
     ...rollingService(opts),
     launch: () => {
+      // Settings of the cluster apply to the workers forked after them: each process its own flags.
+      cluster.setupPrimary({ execArgv: opts.nodeArgs ?? [] });
       const worker = forkClusterWorker(opts.env);
       pipeOutput(worker.process, opts.log);
       clusterWorkers.set(worker.process, worker);
@@ -127,7 +131,8 @@ export function apiProcess(opts: ProcessOptions): ManagedProcess {
 
 /** One worker process; ready once it says it polls (over IPC, src/worker/main.ts). A restart overlaps like the API's. */
 export function workerProcess(opts: ProcessOptions): ManagedProcess {
-  const args = opts.source ? ['--import', 'tsx', path.join(projectRoot, 'src', 'worker', 'main.ts')] : [compiledEntry('worker')];
+  const entry = opts.source ? ['--import', 'tsx', path.join(projectRoot, 'src', 'worker', 'main.ts')] : [compiledEntry('worker')];
+  const args = [...(opts.nodeArgs ?? []), ...entry];
   return managedProcess({
     ...rollingService(opts),
     launch: () => {

@@ -1,0 +1,57 @@
+/**
+ * `npm run bench -- --peer --profile`: the project's API and worker processes run with
+ * `--cpu-prof`; each phase's window is noted on the monotonic clock the profiles are stamped with;
+ * once the shape has stopped (a process writes its profile as it exits), each process's top self
+ * time in each phase goes to profiles.txt beside the profiles.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { summarizeProfile } from './profile-summary.js';
+
+const monoUs = () => Number(process.hrtime.bigint() / 1000n);
+
+export interface PhaseProfiles {
+  /** Node's flags for the process named `name` (api-1, worker-2). */
+  nodeArgs: (name: string) => string[];
+  /** Notes each phase's window. */
+  watcher: { start(): void; finish(phase: string): void };
+  /** Writes the summaries; the file's path. */
+  summarize(): string;
+}
+
+/** Undefined without `--profile` among the arguments. */
+export function profileOption(argv: string[], dir: string): PhaseProfiles | undefined {
+  if (!argv.includes('--profile')) return undefined;
+  fs.rmSync(dir, { recursive: true, force: true });
+  const windows: { phase: string; fromUs: number; toUs: number }[] = [];
+  let fromUs = 0;
+  return {
+    nodeArgs: (name) => ['--cpu-prof', `--cpu-prof-dir=${path.join(dir, name)}`],
+    watcher: {
+      start: () => {
+        fromUs = monoUs();
+      },
+      finish: (phase) => {
+        windows.push({ phase, fromUs, toUs: monoUs() });
+      },
+    },
+    summarize() {
+      const out: string[] = [];
+      const processes = fs.existsSync(dir) ? fs.readdirSync(dir).filter((n) => fs.statSync(path.join(dir, n)).isDirectory()) : [];
+      for (const w of windows)
+        for (const name of processes.sort()) {
+          const file = mainThreadProfile(path.join(dir, name));
+          out.push(`== ${w.phase}: ${name}`, file ? summarizeProfile(file, [w], 20) : '(no profile written)', '');
+        }
+      const file = path.join(dir, 'profiles.txt');
+      fs.writeFileSync(file, out.join('\n'));
+      return file;
+    },
+  };
+}
+
+/** The largest profile in `dir`: the main thread's (a restarted process leaves one per run). */
+function mainThreadProfile(dir: string): string | undefined {
+  const files = fs.readdirSync(dir).map((f) => path.join(dir, f));
+  return files.sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0];
+}
