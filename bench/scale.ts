@@ -538,14 +538,14 @@ async function main() {
     const p99 = (x: E2E) => ranged(x, 'p99', (v) => v.toFixed(1), ' ms');
     const e2eRow = (name: string, e: E2E, f: E2E) => {
       rows.push([
-        `${name}: rate (median round)`,
+        `${name}: rate (median of rounds)`,
         rate(e),
         ...stepReads.map((_, i) => (i === stepReads.length - 1 ? rate(f) : '')),
         times(f.perSecond / e.perSecond, 3),
         'within 10 %',
       ]);
       rows.push([
-        `  p99 publish → receipt (median round)`,
+        `  p99 publish → receipt (median of rounds)`,
         p99(e),
         ...stepReads.map((_, i) => (i === stepReads.length - 1 ? p99(f) : '')),
         times(f.p99 / e.p99),
