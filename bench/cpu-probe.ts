@@ -36,7 +36,7 @@ import { projectRoot } from '../dev/tools.js';
 import { childPid, startService } from './processes.js';
 import { demandData, demandKey } from './demand-events.js';
 import { connectReceiver } from './receiver-client.js';
-import { summarizeProfile } from './profile-summary.js';
+import { mainThreadProfile, monoUs, summarizeProfile } from './profile-summary.js';
 
 const argv = process.argv.slice(2);
 const opt = (name: string, dflt: string) =>
@@ -232,7 +232,7 @@ async function main() {
     for (let r = 1; r <= ROUNDS; r++) {
       const { key, customers } = keys[FRESH ? r - 1 : 0]!;
       const sentAt = new Map<string, number>();
-      const fromUs = Number(process.hrtime.bigint() / 1000n);
+      const fromUs = monoUs();
       if (PGSS) await db.query('SELECT pg_stat_statements_reset()');
       const c0 = await commits();
       const th0 = { api: threads(apiService.child.pid), worker: threads(workerService.child.pid) };
@@ -251,7 +251,7 @@ async function main() {
         }),
       );
       while ([...sentAt.keys()].some((k) => !receiver.arrivals.has(k))) await sleep(20);
-      if (r > 1) windows.push({ fromUs, toUs: Number(process.hrtime.bigint() / 1000n) });
+      if (r > 1) windows.push({ fromUs, toUs: monoUs() });
       const th1 = { api: threads(apiService.child.pid), worker: threads(workerService.child.pid) };
       const t1s = Object.fromEntries(Object.entries(roots()).map(([k, p]) => [k, ticks(p)]));
       const last = Math.max(...[...sentAt.keys()].map((k) => receiver.arrivals.get(k)!));
@@ -297,13 +297,9 @@ async function main() {
     for (const c of cleanups.reverse()) await c().catch(() => {});
   }
   for (const n of PROFILE) {
-    const d = path.join(dir, 'profiles', n);
-    const files = fs
-      .readdirSync(d)
-      .map((f) => path.join(d, f))
-      .sort((a, b) => fs.statSync(b).size - fs.statSync(a).size);
+    const file = mainThreadProfile(path.join(dir, 'profiles', n))!;
     fs.writeFileSync(path.join(dir, `${n}-windows.json`), JSON.stringify(windows));
-    console.log(`\n${n}: ${files[0]}\n${summarizeProfile(files[0]!, windows, 35)}`);
+    console.log(`\n${n}: ${file}\n${summarizeProfile(file, windows, 35)}`);
   }
 }
 

@@ -6,9 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { summarizeProfile } from './profile-summary.js';
-
-const monoUs = () => Number(process.hrtime.bigint() / 1000n);
+import { mainThreadProfile, monoUs, summarizeProfile } from './profile-summary.js';
 
 export interface PhaseProfiles {
   /** Node's flags for the process named `name` (api-1, worker-2). */
@@ -48,10 +46,4 @@ export function profileOption(argv: string[], dir: string): PhaseProfiles | unde
       return file;
     },
   };
-}
-
-/** The largest profile in `dir`: the main thread's (a restarted process leaves one per run). */
-function mainThreadProfile(dir: string): string | undefined {
-  const files = fs.readdirSync(dir).map((f) => path.join(dir, f));
-  return files.sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0];
 }

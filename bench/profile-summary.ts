@@ -6,6 +6,7 @@
  *   npx tsx bench/profile-summary.ts .data/bench-run/profiles/worker.cpuprofile [top]
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { projectRoot } from '../dev/tools.js';
 
 interface CpuProfile {
@@ -29,6 +30,19 @@ function area(url: string): string {
       .slice(0, rel.includes('/') ? 1 : 0)
       .join('/') || rel
   );
+}
+
+/** Now on the monotonic clock, in µs, as a profile's samples are stamped: a window to summarize. */
+export const monoUs = () => Number(process.hrtime.bigint() / 1000n);
+
+/**
+ * The main thread's profile in `dir`, the largest there (tsx's module-hooks thread writes one of
+ * its own; a restarted process leaves one per run); undefined when none was written.
+ */
+export function mainThreadProfile(dir: string): string | undefined {
+  if (!fs.existsSync(dir)) return undefined;
+  const files = fs.readdirSync(dir).map((f) => path.join(dir, f));
+  return files.sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0];
 }
 
 export function summarizeProfile(file: string, windows: { fromUs: number; toUs: number }[] = [], top = 25): string {

@@ -52,7 +52,7 @@ import { explainHotQueries } from './explain.js';
 import { enableStatementStats, phaseStatements, STATEMENT_STATS_SETTINGS } from './statements.js';
 import { endpointHistory, historyCost, historyTimeline, signalsAfter, wakeHops, type HistoryCost } from './history.js';
 import { childPid, cpuSeconds, startService, treeMemory, type Service } from './processes.js';
-import { summarizeProfile } from './profile-summary.js';
+import { mainThreadProfile, monoUs, summarizeProfile } from './profile-summary.js';
 import { demandData, demandKey } from './demand-events.js';
 import { bareLoop, machine, machineLine } from './machine.js';
 import { peerOk, printPeerTable, runPeerComparison } from './peer.js';
@@ -101,7 +101,6 @@ const def = getEventDefinition('crm.demand.created')!;
 /** Wall-clock ms with sub-ms resolution; the receiver uses the same clock. */
 const now = () => performance.timeOrigin + performance.now();
 /** The monotonic clock V8 stamps CPU profile samples with, in µs. */
-const monoUs = () => Number(process.hrtime.bigint() / 1000n);
 /** Runs fn(0..count-1), 8 at a time: setup requests, not measured. */
 /** path, with any leftover of an earlier run (SQLite's -wal and -shm beside it too) removed. */
 function freshFile(file: string): string {
@@ -835,11 +834,7 @@ async function main() {
       .filter((p) => p.name !== 'bare loop' && !p.name.startsWith('warm-up'))
       .map((p) => ({ fromUs: p.fromUs, toUs: p.toUs }));
     for (const name of ['api', 'worker']) {
-      // The main thread's profile is the largest; the other is the module-hooks thread's.
-      const files = fs.existsSync(path.join(profileDir, name))
-        ? fs.readdirSync(path.join(profileDir, name)).map((f) => path.join(profileDir, name, f))
-        : [];
-      const file = files.sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0];
+      const file = mainThreadProfile(path.join(profileDir, name));
       if (!file) console.log(`\n(no CPU profile written for ${name})`);
       else console.log(`\n${name}: top self time during the delivery phases (${file})\n${summarizeProfile(file, windows, 25)}`);
     }

@@ -134,7 +134,7 @@ const latencyOf = (xs: number[]): Latency => {
   const s = [...xs].sort((a, b) => a - b);
   return { p50: pct(s, 50), p99: pct(s, 99), n: s.length };
 };
-const middle = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const middle = (xs: number[]) => latencyOf(xs).p50;
 
 /** The median rate and the median p99 of `rounds`, the CPU and reads of the round of median rate, and every round's rate and p99. */
 function medianRound(rounds: E2E[]): E2E {
