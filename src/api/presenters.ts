@@ -84,7 +84,7 @@ export function presentAttempt(row: AttemptRow): z.infer<typeof Attempt> {
 }
 
 /** A stream item's fields before its data, in the order the API writes them: `message_resource_id` only when the platform has the message (SPEC 2.4). */
-function streamItemHead(row: Omit<StreamItem, 'dataJson'>): Record<string, unknown> {
+function streamItemHead(row: EventRow): Record<string, unknown> {
   const head: Record<string, unknown> = {
     id: row.id,
     cursor: String(row.cursor),
@@ -106,14 +106,36 @@ export function presentStreamItem(row: EventRow): Record<string, unknown> {
   return item;
 }
 
+const jsonOrNull = (s: string | null) => (s === null ? 'null' : JSON.stringify(s));
+
 /**
- * A stream page as the JSON the API sends, byte for byte
- * `JSON.stringify({ data: items.map(presentStreamItem), paging })` of the same events: each item's
- * data goes in as the text the read made of it (src/db/events.ts readStream), not parsed.
+ * A stream page as the UTF-8 JSON the API sends, byte for byte
+ * `JSON.stringify({ data: items.map(presentStreamItem), paging })` of the same events. Each item's
+ * data goes in as the bytes the read made of it (src/db/events.ts readStream), its head from a
+ * template rather than an object stringified, and the page is written into one buffer: no string
+ * of 100 KB for the socket to encode again (together about a third of a 100-item page's CPU).
+ * Ids, cursors, the environment and ISO times need no escaping; the other strings are quoted.
  */
-export function streamPageJson(items: StreamItem[], paging: Record<string, unknown>): string {
-  const json = items.map((item) => `${JSON.stringify(streamItemHead(item)).slice(0, -1)},"data":${item.dataJson}}`);
-  return `{"data":[${json.join(',')}],"paging":${JSON.stringify(paging)}}`;
+export function streamPageBytes(items: StreamItem[], paging: Record<string, unknown>): Buffer {
+  const parts: (string | Buffer)[] = [];
+  let text = '{"data":[';
+  for (let i = 0; i < items.length; i++) {
+    const it = items[i]!;
+    const resource = it.message_resource_id ? `,"message_resource_id":${JSON.stringify(it.message_resource_id)}` : '';
+    text +=
+      `${i ? ',' : ''}{"id":"${it.id}","cursor":"${it.cursor}","type":${JSON.stringify(it.type)},"environment":"${it.environment}",` +
+      `"message_id":${jsonOrNull(it.message_id)},"external_id":${jsonOrNull(it.external_id)}${resource},` +
+      `"occurred_at":"${it.occurred_at}","created_at":"${it.created_at}","data":`;
+    parts.push(text, it.dataJson);
+    text = '}';
+  }
+  parts.push(`${text}],"paging":${JSON.stringify(paging)}}`);
+  let size = 0;
+  for (const p of parts) size += typeof p === 'string' ? Buffer.byteLength(p, 'utf8') : p.length;
+  const page = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (const p of parts) at += typeof p === 'string' ? page.write(p, at, 'utf8') : p.copy(page, at);
+  return page;
 }
 
 // ---- Contacts, funnel stages, consents, conversations and messages (CRM family) ----

@@ -385,13 +385,13 @@ export async function appendEvent(tx: Queryable, e: NewEvent): Promise<EventRow 
   return (await appendEvents(tx, [e]))[0];
 }
 
-/** A stream page's item: what the API presents of an event, its data as JSON text (SPEC 4.8). */
-export type StreamItem = Pick<
-  EventRow,
-  'id' | 'cursor' | 'type' | 'environment' | 'message_id' | 'external_id' | 'message_resource_id' | 'occurred_at' | 'created_at'
-> & {
-  /** The item's `data` as JSON text, byte for byte `JSON.stringify` of `stream_data` as `fromTable` derives it. */
-  dataJson: string;
+/** A stream page's item: what the API presents of an event, its times and data as text (SPEC 4.8). */
+export type StreamItem = Pick<EventRow, 'id' | 'cursor' | 'type' | 'environment' | 'message_id' | 'external_id' | 'message_resource_id'> & {
+  /** `toISOString()` of the event's times, written by Postgres. */
+  occurred_at: string;
+  created_at: string;
+  /** The item's `data` as UTF-8 JSON, byte for byte `JSON.stringify` of `stream_data` as `fromTable` derives it. */
+  dataJson: Buffer;
 };
 
 /** What a stream item is made of: not the contact references, the customer or the channel account, which every page would read and parse for nothing. */
@@ -410,20 +410,32 @@ const STREAM_ITEM_COLUMNS = [
   'contact_id',
   'conversation_id',
 ] as const satisfies readonly (keyof TableRow)[];
-type StreamItemRow = Pick<TableRow, (typeof STREAM_ITEM_COLUMNS)[number]>;
+type StreamItemRow = Omit<Pick<TableRow, (typeof STREAM_ITEM_COLUMNS)[number]>, 'occurred_at' | 'created_at'> & {
+  occurred_at: string;
+  created_at: string;
+};
 
 /**
- * An item's data as JSON text. For most types it is the payload unchanged, and a compressed
- * payload's text is already what `JSON.stringify` would write of it (its keys in jsonb's order):
- * it is sent as stored, without parsing 100 payloads to write them out again (about a third of the
- * read's CPU, measured in one process). Any other row goes the way `fromTable` goes.
+ * A timestamp as `Date.prototype.toISOString` writes it (milliseconds truncated, as a parsed Date
+ * keeps them), made by Postgres: parsing 200 dates of a page only to write them again cost about a
+ * tenth of the page's CPU.
  */
-function streamItemDataJson(row: StreamItemRow): string {
-  if (row.stream_data !== null) return JSON.stringify(row.stream_data);
+const isoText = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`;
+const STREAM_ITEM_SELECT = STREAM_ITEM_COLUMNS.map((c) => (c === 'occurred_at' || c === 'created_at' ? isoText(c) : c)).join(', ');
+
+/**
+ * An item's data as UTF-8 JSON. For most types it is the payload unchanged, and a compressed
+ * payload's text is already what `JSON.stringify` would write of it (its keys in jsonb's order):
+ * it is sent as the bytes it inflates to, without parsing 100 payloads to write them out again
+ * (about a third of the read's CPU, measured in one process) or decoding them to a string the
+ * response encodes back. Any other row goes the way `fromTable` goes.
+ */
+function streamItemDataJson(row: StreamItemRow): Buffer {
+  if (row.stream_data !== null) return Buffer.from(JSON.stringify(row.stream_data), 'utf8');
   const def = getEventDefinition(row.type);
   const asStored = !def || streamDataIsPayload(def) ? encodedPayloadJson(row.payload) : undefined;
   if (asStored !== undefined) return asStored;
-  return JSON.stringify(derivedStreamData(row, decodePayload(row.payload)));
+  return Buffer.from(JSON.stringify(derivedStreamData(row, decodePayload(row.payload))), 'utf8');
 }
 
 /** One page of the stream: an index seek on (account, environment, cursor), whatever the position. */
@@ -436,7 +448,7 @@ export async function readStream(
 ): Promise<{ rows: StreamItem[]; hasMore: boolean }> {
   const { rows } = await db.query<StreamItemRow>({
     name: 'read_stream',
-    text: `SELECT ${STREAM_ITEM_COLUMNS.join(', ')} FROM events
+    text: `SELECT ${STREAM_ITEM_SELECT} FROM events
      WHERE account_id = $1 AND environment = $2 AND cursor > $3 ORDER BY cursor LIMIT $4`,
     values: [accountId, environment, after, limit + 1],
   });

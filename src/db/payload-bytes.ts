@@ -24,12 +24,13 @@ export function decodePayload(bytes: Buffer): Record<string, unknown> {
 
 /**
  * The payload's JSON text exactly as `encodePayload` wrote it (`JSON.stringify` of its data in
- * jsonb's key order), when that is certain: a compressed payload, since only `encodePayload`
- * compresses. Undefined for JSON text stored as it is, which may also be jsonb's own text that
- * migration 0031 copied (a space after each separator): such text must be parsed and written again.
+ * jsonb's key order), as UTF-8 bytes, when that is certain: a compressed payload, since only
+ * `encodePayload` compresses. Undefined for JSON text stored as it is, which may also be jsonb's
+ * own text that migration 0031 copied (a space after each separator): such text must be parsed and
+ * written again.
  */
-export function encodedPayloadJson(bytes: Buffer): string | undefined {
-  return bytes[0] === OPEN_BRACE ? undefined : inflated(bytes).toString('utf8');
+export function encodedPayloadJson(bytes: Buffer): Buffer | undefined {
+  return bytes[0] === OPEN_BRACE ? undefined : inflated(bytes);
 }
 
 /**

@@ -5,7 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { presentStreamItem, streamPageJson } from '../../src/api/presenters.js';
+import { presentStreamItem, streamPageBytes } from '../../src/api/presenters.js';
 import { EVENT_TYPES, getEventDefinition, streamData } from '../../src/core/catalog/index.js';
 import { fromTable, readStream, type EventRow, type TableRow } from '../../src/db/events.js';
 import { migrate } from '../../src/db/migrate.js';
@@ -111,7 +111,9 @@ describe('migrations', () => {
       // A stream page writes each item's JSON itself: the same text (the payloads 0031 copied are jsonb's text, parsed again).
       const page = await readStream(db as unknown as Queryable, accounts[0].id, 'live', '0', 100);
       const paging = { cursor: String(old.length), next: null, has_more: false };
-      expect(streamPageJson(page.rows, paging)).toBe(`{"data":[${old.map((o) => o.item).join(',')}],"paging":${JSON.stringify(paging)}}`);
+      expect(streamPageBytes(page.rows, paging).toString('utf8')).toBe(
+        `{"data":[${old.map((o) => o.item).join(',')}],"paging":${JSON.stringify(paging)}}`,
+      );
       // Only received messages keep their copy: their platform ids were never columns.
       const { rows: kept } = await db.query(`SELECT type FROM events WHERE stream_data IS NOT NULL ORDER BY type`);
       expect(kept.map((r) => r.type)).toEqual(

@@ -5,7 +5,7 @@
  */
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { presentStreamItem, streamPageJson } from '../../src/api/presenters.js';
+import { presentStreamItem, streamPageBytes } from '../../src/api/presenters.js';
 import { EVENT_TYPES, streamData, type EventDefinition } from '../../src/core/catalog/index.js';
 import { getEvent, readStream, type EventRow } from '../../src/db/events.js';
 import { eventBody } from '../../src/delivery/send-webhook.js';
@@ -75,7 +75,7 @@ describe('each payload stored once', () => {
       const old: EventRow = { ...row, ...columns };
       expect(JSON.stringify(presentStreamItem(row))).toBe(JSON.stringify(presentStreamItem(old)));
       expect(eventBody(def, row).equals(eventBody(def, old))).toBe(true);
-      expect(streamPageJson(page.rows, PAGING)).toBe(JSON.stringify({ data: [presentStreamItem(old)], paging: PAGING }));
+      expect(streamPageBytes(page.rows, PAGING).toString('utf8')).toBe(JSON.stringify({ data: [presentStreamItem(old)], paging: PAGING }));
 
       // One copy: the row keeps no stream copy, and the ids only a received message's item needs.
       const { rows } = await testDb().query(`SELECT stream_data, contact_id, conversation_id FROM events WHERE id = $1`, [row.id]);
@@ -120,7 +120,7 @@ describe('each payload stored once', () => {
     const row = (await getEvent(testDb(), t.accountId, stored.event.id))!;
     const old: EventRow = { ...row, ...(await asJsonbColumns(data, streamData(def, data, {}))) };
     const page = await readStream(testDb(), t.accountId, 'live', '0', 10);
-    const sent = streamPageJson(page.rows, PAGING);
+    const sent = streamPageBytes(page.rows, PAGING).toString('utf8');
     expect(sent).toBe(JSON.stringify({ data: [presentStreamItem(old)], paging: PAGING }));
     expect(sent).toBe(JSON.stringify({ data: [presentStreamItem(row)], paging: PAGING }));
   });

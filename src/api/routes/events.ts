@@ -9,7 +9,7 @@ import { readJson } from '../body.js';
 import type { ApiDeps } from '../deps.js';
 import { DomainError, notFound } from '../../core/domain-error.js';
 import { Uuid } from '../schemas/common.js';
-import { presentStreamItem, streamPageJson } from '../presenters.js';
+import { presentStreamItem, streamPageBytes } from '../presenters.js';
 
 /**
  * POST /api/v1/events, the hot route, in a router of its own that the app mounts ahead of the
@@ -43,9 +43,9 @@ export function eventRoutes(deps: ApiDeps): Router {
       rows.map((r) => String(r.cursor)),
       hasMore,
     );
-    // Written as text: each item's data already is JSON (readStream), not parsed only to be written again.
+    // Written as bytes: each item's data already is JSON (readStream), not parsed only to be written again.
     ctx.type = 'application/json';
-    ctx.body = streamPageJson(rows, paging);
+    ctx.body = streamPageBytes(rows, paging);
   });
 
   // One event of the key's Account and environment; any other id (another tenant's included) is 404.
