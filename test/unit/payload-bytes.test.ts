@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { inJsonbKeyOrder } from '../../src/core/jsonb-order.js';
 import crypto from 'node:crypto';
-import { decodePayload, encodePayload, encodedPayloadJson } from '../../src/db/payload-bytes.js';
+import zlib from 'node:zlib';
+import { decodePayload, encodePayload, encodedPayloadJson, encodedPayloadsJson } from '../../src/db/payload-bytes.js';
 
 describe('inJsonbKeyOrder', () => {
   it('orders keys as jsonb does: shorter first, then bytewise by UTF-8, in nested objects and arrays too', () => {
@@ -51,5 +52,38 @@ describe('payload bytes', () => {
   it('encodes the same payload to the same bytes every time, whatever its keys were built in', () => {
     const reordered = { status: 'open', id: 'dem_1', description: large.description };
     expect(encodePayload(reordered).equals(encodePayload(large))).toBe(true);
+  });
+
+  it('reads the zlib payloads of rows written before gzip, one by one and in a page', () => {
+    const text = JSON.stringify(inJsonbKeyOrder(large));
+    const old = zlib.deflateSync(Buffer.from(text, 'utf8'));
+    expect(decodePayload(old)).toEqual(inJsonbKeyOrder(large));
+    expect(encodedPayloadJson(old)?.toString('utf8')).toBe(text);
+  });
+
+  it("inflates a page's payloads together, each to its own bytes, whatever mix of forms it holds", () => {
+    const data = [
+      large,
+      { b: 1, a: 'x' },
+      { ...large, id: 'dem_é ☕' },
+      { notes: crypto.randomBytes(20 * 1024).toString('base64') },
+      large,
+    ];
+    const payloads: (Buffer | undefined)[] = data.map((d) => encodePayload(d));
+    payloads.splice(2, 0, zlib.deflateSync(Buffer.from(JSON.stringify(inJsonbKeyOrder(large)), 'utf8')), undefined);
+    const page = encodedPayloadsJson(payloads);
+    expect(page.map((b) => b?.toString('utf8'))).toEqual(payloads.map((p) => (p ? encodedPayloadJson(p)?.toString('utf8') : undefined)));
+    expect(page[1]).toBeUndefined(); // short JSON text: parsed and written again by its reader
+    expect(page[3]).toBeUndefined();
+    expect(page[2]?.toString('utf8')).toBe(JSON.stringify(inJsonbKeyOrder(large)));
+    expect(page[4]?.toString('utf8')).toBe(JSON.stringify(inJsonbKeyOrder(data[2]!)));
+    expect(page[5]?.toString('utf8')).toBe(JSON.stringify(inJsonbKeyOrder(data[3]!)));
+    expect(encodedPayloadsJson([])).toEqual([]);
+  });
+
+  it('fails loudly on a page whose stored sizes do not match what it inflates to', () => {
+    const bad = Buffer.from(encodePayload(large));
+    bad.writeUInt32LE(bad.readUInt32LE(bad.length - 4) + 1, bad.length - 4);
+    expect(() => encodedPayloadsJson([encodePayload(large), bad])).toThrow();
   });
 });
