@@ -2,15 +2,17 @@
  * The benchmark at scale (issue #24): the production shape (bench/production-phase.ts's
  * startShapeBench: Temporal server on Postgres, compiled API and worker processes, the bench's
  * verifying receiver) measured on an empty database, then again once its Postgres holds a history
- * synthesised in SQL (bench/scale-fill.ts), in the same run. Not a test: nothing here is timed by `npm test`.
+ * synthesised in SQL (bench/scale-fill.ts), in the same run; end to end on the full database
+ * alternates, round by round, with a twin shape that stays empty. Not a test: nothing here is
+ * timed by `npm test`.
  *
  *   npm run bench:scale                                         # 20 M deliveries, 10 M events: hours
  *   npm run bench:scale -- --deliveries=2000000 --events=1000000 --churn-minutes=2   # a quick run
  *
  * Flags (defaults): --deliveries=20000000 --events=10000000 --accounts=1000 --endpoints=5000
  * --days=35 --steps=2 (read figures after each step of the fill: the trend) --reads=200
- * --page-limit=20 --depth=1000 (pages) --e2e-events=4000 --e2e-rounds=3 (each side's end to end is
- * its median round, its range printed beside it) --churn-minutes=10 --chunk=250000 (events
+ * --page-limit=20 --depth=1000 (pages) --e2e-events=4000 --e2e-rounds=3 (rounds per side, the full
+ * and the twin alternating; each side's figure is its median round, the range beside it) --churn-minutes=10 --chunk=250000 (events
  * per fill statement) --api-processes=2 --worker-processes=2 --no-vacuum (skip VACUUM after a step)
  * --statements (pg_stat_statements: each end-to-end round's statements, with their block reads).
  *
@@ -26,9 +28,12 @@
  *
  * Measured after waits (bench/scale-quiet.ts), so the figures are the data's and not the previous
  * phase's: the reads on an idle shape (nothing owed, no other statement, load down; ≤ 60 s), one
- * at a time after a warm-up of each; end to end on the empty database after a warm-up round and
- * the same idle wait, on the full database after a CHECKPOINT, the kernel's writeback of the fill
- * (≤ 5 min) and a warm-up round. What each waited is printed.
+ * at a time after a warm-up of each; end to end after the fill: a CHECKPOINT and the kernel's
+ * writeback of the fill (≤ 5 min), then the empty twin started (its own Postgres, Temporal and
+ * processes, its tenants made the same way), a warm-up round on each and both idle, then their
+ * rounds in turn, the order swapped each round; the twin is stopped before the rest. End to end
+ * on one database half an hour before the other moved by more than the 10 % judged, in either
+ * direction. What each waited is printed.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -212,20 +217,28 @@ async function main() {
 
   step(`creating tenants: 1 + ${MANY} endpoints, verified through the API`);
   const [single, many] = await Promise.all([bench.tenant('single', 1), bench.tenant('many', MANY)]);
-  /** One unmeasured round of publishing to both tenants: connections, plans and code warm. */
-  const warmUp = async (tag: string) => {
-    await bench.publish(single, `${tag}1`, opt.e2eEvents, 30);
-    await bench.publish(many, `${tag}N`, opt.e2eEvents, 30);
+  /** One unmeasured round of publishing to a shape's two tenants: connections, plans and code warm. */
+  const warmUp = async (b: ShapeBench, one: Tenant, hundred: Tenant, tag: string) => {
+    await b.publish(one, `${tag}1`, opt.e2eEvents, 30);
+    await b.publish(hundred, `${tag}N`, opt.e2eEvents, 30);
   };
   step('warming up');
-  await warmUp('warm');
+  await warmUp(bench, single, many, 'warm');
 
   // ---- the empty database
+  /** A shape and its tenants, as end to end measures it. */
+  interface Side {
+    tag: 'empty' | 'full';
+    bench: ShapeBench;
+    db: pg.Pool;
+    single: Tenant;
+    many: Tenant;
+  }
   /** One closed-loop round to `t`, with each component's CPU and Postgres's block reads during it. */
-  const e2eRound = async (t: Tenant, tag: string, name: string): Promise<E2E> => {
-    const io0 = await ioSnapshot(db);
-    const r = await bench.phase(name, () => bench.publish(t, tag, opt.e2eEvents, 20));
-    const io = ioDelta(io0, await ioSnapshot(db));
+  const e2eRound = async (side: Side, t: Tenant, tag: string, name: string): Promise<E2E> => {
+    const io0 = await ioSnapshot(side.db);
+    const r = await side.bench.phase(name, () => side.bench.publish(t, tag, opt.e2eEvents, 20));
+    const io = ioDelta(io0, await ioSnapshot(side.db));
     const cpu = r.cpuMsPerDelivery;
     step(
       `  ${n(r.perSecond)}/s, p99 ${ms(r.latencyMs.p99)}; CPU ms per delivery ${Object.entries(cpu)
@@ -235,27 +248,31 @@ async function main() {
     step(`  Postgres reads: ${ioLine(io, r.events) || 'none from outside shared_buffers'}`);
     return { perSecond: r.perSecond, p99: r.latencyMs.p99, cpuMsPerDelivery: cpu, io };
   };
-  /** `--e2e-rounds` rounds to 1 and to 100 endpoints in turn: one round's figures move by more than the 10 % judged. */
-  const e2e = async (tag: string) => {
-    const ones: E2E[] = [];
-    const hundreds: E2E[] = [];
+  /**
+   * `--e2e-rounds` rounds on each side, alternating: a round to 1 endpoint on each, then to 100 on
+   * each, the full side first in odd rounds and second in even ones. One round moves by more than
+   * the 10 % judged, and the machine drifts over minutes; alternating rounds meet the same drift.
+   */
+  const alternatingE2E = async (sides: [Side, Side]) => {
+    const results = new Map(sides.map((s) => [s.tag, { ones: [] as E2E[], hundreds: [] as E2E[] }]));
     for (let i = 1; i <= opt.e2eRounds; i++) {
+      const order = i % 2 ? sides : ([sides[1], sides[0]] as const);
       const of = opt.e2eRounds > 1 ? ` (round ${i} of ${opt.e2eRounds})` : '';
-      step(`${tag}: end to end, 1 endpoint${of}`);
-      ones.push(await e2eRound(single, `${tag}1r${i}`, `${tag}, 1 endpoint${of}`));
-      await sleep(1_000);
-      step(`${tag}: end to end, ${MANY} endpoints${of}`);
-      hundreds.push(await e2eRound(many, `${tag}Nr${i}`, `${tag}, ${MANY} endpoints${of}`));
-      await sleep(1_000);
+      for (const [many, pick] of [
+        [false, 'ones'],
+        [true, 'hundreds'],
+      ] as const)
+        for (const side of order) {
+          const what = many ? `${MANY} endpoints` : '1 endpoint';
+          step(`${side.tag}: end to end, ${what}${of}`);
+          const tag = `${side.tag}${many ? 'N' : '1'}r${i}`;
+          results.get(side.tag)![pick].push(await e2eRound(side, many ? side.many : side.single, tag, `${side.tag}, ${what}${of}`));
+          await sleep(1_000);
+        }
     }
-    return { one: medianRound(ones), hundred: medianRound(hundreds) };
+    const of = (tag: Side['tag']) => ({ one: medianRound(results.get(tag)!.ones), hundred: medianRound(results.get(tag)!.hundreds) });
+    return { empty: of('empty'), full: of('full') };
   };
-  // Quiet first, as end to end on the full database is (after its writes and a warm-up): the
-  // start, the tenants' verification and the warm-up leave the two cores busy for a while.
-  step('empty: waiting for an idle shape before end to end (no session open; load ≤ 0.5 per CPU; ≤ 60 s)');
-  const emptyE2EWait = await waitForIdleShape(db);
-  step(`  waited ${idleWaitLine(emptyE2EWait)}`);
-  const emptyE2E = await e2e('empty');
   const emptyReadsWait = await idleBeforeReads('empty');
   step('empty: reads (audit list, stats, stream), one at a time');
   const emptyReads = await measureReads(db, read, { key: single.key, accountId: single.accountId, endpointId: single.endpointIds[0]! });
@@ -338,18 +355,40 @@ async function main() {
     });
   }
 
-  // ---- the full database: the fill's writes on disk and the shape warm again before end to end
+  // ---- the full database beside an empty twin: the fill's writes on disk and both shapes warm before end to end
   const fullWritesWait = await writesOnDisk('full');
-  step('full: warming up (not measured)');
+  step('empty twin: a second production shape of its own (Postgres, Temporal, processes), for end to end beside the full one');
+  const twinStops: (() => Promise<unknown>)[] = [];
+  stops.push(async () => {
+    for (const fn of twinStops.splice(0).reverse()) await fn();
+  });
+  const twin = await startShapeBench({
+    dir: path.join(dir, 'empty-twin'),
+    step: (what) => step(`  twin: ${what.trim()}`),
+    apiProcesses: opt.apiProcesses,
+    workerProcesses: opt.workerProcesses,
+    endpointLimit: MANY + 10,
+    stops: twinStops,
+    statements: opt.statements,
+  });
+  const [twinSingle, twinMany] = await Promise.all([twin.bench.tenant('single', 1), twin.bench.tenant('many', MANY)]);
+  step('full and empty twin: warming up (not measured)');
   const w0 = now();
-  await warmUp('rewarm');
-  const fullWarmSeconds = (now() - w0) / 1000;
-  // As on the empty database: the warm-up's sessions ended first, or the 100-endpoint round would
-  // start while they end and hand its first deliveries to the workflows (0.61× the empty rate once).
-  step('full: waiting for an idle shape before end to end (no session open; load ≤ 0.5 per CPU; ≤ 60 s)');
+  await warmUp(bench, single, many, 'rewarm');
+  await warmUp(twin.bench, twinSingle, twinMany, 'warm');
+  const warmSeconds = (now() - w0) / 1000;
+  // The warm-ups' sessions ended first, or the 100-endpoint round would start while they end and
+  // hand its first deliveries to the workflows (0.61× the empty rate once).
+  step('full and empty twin: waiting for idle shapes before end to end (no session open; load ≤ 0.5 per CPU; ≤ 60 s each)');
   const fullE2EWait = await waitForIdleShape(db);
-  step(`  waited ${idleWaitLine(fullE2EWait)}`);
-  const fullE2E = await e2e('full');
+  const emptyE2EWait = await waitForIdleShape(twin.db);
+  step(`  waited ${idleWaitLine(fullE2EWait)}; twin ${idleWaitLine(emptyE2EWait)}`);
+  const { empty: emptyE2E, full: fullE2E } = await alternatingE2E([
+    { tag: 'full', bench, db, single, many },
+    { tag: 'empty', bench: twin.bench, db: twin.db, single: twinSingle, many: twinMany },
+  ]);
+  step('empty twin: stopping it');
+  for (const fn of twinStops.splice(0).reverse()) await fn();
   step('full: deleting a contact with 10,000 events (in the largest Account) while another tenant publishes');
   const fullContact = await contactDeletion(0, 'cf');
   const drop = partitioned ? await partitionDrop() : undefined;
@@ -561,12 +600,12 @@ async function main() {
       ]);
     };
     rows.push([
-      '  waited before end to end (writes on disk; warm-up; idle)',
-      `warm-up; idle ${idle(emptyE2EWait)}`,
+      '  before end to end: empty twin started after the fill, warm-up, idle; full: writes on disk, warm-up, idle',
+      `twin; ${warmSeconds.toFixed(0)} s; idle ${idle(emptyE2EWait)}`,
       ...stepReads.map((_, i) =>
         i === stepReads.length - 1
           ? `${(fullWritesWait.checkpointSeconds + fullWritesWait.seconds).toFixed(0)} s${fullWritesWait.settled ? '' : ' (bound)'}, ` +
-            `dirty ${fullWritesWait.dirtyMiB[0].toFixed(0)} → ${fullWritesWait.dirtyMiB[1].toFixed(0)} MiB; ${fullWarmSeconds.toFixed(0)} s; ` +
+            `dirty ${fullWritesWait.dirtyMiB[0].toFixed(0)} → ${fullWritesWait.dirtyMiB[1].toFixed(0)} MiB; ${warmSeconds.toFixed(0)} s; ` +
             `idle ${idle(fullE2EWait)}`
           : '',
       ),
@@ -650,13 +689,15 @@ async function main() {
       for (const line of dropStepLines(drop.retention)) console.log(`  ${line}`);
     }
     console.log('Waits before measuring:');
-    console.log(`  empty end to end: a warm-up round, then idle ${idleWaitLine(emptyE2EWait)}`);
+    console.log(
+      `  empty end to end: a twin shape started after the fill, a warm-up round (${warmSeconds.toFixed(0)} s with the full one's), ` +
+        `then idle ${idleWaitLine(emptyE2EWait)}`,
+    );
     console.log(`  empty reads: ${idleWaitLine(emptyReadsWait)}`);
     for (const [i, s] of stepReads.entries())
       console.log(`  step ${i + 1} reads: ${writesSettledLine(s.writesWait)}; then idle ${idleWaitLine(s.readsWait)}`);
     console.log(
-      `  full end to end: ${writesSettledLine(fullWritesWait)}; then a warm-up round of ${fullWarmSeconds.toFixed(0)} s, ` +
-        `then idle ${idleWaitLine(fullE2EWait)}`,
+      `  full end to end: ${writesSettledLine(fullWritesWait)}; then a warm-up round, ` + `then idle ${idleWaitLine(fullE2EWait)}`,
     );
     console.log('');
     console.log('Tables after each step of the fill (all partitions summed):');
@@ -707,7 +748,7 @@ async function main() {
         emptyContact,
         stepReads,
         fullWritesWait,
-        fullWarmSeconds,
+        warmSeconds,
         fullE2EWait,
         fullE2E,
         fullContact,
