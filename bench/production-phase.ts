@@ -82,7 +82,8 @@ export const flag = (argv: string[], name: string, fallback: number) => {
 
 /** CPU seconds used so far by each process of `shape` (api0, api1, …, worker0, …, postgres, temporal; the Web UI left out) and by this one (bench). */
 export function shapeCpuSeconds(shape: ProductionShape): Record<string, number> {
-  const roots: Record<string, number | undefined> = { postgres: childPid('postgres'), temporal: shape.temporal.pid };
+  // The shape's own postmaster: with two shapes (bench:scale's empty twin) the bench has two.
+  const roots: Record<string, number | undefined> = { postgres: shape.postgres?.pid ?? childPid('postgres'), temporal: shape.temporal.pid };
   shape.apis.forEach((p, i) => (roots[`api${i}`] = p.pid));
   shape.workers.forEach((p, i) => (roots[`worker${i}`] = p.pid));
   return cpuSeconds(roots);
