@@ -132,11 +132,15 @@ async function main() {
       await db.query('VACUUM (ANALYZE) events, deliveries, delivery_attempts');
     }
     const { rows } = await db.query<{ name: string; rows: string; heap: string; indexes: string; toast: string; total: string }>(
+      // Summed over a partitioned table's partitions (pg_partition_tree; none for a plain table: the table).
       `SELECT t.name, (xpath('/row/n/text()', query_to_xml(format('SELECT count(*) AS n FROM %I', t.name), false, true, '')))[1]::text AS rows,
-              pg_relation_size(t.name) AS heap, pg_indexes_size(t.name) AS indexes,
-              pg_total_relation_size(t.name) - pg_relation_size(t.name) - pg_indexes_size(t.name) AS toast,
-              pg_total_relation_size(t.name) AS total
-       FROM unnest(ARRAY['events', 'deliveries', 'delivery_attempts']) AS t(name)`,
+              sum(pg_relation_size(r.id)) AS heap, sum(pg_indexes_size(r.id)) AS indexes,
+              sum(pg_total_relation_size(r.id) - pg_relation_size(r.id) - pg_indexes_size(r.id)) AS toast,
+              sum(pg_total_relation_size(r.id)) AS total
+       FROM unnest(ARRAY['events', 'deliveries', 'delivery_attempts']) WITH ORDINALITY AS t(name, i)
+       LEFT JOIN LATERAL pg_partition_tree(t.name::regclass) p ON true
+       CROSS JOIN LATERAL (SELECT coalesce(p.relid, t.name::regclass) AS id) r
+       GROUP BY t.name, t.i ORDER BY t.i`,
     );
     const per = (bytes: string, n: number) => (Number(bytes) / n).toFixed(0);
     const table = [['table', 'rows', 'heap B/row', 'indexes B/row', 'TOAST B/row', 'total B/row', 'total MiB']];
@@ -156,7 +160,9 @@ async function main() {
     printColumns(table);
     // Where the index bytes go: each index of the three tables, per row of its table.
     const indexes = await db.query<{ table: string; index: string; bytes: string }>(
-      `SELECT i.tablename AS table, i.indexname AS index, pg_relation_size(format('%I', i.indexname)) AS bytes
+      `SELECT i.tablename AS table, i.indexname AS index,
+              coalesce((SELECT sum(pg_relation_size(p.relid)) FROM pg_partition_tree(format('%I', i.indexname)::regclass) p),
+                       pg_relation_size(format('%I', i.indexname))) AS bytes
        FROM pg_indexes i WHERE i.tablename IN ('events', 'deliveries', 'delivery_attempts') ORDER BY i.tablename, i.indexname`,
     );
     const rowsOf = (name: string) => Number(rows.find((r) => r.name === name)!.rows);
