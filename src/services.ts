@@ -7,6 +7,7 @@ import type { Client, Connection } from '@temporalio/client';
 import { ensurePartitionsAhead } from './db/delivery-partitions.js';
 import { migrate } from './db/migrate.js';
 import { createPool, warmConnections, type Db, type DbClient } from './db/pool.js';
+import { writePayloadsAs } from './db/payload-bytes.js';
 import { createHttpClient, type HttpClient } from './delivery/http-client.js';
 import { loadConfig, type Config } from './runtime/config.js';
 import { logger } from './runtime/logger.js';
@@ -38,6 +39,7 @@ export async function startServices(
   opts: { resolver?: Resolver; prepare?: (client: DbClient) => Promise<void> } = {},
 ): Promise<Services> {
   await migrate(config.databaseUrl);
+  writePayloadsAs(config.payloadCompression);
   const db = createPool(config.databaseUrl, 20, WARM_CONNECTIONS);
   // Inserts need this week's partition: made here too, so a paused maintenance Schedule never stops them.
   await ensurePartitionsAhead(db, Date.now());

@@ -12,15 +12,27 @@ const OPEN_BRACE = 0x7b;
 /** The first byte of a gzip member (RFC 1952); payloads written before gzip are zlib streams, which never start with it. */
 const GZIP_ID1 = 0x1f;
 
+/** How new payloads are compressed: gzip, or zlib while a deployment still runs processes older than gzip (PAYLOAD_COMPRESSION). */
+export type PayloadCompression = 'gzip' | 'zlib';
+let compression: PayloadCompression = 'gzip';
+
 /**
- * The payload's JSON as stored: gzip when that is shorter. Gzip rather than zlib (12 bytes more
- * per payload) because gzip members can be concatenated and inflated in one call, each member's
- * length written in its last four bytes: a stream page inflates its hundred payloads through one
- * zlib handle instead of a hundred (see encodedPayloadsJson).
+ * Set once per process at its start (src/services.ts), from its configuration: one setting for
+ * every writer of events, not a parameter threaded through each.
+ */
+export function writePayloadsAs(format: PayloadCompression): void {
+  compression = format;
+}
+
+/**
+ * The payload's JSON as stored: compressed when that is shorter. Gzip rather than zlib (12 bytes
+ * more per payload) because gzip members can be concatenated and inflated in one call, each
+ * member's length written in its last four bytes: a stream page inflates its hundred payloads
+ * through one zlib handle instead of a hundred (see encodedPayloadsJson).
  */
 export function encodePayload(data: Record<string, unknown>): Buffer {
   const json = Buffer.from(JSON.stringify(inJsonbKeyOrder(data)), 'utf8');
-  const compressed = zlib.gzipSync(json);
+  const compressed = compression === 'gzip' ? zlib.gzipSync(json) : zlib.deflateSync(json);
   return compressed.length < json.length ? compressed : json;
 }
 

@@ -93,6 +93,8 @@ const Env = z.object({
   // Bounded: a process warms up before it is ready, and a start must not take minutes.
   WARM_UP_REQUESTS: count(DEFAULT_WARM_UP_REQUESTS).refine((v) => v <= MAX_WARM_UP_REQUESTS, `at most ${MAX_WARM_UP_REQUESTS}`),
   DIRECT_SESSIONS: onUnlessOff,
+  // zlib only while processes of a release before gzip payloads still run (docs/workflow-versions.md).
+  PAYLOAD_COMPRESSION: z.preprocess((v) => (v === '' ? undefined : v), z.enum(['gzip', 'zlib']).default('gzip')),
   MAINTENANCE_SCHEDULE: onUnlessOff,
   // 0 turns the SDK's sticky cache off (every workflow task replays); the SDK makes 1 into 2.
   WORKER_MAX_CACHED_WORKFLOWS: count(DEFAULT_MAX_CACHED_WORKFLOWS),
@@ -152,6 +154,8 @@ export interface Config {
   warmUpRequests: number;
   /** DIRECT_SESSIONS (on unless `false`): a worker runs a healthy endpoint's delivery sessions itself, without a workflow task (src/delivery/direct-sessions.ts). */
   directSessions: boolean;
+  /** PAYLOAD_COMPRESSION (`gzip`, or `zlib` while processes older than gzip payloads run): how events' payloads are stored (src/db/payload-bytes.ts). */
+  payloadCompression: 'gzip' | 'zlib';
   /** MAINTENANCE_SCHEDULE (on unless `false`): the worker creates the deployment's maintenance Schedule at start if it is missing (src/worker/maintenance-schedule.ts). */
   maintenanceSchedule: boolean;
   /**
@@ -208,6 +212,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dueSweepMs: e.DUE_SWEEP_MS,
     warmUpRequests: e.WARM_UP_REQUESTS,
     directSessions: e.DIRECT_SESSIONS,
+    payloadCompression: e.PAYLOAD_COMPRESSION,
     maintenanceSchedule: e.MAINTENANCE_SCHEDULE,
     workerMaxCachedWorkflows: e.WORKER_MAX_CACHED_WORKFLOWS,
     rateLimit: { capacity: e.RATE_LIMIT_BURST, refillPerSecond: e.RATE_LIMIT_PER_SECOND },

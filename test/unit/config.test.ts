@@ -74,6 +74,13 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ DIRECT_SESSIONS: 'off' })).toThrow(/DIRECT_SESSIONS/);
   });
 
+  it('stores payloads as gzip unless PAYLOAD_COMPRESSION says zlib, and refuses any other format', () => {
+    expect(loadConfig({}).payloadCompression).toBe('gzip');
+    expect(loadConfig({ PAYLOAD_COMPRESSION: '' }).payloadCompression).toBe('gzip');
+    expect(loadConfig({ PAYLOAD_COMPRESSION: 'zlib' }).payloadCompression).toBe('zlib');
+    expect(() => loadConfig({ PAYLOAD_COMPRESSION: 'brotli' })).toThrow(/PAYLOAD_COMPRESSION/);
+  });
+
   it('reads HOST as given; unset or empty leaves the listening address to the launcher', () => {
     expect(loadConfig({ HOST: '::1' }).host).toBe('::1');
     expect(loadConfig({}).host).toBeUndefined();

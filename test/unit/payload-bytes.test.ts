@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { inJsonbKeyOrder } from '../../src/core/jsonb-order.js';
 import crypto from 'node:crypto';
 import zlib from 'node:zlib';
-import { decodePayload, encodePayload, encodedPayloadJson, encodedPayloadsJson } from '../../src/db/payload-bytes.js';
+import { decodePayload, encodePayload, encodedPayloadJson, encodedPayloadsJson, writePayloadsAs } from '../../src/db/payload-bytes.js';
 
 describe('inJsonbKeyOrder', () => {
   it('orders keys as jsonb does: shorter first, then bytewise by UTF-8, in nested objects and arrays too', () => {
@@ -52,6 +52,18 @@ describe('payload bytes', () => {
   it('encodes the same payload to the same bytes every time, whatever its keys were built in', () => {
     const reordered = { status: 'open', id: 'dem_1', description: large.description };
     expect(encodePayload(reordered).equals(encodePayload(large))).toBe(true);
+  });
+
+  it('writes zlib instead while a deployment still runs processes older than gzip (PAYLOAD_COMPRESSION=zlib), and gzip again after', () => {
+    try {
+      writePayloadsAs('zlib');
+      const old = encodePayload(large);
+      expect(old[0]).toBe(0x78);
+      expect(zlib.inflateSync(old).toString('utf8')).toBe(JSON.stringify(inJsonbKeyOrder(large)));
+    } finally {
+      writePayloadsAs('gzip');
+    }
+    expect(encodePayload(large)[0]).toBe(0x1f);
   });
 
   it('reads the zlib payloads of rows written before gzip, one by one and in a page', () => {
