@@ -1,8 +1,9 @@
 /**
  * An event's payload as stored (events.payload): its JSON, keys in jsonb's order (so webhook bodies
  * and stream items read exactly as they did from the jsonb column it replaced), gzip-compressed
- * when that is shorter (zlib in rows written before 29 Nov 2026, read as before). Postgres compresses no value of a row under about 2 KB (toast_tuple_target
- * cannot lower that), and a 1 KiB payload is most of its event's bytes.
+ * when that is shorter (zlib in rows written before 29 Nov 2026, read as before). Postgres
+ * compresses no value of a row under about 2 KB (toast_tuple_target cannot lower that), and a
+ * 1 KiB payload is most of its event's bytes.
  */
 import zlib from 'node:zlib';
 import { inJsonbKeyOrder } from '../core/jsonb-order.js';
