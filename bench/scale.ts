@@ -12,8 +12,9 @@
  * Flags (defaults): --deliveries=20000000 --events=10000000 --accounts=1000 --endpoints=5000
  * --days=35 --steps=2 (read figures after each step of the fill: the trend) --reads=200
  * --page-limit=20 --depth=1000 (pages) --e2e-events=4000 --e2e-rounds=3 (rounds per side, the full
- * and the twin alternating; each side's figure is its median round, the range beside it) --churn-minutes=10 --chunk=250000 (events
- * per fill statement) --api-processes=2 --worker-processes=2 --no-vacuum (skip VACUUM after a step)
+ * and the twin alternating; each side's figure is its median round, the range beside it)
+ * --churn-minutes=10 --chunk=250000 (events per fill statement) --api-processes=2
+ * --worker-processes=2 --no-vacuum (skip VACUUM after a step)
  * --statements (pg_stat_statements: each end-to-end round's statements, with their block reads).
  *
  * Measured, beside the same figures on the empty database: end to end to 1 and to 100 endpoints
@@ -359,9 +360,10 @@ async function main() {
   const fullWritesWait = await writesOnDisk('full');
   step('empty twin: a second production shape of its own (Postgres, Temporal, processes), for end to end beside the full one');
   const twinStops: (() => Promise<unknown>)[] = [];
-  stops.push(async () => {
+  const stopTwin = async () => {
     for (const fn of twinStops.splice(0).reverse()) await fn();
-  });
+  };
+  stops.push(stopTwin);
   const twin = await startShapeBench({
     dir: path.join(dir, 'empty-twin'),
     step: (what) => step(`  twin: ${what.trim()}`),
@@ -388,7 +390,7 @@ async function main() {
     { tag: 'empty', bench: twin.bench, db: twin.db, single: twinSingle, many: twinMany },
   ]);
   step('empty twin: stopping it');
-  for (const fn of twinStops.splice(0).reverse()) await fn();
+  await stopTwin();
   step('full: deleting a contact with 10,000 events (in the largest Account) while another tenant publishes');
   const fullContact = await contactDeletion(0, 'cf');
   const drop = partitioned ? await partitionDrop() : undefined;
