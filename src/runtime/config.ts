@@ -41,10 +41,10 @@ const optional = z
   .string()
   .optional()
   .transform((v) => (v === '' ? undefined : v));
-const count = (fallback: number) =>
-  z.preprocess((v) => (v === '' || v === undefined ? undefined : v), z.coerce.number().int().nonnegative().default(fallback));
-const port = (fallback: number) =>
-  z.preprocess((v) => (v === '' || v === undefined ? undefined : v), z.coerce.number().int().min(0).max(65_535).default(fallback));
+/** An empty value read as unset, before a schema with a default. */
+const emptyAsUnset = (v: unknown) => (v === '' ? undefined : v);
+const count = (fallback: number) => z.preprocess(emptyAsUnset, z.coerce.number().int().nonnegative().default(fallback));
+const port = (fallback: number) => z.preprocess(emptyAsUnset, z.coerce.number().int().min(0).max(65_535).default(fallback));
 const flag = z
   .enum(['', '0', '1', 'false', 'true'])
   .optional()
@@ -83,18 +83,16 @@ const Env = z.object({
   }),
   DELIVERY_LINGER_MS: count(SESSION_LINGER_MS),
   DIRECT_REPORT_EVERY_MS: count(REPORT_EVERY_MS),
-  DELIVERY_RETENTION_DAYS: z
-    .preprocess((v) => (v === '' || v === undefined ? undefined : v), z.coerce.number().default(DEFAULT_RETENTION_DAYS))
-    .superRefine((v, ctx) => {
-      const problem = retentionDaysProblem(v);
-      if (problem) ctx.addIssue({ code: 'custom', message: problem });
-    }),
+  DELIVERY_RETENTION_DAYS: z.preprocess(emptyAsUnset, z.coerce.number().default(DEFAULT_RETENTION_DAYS)).superRefine((v, ctx) => {
+    const problem = retentionDaysProblem(v);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }),
   DUE_SWEEP_MS: count(30_000),
   // Bounded: a process warms up before it is ready, and a start must not take minutes.
   WARM_UP_REQUESTS: count(DEFAULT_WARM_UP_REQUESTS).refine((v) => v <= MAX_WARM_UP_REQUESTS, `at most ${MAX_WARM_UP_REQUESTS}`),
   DIRECT_SESSIONS: onUnlessOff,
   // zlib only while processes of a release before gzip payloads still run (docs/workflow-versions.md).
-  PAYLOAD_COMPRESSION: z.preprocess((v) => (v === '' ? undefined : v), z.enum(['gzip', 'zlib']).default('gzip')),
+  PAYLOAD_COMPRESSION: z.preprocess(emptyAsUnset, z.enum(['gzip', 'zlib']).default('gzip')),
   MAINTENANCE_SCHEDULE: onUnlessOff,
   // 0 turns the SDK's sticky cache off (every workflow task replays); the SDK makes 1 into 2.
   WORKER_MAX_CACHED_WORKFLOWS: count(DEFAULT_MAX_CACHED_WORKFLOWS),
