@@ -44,22 +44,16 @@ export function decodePayload(bytes: Buffer): Record<string, unknown> {
 }
 
 /**
- * The payload's JSON text exactly as `encodePayload` wrote it (`JSON.stringify` of its data in
+ * Each payload's JSON text exactly as `encodePayload` wrote it (`JSON.stringify` of its data in
  * jsonb's key order), as UTF-8 bytes, when that is certain: a compressed payload, since only
- * `encodePayload` compresses. Undefined for JSON text stored as it is, which may also be jsonb's
- * own text that migration 0031 copied (a space after each separator): such text must be parsed and
- * written again.
- */
-export function encodedPayloadJson(bytes: Buffer): Buffer | undefined {
-  return encodedPayloadsJson([bytes])[0];
-}
-
-/**
- * encodedPayloadJson of many payloads (undefined for an undefined one), their gzip members
- * inflated together: one zlib handle and one output buffer for a page of them. A handle per
- * payload cost more than its inflating (in a loop of 100-item pages, half the API's time), and
- * each left a native object for the young generation's collections to finalise: thousands per
- * collection, pauses of 4 ms every 70 ms.
+ * `encodePayload` compresses. Undefined for an undefined payload, and for JSON text stored as it
+ * is, which may also be jsonb's own text that migration 0031 copied (a space after each
+ * separator): such text must be parsed and written again.
+ *
+ * The gzip members are inflated together: one zlib handle and one output buffer for a page of
+ * them. A handle per payload cost more than its inflating (in a loop of 100-item pages, half the
+ * API's time), and each left a native object for the young generation's collections to finalise:
+ * thousands per collection, pauses of 4 ms every 70 ms.
  */
 export function encodedPayloadsJson(payloads: (Buffer | undefined)[]): (Buffer | undefined)[] {
   const out = payloads.map((p) => (p === undefined || p[0] === OPEN_BRACE || p[0] === GZIP_ID1 ? undefined : inflated(p)));

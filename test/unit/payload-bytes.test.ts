@@ -3,7 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { inJsonbKeyOrder } from '../../src/core/jsonb-order.js';
 import crypto from 'node:crypto';
 import zlib from 'node:zlib';
-import { decodePayload, encodePayload, encodedPayloadJson, encodedPayloadsJson, writePayloadsAs } from '../../src/db/payload-bytes.js';
+import { decodePayload, encodePayload, encodedPayloadsJson, writePayloadsAs } from '../../src/db/payload-bytes.js';
+
+/** One payload's stored JSON text, as a page of one reads it. */
+const encodedPayloadJson = (bytes: Buffer) => encodedPayloadsJson([bytes])[0];
 
 describe('inJsonbKeyOrder', () => {
   it('orders keys as jsonb does: shorter first, then bytewise by UTF-8, in nested objects and arrays too', () => {
