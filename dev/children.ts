@@ -16,19 +16,15 @@ export function stopChild(child: ChildProcess, graceMs = 10_000, signal: NodeJS.
 
 /** The children still running that die with this process; one 'exit' listener for all of them (one each passed Node's limit of 10). */
 const tied = new Set<ChildProcess>();
-let killsTiedAtExit = false;
+process.once('exit', () => {
+  for (const child of tied) child.kill('SIGKILL');
+});
 
 /** A server outlives no parent: if this process dies, so does the child. */
 export function tieToParent(child: ChildProcess): ChildProcess {
-  if (!killsTiedAtExit) process.once('exit', killTied);
-  killsTiedAtExit = true;
   tied.add(child);
   child.once('exit', () => tied.delete(child));
   return child;
-}
-
-function killTied(): void {
-  for (const child of tied) child.kill('SIGKILL');
 }
 
 export function alive(child: ChildProcess): () => boolean {
