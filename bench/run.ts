@@ -100,8 +100,6 @@ const def = getEventDefinition('crm.demand.created')!;
 
 /** Wall-clock ms with sub-ms resolution; the receiver uses the same clock. */
 const now = () => performance.timeOrigin + performance.now();
-/** The monotonic clock V8 stamps CPU profile samples with, in µs. */
-/** Runs fn(0..count-1), 8 at a time: setup requests, not measured. */
 /** path, with any leftover of an earlier run (SQLite's -wal and -shm beside it too) removed. */
 function freshFile(file: string): string {
   for (const suffix of ['', '-wal', '-shm', '-journal']) fs.rmSync(file + suffix, { force: true });

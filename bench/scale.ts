@@ -255,7 +255,10 @@ async function main() {
    * the 10 % judged, and the machine drifts over minutes; alternating rounds meet the same drift.
    */
   const alternatingE2E = async (sides: [Side, Side]) => {
-    const results = new Map(sides.map((s) => [s.tag, { ones: [] as E2E[], hundreds: [] as E2E[] }]));
+    const results: Record<Side['tag'], { ones: E2E[]; hundreds: E2E[] }> = {
+      empty: { ones: [], hundreds: [] },
+      full: { ones: [], hundreds: [] },
+    };
     for (let i = 1; i <= opt.e2eRounds; i++) {
       const order = i % 2 ? sides : ([sides[1], sides[0]] as const);
       const of = opt.e2eRounds > 1 ? ` (round ${i} of ${opt.e2eRounds})` : '';
@@ -267,12 +270,12 @@ async function main() {
           const what = many ? `${MANY} endpoints` : '1 endpoint';
           step(`${side.tag}: end to end, ${what}${of}`);
           const tag = `${side.tag}${many ? 'N' : '1'}r${i}`;
-          results.get(side.tag)![pick].push(await e2eRound(side, many ? side.many : side.single, tag, `${side.tag}, ${what}${of}`));
+          results[side.tag][pick].push(await e2eRound(side, many ? side.many : side.single, tag, `${side.tag}, ${what}${of}`));
           await sleep(1_000);
         }
     }
-    const of = (tag: Side['tag']) => ({ one: medianRound(results.get(tag)!.ones), hundred: medianRound(results.get(tag)!.hundreds) });
-    return { empty: of('empty'), full: of('full') };
+    const medians = (r: { ones: E2E[]; hundreds: E2E[] }) => ({ one: medianRound(r.ones), hundred: medianRound(r.hundreds) });
+    return { empty: medians(results.empty), full: medians(results.full) };
   };
   const emptyReadsWait = await idleBeforeReads('empty');
   step('empty: reads (audit list, stats, stream), one at a time');
@@ -698,9 +701,7 @@ async function main() {
     console.log(`  empty reads: ${idleWaitLine(emptyReadsWait)}`);
     for (const [i, s] of stepReads.entries())
       console.log(`  step ${i + 1} reads: ${writesSettledLine(s.writesWait)}; then idle ${idleWaitLine(s.readsWait)}`);
-    console.log(
-      `  full end to end: ${writesSettledLine(fullWritesWait)}; then a warm-up round, ` + `then idle ${idleWaitLine(fullE2EWait)}`,
-    );
+    console.log(`  full end to end: ${writesSettledLine(fullWritesWait)}; then a warm-up round, then idle ${idleWaitLine(fullE2EWait)}`);
     console.log('');
     console.log('Tables after each step of the fill (all partitions summed):');
     const growthRows: string[][] = [['step', 'table', 'partitions', 'rows', 'heap + TOAST', 'indexes', 'bytes per row (heap + indexes)']];
