@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Pool } from 'undici';
-import { apiCaller, apiReader, type ApiCall } from './api-client.js';
+import { apiCaller, type ApiCall } from './api-client.js';
 import { getEventDefinition } from '../src/core/catalog/index.js';
 import { createPool } from '../src/db/pool.js';
 import { startProductionShape, type ProductionShape } from '../dev/production-shape.js';
@@ -201,8 +201,7 @@ export async function startShapeBench(o: ShapeBenchStart) {
   o.stops.push(() => apiPool.close());
   const api = apiCaller(apiPool);
   const recorder = o.statements ? phaseStatements(db, path.join(o.dir, 'statements.txt'), { allDatabases: true }) : undefined;
-  const read = apiReader(apiPool);
-  return { shape, db, api, read, receiver, startSeconds, barePerSecond, bench: new ShapeBench(shape, db, api, receiver, recorder) };
+  return { shape, db, api, receiver, startSeconds, barePerSecond, bench: new ShapeBench(shape, db, api, receiver, recorder) };
 }
 
 async function measure(opts: ProductionPhaseOptions, out: ProductionResults, stops: (() => Promise<unknown>)[]): Promise<void> {

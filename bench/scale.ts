@@ -49,7 +49,6 @@ import { endpointHourlyStats } from '../src/db/endpoint-hourly-stats.js';
 import { readStream } from '../src/db/events.js';
 import type { Queryable } from '../src/db/pool.js';
 import { projectRoot } from '../dev/tools.js';
-import type { ApiRead } from './api-client.js';
 import { demandData } from './demand-events.js';
 import { ensureBuilt, startShapeBench, type ShapeBench, type Tenant } from './production-phase.js';
 import {
@@ -70,6 +69,7 @@ import {
   type FillShape,
 } from './scale-fill.js';
 import { statementMs } from './read-statement-time.js';
+import { startReadTimer, type ReadTimer } from './read-timer.js';
 import { printColumns } from './table.js';
 import { GROWING_TABLES, mib, partitionGrowthAt, tableGrowth, type PartitionGrowth, type TableGrowth } from './table-growth.js';
 import { idleWaitLine, settleWrites, waitForIdleShape, writesSettledLine, type IdleWait, type WritesSettled } from './scale-quiet.js';
@@ -193,7 +193,7 @@ async function main() {
   const loadBefore = os.loadavg();
   const build = ensureBuilt(step);
   const plan = fitToDisk();
-  const { shape, db, api, read, receiver, bench } = await startShapeBench({
+  const { shape, db, api, receiver, bench } = await startShapeBench({
     dir,
     step,
     apiProcesses: opt.apiProcesses,
@@ -202,6 +202,8 @@ async function main() {
     stops,
     statements: opt.statements,
   });
+  const reader = await startReadTimer(shape.apiUrl);
+  stops.push(() => reader.stop());
   const to = new Date();
   const fillShape: FillShape = {
     accounts: opt.accounts,
@@ -279,7 +281,7 @@ async function main() {
   };
   const emptyReadsWait = await idleBeforeReads('empty');
   step('empty: reads (audit list, stats, stream), one at a time');
-  const emptyReads = await measureReads(db, read, { key: single.key, accountId: single.accountId, endpointId: single.endpointIds[0]! });
+  const emptyReads = await measureReads(db, reader, { key: single.key, accountId: single.accountId, endpointId: single.endpointIds[0]! });
   const fillDb = await db.connect();
   stops.push(async () => fillDb.release());
   const { triggersOff } = await bulkSession(fillDb);
@@ -352,7 +354,7 @@ async function main() {
     stepReads.push({
       events: fill.rows.events!,
       deliveries: fill.rows.deliveries!,
-      reads: await measureReads(db, read, target),
+      reads: await measureReads(db, reader, target),
       growth: await tableGrowth(db),
       writesWait,
       readsWait,
@@ -808,22 +810,14 @@ async function during(bench: ShapeBench, tenant: Tenant, tag: string, action: ()
 }
 
 /** The reads, each `opt.reads` times in a row through the API, p50 and p99. */
-async function measureReads(db: pg.Pool, read: ApiRead, t: ReadTarget): Promise<Reads> {
+async function measureReads(db: pg.Pool, reader: ReadTimer, t: ReadTarget): Promise<Reads> {
   /**
    * `opt.reads` GETs of `paths` one at a time after 20 not counted (connection, plans, pages), each
-   * timed to its answer's last byte (apiReader), then the SQL of the first once.
+   * timed to its answer's last byte in a process of its own (bench/read-timer.ts), then the SQL of the first once.
    */
   const time = async (paths: string[], sql: (q: Queryable) => Promise<unknown>): Promise<Latency> => {
     if (paths.length === 0) return { p50: NaN, p99: NaN, n: 0 };
-    const times: number[] = [];
-    for (let i = 0; i < Math.min(20, opt.reads); i++) await read(paths[i % paths.length]!, t.key);
-    for (let i = 0; i < opt.reads; i++) {
-      const p = paths[i % paths.length]!;
-      const t0 = performance.now();
-      const res = await read(p, t.key);
-      times.push(performance.now() - t0);
-      if (res.status !== 200) throw new Error(`GET ${p} answered ${res.status} ${res.error}`);
-    }
+    const times = await reader.time(paths, t.key, { warm: Math.min(20, opt.reads), n: opt.reads });
     return { ...latencyOf(times), sqlMs: await statementMs(db, sql) };
   };
   const limit = opt.pageLimit;
