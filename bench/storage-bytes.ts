@@ -4,8 +4,10 @@
  * worker (endpoint workflows on the Temporal dev server) to a local HTTPS receiver that answers
  * 200, in rounds with a VACUUM after each (autovacuum's part in a running service: the space of
  * the row versions a delivery's claim and outcome left behind goes to the next round's rows);
- * then the size of events, deliveries and delivery_attempts (heap, indexes and TOAST:
- * pg_total_relation_size), divided by the rows.
+ * then how much events, deliveries and delivery_attempts grew (heap, indexes and TOAST:
+ * pg_total_relation_size, after less before), divided by the rows. The empty tables and the
+ * weeks made ahead (a few hundred KiB, whatever the traffic) are printed apart: divided by
+ * 20,000 rows they were 18 of a delivery's bytes.
  *
  *   npm run bench:bytes
  *   BENCH_EVENTS=5000 BENCH_ROUNDS=5 npm run bench:bytes
@@ -20,9 +22,11 @@ import path from 'node:path';
 import { generate } from 'selfsigned';
 import { getEventDefinition } from '../src/core/catalog/index.js';
 import { createAccount } from '../src/db/directory.js';
-import { dueChannel, notifyDue } from '../src/db/due-notifications.js';
+import { dueChannel } from '../src/db/due-notifications.js';
+import { createDueWakes } from '../src/events/due-wakes.js';
 import { migrate } from '../src/db/migrate.js';
-import { createPool } from '../src/db/pool.js';
+import { ensurePartitionsAhead } from '../src/db/delivery-partitions.js';
+import { createPool, type Queryable } from '../src/db/pool.js';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
 import { startTemporalDevServer } from '../dev/temporal-servers.js';
 import { projectRoot } from '../dev/tools.js';
@@ -58,6 +62,50 @@ function eventData(n: number) {
   const usual = demandData(entityId, `c_${n}`);
   if (process.env.BENCH_PAD !== 'random') return usual;
   return demandData(entityId, `c_${n}`, randomPad(usual.after_data.description.length, n + 1));
+}
+
+const TABLES = ['events', 'deliveries', 'delivery_attempts'] as const;
+type Table = (typeof TABLES)[number];
+interface Sizes {
+  heap: number;
+  indexes: number;
+  toast: number;
+  total: number;
+}
+
+/**
+ * Each table's bytes (heap, indexes, TOAST), summed over a partitioned table's partitions
+ * (pg_partition_tree; a plain table is its own tree), and each index's, keyed `table.index`.
+ */
+async function storageSizes(db: Queryable): Promise<{ tables: Record<Table, Sizes>; indexes: Map<string, number> }> {
+  const { rows } = await db.query<{ name: Table; heap: string; indexes: string; toast: string; total: string }>(
+    `SELECT t.name, sum(pg_relation_size(r.id)) AS heap, sum(pg_indexes_size(r.id)) AS indexes,
+            sum(pg_total_relation_size(r.id) - pg_relation_size(r.id) - pg_indexes_size(r.id)) AS toast,
+            sum(pg_total_relation_size(r.id)) AS total
+     FROM unnest($1::text[]) AS t(name)
+     LEFT JOIN LATERAL pg_partition_tree(t.name::regclass) p ON true
+     CROSS JOIN LATERAL (SELECT coalesce(p.relid, t.name::regclass) AS id) r
+     GROUP BY t.name`,
+    [TABLES],
+  );
+  const tables = Object.fromEntries(
+    rows.map((r) => [r.name, { heap: Number(r.heap), indexes: Number(r.indexes), toast: Number(r.toast), total: Number(r.total) }]),
+  ) as Record<Table, Sizes>;
+  const { rows: indexes } = await db.query<{ name: string; bytes: string }>(
+    `SELECT i.tablename || '.' || i.indexname AS name,
+            coalesce((SELECT sum(pg_relation_size(p.relid)) FROM pg_partition_tree(format('%I', i.indexname)::regclass) p),
+                     pg_relation_size(format('%I', i.indexname))) AS bytes
+     FROM pg_indexes i WHERE i.tablename = ANY($1::text[]) ORDER BY 1`,
+    [TABLES],
+  );
+  return { tables, indexes: new Map(indexes.map((i) => [i.name, Number(i.bytes)])) };
+}
+
+async function rowCounts(db: Queryable): Promise<Record<Table, number>> {
+  const counts = await Promise.all(
+    TABLES.map(async (name) => [name, (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${name}`)).rows[0]!.n] as const),
+  );
+  return Object.fromEntries(counts) as Record<Table, number>;
 }
 
 async function main() {
@@ -107,6 +155,11 @@ async function main() {
     const [endpointId] = await insertVerifiedEndpoints(db, { box: createSecretBox(encryptionKey), workflows }, account.id, [
       `https://127.0.0.1:${port}/hook`,
     ]);
+    // The weeks ahead made now, so that none made by the worker's maintenance meanwhile counts as growth.
+    await ensurePartitionsAhead(db, Date.now());
+    const before = await storageSizes(db);
+    // Woken as the API wakes it, so deliveries are sent while later events are stored.
+    const wakes = createDueWakes(db, dueChannel(config.taskQueue));
     const perRound = Math.ceil(EVENTS / ROUNDS);
     for (let round = 0; round * perRound < EVENTS; round++) {
       const end = Math.min(EVENTS, (round + 1) * perRound);
@@ -117,10 +170,11 @@ async function main() {
           for (let n = next++; n < end; n = next++) {
             const data = def.data.parse(eventData(n));
             await storeEvent(db, ingestEvent({ accountId: account.id, environment: 'live', def, data, contactRef: `c_${n}` }));
+            wakes.add(endpointId!, account.id);
           }
         }),
       );
-      await notifyDue(db, dueChannel(config.taskQueue), [{ endpointId: endpointId!, accountId: account.id }]);
+      await wakes.flush();
       for (;;) {
         const { rows } = await db.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM deliveries WHERE account_id = $1 AND status = 'success'`,
@@ -131,47 +185,39 @@ async function main() {
       }
       await db.query('VACUUM (ANALYZE) events, deliveries, delivery_attempts');
     }
-    const { rows } = await db.query<{ name: string; rows: string; heap: string; indexes: string; toast: string; total: string }>(
-      // Summed over a partitioned table's partitions (pg_partition_tree; none for a plain table: the table).
-      `SELECT t.name, (xpath('/row/n/text()', query_to_xml(format('SELECT count(*) AS n FROM %I', t.name), false, true, '')))[1]::text AS rows,
-              sum(pg_relation_size(r.id)) AS heap, sum(pg_indexes_size(r.id)) AS indexes,
-              sum(pg_total_relation_size(r.id) - pg_relation_size(r.id) - pg_indexes_size(r.id)) AS toast,
-              sum(pg_total_relation_size(r.id)) AS total
-       FROM unnest(ARRAY['events', 'deliveries', 'delivery_attempts']) WITH ORDINALITY AS t(name, i)
-       LEFT JOIN LATERAL pg_partition_tree(t.name::regclass) p ON true
-       CROSS JOIN LATERAL (SELECT coalesce(p.relid, t.name::regclass) AS id) r
-       GROUP BY t.name, t.i ORDER BY t.i`,
-    );
-    const per = (bytes: string, n: number) => (Number(bytes) / n).toFixed(0);
-    const table = [['table', 'rows', 'heap B/row', 'indexes B/row', 'TOAST B/row', 'total B/row', 'total MiB']];
-    for (const r of rows) {
-      const n = Number(r.rows);
+    const after = await storageSizes(db);
+    const rows = await rowCounts(db);
+    const grew = (table: Table, part: keyof Sizes) => after.tables[table][part] - before.tables[table][part];
+    const per = (bytes: number, n: number) => (bytes / n).toFixed(0);
+    const table = [['table', 'rows', 'heap B/row', 'indexes B/row', 'TOAST B/row', 'total B/row', 'total MiB', 'empty KiB']];
+    for (const name of TABLES) {
+      const n = rows[name];
       table.push([
-        r.name,
+        name,
         String(n),
-        per(r.heap, n),
-        per(r.indexes, n),
-        per(r.toast, n),
-        per(r.total, n),
-        (Number(r.total) / 2 ** 20).toFixed(1),
+        per(grew(name, 'heap'), n),
+        per(grew(name, 'indexes'), n),
+        per(grew(name, 'toast'), n),
+        per(grew(name, 'total'), n),
+        (after.tables[name].total / 2 ** 20).toFixed(1),
+        (before.tables[name].total / 1024).toFixed(0),
       ]);
     }
-    console.log('');
+    console.log('\nGrowth per row: the sizes after the rows were stored, less those before (the empty tables, and the weeks made ahead).');
     printColumns(table);
-    // Where the index bytes go: each index of the three tables, per row of its table.
-    const indexes = await db.query<{ table: string; index: string; bytes: string }>(
-      `SELECT i.tablename AS table, i.indexname AS index,
-              coalesce((SELECT sum(pg_relation_size(p.relid)) FROM pg_partition_tree(format('%I', i.indexname)::regclass) p),
-                       pg_relation_size(format('%I', i.indexname))) AS bytes
-       FROM pg_indexes i WHERE i.tablename IN ('events', 'deliveries', 'delivery_attempts') ORDER BY i.tablename, i.indexname`,
-    );
-    const rowsOf = (name: string) => Number(rows.find((r) => r.name === name)!.rows);
     console.log('');
     printColumns([
       ['index', 'B/row'],
-      ...indexes.rows.map((i) => [`${i.table}.${i.index}`, (Number(i.bytes) / rowsOf(i.table)).toFixed(0)]),
+      ...[...after.indexes].map(([name, bytes]) => [name, per(bytes - (before.indexes.get(name) ?? 0), rows[name.split('.')[0] as Table])]),
     ]);
-    const total = (name: string) => Number(rows.find((r) => r.name === name)!.total);
+    // A claim's update is HOT when its page has room (the lease columns are in no index); an outcome's never is.
+    const updates = await db.query<{ updates: string; hot: string }>(
+      `SELECT sum(n_tup_upd) AS updates, sum(n_tup_hot_upd) AS hot FROM pg_stat_user_tables
+       WHERE relid IN (SELECT relid FROM pg_partition_tree('deliveries'))`,
+    );
+    const { updates: upd, hot } = updates.rows[0]!;
+    console.log(`\ndeliveries: ${upd} updates, ${hot} of them HOT (${((100 * Number(hot)) / Math.max(1, Number(upd))).toFixed(0)} %)`);
+    const total = (name: Table) => grew(name, 'total');
     const sample = JSON.stringify(eventData(0)).length;
     console.log(
       `\n${EVENTS} events of ${sample} B of JSON data in ${ROUNDS} rounds (pad: ${process.env.BENCH_PAD === 'random' ? 'random letters' : "'x'"}), one endpoint, one attempt each:`,
@@ -182,6 +228,10 @@ async function main() {
     );
     console.log(
       `  together:     ${((total('events') + total('deliveries') + total('delivery_attempts')) / EVENTS).toFixed(0)} B per event delivered once`,
+    );
+    const empty = TABLES.reduce((sum, name) => sum + before.tables[name].total, 0);
+    console.log(
+      `  before them:  ${(empty / 1024).toFixed(0)} KiB of empty tables and partitions (${(empty / EVENTS).toFixed(0)} B per event at this count, less at any real one)`,
     );
     const cpus = os.cpus();
     console.log(`machine: ${cpus[0]?.model ?? 'unknown CPU'}, ${cpus.length} cores, Node ${process.version}`);
