@@ -30,6 +30,8 @@ export interface PartitionsAheadReport {
   partitions: number;
   /** Indexes a migration added to the partitioned tables, built on the partitions that lacked them (src/db/partition-indexes.ts); absent from runs before the job built any. */
   indexesBuilt?: string[];
+  /** Indexes a migration replaced, dropped once their replacements were valid; absent when none was. */
+  indexesReplaced?: string[];
 }
 
 /** What the delivery retention job did (DECISIONS, "Retention and growth"). */
@@ -68,7 +70,7 @@ export function maintenanceStaticDetails(): string {
   return [
     'The deployment-wide maintenance run, started by the Schedule `maintenance` (pause it there; overlapping runs are skipped).',
     `Photoapp tokens: renews those ending within ${RENEW_WITHIN_DAYS} days and re-reads any status older than ${RECHECK_AFTER_MS / 3_600_000} h.`,
-    `Delivery partitions: keeps the current week and ${PARTITIONS_AHEAD} ahead, and builds on the partitions holding rows the indexes a migration added. Retention: ends open deliveries past DELIVERY_RETENTION_DAYS as retention_expired, then drops the weeks past it.`,
+    `Delivery partitions: keeps the current week and ${PARTITIONS_AHEAD} ahead, and builds on the partitions holding rows the indexes a migration added (dropping those they replace once valid). Retention: ends open deliveries past DELIVERY_RETENTION_DAYS as retention_expired, then drops the weeks past it.`,
   ].join('\n\n');
 }
 
@@ -78,7 +80,9 @@ export const PARTITIONS_JOB_SUMMARY = `delivery partitions: keep the current wee
 export const RETENTION_JOB_SUMMARY = 'delivery retention: close open deliveries past the window, drop the weeks past it';
 
 function partitionsLine(p: PartitionsAheadReport): string {
-  const indexes = p.indexesBuilt?.length ? `; indexes built: ${p.indexesBuilt.join(', ')}` : '';
+  const built = p.indexesBuilt?.length ? `; indexes built: ${p.indexesBuilt.join(', ')}` : '';
+  const replaced = p.indexesReplaced?.length ? `; replaced indexes dropped: ${p.indexesReplaced.join(', ')}` : '';
+  const indexes = built + replaced;
   return `${p.created.length ? `created ${p.created.join(', ')}` : 'none to create'}; ${p.partitions} partitions${indexes}`;
 }
 

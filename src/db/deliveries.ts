@@ -152,7 +152,7 @@ export async function listDeliveries(
   };
   if (filter.endpointId) add('endpoint_id = ?', filter.endpointId);
   if (filter.status) add('status = ?', filter.status);
-  // Said as a literal so the plan may use the partial deliveries_endpoint_status_page (migration 0033) whatever the parameter.
+  // Said as a literal so the plan may use the partial deliveries_endpoint_status_list (migration 0035) whatever the parameter.
   if (filter.status && filter.status !== 'success') where.push(`status <> 'success'`);
   if (filter.eventType) add('event_type = ?', filter.eventType);
   const ks = keyset(page, params, '', 'newest-first');
@@ -166,7 +166,7 @@ export async function listDeliveries(
   }
   // No index leads with the account (migration 0031: it was about a sixth of a delivery's bytes): the first
   // rows of each of its endpoints (deleted ones too: their deliveries stay listed), on the endpoint's
-  // page index, merged. A page reads at most (endpoints x page size) rows.
+  // list index (deliveries_endpoint_list), merged. A page reads at most (endpoints x page size) rows.
   const { rows } = await withoutSorts(db, (q) =>
     q.query<DeliveryRow>(
       prepared(

@@ -8,10 +8,27 @@
  */
 import { partitionIndexName, partitionIndexStatement } from '../core/delivery-partitions.js';
 import { PARTITIONED_TABLES } from './delivery-partitions.js';
-import { withClient, type Db, type Queryable } from './pool.js';
+import { inTransaction, withClient, type Db, type Queryable } from './pool.js';
 
 /** Session lock key: one build at a time per database, whichever worker or deployment runs maintenance. */
 const BUILD_LOCK = 'partition-indexes';
+
+/**
+ * Parent indexes a later migration replaced, and their replacements (migration 0035: the audit
+ * list's indexes by endpoint in ascending order). A replaced index is built no further and goes
+ * once its replacement is valid.
+ */
+export const REPLACED_INDEXES: Readonly<Record<string, string>> = {
+  deliveries_endpoint_page: 'deliveries_endpoint_list',
+  deliveries_endpoint_status_page: 'deliveries_endpoint_status_list',
+};
+/**
+ * How long a drop waits for the table's lock. DROP INDEX of a partitioned index locks the table and
+ * its partitions: waiting behind a long statement, it would hold up every delivery's write queued
+ * behind it. Given up instead, and tried again by the next run.
+ */
+const DROP_LOCK_TIMEOUT = '200ms';
+const LOCK_NOT_AVAILABLE = '55P03';
 
 export interface PartitionIndexToBuild {
   /** The parent's index, as created ON ONLY by a migration. */
@@ -32,11 +49,11 @@ export async function partitionIndexesToBuild(db: Queryable): Promise<PartitionI
      JOIN pg_class t ON t.oid = pi.indrelid
      JOIN pg_inherits i ON i.inhparent = pi.indrelid AND NOT i.inhdetachpending
      JOIN pg_class p ON p.oid = i.inhrelid
-     WHERE t.relname = ANY($1::text[]) AND NOT pi.indisvalid
+     WHERE t.relname = ANY($1::text[]) AND NOT pi.indisvalid AND NOT pc.relname = ANY($2::text[])
        AND NOT EXISTS (SELECT 1 FROM pg_inherits ii JOIN pg_index x ON x.indexrelid = ii.inhrelid
                        WHERE ii.inhparent = pi.indexrelid AND x.indrelid = p.oid)
      ORDER BY pc.relname, p.relname`,
-    [[...PARTITIONED_TABLES]],
+    [[...PARTITIONED_TABLES], Object.keys(REPLACED_INDEXES)],
   );
   return rows.map((r) => {
     const name = partitionIndexName(r.parent_index, r.parent, r.partition);
@@ -77,4 +94,30 @@ export async function buildPartitionIndexes(db: Db): Promise<string[]> {
       await client.query(`SELECT pg_advisory_unlock(hashtext($1))`, [BUILD_LOCK]);
     }
   });
+}
+
+/**
+ * Drops each replaced index (REPLACED_INDEXES) whose replacement is valid; returns the names
+ * dropped. One that cannot have the table's lock within DROP_LOCK_TIMEOUT is left to the next run.
+ */
+export async function dropReplacedIndexes(db: Db): Promise<string[]> {
+  const { rows } = await db.query<{ replaced: string }>(
+    `SELECT r.replaced FROM unnest($1::text[], $2::text[]) AS r(replaced, replacement)
+     JOIN pg_class old ON old.relname = r.replaced AND old.relkind IN ('I', 'i')
+     JOIN pg_index x ON x.indexrelid = to_regclass(r.replacement) AND x.indisvalid`,
+    [Object.keys(REPLACED_INDEXES), Object.values(REPLACED_INDEXES)],
+  );
+  const dropped: string[] = [];
+  for (const { replaced } of rows) {
+    try {
+      await inTransaction(db, async (tx) => {
+        await tx.query(`SET LOCAL lock_timeout = '${DROP_LOCK_TIMEOUT}'`);
+        await tx.query(`DROP INDEX IF EXISTS "${replaced}"`);
+      });
+      dropped.push(replaced);
+    } catch (err) {
+      if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw err;
+    }
+  }
+  return dropped;
 }

@@ -12,7 +12,7 @@ import {
   listPartitions,
 } from '../db/delivery-partitions.js';
 import { deleteRollupsBefore } from '../db/endpoint-hourly-stats.js';
-import { buildPartitionIndexes } from '../db/partition-indexes.js';
+import { buildPartitionIndexes, dropReplacedIndexes } from '../db/partition-indexes.js';
 import type { Db } from '../db/pool.js';
 
 export interface DeliveryRetentionDeps {
@@ -24,7 +24,9 @@ export interface DeliveryRetentionDeps {
 export async function ensureDeliveryPartitions(deps: Pick<DeliveryRetentionDeps, 'db' | 'now'>): Promise<PartitionsAheadReport> {
   const created = await ensurePartitionsAhead(deps.db, (deps.now?.() ?? new Date()).getTime());
   const indexesBuilt = await buildPartitionIndexes(deps.db);
-  return { created, partitions: (await listPartitions(deps.db, 'deliveries')).length, indexesBuilt };
+  const indexesReplaced = await dropReplacedIndexes(deps.db);
+  const partitions = (await listPartitions(deps.db, 'deliveries')).length;
+  return indexesReplaced.length ? { created, partitions, indexesBuilt, indexesReplaced } : { created, partitions, indexesBuilt };
 }
 
 export async function applyDeliveryRetention(deps: DeliveryRetentionDeps): Promise<RetentionReport> {

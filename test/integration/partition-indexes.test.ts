@@ -1,9 +1,10 @@
 /**
- * The audit list's status index (migration 0033) on real Postgres: created ON ONLY the parent, on
- * the empty partitions by the migration, on the partitions holding rows by the maintenance run
- * (built CONCURRENTLY, attached, the parent's index valid after the last), rebuilt when a build
- * was interrupted, left to the process holding the build lock, and used by the status filter.
- * Its own database: the test drops and re-adds the index, which every partition shares.
+ * The audit list's indexes by endpoint, ascending (migration 0035, replacing the descending ones
+ * of 0001 and 0033), on real Postgres: created ON ONLY the parent, on the empty partitions by the
+ * migration, on the partitions holding rows by the maintenance run (built CONCURRENTLY, attached,
+ * the parent's index valid after the last, the index it replaces dropped then), rebuilt when a
+ * build was interrupted, left to the process holding the build lock, and used by the lists.
+ * Its own database: the test drops and re-adds the indexes, which every partition shares.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,13 +12,22 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listDeliveries } from '../../src/db/deliveries.js';
 import { listPartitions } from '../../src/db/delivery-partitions.js';
 import { createPool } from '../../src/db/pool.js';
-import { buildPartitionIndexes, partitionIndexesToBuild } from '../../src/db/partition-indexes.js';
+import { buildPartitionIndexes, dropReplacedIndexes, partitionIndexesToBuild } from '../../src/db/partition-indexes.js';
 import { ensureDeliveryPartitions } from '../../src/worker/delivery-retention.js';
 import { createTenant, insertTestEndpoint, type Tenant } from '../support/harness.js';
 import { ownDatabase, type OwnDatabase } from '../support/own-database.js';
 
-const INDEX = 'deliveries_endpoint_status_page';
-const MIGRATION = fs.readFileSync(path.join(import.meta.dirname, '../../src/db/migrations/0033_deliveries_status_page.sql'), 'utf8');
+const INDEX = 'deliveries_endpoint_status_list';
+const INDEXES = ['deliveries_endpoint_list', INDEX];
+/** What 0035 replaces, as migrations 0001 and 0033 made them. */
+const REPLACED = [
+  'CREATE INDEX deliveries_endpoint_page ON deliveries (endpoint_id, created_at DESC, id DESC)',
+  `CREATE INDEX deliveries_endpoint_status_page ON deliveries (endpoint_id, status, created_at DESC, id DESC) WHERE status <> 'success'`,
+];
+const MIGRATION = fs.readFileSync(
+  path.join(import.meta.dirname, '../../src/db/migrations/0035_deliveries_ascending_list_indexes.sql'),
+  'utf8',
+);
 
 let own: OwnDatabase;
 let tenant: Tenant;
@@ -40,23 +50,31 @@ afterAll(async () => {
   await own?.drop();
 });
 
-const parentValid = async () =>
-  (await own.db.query<{ valid: boolean }>(`SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = $1::regclass`, [INDEX])).rows[0]!
+const parentValid = async (index = INDEX) =>
+  (await own.db.query<{ valid: boolean }>(`SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = $1::regclass`, [index])).rows[0]!
     .valid;
+const indexExists = async (name: string) =>
+  (await own.db.query<{ found: string | null }>(`SELECT to_regclass($1)::text AS found`, [name])).rows[0]!.found !== null;
+/** The names maintenance gives each filled partition's indexes, in the order it builds them. */
+const builtOnFilled = () => INDEXES.flatMap((index) => [...filled].sort().map((p) => `${p}_${index.slice('deliveries_'.length)}`));
 /** The partitions whose own index is attached to the parent's, by name. */
-const attached = async () =>
+const attached = async (index = INDEX) =>
   (
     await own.db.query<{ partition: string }>(
       `SELECT t.relname AS partition FROM pg_inherits i JOIN pg_index x ON x.indexrelid = i.inhrelid JOIN pg_class t ON t.oid = x.indrelid
        WHERE i.inhparent = $1::regclass ORDER BY 1`,
-      [INDEX],
+      [index],
     )
   ).rows.map((r) => r.partition);
 const allPartitions = async () => (await listPartitions(own.db, 'deliveries')).map((p) => p.name).sort();
 
-/** `n` deliveries of each status in each filled week, then the index as a database holding them meets migration 0033. */
+/**
+ * The indexes as before migration 0035, `n` deliveries of each status in each filled week, then
+ * migration 0035 as a database holding them meets it.
+ */
 async function rowsThenMigration(n: number): Promise<void> {
-  await own.db.query(`DROP INDEX ${INDEX}`);
+  for (const index of INDEXES) await own.db.query(`DROP INDEX IF EXISTS ${index}`);
+  for (const create of REPLACED) await own.db.query(create.replace('CREATE INDEX', 'CREATE INDEX IF NOT EXISTS'));
   for (const [i, part] of filled.entries()) {
     const lower = (await listPartitions(own.db, 'deliveries')).find((p) => p.name === part)!.lowerMs!;
     await own.db.query(
@@ -69,27 +87,39 @@ async function rowsThenMigration(n: number): Promise<void> {
   await own.db.query(MIGRATION);
 }
 
-describe('the status index of the audit list (migration 0033)', () => {
-  it('on a fresh database, every partition has it and the parent index is valid; a week made later gets it when attached', async () => {
-    expect(await parentValid()).toBe(true);
-    expect(await attached()).toEqual(await allPartitions());
+describe('the ascending list indexes by endpoint (migration 0035)', () => {
+  it('on a fresh database, every partition has them, the parent indexes are valid and the descending ones are gone; a week made later gets them when attached', async () => {
+    for (const index of INDEXES) {
+      expect(await parentValid(index)).toBe(true);
+      expect(await attached(index)).toEqual(await allPartitions());
+    }
+    expect(await indexExists('deliveries_endpoint_page')).toBe(false);
+    expect(await indexExists('deliveries_endpoint_status_page')).toBe(false);
     const report = await ensureDeliveryPartitions({ db: own.db, now: () => new Date(Date.now() + 70 * 86_400_000) });
     expect(report.created.length).toBeGreaterThan(0);
     expect(report.indexesBuilt).toEqual([]);
-    expect(await attached()).toEqual(await allPartitions());
+    expect(report.indexesReplaced).toBeUndefined();
+    for (const index of INDEXES) expect(await attached(index)).toEqual(await allPartitions());
   });
 
-  it('on partitions holding rows, the migration leaves it to maintenance, which builds and attaches each; then the parent is valid and the status filter reads it', async () => {
+  it('on partitions holding rows, the migration leaves them to maintenance, which builds and attaches each, then drops the descending ones; the lists read the new ones', async () => {
     await rowsThenMigration(50);
-    expect(await parentValid()).toBe(false);
-    expect((await partitionIndexesToBuild(own.db)).map((j) => j.partition)).toEqual([...filled].sort());
+    for (const index of INDEXES) expect(await parentValid(index)).toBe(false);
+    // The descending ones stay meanwhile: the audit list keeps an index.
+    expect(await indexExists('deliveries_endpoint_page')).toBe(true);
+    expect((await partitionIndexesToBuild(own.db)).map((j) => j.partition)).toEqual([...[...filled].sort(), ...[...filled].sort()]);
     // The empty partitions got theirs from the migration itself.
     expect((await attached()).length).toBe((await allPartitions()).length - filled.length);
 
     const report = await ensureDeliveryPartitions({ db: own.db });
-    expect(report.indexesBuilt).toEqual([...filled].sort().map((p) => `${p}_endpoint_status_page`));
-    expect(await parentValid()).toBe(true);
-    expect(await attached()).toEqual(await allPartitions());
+    expect(report.indexesBuilt).toEqual(builtOnFilled());
+    expect(report.indexesReplaced).toEqual(['deliveries_endpoint_page', 'deliveries_endpoint_status_page']);
+    for (const index of INDEXES) {
+      expect(await parentValid(index)).toBe(true);
+      expect(await attached(index)).toEqual(await allPartitions());
+    }
+    expect(await indexExists('deliveries_endpoint_page')).toBe(false);
+    expect(await indexExists('deliveries_endpoint_status_page')).toBe(false);
     expect(await buildPartitionIndexes(own.db)).toEqual([]);
 
     const page = await listDeliveries(own.db, tenant.accountId, { endpointId, status: 'exhausted' }, { limit: 20 });
@@ -100,7 +130,32 @@ describe('the status index of the audit list (migration 0033)', () => {
        ORDER BY created_at DESC, id DESC LIMIT 21`,
       [tenant.accountId, endpointId],
     );
-    expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toContain('_endpoint_status_page');
+    expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/Index Scan Backward using \w+_endpoint_status_list/);
+    const newest = await listDeliveries(own.db, tenant.accountId, { endpointId }, { limit: 20 });
+    expect(newest.map((d) => d.created_at.getTime())).toEqual(newest.map((d) => d.created_at.getTime()).sort((a, b) => b - a));
+    const byEndpoint = await own.db.query<{ 'QUERY PLAN': string }>(
+      `EXPLAIN SELECT id FROM deliveries WHERE account_id = $1 AND endpoint_id = $2 ORDER BY created_at DESC, id DESC LIMIT 21`,
+      [tenant.accountId, endpointId],
+    );
+    expect(byEndpoint.rows.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/Index Scan Backward using \w+_endpoint_list/);
+  });
+
+  it('a replaced index whose table lock is held elsewhere is left to the next run, not waited for', async () => {
+    await rowsThenMigration(5);
+    expect(await buildPartitionIndexes(own.db)).toEqual(builtOnFilled());
+    const reader = await own.db.connect();
+    try {
+      // A long statement's lock on the table: the drop gives up instead of queueing every write behind it.
+      await reader.query('BEGIN');
+      await reader.query('LOCK TABLE deliveries IN ACCESS SHARE MODE');
+      expect(await dropReplacedIndexes(own.db)).toEqual([]);
+      expect(await indexExists('deliveries_endpoint_page')).toBe(true);
+      await reader.query('COMMIT');
+    } finally {
+      reader.release();
+    }
+    expect(await dropReplacedIndexes(own.db)).toEqual(['deliveries_endpoint_page', 'deliveries_endpoint_status_page']);
+    expect(await indexExists('deliveries_endpoint_page')).toBe(false);
   });
 
   it('the account-wide list by status pages as the endpoint’s list does, and leaves its connection planning sorts again', async () => {
@@ -190,7 +245,7 @@ describe('the status index of the audit list (migration 0033)', () => {
     // What CREATE INDEX CONCURRENTLY leaves when it is cancelled: the index, marked invalid.
     await own.db.query(first!.create);
     await own.db.query(`UPDATE pg_index SET indisvalid = false WHERE indexrelid = $1::regclass`, [first!.name]);
-    expect(await buildPartitionIndexes(own.db)).toEqual([...filled].sort().map((p) => `${p}_endpoint_status_page`));
+    expect(await buildPartitionIndexes(own.db)).toEqual(builtOnFilled());
     expect(await parentValid()).toBe(true);
     const { rows } = await own.db.query<{ valid: boolean }>(`SELECT indisvalid AS valid FROM pg_index WHERE indexrelid = $1::regclass`, [
       first!.name,
@@ -202,7 +257,7 @@ describe('the status index of the audit list (migration 0033)', () => {
     await rowsThenMigration(5);
     const one = createPool(own.url, 1);
     try {
-      expect((await buildPartitionIndexes(one)).length).toBe(filled.length);
+      expect((await buildPartitionIndexes(one)).length).toBe(2 * filled.length);
     } finally {
       await one.end();
     }
@@ -220,7 +275,7 @@ describe('the status index of the audit list (migration 0033)', () => {
     } finally {
       other.release();
     }
-    expect((await buildPartitionIndexes(own.db)).length).toBe(filled.length);
+    expect((await buildPartitionIndexes(own.db)).length).toBe(2 * filled.length);
     expect(await parentValid()).toBe(true);
   });
 });
