@@ -7,7 +7,8 @@
  * then how much events, deliveries and delivery_attempts grew (heap, indexes and TOAST:
  * pg_total_relation_size, after less before), divided by the rows. The empty tables and the
  * weeks made ahead (a few hundred KiB, whatever the traffic) are printed apart: divided by
- * 20,000 rows they were 18 of a delivery's bytes.
+ * 20,000 rows they were 18 of a delivery's bytes. Then the same once the week is compacted, as
+ * the maintenance run does to a week written no more (its indexes rebuilt).
  *
  *   npm run bench:bytes
  *   BENCH_EVENTS=5000 BENCH_ROUNDS=5 npm run bench:bytes
@@ -228,6 +229,17 @@ async function main() {
     );
     console.log(
       `  together:     ${((total('events') + total('deliveries') + total('delivery_attempts')) / EVENTS).toFixed(0)} B per event delivered once`,
+    );
+    // What the maintenance run does to a week written no more (src/db/partition-compaction.ts).
+    const { rows: filled } = await db.query<{ name: string }>(
+      `SELECT relid::regclass::text AS name FROM pg_partition_tree('deliveries') WHERE isleaf AND pg_relation_size(relid) > 0`,
+    );
+    for (const { name } of filled) await db.query(`REINDEX TABLE CONCURRENTLY ${name}`);
+    const compacted = await storageSizes(db);
+    const compactedGrowth = (name: Table) => compacted.tables[name].total - before.tables[name].total;
+    console.log(
+      `  per delivery, its week compacted: ${((compactedGrowth('deliveries') + compactedGrowth('delivery_attempts')) / EVENTS).toFixed(0)} B ` +
+        `(the deliveries' indexes ${per(compacted.tables.deliveries.indexes - before.tables.deliveries.indexes, rows.deliveries)} B a row)`,
     );
     const empty = TABLES.reduce((sum, name) => sum + before.tables[name].total, 0);
     console.log(

@@ -69,6 +69,28 @@ export function partitionsPastRetention(existing: readonly PartitionBounds[], no
   return existing.filter((p) => p.upperMs !== null && p.upperMs <= cutoff);
 }
 
+/**
+ * How long after its end a week's indexes are rebuilt (compacted). Until then its deliveries are
+ * retried and held (a hold lasts 14 days), and each recorded outcome leaves a dead entry in every
+ * index whose space VACUUM frees but later inserts, at the indexes' right edges, never reuse. After
+ * it, a week is written little (a resend, now and then).
+ */
+export const COMPACT_AFTER_MS = 15 * 86_400_000;
+
+/**
+ * The weeks of deliveries due for compaction: ended COMPACT_AFTER_MS ago or more and not compacted
+ * yet, the newest first (the oldest are the nearest to being dropped with their retention).
+ */
+export function partitionsToCompact(
+  existing: readonly PartitionBounds[],
+  compacted: ReadonlySet<string>,
+  nowMs: number,
+): PartitionBounds[] {
+  return existing
+    .filter((p) => p.upperMs !== null && p.upperMs + COMPACT_AFTER_MS <= nowMs && !compacted.has(p.name))
+    .sort((a, b) => b.upperMs! - a.upperMs!);
+}
+
 /** The error for a DELIVERY_RETENTION_DAYS out of range, or undefined. */
 export function retentionDaysProblem(days: number): string | undefined {
   if (!Number.isInteger(days) || days < MIN_RETENTION_DAYS || days > MAX_RETENTION_DAYS)

@@ -4,7 +4,7 @@
  * workflow's summary and details, the activities' summaries). Pure and deterministic. Each job
  * adds a field to MaintenanceReport and a line to the story.
  */
-import { PARTITIONS_AHEAD } from './delivery-partitions.js';
+import { COMPACT_AFTER_MS, PARTITIONS_AHEAD } from './delivery-partitions.js';
 import { framedForWebUi } from './endpoint-story.js';
 import { RECHECK_AFTER_MS, RENEW_WITHIN_DAYS } from './token-status.js';
 
@@ -32,6 +32,8 @@ export interface PartitionsAheadReport {
   indexesBuilt?: string[];
   /** Indexes a migration replaced, dropped once their replacements were valid; absent when none was. */
   indexesReplaced?: string[];
+  /** A week written no more whose indexes were rebuilt (src/db/partition-compaction.ts); absent when none was. */
+  compacted?: { partition: string; indexBytesBefore: number; indexBytesAfter: number };
 }
 
 /** What the delivery retention job did (DECISIONS, "Retention and growth"). */
@@ -70,7 +72,7 @@ export function maintenanceStaticDetails(): string {
   return [
     'The deployment-wide maintenance run, started by the Schedule `maintenance` (pause it there; overlapping runs are skipped).',
     `Photoapp tokens: renews those ending within ${RENEW_WITHIN_DAYS} days and re-reads any status older than ${RECHECK_AFTER_MS / 3_600_000} h.`,
-    `Delivery partitions: keeps the current week and ${PARTITIONS_AHEAD} ahead, and builds on the partitions holding rows the indexes a migration added (dropping those they replace once valid). Retention: ends open deliveries past DELIVERY_RETENTION_DAYS as retention_expired, then drops the weeks past it.`,
+    `Delivery partitions: keeps the current week and ${PARTITIONS_AHEAD} ahead, and builds on the partitions holding rows the indexes a migration added (dropping those they replace once valid). Compaction: rebuilds the indexes of a week ${COMPACT_AFTER_MS / 86_400_000} days after its end (written no more), one a run. Retention: ends open deliveries past DELIVERY_RETENTION_DAYS as retention_expired, then drops the weeks past it.`,
   ].join('\n\n');
 }
 
@@ -82,7 +84,10 @@ export const RETENTION_JOB_SUMMARY = 'delivery retention: close open deliveries 
 function partitionsLine(p: PartitionsAheadReport): string {
   const built = p.indexesBuilt?.length ? `; indexes built: ${p.indexesBuilt.join(', ')}` : '';
   const replaced = p.indexesReplaced?.length ? `; replaced indexes dropped: ${p.indexesReplaced.join(', ')}` : '';
-  const indexes = built + replaced;
+  const c = p.compacted;
+  const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+  const compacted = c ? `; compacted ${c.partition}: indexes ${mib(c.indexBytesBefore)} → ${mib(c.indexBytesAfter)}` : '';
+  const indexes = built + replaced + compacted;
   return `${p.created.length ? `created ${p.created.join(', ')}` : 'none to create'}; ${p.partitions} partitions${indexes}`;
 }
 

@@ -10,7 +10,7 @@ import { partitionIndexName, partitionIndexStatement } from '../core/delivery-pa
 import { PARTITIONED_TABLES } from './delivery-partitions.js';
 import { inTransaction, withClient, type Db, type Queryable } from './pool.js';
 
-/** Session lock key: one build at a time per database, whichever worker or deployment runs maintenance. */
+/** Session lock key of index work on the delivery tables (withIndexBuildLock). */
 const BUILD_LOCK = 'partition-indexes';
 
 /**
@@ -68,26 +68,38 @@ export async function partitionIndexesToBuild(db: Queryable): Promise<PartitionI
  */
 export async function buildPartitionIndexes(db: Db): Promise<string[]> {
   if ((await partitionIndexesToBuild(db)).length === 0) return [];
+  const built = await withIndexBuildLock(db, async (client) => {
+    const names: string[] = [];
+    // Read again under the lock, on the connection that holds it (a second checkout could wait on
+    // a pool this one fills): a build that held the lock may have attached some meanwhile.
+    for (const job of await partitionIndexesToBuild(client)) {
+      const { rows: found } = await client.query<{ valid: boolean }>(
+        `SELECT x.indisvalid AS valid FROM pg_class c JOIN pg_index x ON x.indexrelid = c.oid WHERE c.relname = $1`,
+        [job.name],
+      );
+      if (found[0] && !found[0].valid) await client.query(`DROP INDEX CONCURRENTLY "${job.name}"`);
+      if (!found[0]?.valid) await client.query(job.create);
+      await client.query(`ALTER INDEX "${job.parentIndex}" ATTACH PARTITION "${job.name}"`);
+      names.push(job.name);
+    }
+    return names;
+  });
+  return built ?? [];
+}
+
+/**
+ * Runs `fn` on a connection holding the session lock of index work on the delivery tables (builds
+ * and compactions: one at a time per database, whichever worker or deployment runs maintenance),
+ * with no statement timeout (a build reads the whole partition). Undefined, at once, when another
+ * process holds it: that one does the work.
+ */
+export async function withIndexBuildLock<T>(db: Db, fn: (client: Queryable) => Promise<T>): Promise<T | undefined> {
   return withClient(db, async (client) => {
     const { rows } = await client.query<{ locked: boolean }>(`SELECT pg_try_advisory_lock(hashtext($1)) AS locked`, [BUILD_LOCK]);
-    if (!rows[0]!.locked) return [];
+    if (!rows[0]!.locked) return undefined;
     try {
-      // A build reads the whole partition: no statement timeout of the pool's applies to it.
       await client.query(`SET statement_timeout = 0`);
-      const built: string[] = [];
-      // Read again under the lock, on the connection that holds it (a second checkout could wait on
-      // a pool this one fills): a build that held the lock may have attached some meanwhile.
-      for (const job of await partitionIndexesToBuild(client)) {
-        const { rows: found } = await client.query<{ valid: boolean }>(
-          `SELECT x.indisvalid AS valid FROM pg_class c JOIN pg_index x ON x.indexrelid = c.oid WHERE c.relname = $1`,
-          [job.name],
-        );
-        if (found[0] && !found[0].valid) await client.query(`DROP INDEX CONCURRENTLY "${job.name}"`);
-        if (!found[0]?.valid) await client.query(job.create);
-        await client.query(`ALTER INDEX "${job.parentIndex}" ATTACH PARTITION "${job.name}"`);
-        built.push(job.name);
-      }
-      return built;
+      return await fn(client);
     } finally {
       // A connection lost meanwhile took its lock with it (withClient then discards it).
       await client.query(`RESET statement_timeout`);

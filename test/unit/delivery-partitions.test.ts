@@ -1,9 +1,11 @@
-/** The weekly partitions of deliveries: which weeks to create ahead, which have left the retention window. */
+/** The weekly partitions of deliveries: which weeks to create ahead, which to compact, which have left the retention window. */
 import { describe, expect, it } from 'vitest';
 import {
+  COMPACT_AFTER_MS,
   partitionIndexName,
   partitionIndexStatement,
   partitionsPastRetention,
+  partitionsToCompact,
   partitionSuffix,
   periodsToCreate,
   periodStart,
@@ -83,6 +85,35 @@ describe('retention', () => {
     expect(retentionDaysProblem(1)).toBeUndefined();
     expect(retentionDaysProblem(3650)).toBeUndefined();
     for (const bad of [0, 3651, 1.5, Number.NaN]) expect(retentionDaysProblem(bad)).toMatch(/1 to 3650/);
+  });
+});
+
+describe('partitionsToCompact', () => {
+  const now = at('2026-11-27T12:00:00Z');
+  const parts = [
+    { name: 'deliveries_legacy', lowerMs: null, upperMs: at('2026-10-26T00:00:00Z') },
+    week('2026-10-26T00:00:00Z'), // ends 11-02
+    week('2026-11-02T00:00:00Z'), // ends 11-09
+    week('2026-11-09T00:00:00Z'), // ends 11-16: 11.5 days ago, still retried and held
+    week('2026-11-23T00:00:00Z'),
+    { name: 'deliveries_open_ended', lowerMs: at('2026-11-30T00:00:00Z'), upperMs: null },
+  ];
+
+  it('takes the weeks that ended COMPACT_AFTER_MS ago or more, the newest first, the legacy one included', () => {
+    expect(partitionsToCompact(parts, new Set(), now).map((p) => p.name)).toEqual([
+      'deliveries_p20261102',
+      'deliveries_p20261026',
+      'deliveries_legacy',
+    ]);
+    // The bound exactly COMPACT_AFTER_MS ago is due.
+    expect(partitionsToCompact(parts, new Set(), at('2026-11-16T00:00:00Z') + COMPACT_AFTER_MS)[0]!.name).toBe('deliveries_p20261109');
+    expect(partitionsToCompact(parts, new Set(), at('2026-11-16T00:00:00Z') + COMPACT_AFTER_MS - 1)[0]!.name).toBe('deliveries_p20261102');
+  });
+
+  it('leaves the weeks compacted already', () => {
+    expect(partitionsToCompact(parts, new Set(['deliveries_p20261102', 'deliveries_legacy']), now).map((p) => p.name)).toEqual([
+      'deliveries_p20261026',
+    ]);
   });
 });
 

@@ -45,4 +45,29 @@ describe('maintenanceDetails', () => {
       maintenanceDetails({ tokens: { renewed: 0, checked: 0, failed: 0, needReconnect: 0, providerConfigured: false } }, now.getTime()),
     ).toContain('skipped: no provider configured');
   });
+
+  it('says which indexes the partitions job built, which replaced ones it dropped and which week it compacted', () => {
+    const tokens = { renewed: 0, checked: 0, failed: 0, needReconnect: 0, providerConfigured: false };
+    const details = maintenanceDetails(
+      {
+        tokens,
+        partitions: {
+          created: [],
+          partitions: 9,
+          indexesBuilt: ['deliveries_p20261123_endpoint_list'],
+          indexesReplaced: ['deliveries_endpoint_page'],
+          compacted: { partition: 'deliveries_p20261102', indexBytesBefore: 3 * 2 ** 20, indexBytesAfter: 1.5 * 2 ** 20 },
+        },
+      },
+      now.getTime(),
+    );
+    expect(details).toContain(
+      '- **delivery partitions**: none to create; 9 partitions; indexes built: deliveries_p20261123_endpoint_list; ' +
+        'replaced indexes dropped: deliveries_endpoint_page; compacted deliveries_p20261102: indexes 3.0 MiB → 1.5 MiB',
+    );
+    // Runs recorded before these jobs existed say only what they did.
+    expect(maintenanceDetails({ tokens, partitions: { created: ['2026-12-21'], partitions: 9 } }, now.getTime())).toContain(
+      '- **delivery partitions**: created 2026-12-21; 9 partitions\n',
+    );
+  });
 });
