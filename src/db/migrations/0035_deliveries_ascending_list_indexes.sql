@@ -4,10 +4,10 @@
 --
 -- A new delivery has the newest created_at of its endpoint. In the descending indexes it went to
 -- the left end of the endpoint's entries, where a full leaf splits in half and its right half is
--- never written again: the endpoint's page index held 106 bytes a delivery, about twice its
--- entries (npm run bench:bytes). In ascending order it goes to the right end, where nbtree fills a
--- leaf to its fillfactor before it splits (the rightmost leaf, or a run of rising keys within one
--- endpoint's entries): 91 bytes, and the status index 16 instead of 27.
+-- never written again: the endpoint's page index held 113 bytes a delivery (npm run bench:bytes).
+-- In ascending order it goes to the right end, where nbtree fills a leaf to its fillfactor before
+-- it splits (the rightmost leaf, or a run of rising keys within one endpoint's entries): 95-99
+-- bytes, and the status index 14 instead of 27.
 --
 -- Replaced the way migration 0033 added an index to tables holding data: created ON ONLY the
 -- parent (at once, without locking writes), at once on the empty partitions, and by the
