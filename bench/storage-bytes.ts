@@ -28,6 +28,8 @@ import { createDueWakes } from '../src/events/due-wakes.js';
 import { migrate } from '../src/db/migrate.js';
 import { ensurePartitionsAhead } from '../src/db/delivery-partitions.js';
 import { createPool, type Queryable } from '../src/db/pool.js';
+import type { Db } from './scale-fill.js';
+import { tableGrowth } from './table-growth.js';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
 import { startTemporalDevServer } from '../dev/temporal-servers.js';
 import { projectRoot } from '../dev/tools.js';
@@ -76,21 +78,15 @@ interface Sizes {
 
 /**
  * Each table's bytes (heap, indexes, TOAST), summed over a partitioned table's partitions
- * (pg_partition_tree; a plain table is its own tree), and each index's, keyed `table.index`.
+ * (tableGrowth, as the scale bench reads them), and each index's, keyed `table.index`.
  */
-async function storageSizes(db: Queryable): Promise<{ tables: Record<Table, Sizes>; indexes: Map<string, number> }> {
-  const { rows } = await db.query<{ name: Table; heap: string; indexes: string; toast: string; total: string }>(
-    `SELECT t.name, sum(pg_relation_size(r.id)) AS heap, sum(pg_indexes_size(r.id)) AS indexes,
-            sum(pg_total_relation_size(r.id) - pg_relation_size(r.id) - pg_indexes_size(r.id)) AS toast,
-            sum(pg_total_relation_size(r.id)) AS total
-     FROM unnest($1::text[]) AS t(name)
-     LEFT JOIN LATERAL pg_partition_tree(t.name::regclass) p ON true
-     CROSS JOIN LATERAL (SELECT coalesce(p.relid, t.name::regclass) AS id) r
-     GROUP BY t.name`,
-    [TABLES],
-  );
+async function storageSizes(db: Db): Promise<{ tables: Record<Table, Sizes>; indexes: Map<string, number> }> {
+  const growth = await tableGrowth(db);
   const tables = Object.fromEntries(
-    rows.map((r) => [r.name, { heap: Number(r.heap), indexes: Number(r.indexes), toast: Number(r.toast), total: Number(r.total) }]),
+    TABLES.map((name) => {
+      const g = growth.find((t) => t.table === name)!;
+      return [name, { heap: g.heapBytes - g.toastBytes, indexes: g.indexBytes, toast: g.toastBytes, total: g.heapBytes + g.indexBytes }];
+    }),
   ) as Record<Table, Sizes>;
   const { rows: indexes } = await db.query<{ name: string; bytes: string }>(
     `SELECT i.tablename || '.' || i.indexname AS name,

@@ -12,7 +12,10 @@ export interface TableGrowth {
   partitions: number;
   liveRows: number;
   deadRows: number;
+  /** Heap with TOAST (pg_table_size). */
   heapBytes: number;
+  /** Of heapBytes, what is not the heap's main fork: TOAST, the free space and visibility maps. */
+  toastBytes: number;
   indexBytes: number;
   autovacuums: number;
 }
@@ -24,12 +27,14 @@ export async function tableGrowth(db: Db): Promise<TableGrowth[]> {
     live: string;
     dead: string;
     heap: string;
+    toast: string;
     index: string;
     autovacuums: string;
   }>(
     `SELECT p.name AS table, count(*) FILTER (WHERE c.oid <> parent.oid) AS partitions,
             coalesce(sum(s.n_live_tup), 0) AS live, coalesce(sum(s.n_dead_tup), 0) AS dead,
-            sum(pg_table_size(c.oid)) AS heap, sum(pg_indexes_size(c.oid)) AS index,
+            sum(pg_table_size(c.oid)) AS heap, sum(pg_table_size(c.oid) - pg_relation_size(c.oid)) AS toast,
+            sum(pg_indexes_size(c.oid)) AS index,
             coalesce(sum(s.autovacuum_count), 0) AS autovacuums
      FROM unnest($1::text[]) p(name)
      JOIN pg_class parent ON parent.oid = to_regclass(p.name)
@@ -44,6 +49,7 @@ export async function tableGrowth(db: Db): Promise<TableGrowth[]> {
     liveRows: Number(r.live),
     deadRows: Number(r.dead),
     heapBytes: Number(r.heap),
+    toastBytes: Number(r.toast),
     indexBytes: Number(r.index),
     autovacuums: Number(r.autovacuums),
   }));
