@@ -46,6 +46,9 @@ const freeFor = (
 const FREE = freeFor('$2', '$4');
 /** What lets a session start without its workflow: the endpoint sends, healthy, no streak, not paused. */
 const DIRECT_ELIGIBLE = `e.deleted_at IS NULL AND e.active AND e.health_status = 'healthy' AND e.failure_streak = 0 AND e.paused_at IS NULL`;
+/** DIRECT_ELIGIBLE of an endpoint read already. */
+export const directEligible = (e: EndpointRow): boolean =>
+  e.deleted_at === null && e.active && e.health_status === 'healthy' && e.failure_streak === 0 && e.paused_at === null;
 /**
  * Why a lease was not taken, as `held_ms`: how long another session holds it, or null when this
  * kind of session may not start at all (not `eligible`, a hand-over waiting): the workflow must look.

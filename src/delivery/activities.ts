@@ -48,6 +48,8 @@ export interface ActivityDeps {
   maxSessionMs?: number;
   /** The endpoints' session leases, when this worker runs direct sessions beside its workflows' (src/delivery/direct-sessions.ts). */
   leases?: SessionLeases;
+  /** This worker runs direct sessions (`SessionDeps.directSessions`). */
+  directSessions?: boolean;
 }
 
 const ms = (d: Date | null) => (d ? d.getTime() : null);
@@ -75,6 +77,7 @@ export function sessionDepsOf(deps: ActivityDeps): SessionDeps {
     claim: createStatementBatcher((reqs: ClaimRequest[]) => claimWithEndpointsFor(deps.db, reqs, LEASE_MS)),
     nextDue: createStatementBatcher((ids: string[]) => nextDueAtFor(deps.db, ids)),
     leases: deps.leases,
+    directSessions: deps.directSessions,
     // Each session shows its latest success once a second: with 100 sessions, 100 commits a second alone.
     showSuccess: showSuccesses(deps.db),
   };

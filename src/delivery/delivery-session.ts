@@ -43,6 +43,7 @@ import { rememberingOpener, type SecretBox } from '../security/secret-box.js';
 import type { AttemptRecorder } from './attempt-recorder.js';
 import { DeliveryClaims } from './delivery-claims.js';
 import type { HeldSession, SessionLeases } from './session-leases.js';
+import { directEligible } from '../db/session-leases.js';
 import type { Session, SessionRegistry } from './session-registry.js';
 import { SessionStopping } from './session-stopping.js';
 import { merged } from '../core/merged.js';
@@ -70,6 +71,8 @@ export interface SessionDeps {
   nextDue?: BatchedCall<string, Date | null>;
   /** The endpoints' session leases (one session per endpoint across workers); none when unset. */
   leases?: SessionLeases;
+  /** This worker runs direct sessions (src/delivery/direct-sessions.ts): a workflow's session of a healthy endpoint does not linger. */
+  directSessions?: boolean;
   /** The worker's displays of the latest success, shared by its sessions (`showSuccesses`); one statement each when unset. */
   showSuccess?: (shown: SuccessShown) => void;
 }
@@ -145,6 +148,7 @@ function sessionParts(deps: SessionDeps): SessionParts {
     claim: deps.claim ?? (async (r) => claimWithEndpoint(db, r.endpointId, r.now, r.limit, r.leaseMs ?? LEASE_MS, r.owner)),
     nextDue: deps.nextDue ?? (async (id) => (await nextDueAtFor(db, [id]))[0] ?? null),
     leases: deps.leases ?? NO_LEASES,
+    directSessions: deps.directSessions ?? false,
     showSuccess:
       deps.showSuccess ??
       ((shown) =>
@@ -185,12 +189,18 @@ export async function runDeliverySession(given: SessionDeps, req: SessionRequest
     await leases.end(req.endpointId, req.owner, { handover: false, tellIfDue: false });
     return nothingDone();
   }
+  // A healthy endpoint's news is for direct sessions, which start on the deployment's preferred
+  // worker: its workflow's session sends what is due and ends instead of lingering. Lingering, the
+  // session of a new endpoint's first pass (on whichever worker Temporal gave it) took the news of
+  // its first events and kept the endpoint there while they came: a hundred endpoints split
+  // between two workers, each claiming and recording in half-size statements.
+  const lingerMs = !req.leased && deps.directSessions && opened && directEligible(opened) ? 0 : deps.lingerMs;
   // Opened in the same tick as a direct session's call: news from now on pokes it.
   const news = deps.sessions.open(req.endpointId);
   const held = leases.hold({ endpointId: req.endpointId, owner: req.owner }, !!req.leased);
   let round: DeliveryRound | undefined;
   try {
-    round = await new DeliverySession(deps, req, readEndpoint, news, held).run();
+    round = await new DeliverySession(merged(deps, { lingerMs }), req, readEndpoint, news, held).run();
   } finally {
     news.close();
     held.release();

@@ -54,6 +54,7 @@ export async function runWorker(
     // Taken by the workflows' sessions even with direct sessions off here: a deployment whose
     // workers differ in DIRECT_SESSIONS (a rolling change of it) still runs one session per endpoint.
     leases: createSessionLeases(db),
+    directSessions: config.directSessions,
   };
   // One recorder, one set of shared reads and claims, for the workflows' sessions and the direct ones.
   const sessionDeps = sessionDepsOf(deps);

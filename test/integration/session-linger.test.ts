@@ -1,11 +1,14 @@
 /**
  * A delivery session lingering with nothing due: it waits for news (a poke), not on a clock, and
  * claims once more only for its last look before it ends idle; a poke while it lingers is taken.
+ * Where workers run direct sessions (leases), a workflow's session of a healthy endpoint does not
+ * linger: the endpoint's news is for a direct session on the deployment's preferred worker.
  */
 import { describe, expect, it } from 'vitest';
 import { createAttemptRecorder } from '../../src/delivery/attempt-recorder.js';
 import { runDeliverySession, type SessionDeps } from '../../src/delivery/delivery-session.js';
 import { createSessionRegistry } from '../../src/delivery/session-registry.js';
+import { createSessionLeases } from '../../src/delivery/session-leases.js';
 import { LEASE_MS } from '../../src/core/runtime-limits.js';
 import { claimWithEndpointsFor, type ClaimRequest } from '../../src/db/deliveries.js';
 import { storeDemandEvent, testDb } from '../support/harness.js';
@@ -13,8 +16,8 @@ import { sessionTestBed } from '../support/session-test-bed.js';
 
 const bed = sessionTestBed('linger');
 
-/** A session lingering `lingerMs`, with its claims counted. */
-function lingeringSession(endpointId: string, lingerMs: number) {
+/** A workflow's session lingering `lingerMs`, with its claims counted; `direct`: in a worker that runs direct sessions. */
+function lingeringSession(endpointId: string, lingerMs: number, direct = false) {
   const claims: number[] = [];
   const sessions = createSessionRegistry();
   const deps: SessionDeps = {
@@ -30,6 +33,8 @@ function lingeringSession(endpointId: string, lingerMs: number) {
       claims.push(Date.now());
       return (await claimWithEndpointsFor(testDb(), [req], LEASE_MS))[0]!;
     },
+    leases: direct ? createSessionLeases(testDb(), { leaseMs: LEASE_MS, renewEveryMs: LEASE_MS / 5 }) : undefined,
+    directSessions: direct,
   };
   const startedAt = Date.now();
   const req = { endpointId, owner: `linger/${crypto.randomUUID()}`, clock: Date.now, limit: 100, signal: new AbortController().signal };
@@ -57,5 +62,26 @@ describe('a lingering delivery session', () => {
     const round = await s.running;
     expect(round).toMatchObject({ posts: 2, more: false });
     expect(e.posts()).toHaveLength(2);
+  });
+
+  it('of a healthy endpoint beside direct sessions, sends what is due and ends without lingering, its lease given back', async () => {
+    const e = await bed.endpointWithBacklog(3);
+    const s = lingeringSession(e.id, 30_000, true);
+    const round = await s.running;
+    expect(round).toMatchObject({ posts: 3, more: false });
+    expect(e.posts()).toHaveLength(3);
+    // Lingering, it would have held the lease (and taken the endpoint's news) for 30 s.
+    expect(Date.now() - s.startedAt).toBeLessThan(30_000);
+    const lease = await testDb().query(`SELECT session_owner FROM endpoints WHERE id = $1`, [e.id]);
+    expect(lease.rows[0].session_owner).toBeNull();
+  });
+
+  it('of an endpoint no direct session may serve (a failure streak), lingers beside direct sessions too', async () => {
+    const e = await bed.endpointWithBacklog(1);
+    await testDb().query(`UPDATE endpoints SET failure_streak = 1 WHERE id = $1`, [e.id]);
+    const s = lingeringSession(e.id, 1_500, true);
+    const round = await s.running;
+    expect(round).toMatchObject({ posts: 1 });
+    expect(Date.now() - s.startedAt).toBeGreaterThanOrEqual(1_500);
   });
 });
