@@ -1,7 +1,7 @@
 /**
  * A delivery session lingering with nothing due: it waits for news (a poke), not on a clock, and
  * claims once more only for its last look before it ends idle; a poke while it lingers is taken.
- * Where workers run direct sessions (leases), a workflow's session of a healthy endpoint does not
+ * In a worker that runs direct sessions, a workflow's session of a healthy endpoint does not
  * linger: the endpoint's news is for a direct session on the deployment's preferred worker.
  */
 import { describe, expect, it } from 'vitest';
