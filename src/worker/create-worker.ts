@@ -3,6 +3,7 @@ import { bundleWorkflowCode, NativeConnection, Worker, type WorkerOptions } from
 import { createActivities, type ActivityDeps } from '../delivery/activities.js';
 import type { SessionDeps } from '../delivery/delivery-session.js';
 import type { MaintenanceActivities } from '../workflows/maintenance-contract.js';
+import { activityContextsOffWhenIdle } from './activity-contexts.js';
 import { bundlerLogger, temporalLogger } from './temporal-logging.js';
 
 const require = createRequire(import.meta.url);
@@ -44,5 +45,6 @@ export async function createWorker(opts: {
     // pollers follow the backlog the server reports, and fall back to one poll each when nothing waits.
     workflowTaskPollerBehavior: { type: 'autoscaling' },
     activityTaskPollerBehavior: { type: 'autoscaling' },
+    interceptors: { activity: [activityContextsOffWhenIdle(opts.connection)] },
   });
 }
