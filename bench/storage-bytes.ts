@@ -26,7 +26,9 @@ import { createAccount } from '../src/db/directory.js';
 import { dueChannel } from '../src/db/due-notifications.js';
 import { createDueWakes } from '../src/events/due-wakes.js';
 import { migrate } from '../src/db/migrate.js';
+import { COMPACT_AFTER_MS, PARTITION_PERIOD_MS, PARTITIONS_AHEAD } from '../src/core/delivery-partitions.js';
 import { ensurePartitionsAhead } from '../src/db/delivery-partitions.js';
+import { compactClosedPartition } from '../src/db/partition-compaction.js';
 import { createPool, type Queryable } from '../src/db/pool.js';
 import type { Db } from './scale-fill.js';
 import { tableGrowth } from './table-growth.js';
@@ -226,11 +228,10 @@ async function main() {
     console.log(
       `  together:     ${((total('events') + total('deliveries') + total('delivery_attempts')) / EVENTS).toFixed(0)} B per event delivered once`,
     );
-    // What the maintenance run does to a week written no more (src/db/partition-compaction.ts).
-    const { rows: filled } = await db.query<{ name: string }>(
-      `SELECT relid::regclass::text AS name FROM pg_partition_tree('deliveries') WHERE isleaf AND pg_relation_size(relid) > 0`,
-    );
-    for (const { name } of filled) await db.query(`REINDEX TABLE CONCURRENTLY ${name}`);
+    // The maintenance run's own compaction (src/db/partition-compaction.ts), one week a call, on a
+    // clock past the due date of every week there is, the weeks ahead included.
+    const pastEveryWeek = Date.now() + (PARTITIONS_AHEAD + 2) * PARTITION_PERIOD_MS + COMPACT_AFTER_MS;
+    while (await compactClosedPartition(db, pastEveryWeek));
     const compacted = await storageSizes(db);
     const compactedGrowth = (name: Table) => compacted.tables[name].total - before.tables[name].total;
     console.log(
