@@ -7,7 +7,7 @@ import type { PageKey } from '../core/paging.js';
 import type { AttemptError } from '../core/health.js';
 import { merged } from '../core/merged.js';
 import { countEndedSql, countLimitedDeliveries } from './endpoint-hourly-stats.js';
-import { decodePayload } from './payload-bytes.js';
+import { encodedPayloadsJson } from './payload-bytes.js';
 import { eventColumnsOf, type EventRow, type TableRow } from './events.js';
 import {
   endpointColumnsAs,
@@ -371,16 +371,28 @@ const CLAIMED_EVENT_COLUMNS = [
   'external_id',
   'payload',
 ] as const satisfies readonly (keyof TableRow)[];
-export type ClaimedEvent = Pick<EventRow, Exclude<(typeof CLAIMED_EVENT_COLUMNS)[number], 'payload'> | 'data'>;
+export type ClaimedEvent = Pick<EventRow, Exclude<(typeof CLAIMED_EVENT_COLUMNS)[number], 'payload'>> & {
+  /** The payload as stored (src/db/payload-bytes.ts). */
+  payload: Buffer;
+  /**
+   * The payload's JSON text exactly as `JSON.stringify` of its data wrote it, when that is certain
+   * (encodedPayloadsJson): a body can then be built around it unparsed (src/core/webhook-body.ts).
+   */
+  dataJson: Buffer | undefined;
+};
 const claimedEventColumnsOf = (alias: string): string => eventColumnsOf(alias, CLAIMED_EVENT_COLUMNS);
 
-function claimedEventOf(row: Record<string, unknown>): ClaimedEvent | null {
+function claimedEventOf(row: Record<string, unknown>, dataJson: Buffer | undefined): ClaimedEvent | null {
   if (!row.id) return null;
   const event: Record<string, unknown> = {};
-  for (const c of CLAIMED_EVENT_COLUMNS) if (c !== 'payload') event[c] = row[c];
-  event.data = decodePayload(row.payload as Buffer);
+  for (const c of CLAIMED_EVENT_COLUMNS) event[c] = row[c];
+  event.dataJson = dataJson;
   return event as unknown as ClaimedEvent;
 }
+
+/** Each claimed row's payload JSON, the compressed ones inflated together (one zlib handle a claim, not one a delivery). */
+const claimedPayloadsJson = (rows: readonly Record<string, unknown>[]): (Buffer | undefined)[] =>
+  encodedPayloadsJson(rows.map((r) => (r.id ? (r.payload as Buffer) : undefined)));
 
 /** A claim's row: the delivery's columns prefixed `delivery_`, its event's (claimedEventColumnsOf) as they are. */
 type ClaimedRow = Record<string, unknown> & {
@@ -392,7 +404,7 @@ type ClaimedRow = Record<string, unknown> & {
   delivery_created_at: Date;
 };
 
-function claimedDeliveryOf(row: ClaimedRow): ClaimedDelivery {
+function claimedDeliveryOf(row: ClaimedRow, dataJson: Buffer | undefined): ClaimedDelivery {
   return {
     id: row.delivery_id,
     event_id: row.delivery_event_id,
@@ -400,7 +412,7 @@ function claimedDeliveryOf(row: ClaimedRow): ClaimedDelivery {
     idempotency_key: row.delivery_idempotency_key,
     attempts: row.delivery_attempts,
     created_at: row.delivery_created_at,
-    event: claimedEventOf(row),
+    event: claimedEventOf(row, dataJson),
   };
 }
 
@@ -458,7 +470,8 @@ export async function claimWithEndpoint(
      ORDER BY c.n`,
     values: [endpointId, now, limit, leaseMs, owner],
   });
-  const deliveries = rows.map(claimedDeliveryOf);
+  const json = claimedPayloadsJson(rows);
+  const deliveries = rows.map((row, i) => claimedDeliveryOf(row, json[i]));
   return { deliveries, endpoint: rows[0] ? endpointFromColumns(rows[0], 'endpoint_') : undefined };
 }
 
@@ -528,10 +541,11 @@ export async function claimWithEndpointsFor(db: Queryable, reqs: readonly ClaimR
     ],
   });
   const byOwner = new Map<string, ClaimedWithEndpoint>(reqs.map((r) => [r.owner, { deliveries: [], endpoint: undefined }]));
-  for (const row of rows) {
+  const json = claimedPayloadsJson(rows);
+  for (const [i, row] of rows.entries()) {
     const got = byOwner.get(row.delivery_lease_owner);
     if (!got) continue;
-    got.deliveries.push(claimedDeliveryOf(row));
+    got.deliveries.push(claimedDeliveryOf(row, json[i]));
     got.endpoint ??= endpointFromColumns(row, 'endpoint_');
   }
   return reqs.map((r) => byOwner.get(r.owner)!);

@@ -34,7 +34,7 @@ import { getEndpointById, recordEndpointSuccesses, type EndpointRow, type Succes
 import type { Db } from '../db/pool.js';
 import type { HttpClient, Slot } from './http-client.js';
 import { originOf } from './origin-slots.js';
-import { eventBody, sendToEndpoint, webhookTimestampOf } from './send-webhook.js';
+import { claimedEventBody, sendToEndpoint, webhookTimestampOf } from './send-webhook.js';
 import { traceHop, tracing } from '../runtime/hop-trace.js';
 import { logger } from '../runtime/logger.js';
 import type { BatchedCall } from '../runtime/statement-batcher.js';
@@ -402,7 +402,7 @@ class DeliverySession {
       await closeForDeletedEvent(this.deps.db, d.id);
       return null;
     }
-    const body = eventBody(def, event);
+    const body = claimedEventBody(def, event);
     const startedAtMs = this.req.clock();
     traceHop('post', d.idempotency_key);
     const outcome = await sendToEndpoint(this.deps.httpClient, this.secrets, endpoint, {

@@ -4,7 +4,9 @@
  */
 import type { EventDefinition } from '../core/catalog/index.js';
 import { merged } from '../core/merged.js';
-import { webhookBody, type EnvelopeFacts } from '../core/webhook-body.js';
+import { webhookBody, webhookBodyJson, type EnvelopeFacts } from '../core/webhook-body.js';
+import type { ClaimedEvent } from '../db/deliveries.js';
+import { decodePayload } from '../db/payload-bytes.js';
 import type { SecretBox } from '../security/secret-box.js';
 import { signBody, standardWebhookKey, standardWebhookSignature } from '../security/signature.js';
 import type { HttpClient, PostResult, Slot } from './http-client.js';
@@ -56,6 +58,16 @@ export const webhookTimestampOf = (startedAt: Date | number): number =>
 /** The bytes a delivery of `event` sends: its envelope (SPEC 2.3) and payload, as JSON. */
 export function eventBody(def: EventDefinition, event: EnvelopeFacts): Buffer {
   return Buffer.from(JSON.stringify(webhookBody(def, event)), 'utf8');
+}
+
+/**
+ * The bytes a delivery of a claimed event sends, the same as eventBody's: built around the
+ * payload's JSON as stored when the claim has it, without parsing and writing it again.
+ */
+export function claimedEventBody(def: EventDefinition, event: ClaimedEvent): Buffer {
+  return (
+    (event.dataJson && webhookBodyJson(def, event, event.dataJson)) ?? eventBody(def, merged(event, { data: decodePayload(event.payload) }))
+  );
 }
 
 export const TEST_MESSAGE = 'This is a test event sent to verify your webhook endpoint.';
