@@ -27,10 +27,13 @@ function envelopeOf(def: EventDefinition, e: Omit<EnvelopeFacts, 'data'>): Recor
   return body;
 }
 
-/** The envelope's keys, as they appear in JSON text; a payload holding any of them, at any depth, is merged the slow way. */
-const ENVELOPE_KEYS = ['event', 'customer_id', 'environment', 'channel', 'channel_account', 'external_id', '__proto__'].map((k) =>
-  Buffer.from(`"${k}"`),
-);
+/**
+ * The envelope's keys as they appear in JSON text; a payload holding any of them, at any depth, is
+ * merged the slow way. Matched on the bytes read as Latin-1: the keys are ASCII, and no byte of a
+ * UTF-8 sequence of another character is a quote (one regular expression: a seventh of the time of
+ * seven `Buffer.includes`).
+ */
+const ENVELOPE_KEY = /"(?:event|customer_id|environment|channel|channel_account|external_id|__proto__)"/;
 const COMMA = Buffer.from(',');
 
 /**
@@ -40,7 +43,7 @@ const COMMA = Buffer.from(',');
  * place in the merge: then the body is built from the parsed payload (webhookBody).
  */
 export function webhookBodyJson(def: EventDefinition, e: Omit<EnvelopeFacts, 'data'>, dataJson: Buffer): Buffer | undefined {
-  if (ENVELOPE_KEYS.some((k) => dataJson.includes(k))) return undefined;
+  if (ENVELOPE_KEY.test(dataJson.toString('latin1'))) return undefined;
   const envelope = Buffer.from(JSON.stringify(envelopeOf(def, e)), 'utf8');
   // `{}`: no member, so no comma before the envelope's.
   if (dataJson.length === 2) return envelope;
