@@ -10,6 +10,7 @@ import { isGrpcDeadlineError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { connectTemporal, endpointWorkflows, temporalCall } from '../../src/delivery/workflow-client.js';
+import { ensureMaintenanceScheduleBeside } from '../../src/worker/maintenance-schedule.js';
 import { endpointWorkflowId } from '../../src/workflows/endpoint-contract.js';
 
 let temporal: Awaited<ReturnType<typeof connectTemporal>>;
@@ -69,5 +70,13 @@ describe('temporalCall', () => {
       .getHandle(endpointWorkflowId(endpointId))
       .terminate('test over')
       .catch(() => {});
+  });
+
+  it("the worker's maintenance Schedule, ensured at its start, leaves it off", async () => {
+    const scheduleId = `ctx-schedule-${crypto.randomUUID()}`;
+    const ensured = ensureMaintenanceScheduleBeside(temporal.client, scheduleId, scheduleId);
+    await ensured.stop();
+    expect(storageOn()).toBe(false);
+    await temporalCall(temporal.connection, () => temporal.client.schedule.getHandle(scheduleId).delete());
   });
 });
