@@ -5,7 +5,6 @@
  * one that decides what is due.
  */
 import { Context } from '@temporalio/activity';
-import { endpointLabel } from '../core/endpoint-story.js';
 import { HOLD_MS } from '../core/health.js';
 import { HEARTBEAT_EVERY_MS, LEASE_MS, SESSION_MS } from '../core/runtime-limits.js';
 import {
@@ -29,6 +28,7 @@ import type { SecretBox } from '../security/secret-box.js';
 import type { DeliveryRound, EndpointActivities, HealthRecord } from '../workflows/endpoint-contract.js';
 import { runDeliverySession, type SessionDeps } from './delivery-session.js';
 import { createAttemptRecorder } from './attempt-recorder.js';
+import { endpointSnapshot } from './endpoint-snapshot.js';
 import { untilLeaseGivenBack, type SessionLeases } from './session-leases.js';
 import { createSessionRegistry, type SessionRegistry } from './session-registry.js';
 import { endHandover } from '../db/session-leases.js';
@@ -129,14 +129,7 @@ export function createActivities(deps: ActivityDeps, sessionDeps = sessionDepsOf
   return {
     async loadEndpointSnapshot(endpointId) {
       const row = await getEndpointById(db, endpointId);
-      if (!row || row.deleted_at) return null;
-      return {
-        health_status: row.health_status,
-        failure_streak: row.failure_streak,
-        active: row.active,
-        url_label: endpointLabel(row.url),
-        verified_at_ms: row.verified_at?.getTime() ?? null,
-      };
+      return !row || row.deleted_at ? null : endpointSnapshot(row);
     },
 
     /** After deletion: what was never delivered ends `exhausted` / `endpoint_deleted`, and stays in the audit list. */

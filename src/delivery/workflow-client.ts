@@ -9,6 +9,7 @@ import {
   wakeSignal,
   type DirectSessionsReport,
   type EndpointChange,
+  type EndpointSnapshot,
   type EndpointWorkflowInput,
   type HandedOverRound,
 } from '../workflows/endpoint-contract.js';
@@ -77,8 +78,10 @@ export interface EndpointWorkflows {
    * Starts the endpoint's workflow if needed and tells it what changed. Rejects when Temporal
    * cannot be reached; callers whose change is already committed use `notifyAfterCommit`.
    * The url, when the caller has it, goes into the summary a started workflow shows in the Web UI.
+   * `created`: the row a create committed, which a workflow started by this signal takes instead
+   * of reading it (`EndpointWorkflowInput.created`).
    */
-  notify(endpointId: EndpointId, accountId: AccountId, change: EndpointChange, url?: string): Promise<void>;
+  notify(endpointId: EndpointId, accountId: AccountId, change: EndpointChange, about?: ChangeContext): Promise<void>;
   /** Coalesced wake-up: there are deliveries waiting in Postgres. */
   wake(endpointId: EndpointId, accountId: AccountId, url?: string): Promise<void>;
   /** A direct session's round for the workflow to apply (src/delivery/direct-sessions.ts); starts it if needed (it may have continued as new). */
@@ -88,6 +91,12 @@ export interface EndpointWorkflows {
    * them). A plain signal: a workflow not running (its endpoint deleted) is not started for it.
    */
   report(endpointId: EndpointId, accountId: AccountId, report: DirectSessionsReport): Promise<void>;
+}
+
+/** What the caller of `notify` knows of the endpoint beside its ids. */
+export interface ChangeContext {
+  url?: string;
+  created?: EndpointSnapshot;
 }
 
 /** How long an API request waits on Temporal for one signal before giving up on it. */
@@ -100,10 +109,11 @@ export function endpointWorkflows(client: Client, taskQueue: string): EndpointWo
    * continue-as-new drops them (its command carries no user metadata), and the current details,
    * which every run sets, repeat them.
    */
-  const startOptions = (ref: { endpointId: string; accountId: string; url?: string }) => ({
+  const startOptions = (ref: { endpointId: string; accountId: string; url?: string; created?: EndpointSnapshot }) => ({
     workflowId: endpointWorkflowId(ref.endpointId),
     taskQueue,
-    args: [{ endpointId: ref.endpointId, accountId: ref.accountId }] as [EndpointWorkflowInput],
+    // (An absent `created` is left out of the payload: JSON has no undefined.)
+    args: [{ endpointId: ref.endpointId, accountId: ref.accountId, created: ref.created }] as [EndpointWorkflowInput],
     staticSummary: workflowSummary(ref),
     staticDetails: workflowStaticDetails(ref),
   });
@@ -123,11 +133,14 @@ export function endpointWorkflows(client: Client, taskQueue: string): EndpointWo
     }
   }
   return {
-    notify: (endpointId, accountId, change, url) =>
+    notify: (endpointId, accountId, change, about) =>
       send(() =>
         client.workflow.signalWithStart(
           'endpointWorkflow',
-          merged(startOptions({ endpointId, accountId, url }), { signal: endpointChangedSignal, signalArgs: [{ change }] }),
+          merged(startOptions({ endpointId, accountId, url: about?.url, created: about?.created }), {
+            signal: endpointChangedSignal,
+            signalArgs: [{ change }],
+          }),
         ),
       ),
     wake: (endpointId, accountId, url) =>
@@ -165,10 +178,10 @@ export async function notifyAfterCommit(
   endpointId: EndpointId,
   accountId: AccountId,
   change: EndpointChange,
-  url?: string,
+  about?: ChangeContext,
 ): Promise<void> {
   try {
-    await workflows.notify(endpointId, accountId, change, url);
+    await workflows.notify(endpointId, accountId, change, about);
   } catch (err) {
     logger.error({ err, endpointId, change }, 'endpoint workflow not told of a committed change');
   }

@@ -69,6 +69,13 @@ export interface EndpointWorkflowInput {
    * it travels with the input into every later run.
    */
   continueAsNewAfterChanges?: number;
+  /**
+   * The endpoint as its create committed it, when the create started the workflow: the first run
+   * takes it instead of reading the row, and looks for no work (a delivery fanned out to it since
+   * comes with news, which wakes the workflow). Absent from older histories, from workflows a
+   * wake-up started, and from every run after the first.
+   */
+  created?: EndpointSnapshot;
 }
 
 export const endpointChangedSignal = defineSignal<[{ change: EndpointChange }]>('endpointChanged');

@@ -33,6 +33,7 @@ import {
   type DeliveryRound,
   type EndpointActivities,
   type EndpointChange,
+  type EndpointSnapshot,
   type EndpointWorkflowInput,
   type EndpointWorkflowState,
   type HandedOverRound,
@@ -71,6 +72,8 @@ interface RunSignals {
   handedOver: HandedOverRound[];
   /** What the current details last said the workflow is busy with (`tell`), kept when a report refreshes them. */
   doing?: string;
+  /** The row as its create committed it (`EndpointWorkflowInput.created`), until the first take-in uses it. */
+  given?: EndpointSnapshot;
 }
 
 /**
@@ -110,8 +113,18 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: C
   const state = withDefaults(carried);
   // Every run starts with a pass, as if woken, and reads the endpoint before anything else: a first
   // run knows nothing of it yet (it may have been started by a wake-up alone), and a continued run
-  // may carry changes it was told of.
-  const run: RunSignals = { pending: [], woken: true, reload: true, changesThisRun: 0, reconciled: false, handedOver: [] };
+  // may carry changes it was told of. A first run its create started is given the row instead, and
+  // has no backlog to look at: its activities would run just as the tenant's first events come.
+  const given = carried === undefined ? input.created : undefined;
+  const run: RunSignals = {
+    pending: [],
+    woken: given === undefined,
+    reload: true,
+    changesThisRun: 0,
+    reconciled: false,
+    handedOver: [],
+    given,
+  };
 
   setHandler(endpointChangedSignal, ({ change }) => {
     run.pending.push(change);
@@ -163,7 +176,8 @@ export async function endpointWorkflow(input: EndpointWorkflowInput, carried?: C
     if ((workflowInfo().continueAsNewSuggested || forced) && run.handedOver.length === 0) {
       await condition(allHandlersFinished);
       state.changesSeen += run.pending.length;
-      await continueAsNew<typeof endpointWorkflow>(input, state);
+      const { created: _firstRunOnly, ...next } = input;
+      await continueAsNew<typeof endpointWorkflow>(next, state);
     }
   }
 }
@@ -195,10 +209,14 @@ async function takeInChanges(input: EndpointWorkflowInput, state: EndpointWorkfl
   const changes = run.pending.splice(0);
   state.changesSeen += changes.length;
   run.changesThisRun += changes.length;
+  const given = run.given;
+  run.given = undefined;
   // A deletion wins over anything queued before or after it, and an endpoint gone from Postgres is closed the same way.
   const snapshot = changes.includes('deleted')
     ? null
-    : await loadEndpointSnapshot.executeWithOptions({ summary: says.load(changes) }, [input.endpointId]);
+    : given && changes.every((c) => c === 'created')
+      ? given
+      : await loadEndpointSnapshot.executeWithOptions({ summary: says.load(changes) }, [input.endpointId]);
   if (!snapshot) {
     tell(input, state, run, 'closing: the endpoint was deleted');
     await closeEndpoint.executeWithOptions({ summary: says.close }, [input.endpointId]);

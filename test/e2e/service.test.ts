@@ -71,7 +71,7 @@ describe('the service end to end', () => {
     const connection = await Connection.connect({ address: inject('devServerAddress') });
     try {
       const handle = new Client({ connection }).workflow.getHandle(endpointWorkflowId(id));
-      await eventually(async () => (await handle.query(endpointStateQuery)).wakeups >= 1);
+      await eventually(async () => (await handle.query(endpointStateQuery)).changesSeen >= 2);
       // Eager dispatch (dev/temporal-servers.ts): an activity (a session among them) comes back in
       // the answer to the workflow task that scheduled it, and never goes into the task queue for a
       // poller. The history has no mark of which path an activity took; the task queue's stats do:

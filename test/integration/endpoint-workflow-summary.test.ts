@@ -35,7 +35,7 @@ describe('endpoint workflow summary in the Web UI', () => {
     const accountId = crypto.randomUUID() as AccountId;
     started.push(endpointWorkflowId(withUrl), endpointWorkflowId(withoutUrl));
 
-    await workflows.notify(withUrl, accountId, 'created', 'https://user:pw@hooks.example.com:8443/acme/orders?token=secret#x');
+    await workflows.notify(withUrl, accountId, 'created', { url: 'https://user:pw@hooks.example.com:8443/acme/orders?token=secret#x' });
     const described = await client.workflow.getHandle(endpointWorkflowId(withUrl)).describe();
     expect(await described.staticSummary()).toBe(`hooks.example.com:8443/acme/orders · account ${accountId}`);
     const details = await described.staticDetails();
@@ -48,7 +48,7 @@ describe('endpoint workflow summary in the Web UI', () => {
     expect(await woken.staticSummary()).toBe(`endpoint ${withoutUrl} · account ${accountId}`);
 
     // A later signal to the running workflow does not change what it started with.
-    await workflows.notify(withoutUrl, accountId, 'updated', 'https://other.example.com/x');
+    await workflows.notify(withoutUrl, accountId, 'updated', { url: 'https://other.example.com/x' });
     expect(await (await client.workflow.getHandle(endpointWorkflowId(withoutUrl)).describe()).staticSummary()).toBe(
       `endpoint ${withoutUrl} · account ${accountId}`,
     );

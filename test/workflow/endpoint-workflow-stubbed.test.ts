@@ -23,6 +23,7 @@ import {
   type EndpointChange,
   type EndpointWorkflowInput,
 } from '../../src/workflows/endpoint-contract.js';
+import { merged } from '../../src/core/merged.js';
 import { eventually } from '../support/harness.js';
 import { recordHistory, timeSkippingEnvironment } from '../support/temporal.js';
 
@@ -133,12 +134,13 @@ afterAll(async () => {
 });
 
 /** signalWithStart as the API sends it, without its 3 s deadline: a loaded test server may take longer. */
-const workflows = () => ({
-  notify: (endpointId: string, accountId: string, change: EndpointChange) =>
+const workflows = (queue = taskQueue) => ({
+  /** `created`: the row as a create committed it, which the API gives the workflow it starts. */
+  notify: (endpointId: string, accountId: string, change: EndpointChange, created?: EndpointSnapshot) =>
     env.client.workflow.signalWithStart('endpointWorkflow', {
       workflowId: endpointWorkflowId(endpointId),
-      taskQueue,
-      args: [{ endpointId, accountId }],
+      taskQueue: queue,
+      args: [{ endpointId, accountId, created }],
       signal: endpointChangedSignal,
       signalArgs: [{ change }],
     }),
@@ -153,7 +155,93 @@ const workflows = () => ({
 });
 const state = (endpointId: string) => env.client.workflow.getHandle(endpointWorkflowId(endpointId)).query(endpointStateQuery);
 
+const createdRow = (): EndpointSnapshot => ({
+  health_status: 'unverified',
+  failure_streak: 0,
+  active: true,
+  url_label: 'hooks.example.com/new',
+  verified_at_ms: null,
+});
+const EventType = temporal.api.enums.v1.EventType;
+const historyOf = async (endpointId: string) =>
+  ((await env.client.workflow.getHandle(endpointWorkflowId(endpointId)).fetchHistory()).events ?? []).map((e) => e.eventType);
+
 describe('endpoint workflow with stub activities (time skipping)', () => {
+  it('a workflow its create started takes the row it is given and asks no activity; news, then a verification, it reads and acts on as before', async () => {
+    const { endpointId, accountId, s } = newEndpoint();
+    s.snapshot = createdRow();
+    await workflows().notify(endpointId, accountId, 'created', createdRow());
+    await eventually(async () => (await state(endpointId)).changesSeen === 1);
+    // Its first task is done once the workflow waits on its idle timer.
+    await eventually(async () => (await historyOf(endpointId)).includes(EventType.EVENT_TYPE_TIMER_STARTED));
+    expect(s.calls).toEqual([]);
+    const events = await historyOf(endpointId);
+    expect(events).not.toContain(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED);
+    expect(events).toContain(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES);
+    expect(await state(endpointId)).toMatchObject({
+      health: 'unverified',
+      active: true,
+      sending: false,
+      urlLabel: 'hooks.example.com/new',
+      wakeups: 0,
+    });
+
+    // News of a delivery fanned out to it while unverified: it holds it, as any run does when woken.
+    await workflows().wake(endpointId, accountId);
+    await eventually(async () => callsTo(s, 'expireHeld').length === 1);
+    expect(s.calls.map((c) => c.name)).toEqual(['holdDeliveries', 'expireHeld']);
+
+    // A 2xx test: read, released, delivered.
+    s.snapshot = merged(healthySnapshot(), { url_label: 'hooks.example.com/new', verified_at_ms: await env.currentTimeMs() });
+    await workflows().notify(endpointId, accountId, 'verified');
+    await eventually(async () => callsTo(s, 'deliverDue').length === 1);
+    expect(s.calls.map((c) => c.name).slice(2, 5)).toEqual(['loadEndpointSnapshot', 'releaseDeliveries', 'deliverDue']);
+    expect(await state(endpointId)).toMatchObject({ health: 'healthy', sending: true, changesSeen: 2 });
+    await recordHistory(env.client.workflow.getHandle(endpointWorkflowId(endpointId)), 'endpoint-created-from-its-row');
+  });
+
+  it('a given row is for the first run only: a run continued as new reads the endpoint, and its input no longer carries the row', async () => {
+    const { endpointId, accountId, s } = newEndpoint();
+    s.snapshot = createdRow();
+    const handle = env.client.workflow.getHandle(endpointWorkflowId(endpointId));
+    const started = await env.client.workflow.signalWithStart('endpointWorkflow', {
+      workflowId: endpointWorkflowId(endpointId),
+      taskQueue,
+      args: [{ endpointId, accountId, created: createdRow(), continueAsNewAfterChanges: 1 }],
+      signal: endpointChangedSignal,
+      signalArgs: [{ change: 'created' }],
+    });
+    await eventually(async () => callsTo(s, 'loadEndpointSnapshot').length === 1);
+    const next = await handle.describe();
+    expect(next.runId).not.toBe(started.signaledRunId);
+    const startedEvent = (await handle.fetchHistory()).events![0]!.workflowExecutionStartedEventAttributes!;
+    const input = JSON.parse(Buffer.from(startedEvent.input!.payloads![0]!.data!).toString()) as EndpointWorkflowInput;
+    expect(input).toEqual({ endpointId, accountId, continueAsNewAfterChanges: 1 });
+    await handle.terminate();
+  });
+
+  it('a given row is not taken when another change came with the create: the first run reads the endpoint', async () => {
+    const { endpointId, accountId, s } = newEndpoint();
+    // Both signals wait while no worker polls this queue; its first workflow task then has both.
+    const queue = `stubbed-late-${crypto.randomUUID()}`;
+    await workflows(queue).notify(endpointId, accountId, 'created', createdRow());
+    s.snapshot = merged(createdRow(), { active: false });
+    await workflows(queue).notify(endpointId, accountId, 'updated');
+    const late = await Worker.create({
+      connection: env.nativeConnection,
+      namespace: 'default',
+      taskQueue: queue,
+      workflowBundle: { codePath: inject('workflowBundlePath') },
+      activities,
+    });
+    // (Queried while the worker runs: a query needs one. The count moves before the read's answer is in.)
+    await late.runUntil(eventually(async () => (await state(endpointId)).active === false));
+    // Nothing of this run may wait for a worker when other tests skip time.
+    await env.client.workflow.getHandle(endpointWorkflowId(endpointId)).terminate();
+    // One read, for both changes, before anything else.
+    expect(s.calls.map((c) => c.name)).toEqual(['loadEndpointSnapshot']);
+  });
+
   it('a healthy backlog goes in sessions of up to BATCH POSTs until one ends with nothing more due, and each session records its health', async () => {
     let rounds = 0;
     const { endpointId, accountId, s } = newEndpoint((nowMs) => {

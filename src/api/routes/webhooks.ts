@@ -22,6 +22,7 @@ import { inTransaction } from '../../db/pool.js';
 import { sendToEndpoint, testBody, webhookTimestampOf } from '../../delivery/send-webhook.js';
 import { webhookSends } from '../../runtime/metrics.js';
 import { notifyAfterCommit } from '../../delivery/workflow-client.js';
+import { endpointSnapshot } from '../../delivery/endpoint-snapshot.js';
 import { urlRefusal } from '../../security/destination-policy.js';
 import { generateSigningSecret } from '../../security/signature.js';
 import { principalOf, requireScope } from '../auth.js';
@@ -97,7 +98,7 @@ function createAndReadRoutes(router: Router, deps: ApiDeps): void {
         limit: deps.config.endpointLimit,
       }),
     );
-    await notifyAfterCommit(deps.workflows, row.id, accountId, 'created', row.url);
+    await notifyAfterCommit(deps.workflows, row.id, accountId, 'created', { url: row.url, created: endpointSnapshot(row) });
     ctx.status = 201;
     ctx.body = { data: { ...presentEndpoint(row), secret } };
   });
@@ -192,7 +193,7 @@ function patchAndDeleteRoutes(router: Router, deps: ApiDeps): void {
       });
       return { row: updated!, changed: true };
     });
-    if (changed) await notifyAfterCommit(deps.workflows, id, accountId, 'updated', row.url);
+    if (changed) await notifyAfterCommit(deps.workflows, id, accountId, 'updated', { url: row.url });
     ctx.body = { data: presentEndpoint(row) };
   });
 
@@ -247,7 +248,7 @@ function testRoute(router: Router, deps: ApiDeps): void {
     // Verifies only the configuration read before the POST: a url or Authorization PATCHed meanwhile stays unverified.
     const result = await recordVerification(db, id, endpoint.config_version, outcome.recordedStatus!, afterTest(true)!);
     if (!result) throw notFound('webhook endpoint');
-    if (result.verified) await notifyAfterCommit(deps.workflows, id, accountId, 'verified', result.row.url);
+    if (result.verified) await notifyAfterCommit(deps.workflows, id, accountId, 'verified', { url: result.row.url });
     const { row } = result;
     ctx.body = {
       data: { success: true, response_code: outcome.recordedStatus!, health_status: row.health_status, active: row.active },
