@@ -220,28 +220,6 @@ describe('endpoint workflow with stub activities (time skipping)', () => {
     await handle.terminate();
   });
 
-  it('a given row is not taken when another change came with the create: the first run reads the endpoint', async () => {
-    const { endpointId, accountId, s } = newEndpoint();
-    // Both signals wait while no worker polls this queue; its first workflow task then has both.
-    const queue = `stubbed-late-${crypto.randomUUID()}`;
-    await workflows(queue).notify(endpointId, accountId, 'created', createdRow());
-    s.snapshot = merged(createdRow(), { active: false });
-    await workflows(queue).notify(endpointId, accountId, 'updated');
-    const late = await Worker.create({
-      connection: env.nativeConnection,
-      namespace: 'default',
-      taskQueue: queue,
-      workflowBundle: { codePath: inject('workflowBundlePath') },
-      activities,
-    });
-    // (Queried while the worker runs: a query needs one. The count moves before the read's answer is in.)
-    await late.runUntil(eventually(async () => (await state(endpointId)).active === false));
-    // Nothing of this run may wait for a worker when other tests skip time.
-    await env.client.workflow.getHandle(endpointWorkflowId(endpointId)).terminate();
-    // One read, for both changes, before anything else.
-    expect(s.calls.map((c) => c.name)).toEqual(['loadEndpointSnapshot']);
-  });
-
   it('a healthy backlog goes in sessions of up to BATCH POSTs until one ends with nothing more due, and each session records its health', async () => {
     let rounds = 0;
     const { endpointId, accountId, s } = newEndpoint((nowMs) => {
@@ -447,6 +425,40 @@ describe('endpoint workflow with stub activities (dev server)', () => {
     await dev.running;
     await dev.client.connection.close();
     await dev.connection.close();
+  });
+
+  // On the dev server: the workflow waits for a worker on a queue of its own, which on the
+  // time-skipping server would hold back the time skipping of the tests after it.
+  it('a given row is not taken when another change came with the create: the first run reads the endpoint', async () => {
+    const { endpointId, accountId, s } = newEndpoint();
+    // Both signals wait while no worker polls this queue; its first workflow task then has both.
+    const queue = `stubbed-late-${crypto.randomUUID()}`;
+    const start = (change: EndpointChange, created?: EndpointSnapshot) =>
+      dev.client.workflow.signalWithStart('endpointWorkflow', {
+        workflowId: endpointWorkflowId(endpointId),
+        taskQueue: queue,
+        args: [{ endpointId, accountId, created }],
+        signal: endpointChangedSignal,
+        signalArgs: [{ change }],
+      });
+    await start('created', createdRow());
+    s.snapshot = merged(createdRow(), { active: false });
+    await start('updated');
+    const late = await Worker.create({
+      connection: dev.connection,
+      namespace: 'default',
+      taskQueue: queue,
+      workflowBundle: { codePath: inject('workflowBundlePath') },
+      activities,
+    });
+    const handle = dev.client.workflow.getHandle(endpointWorkflowId(endpointId));
+    // (Queried while the worker runs: a query needs one. The count moves before the read's answer is in.)
+    await late.runUntil(async () => {
+      await eventually(async () => (await handle.query(endpointStateQuery)).active === false);
+    });
+    await handle.terminate();
+    // One read, for both changes, before anything else.
+    expect(s.calls.map((c) => c.name)).toEqual(['loadEndpointSnapshot']);
   });
 
   it('an idle healthy endpoint re-reads itself after an hour and up to ten minutes more, and starts no session for it; a wake still does', async () => {
