@@ -134,10 +134,10 @@ afterAll(async () => {
 });
 
 /** signalWithStart as the API sends it, without its 3 s deadline: a loaded test server may take longer. */
-const workflows = (queue = taskQueue) => ({
+const workflows = (client: Client = env.client, queue = taskQueue) => ({
   /** `created`: the row as a create committed it, which the API gives the workflow it starts. */
   notify: (endpointId: string, accountId: string, change: EndpointChange, created?: EndpointSnapshot) =>
-    env.client.workflow.signalWithStart('endpointWorkflow', {
+    client.workflow.signalWithStart('endpointWorkflow', {
       workflowId: endpointWorkflowId(endpointId),
       taskQueue: queue,
       args: [{ endpointId, accountId, created }],
@@ -145,9 +145,9 @@ const workflows = (queue = taskQueue) => ({
       signalArgs: [{ change }],
     }),
   wake: (endpointId: string, accountId: string) =>
-    env.client.workflow.signalWithStart('endpointWorkflow', {
+    client.workflow.signalWithStart('endpointWorkflow', {
       workflowId: endpointWorkflowId(endpointId),
-      taskQueue,
+      taskQueue: queue,
       args: [{ endpointId, accountId }],
       signal: wakeSignal,
       signalArgs: [],
@@ -433,17 +433,10 @@ describe('endpoint workflow with stub activities (dev server)', () => {
     const { endpointId, accountId, s } = newEndpoint();
     // Both signals wait while no worker polls this queue; its first workflow task then has both.
     const queue = `stubbed-late-${crypto.randomUUID()}`;
-    const start = (change: EndpointChange, created?: EndpointSnapshot) =>
-      dev.client.workflow.signalWithStart('endpointWorkflow', {
-        workflowId: endpointWorkflowId(endpointId),
-        taskQueue: queue,
-        args: [{ endpointId, accountId, created }],
-        signal: endpointChangedSignal,
-        signalArgs: [{ change }],
-      });
-    await start('created', createdRow());
+    const sender = workflows(dev.client, queue);
+    await sender.notify(endpointId, accountId, 'created', createdRow());
     s.snapshot = merged(createdRow(), { active: false });
-    await start('updated');
+    await sender.notify(endpointId, accountId, 'updated');
     const late = await Worker.create({
       connection: dev.connection,
       namespace: 'default',
