@@ -3,20 +3,22 @@
  * first deliveries in code V8 has not optimised yet: in the benchmark the first 5,000 after a start
  * cost about 0.3 ms more CPU each in the worker than the next 5,000, and the first endpoint's p99
  * was three to four times the warm one. Here the same functions a session calls for each delivery
- * run first: the stored payload decoded, the webhook body built, a sealed secret opened, both
- * signatures, a share of the origin, the POST on a pooled keep-alive connection, and the answer's
- * excerpt. They go to a receiver of this process's own on loopback, through an HTTP client of their
- * own (the worker's client never allows loopback); nothing reaches Postgres, a receiver or a metric.
+ * run first: the stored payload inflated as a claim inflates it, the webhook body built around its
+ * JSON (claimedEventBody), a sealed secret opened, both signatures, a share of the origin, the POST
+ * on a pooled keep-alive connection, and the answer's excerpt. They go to a receiver of this
+ * process's own on loopback, through an HTTP client of their own (the worker's client never allows
+ * loopback); nothing reaches Postgres, a receiver or a metric.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getEventDefinition } from '../core/catalog/index.js';
 import { WARM_UP_EVENT_TYPE as EVENT_TYPE, warmUpEventData, type WarmUpReport } from '../core/warm-up-event.js';
-import { decodePayload, encodePayload } from '../db/payload-bytes.js';
+import type { ClaimedEvent } from '../db/deliveries.js';
+import { encodedPayloadsJson, encodePayload } from '../db/payload-bytes.js';
 import { createDestinationPolicy } from '../security/destination-policy.js';
 import type { SecretBox } from '../security/secret-box.js';
 import { createHttpClient } from './http-client.js';
-import { eventBody, sendToEndpoint, webhookTimestampOf } from './send-webhook.js';
+import { claimedEventBody, sendToEndpoint, webhookTimestampOf } from './send-webhook.js';
 
 /** A loopback receiver that answers every POST 200 once it has read the body. */
 async function loopbackReceiver(): Promise<{ url: string; close(): Promise<void> }> {
@@ -59,21 +61,23 @@ export async function warmUpSending(opts: {
   const lane = async () => {
     for (let n = next++; n < opts.requests; n = next++) {
       const stored = encodePayload(warmUpEventData(n));
-      const event = {
+      const event: ClaimedEvent = {
+        id: `warm-up-${n}`,
         type: EVENT_TYPE,
         customer_id: null,
-        environment: 'live' as const,
+        environment: 'live',
         channel: null,
         channel_account: null,
         external_id: null,
-        data: decodePayload(stored),
+        payload: stored,
+        dataJson: encodedPayloadsJson([stored])[0],
       };
       // No slot given: the client takes the origin's share itself, as a session's lane does first.
       const outcome = await sendToEndpoint(client, opts.secretBox, target, {
         eventType: EVENT_TYPE,
         idempotencyKey: `warm-up-${n}`,
         webhookId: `warm-up-${n}`,
-        body: eventBody(def, event),
+        body: claimedEventBody(def, event),
         timestampSeconds: webhookTimestampOf(Date.now()),
       });
       if (outcome.acknowledged) acknowledged++;
