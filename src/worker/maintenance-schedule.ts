@@ -36,12 +36,17 @@ export function maintenanceScheduleOptions(taskQueue: string, scheduleId = MAINT
 
 export type EnsureOutcome = 'created' | 'kept' | 'updated';
 
-/** Creates the Schedule, or keeps it (paused or not), updating only what this version changed. */
-export async function ensureMaintenanceSchedule(
-  client: Client,
-  taskQueue: string,
-  scheduleId = MAINTENANCE_SCHEDULE_ID,
-): Promise<EnsureOutcome> {
+/**
+ * Creates the Schedule, or keeps it (paused or not), updating only what this version changed.
+ * Through `temporalCall`: the Schedule client's calls turn the connection's context on, and left
+ * on, it ran async hooks on every promise of the sending worker until its first report to a
+ * workflow (2–4 % of its busy time in the first seconds of traffic).
+ */
+export function ensureMaintenanceSchedule(client: Client, taskQueue: string, scheduleId = MAINTENANCE_SCHEDULE_ID): Promise<EnsureOutcome> {
+  return temporalCall(client.connection, () => ensureSchedule(client, taskQueue, scheduleId));
+}
+
+async function ensureSchedule(client: Client, taskQueue: string, scheduleId: string): Promise<EnsureOutcome> {
   const wanted = maintenanceScheduleOptions(taskQueue, scheduleId);
   try {
     await client.schedule.create(wanted);
@@ -96,22 +101,14 @@ export async function keepEnsuring(
   return undefined;
 }
 
-/**
- * The Schedule ensured beside the worker's start (`keepEnsuring`); `stop` ends the tries and waits
- * for the one under way. Through `temporalCall`: the Schedule client's calls turn the connection's
- * context on, and left on, it ran async hooks on every promise of the sending worker until its
- * first report to a workflow (2–4 % of its busy time in the first seconds of traffic).
- */
+/** The Schedule ensured beside the worker's start (`keepEnsuring`); `stop` ends the tries and waits for the one under way. */
 export function ensureMaintenanceScheduleBeside(
   client: Client,
   taskQueue: string,
   scheduleId = MAINTENANCE_SCHEDULE_ID,
 ): { stop(): Promise<void> } {
   const stop = new AbortController();
-  const ensured = keepEnsuring(
-    () => temporalCall(client.connection, () => ensureMaintenanceSchedule(client, taskQueue, scheduleId)),
-    stop.signal,
-  );
+  const ensured = keepEnsuring(() => ensureMaintenanceSchedule(client, taskQueue, scheduleId), stop.signal);
   return {
     async stop() {
       stop.abort();
