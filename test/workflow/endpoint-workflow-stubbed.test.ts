@@ -163,63 +163,10 @@ const createdRow = (): EndpointSnapshot => ({
   verified_at_ms: null,
 });
 const EventType = temporal.api.enums.v1.EventType;
-const historyOf = async (endpointId: string) =>
-  ((await env.client.workflow.getHandle(endpointWorkflowId(endpointId)).fetchHistory()).events ?? []).map((e) => e.eventType);
+const historyOf = async (client: Client, endpointId: string) =>
+  ((await client.workflow.getHandle(endpointWorkflowId(endpointId)).fetchHistory()).events ?? []).map((e) => e.eventType);
 
 describe('endpoint workflow with stub activities (time skipping)', () => {
-  it('a workflow its create started takes the row it is given and asks no activity; news, then a verification, it reads and acts on as before', async () => {
-    const { endpointId, accountId, s } = newEndpoint();
-    s.snapshot = createdRow();
-    await workflows().notify(endpointId, accountId, 'created', createdRow());
-    await eventually(async () => (await state(endpointId)).changesSeen === 1);
-    // Its first task is done once the workflow waits on its idle timer.
-    await eventually(async () => (await historyOf(endpointId)).includes(EventType.EVENT_TYPE_TIMER_STARTED));
-    expect(s.calls).toEqual([]);
-    const events = await historyOf(endpointId);
-    expect(events).not.toContain(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED);
-    expect(events).toContain(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES);
-    expect(await state(endpointId)).toMatchObject({
-      health: 'unverified',
-      active: true,
-      sending: false,
-      urlLabel: 'hooks.example.com/new',
-      wakeups: 0,
-    });
-
-    // News of a delivery fanned out to it while unverified: it holds it, as any run does when woken.
-    await workflows().wake(endpointId, accountId);
-    await eventually(async () => callsTo(s, 'expireHeld').length === 1);
-    expect(s.calls.map((c) => c.name)).toEqual(['holdDeliveries', 'expireHeld']);
-
-    // A 2xx test: read, released, delivered.
-    s.snapshot = merged(healthySnapshot(), { url_label: 'hooks.example.com/new', verified_at_ms: await env.currentTimeMs() });
-    await workflows().notify(endpointId, accountId, 'verified');
-    await eventually(async () => callsTo(s, 'deliverDue').length === 1);
-    expect(s.calls.map((c) => c.name).slice(2, 5)).toEqual(['loadEndpointSnapshot', 'releaseDeliveries', 'deliverDue']);
-    expect(await state(endpointId)).toMatchObject({ health: 'healthy', sending: true, changesSeen: 2 });
-    await recordHistory(env.client.workflow.getHandle(endpointWorkflowId(endpointId)), 'endpoint-created-from-its-row');
-  });
-
-  it('a given row is for the first run only: a run continued as new reads the endpoint, and its input no longer carries the row', async () => {
-    const { endpointId, accountId, s } = newEndpoint();
-    s.snapshot = createdRow();
-    const handle = env.client.workflow.getHandle(endpointWorkflowId(endpointId));
-    const started = await env.client.workflow.signalWithStart('endpointWorkflow', {
-      workflowId: endpointWorkflowId(endpointId),
-      taskQueue,
-      args: [{ endpointId, accountId, created: createdRow(), continueAsNewAfterChanges: 1 }],
-      signal: endpointChangedSignal,
-      signalArgs: [{ change: 'created' }],
-    });
-    await eventually(async () => callsTo(s, 'loadEndpointSnapshot').length === 1);
-    const next = await handle.describe();
-    expect(next.runId).not.toBe(started.signaledRunId);
-    const startedEvent = (await handle.fetchHistory()).events![0]!.workflowExecutionStartedEventAttributes!;
-    const input = JSON.parse(Buffer.from(startedEvent.input!.payloads![0]!.data!).toString()) as EndpointWorkflowInput;
-    expect(input).toEqual({ endpointId, accountId, continueAsNewAfterChanges: 1 });
-    await handle.terminate();
-  });
-
   it('a healthy backlog goes in sessions of up to BATCH POSTs until one ends with nothing more due, and each session records its health', async () => {
     let rounds = 0;
     const { endpointId, accountId, s } = newEndpoint((nowMs) => {
@@ -427,6 +374,63 @@ describe('endpoint workflow with stub activities (dev server)', () => {
     await dev.connection.close();
   });
 
+  const devState = (endpointId: string) => dev.client.workflow.getHandle(endpointWorkflowId(endpointId)).query(endpointStateQuery);
+
+  // A new endpoint's first run, on the dev server: beside these two on the time-skipping server,
+  // its failing-receiver test timed out in two full runs of four (no cause found).
+  it('a workflow its create started takes the row it is given and asks no activity; news, then a verification, it reads and acts on as before', async () => {
+    const { endpointId, accountId, s } = newEndpoint();
+    s.snapshot = createdRow();
+    await workflows(dev.client, devQueue).notify(endpointId, accountId, 'created', createdRow());
+    await eventually(async () => (await devState(endpointId)).changesSeen === 1);
+    // Its first task is done once the workflow waits on its idle timer.
+    await eventually(async () => (await historyOf(dev.client, endpointId)).includes(EventType.EVENT_TYPE_TIMER_STARTED));
+    expect(s.calls).toEqual([]);
+    const events = await historyOf(dev.client, endpointId);
+    expect(events).not.toContain(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED);
+    expect(events).toContain(EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES);
+    expect(await devState(endpointId)).toMatchObject({
+      health: 'unverified',
+      active: true,
+      sending: false,
+      urlLabel: 'hooks.example.com/new',
+      wakeups: 0,
+    });
+
+    // News of a delivery fanned out to it while unverified: it holds it, as any run does when woken.
+    await workflows(dev.client, devQueue).wake(endpointId, accountId);
+    await eventually(async () => callsTo(s, 'expireHeld').length === 1);
+    expect(s.calls.map((c) => c.name)).toEqual(['holdDeliveries', 'expireHeld']);
+
+    // A 2xx test: read, released, delivered.
+    s.snapshot = merged(healthySnapshot(), { url_label: 'hooks.example.com/new', verified_at_ms: Date.now() });
+    await workflows(dev.client, devQueue).notify(endpointId, accountId, 'verified');
+    await eventually(async () => callsTo(s, 'deliverDue').length === 1);
+    expect(s.calls.map((c) => c.name).slice(2, 5)).toEqual(['loadEndpointSnapshot', 'releaseDeliveries', 'deliverDue']);
+    expect(await devState(endpointId)).toMatchObject({ health: 'healthy', sending: true, changesSeen: 2 });
+    await recordHistory(dev.client.workflow.getHandle(endpointWorkflowId(endpointId)), 'endpoint-created-from-its-row');
+  });
+
+  it('a given row is for the first run only: a run continued as new reads the endpoint, and its input no longer carries the row', async () => {
+    const { endpointId, accountId, s } = newEndpoint();
+    s.snapshot = createdRow();
+    const handle = dev.client.workflow.getHandle(endpointWorkflowId(endpointId));
+    const started = await dev.client.workflow.signalWithStart('endpointWorkflow', {
+      workflowId: endpointWorkflowId(endpointId),
+      taskQueue: devQueue,
+      args: [{ endpointId, accountId, created: createdRow(), continueAsNewAfterChanges: 1 }],
+      signal: endpointChangedSignal,
+      signalArgs: [{ change: 'created' }],
+    });
+    await eventually(async () => callsTo(s, 'loadEndpointSnapshot').length === 1);
+    const next = await handle.describe();
+    expect(next.runId).not.toBe(started.signaledRunId);
+    const startedEvent = (await handle.fetchHistory()).events![0]!.workflowExecutionStartedEventAttributes!;
+    const input = JSON.parse(Buffer.from(startedEvent.input!.payloads![0]!.data!).toString()) as EndpointWorkflowInput;
+    expect(input).toEqual({ endpointId, accountId, continueAsNewAfterChanges: 1 });
+    await handle.terminate();
+  });
+
   // On the dev server: the workflow waits for a worker on a queue of its own, which on the
   // time-skipping server would hold back the time skipping of the tests after it.
   it('a given row is not taken when another change came with the create: the first run reads the endpoint', async () => {
@@ -479,7 +483,6 @@ describe('endpoint workflow with stub activities (dev server)', () => {
         round: { outcomes: outcomes(Date.now(), 1, false), more: false, nextDueAtMs: Date.now() + 60_000, posts: 1 },
         observedAtMs: Date.now(),
       });
-    const devState = (id: string) => handle(id).query(endpointStateQuery);
     const { endpointId, accountId, s } = newEndpoint(async () => {
       // The direct session's failure reaches the workflow while its own session runs: after this
       // pass looked for handed-over rounds, before it continues as new (forced after one change).
