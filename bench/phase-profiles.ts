@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { mainThreadProfile, monoUs, summarizeProfile } from './profile-summary.js';
+import { compareWindows, mainThreadProfile, monoUs, summarizeProfile } from './profile-summary.js';
 
 export interface PhaseProfiles {
   /** Node's flags for the process named `name` (api-1, worker-2). */
@@ -41,8 +41,17 @@ export function profileOption(argv: string[], dir: string): PhaseProfiles | unde
           const file = mainThreadProfile(path.join(dir, name));
           out.push(`== ${w.phase}: ${name}`, file ? summarizeProfile(file, [w], 20) : '(no profile written)', '');
         }
+      // What the first deliveries after the start cost beyond the same number warm: code V8 has not optimised yet.
+      const [cold, warm] = [windows.find((w) => w.phase === 'cold'), windows.find((w) => w.phase === 'warm')];
+      if (cold && warm)
+        for (const name of processes.sort()) {
+          const file = mainThreadProfile(path.join(dir, name));
+          if (file) out.push(`== cold beyond warm: ${name}`, compareWindows(file, cold, warm), '');
+        }
       const file = path.join(dir, 'profiles.txt');
       fs.writeFileSync(file, out.join('\n'));
+      // The phases' windows on the profiles' clock, for a closer look at the raw profiles than the summary's.
+      fs.writeFileSync(path.join(dir, 'windows.json'), JSON.stringify(windows));
       return file;
     },
   };

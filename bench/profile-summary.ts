@@ -45,33 +45,45 @@ export function mainThreadProfile(dir: string): string | undefined {
   return files.sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0];
 }
 
-export function summarizeProfile(file: string, windows: { fromUs: number; toUs: number }[] = [], top = 25): string {
+interface SelfTimes {
+  /** µs by "function url:line". */
+  self: Map<string, number>;
+  /** µs by area (package, node:internal area, or the project's folder). */
+  areas: Map<string, number>;
+  total: number;
+  idle: number;
+  inWindows: number;
+}
+
+/** Self time within the windows (all of the profile when none), by function and by area. */
+function selfTimes(file: string, windows: { fromUs: number; toUs: number }[]): SelfTimes {
   const p = JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
-  const self = new Map<string, number>();
-  const areas = new Map<string, number>();
+  const out: SelfTimes = { self: new Map(), areas: new Map(), total: 0, idle: 0, inWindows: 0 };
   let t = p.startTime;
-  let total = 0;
-  let idle = 0;
-  let inWindows = 0;
   for (let i = 0; i < p.samples.length; i++) {
     const dt = p.timeDeltas[i] ?? 0;
     t += dt;
     if (windows.length && !windows.some((w) => t >= w.fromUs && t <= w.toUs)) continue;
-    inWindows += dt;
+    out.inWindows += dt;
     const node = byId.get(p.samples[i]!)!;
     const { functionName, url, lineNumber } = node.callFrame;
     if (functionName === '(idle)') {
-      idle += dt;
+      out.idle += dt;
       continue;
     }
-    total += dt;
+    out.total += dt;
     const name =
       `${functionName || '(anonymous)'} ${url ? `${url.replace(/^file:\/\//, '').replace(projectRoot + '/', '')}:${lineNumber + 1}` : ''}`.trim();
-    self.set(name, (self.get(name) ?? 0) + dt);
+    out.self.set(name, (out.self.get(name) ?? 0) + dt);
     const a = ['(garbage collector)', '(program)'].includes(functionName) ? functionName : area(url);
-    areas.set(a, (areas.get(a) ?? 0) + dt);
+    out.areas.set(a, (out.areas.get(a) ?? 0) + dt);
   }
+  return out;
+}
+
+export function summarizeProfile(file: string, windows: { fromUs: number; toUs: number }[] = [], top = 25): string {
+  const { self, areas, total, idle, inWindows } = selfTimes(file, windows);
   const pctOf = (us: number) => `${((100 * us) / total).toFixed(1).padStart(5)}%`;
   const lines = [
     `busy ${(total / 1e6).toFixed(1)} s of ${(inWindows / 1e6).toFixed(1)} s sampled (${((100 * total) / Math.max(1, inWindows)).toFixed(0)}% of one core); idle ${(idle / 1e6).toFixed(1)} s`,
@@ -87,6 +99,28 @@ export function summarizeProfile(file: string, windows: { fromUs: number; toUs: 
       .map(([k, v]) => `  ${pctOf(v)}  ${(v / 1e6).toFixed(2).padStart(6)} s  ${k}`),
   ];
   return lines.join('\n');
+}
+
+/**
+ * Where window `a` spent more than window `b` (the cold phase beyond the warm one, each of the
+ * same number of deliveries): the areas and functions with the largest excess, in ms.
+ */
+export function compareWindows(file: string, a: { fromUs: number; toUs: number }, b: { fromUs: number; toUs: number }, top = 20): string {
+  const [x, y] = [selfTimes(file, [a]), selfTimes(file, [b])];
+  const ms = (us: number) => (us / 1000).toFixed(0).padStart(6);
+  const excess = (m: Map<string, number>, n: Map<string, number>, count: number) =>
+    [...new Set([...m.keys(), ...n.keys()])]
+      .map((k) => [k, m.get(k) ?? 0, n.get(k) ?? 0] as const)
+      .sort((p, q) => q[1] - q[2] - (p[1] - p[2]))
+      .slice(0, count)
+      .map(([k, u, v]) => `  ${ms(u - v)} ms  (${ms(u)} against ${ms(v)})  ${k}`);
+  return [
+    `busy ${ms(x.total)} ms against ${ms(y.total)} ms`,
+    'by area:',
+    ...excess(x.areas, y.areas, 15),
+    'by function (self time):',
+    ...excess(x.self, y.self, top),
+  ].join('\n');
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
