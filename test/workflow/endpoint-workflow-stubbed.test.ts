@@ -372,6 +372,22 @@ describe('endpoint workflow with stub activities (time skipping)', () => {
     expect(await state(endpointId)).toMatchObject({ health: 'healthy', failureStreak: 0, sending: true, changesSeen: 2 });
     expect(callsTo(s, 'alertOwner')).toHaveLength(3);
   });
+
+  it('an idle healthy endpoint re-reads itself after an hour and up to ten minutes more, and starts no session for it; a wake still does', async () => {
+    const { endpointId, accountId, s } = newEndpoint();
+    await workflows().notify(endpointId, accountId, 'verified');
+    await eventually(async () => callsTo(s, 'deliverDue').length === 1);
+    const loads = callsTo(s, 'loadEndpointSnapshot').length;
+    await skip('50 minutes');
+    expect(callsTo(s, 'loadEndpointSnapshot')).toHaveLength(loads);
+    await skip('25 minutes');
+    await eventually(async () => callsTo(s, 'loadEndpointSnapshot').length === loads + 1);
+    // The reconcile found nothing new: no delivery session (due work nobody was told of is the sweep's to find).
+    await skip('1 minute');
+    expect(callsTo(s, 'deliverDue')).toHaveLength(1);
+    await workflows().wake(endpointId, accountId);
+    await eventually(async () => callsTo(s, 'deliverDue').length === 2);
+  });
 });
 
 // Continue-as-new under a storm of signals runs on the dev server (a real Temporal server): the Java
@@ -480,22 +496,6 @@ describe('endpoint workflow with stub activities (dev server)', () => {
     await handle.terminate();
     // One read, for both changes, before anything else.
     expect(s.calls.map((c) => c.name)).toEqual(['loadEndpointSnapshot']);
-  });
-
-  it('an idle healthy endpoint re-reads itself after an hour and up to ten minutes more, and starts no session for it; a wake still does', async () => {
-    const { endpointId, accountId, s } = newEndpoint();
-    await workflows().notify(endpointId, accountId, 'verified');
-    await eventually(async () => callsTo(s, 'deliverDue').length === 1);
-    const loads = callsTo(s, 'loadEndpointSnapshot').length;
-    await skip('50 minutes');
-    expect(callsTo(s, 'loadEndpointSnapshot')).toHaveLength(loads);
-    await skip('25 minutes');
-    await eventually(async () => callsTo(s, 'loadEndpointSnapshot').length === loads + 1);
-    // The reconcile found nothing new: no delivery session (due work nobody was told of is the sweep's to find).
-    await skip('1 minute');
-    expect(callsTo(s, 'deliverDue')).toHaveLength(1);
-    await workflows().wake(endpointId, accountId);
-    await eventually(async () => callsTo(s, 'deliverDue').length === 2);
   });
 
   // On the dev server: the activity signals its own workflow while it runs, which once hung on the
