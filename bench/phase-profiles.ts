@@ -35,19 +35,15 @@ export function profileOption(argv: string[], dir: string): PhaseProfiles | unde
     },
     summarize() {
       const out: string[] = [];
-      const processes = fs.existsSync(dir) ? fs.readdirSync(dir).filter((n) => fs.statSync(path.join(dir, n)).isDirectory()) : [];
+      const names = fs.existsSync(dir) ? fs.readdirSync(dir).filter((n) => fs.statSync(path.join(dir, n)).isDirectory()) : [];
+      const profiles = names.sort().map((name) => ({ name, file: mainThreadProfile(path.join(dir, name)) }));
       for (const w of windows)
-        for (const name of processes.sort()) {
-          const file = mainThreadProfile(path.join(dir, name));
+        for (const { name, file } of profiles)
           out.push(`== ${w.phase}: ${name}`, file ? summarizeProfile(file, [w], 20) : '(no profile written)', '');
-        }
       // What the first deliveries after the start cost beyond the same number warm: code V8 has not optimised yet.
       const [cold, warm] = [windows.find((w) => w.phase === 'cold'), windows.find((w) => w.phase === 'warm')];
       if (cold && warm)
-        for (const name of processes.sort()) {
-          const file = mainThreadProfile(path.join(dir, name));
-          if (file) out.push(`== cold beyond warm: ${name}`, compareWindows(file, cold, warm), '');
-        }
+        for (const { name, file } of profiles) if (file) out.push(`== cold beyond warm: ${name}`, compareWindows(file, cold, warm), '');
       const file = path.join(dir, 'profiles.txt');
       fs.writeFileSync(file, out.join('\n'));
       // The phases' windows on the profiles' clock, for a closer look at the raw profiles than the summary's.

@@ -55,9 +55,10 @@ interface SelfTimes {
   inWindows: number;
 }
 
+const readProfile = (file: string) => JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;
+
 /** Self time within the windows (all of the profile when none), by function and by area. */
-function selfTimes(file: string, windows: { fromUs: number; toUs: number }[]): SelfTimes {
-  const p = JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;
+function selfTimes(p: CpuProfile, windows: { fromUs: number; toUs: number }[]): SelfTimes {
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
   const out: SelfTimes = { self: new Map(), areas: new Map(), total: 0, idle: 0, inWindows: 0 };
   let t = p.startTime;
@@ -83,7 +84,7 @@ function selfTimes(file: string, windows: { fromUs: number; toUs: number }[]): S
 }
 
 export function summarizeProfile(file: string, windows: { fromUs: number; toUs: number }[] = [], top = 25): string {
-  const { self, areas, total, idle, inWindows } = selfTimes(file, windows);
+  const { self, areas, total, idle, inWindows } = selfTimes(readProfile(file), windows);
   const pctOf = (us: number) => `${((100 * us) / total).toFixed(1).padStart(5)}%`;
   const lines = [
     `busy ${(total / 1e6).toFixed(1)} s of ${(inWindows / 1e6).toFixed(1)} s sampled (${((100 * total) / Math.max(1, inWindows)).toFixed(0)}% of one core); idle ${(idle / 1e6).toFixed(1)} s`,
@@ -106,7 +107,8 @@ export function summarizeProfile(file: string, windows: { fromUs: number; toUs: 
  * same number of deliveries): the areas and functions with the largest excess, in ms.
  */
 export function compareWindows(file: string, a: { fromUs: number; toUs: number }, b: { fromUs: number; toUs: number }, top = 20): string {
-  const [x, y] = [selfTimes(file, [a]), selfTimes(file, [b])];
+  const p = readProfile(file);
+  const [x, y] = [selfTimes(p, [a]), selfTimes(p, [b])];
   const ms = (us: number) => (us / 1000).toFixed(0).padStart(6);
   const excess = (m: Map<string, number>, n: Map<string, number>, count: number) =>
     [...new Set([...m.keys(), ...n.keys()])]
