@@ -416,8 +416,8 @@ describe('endpoint workflow with stub activities (dev server)', () => {
 
   const devState = (endpointId: string) => dev.client.workflow.getHandle(endpointWorkflowId(endpointId)).query(endpointStateQuery);
 
-  // A new endpoint's first run, on the dev server: beside these two on the time-skipping server,
-  // its failing-receiver test timed out in two full runs of four (no cause found).
+  // A new endpoint's first run, on the dev server: the second of these continues its workflow as
+  // new, which on the time-skipping server left its clock held (see the note above that block).
   it('a workflow its create started takes the row it is given and asks no activity; news, then a verification, it reads and acts on as before', async () => {
     const { endpointId, accountId, s } = newEndpoint();
     s.snapshot = createdRow();
@@ -471,8 +471,8 @@ describe('endpoint workflow with stub activities (dev server)', () => {
     await handle.terminate();
   });
 
-  // On the dev server: the workflow waits for a worker on a queue of its own, which on the
-  // time-skipping server would hold back the time skipping of the tests after it.
+  // On the dev server: the workflow waits for a worker on a queue of its own, and on the
+  // time-skipping server a workflow task holds the clock until a worker completes it.
   it('a given row is not taken when another change came with the create: the first run reads the endpoint', async () => {
     const { endpointId, accountId, s } = newEndpoint();
     // Both signals wait while no worker polls this queue; its first workflow task then has both.
