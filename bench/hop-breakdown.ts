@@ -21,10 +21,11 @@ export const HOPS = [
 export type HopName = (typeof HOPS)[number][0];
 
 /**
- * How news was routed: sessions' leases granted and refused, wake signals sent to workflows (the
- * slow path), and direct sessions' reports sent to them (a workflow task each).
+ * How news was routed: sessions' leases granted and refused, news a worker left to the preferred
+ * one (no ask), wake signals sent to workflows (the slow path), and direct sessions' reports sent
+ * to them (a workflow task each).
  */
-const ROUTING = ['leased', 'lease-refused', 'wake-signal', 'report'] as const;
+const ROUTING = ['leased', 'lease-refused', 'left', 'wake-signal', 'report'] as const;
 type RoutingHop = (typeof ROUTING)[number];
 const isRouting = (hop: string): hop is RoutingHop => (ROUTING as readonly string[]).includes(hop);
 
@@ -39,7 +40,7 @@ interface Trace {
 export function readTraces(dir: string): Trace {
   const perKey: Trace['perKey'] = new Map();
   const perEndpoint: Trace['perEndpoint'] = new Map();
-  const routing: Trace['routing'] = { leased: [], 'lease-refused': [], 'wake-signal': [], report: [] };
+  const routing: Trace['routing'] = { leased: [], 'lease-refused': [], left: [], 'wake-signal': [], report: [] };
   const files = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.trace')) : [];
   for (const f of files)
     for (const line of fs.readFileSync(path.join(dir, f), 'utf8').split('\n')) {
@@ -144,7 +145,7 @@ export function printBreakdown(title: string, b: Breakdown): void {
   printColumns(rows);
   const r = b.routing;
   console.log(
-    `routing in the phase: ${r.leased} session leases granted, ${r['lease-refused']} refused, ${r['wake-signal']} wake signals and ${r.report} sessions' reports to workflows`,
+    `routing in the phase: ${r.leased} session leases granted, ${r['lease-refused']} refused, ${r.left} news left to the preferred worker, ${r['wake-signal']} wake signals and ${r.report} sessions' reports to workflows`,
   );
   console.log('');
 }

@@ -3,7 +3,9 @@
  * Postgres releases it when the connection goes (the process died, the network dropped it), and
  * another process's next try takes it. A process without it tries again every `retryMs`. Every
  * process trying for it is also a member (a shared lock on a second key), so the holder can tell
- * whether anyone else would take over: a lone process has no reason to step aside.
+ * whether anyone else would take over: a lone process has no reason to step aside. The holder can
+ * also raise a flag (a third key, held on the same connection) that the others see at their next
+ * look, with whether another process holds the lock at all.
  */
 import pg from 'pg';
 import { logger } from '../runtime/logger.js';
@@ -13,21 +15,54 @@ export interface HeldLock {
   held(): boolean;
   /** The processes trying for the lock or holding it, this one included (as of the last look, every `retryMs`). */
   members(): number;
+  /** What another process holding the lock shows (as of the last look): none when no other process holds it. */
+  otherHolder(): { flagged: boolean } | null;
+  /** Raises or lowers this process's flag, shown while it holds the lock (the others see it at their next look). */
+  flag(up: boolean): void;
   /** Resolves once the first try is answered (or failed). */
   ready: Promise<void>;
   close(): Promise<void>;
 }
 
-/** The processes holding the shared lock on `key`, in this database. */
-const MEMBERS = `SELECT count(*)::int AS n FROM pg_locks l, (SELECT hashtextextended($1, 0) AS k) key
+/**
+ * Of the advisory locks on the three keys, in this database: the members, and whether a process
+ * other than this one holds the lock and its flag. A bigint key is split over classid and objid.
+ */
+const LOOK = `SELECT count(*) FILTER (WHERE l.mode = 'ShareLock' AND k.role = 'members')::int AS members,
+    coalesce(bool_or(k.role = 'lock' AND l.mode = 'ExclusiveLock' AND l.pid <> pg_backend_pid()), false) AS held_elsewhere,
+    coalesce(bool_or(k.role = 'flag' AND l.mode = 'ExclusiveLock' AND l.pid <> pg_backend_pid()), false) AS flagged_elsewhere
+  FROM pg_locks l
+  JOIN (VALUES ('lock', hashtextextended($1, 0)), ('members', hashtextextended($2, 0)), ('flag', hashtextextended($3, 0))) AS k(role, key)
+    ON l.classid = ((k.key >> 32) & 4294967295)::oid AND l.objid = (k.key & 4294967295)::oid
   WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-    AND l.classid = ((key.k >> 32) & 4294967295)::oid AND l.objid = (key.k & 4294967295)::oid`;
+    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`;
 
-export function keepTryingForLock(o: { databaseUrl: string; name: string; retryMs: number }): HeldLock {
+/** Takes or gives back the flag's lock on `c`; returns whether it is held. */
+async function setFlag(c: pg.Client, key: string, up: boolean): Promise<boolean> {
+  await c.query(up ? `SELECT pg_advisory_lock(hashtextextended($1, 0))` : `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, [key]);
+  return up;
+}
+
+async function look(c: pg.Client, keys: [lock: string, members: string, flag: string]) {
+  const { rows } = await c.query<{ members: number; held_elsewhere: boolean; flagged_elsewhere: boolean }>(LOOK, keys);
+  return { members: rows[0]!.members, other: rows[0]!.held_elsewhere ? { flagged: rows[0]!.flagged_elsewhere } : null };
+}
+
+export function keepTryingForLock(o: {
+  databaseUrl: string;
+  name: string;
+  retryMs: number;
+  /** Called each time this process takes the lock (it had not held it before). */
+  onTaken?: () => void;
+}): HeldLock {
   const memberKey = `${o.name} members`;
+  const flagKey = `${o.name} flag`;
   let holder = false;
   let members = 1;
+  let other: { flagged: boolean } | null = null;
+  /** The flag as asked for, and as Postgres holds it on `client`. */
+  let flagWanted = false;
+  let flagHeld = false;
   let closed = false;
   let client: pg.Client | null = null;
 
@@ -36,6 +71,7 @@ export function keepTryingForLock(o: { databaseUrl: string; name: string; retryM
     if (client !== c) return;
     client = null;
     holder = false;
+    flagHeld = false;
     c.end().catch(() => {});
   };
 
@@ -54,11 +90,18 @@ export function keepTryingForLock(o: { databaseUrl: string; name: string; retryM
       if (!holder) {
         const { rows } = await client.query<{ got: boolean }>(`SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS got`, [o.name]);
         holder = rows[0]!.got;
-        if (holder) logger.info({ lock: o.name }, 'advisory lock taken');
+        if (holder) {
+          logger.info({ lock: o.name }, 'advisory lock taken');
+          o.onTaken?.();
+        }
       }
-      members = (await client.query<{ n: number }>(MEMBERS, [memberKey])).rows[0]!.n;
+      // Held while this process holds the lock and wants it up.
+      const want = flagWanted && holder;
+      if (want !== flagHeld) flagHeld = await setFlag(client, flagKey, want);
+      ({ members, other } = await look(client, [o.name, memberKey, flagKey]));
     } catch (err) {
       logger.debug({ err, lock: o.name }, 'advisory lock not asked; trying again');
+      other = null;
       if (client) drop(client);
     }
   }
@@ -73,6 +116,13 @@ export function keepTryingForLock(o: { databaseUrl: string; name: string; retryM
   return {
     held: () => holder,
     members: () => members,
+    otherHolder: () => other,
+    flag(up) {
+      if (up === flagWanted) return;
+      flagWanted = up;
+      // A try of its own, after the one in flight (which may have settled the flag before this).
+      void (trying ?? Promise.resolve()).then(() => (closed ? undefined : tryNow()));
+    },
     ready: tryNow(),
     async close() {
       closed = true;

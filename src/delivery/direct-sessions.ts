@@ -37,10 +37,13 @@ export type DirectStart =
    */
   | { kind: 'busy'; inMs: number; elsewhere: boolean }
   /** Not for a direct session: its workflow must look (failing, paused, inactive, a round handed over), or too many run here. */
-  | { kind: 'workflow' };
+  | { kind: 'workflow' }
+  /** News left to the deployment's preferred worker, which hears it too (src/delivery/session-preference.ts). */
+  | { kind: 'left' };
 
 export interface DirectSessions {
-  start(due: DueEndpoint): Promise<DirectStart>;
+  /** `heard`: news from the due channel, which every worker hears; `found`: work this worker found itself (a sweep, a lease given back or lost). */
+  start(due: DueEndpoint, how?: 'heard' | 'found'): Promise<DirectStart>;
   /** Work found due when a session gave its lease back (news it missed while ending). */
   onFreed(listener: (due: DueEndpoint) => void): void;
   /** Stops the sessions running (their unsent deliveries are released) and waits for them. */
@@ -59,8 +62,8 @@ export function createDirectSessions(o: {
   reports?: SessionReports;
   /** At most one report per endpoint this often (config DIRECT_REPORT_EVERY_MS); REPORT_EVERY_MS when unset. */
   reportEveryMs?: number;
-  /** How long this worker lets the deployment's preferred worker ask first (src/delivery/session-preference.ts); at once when unset. */
-  preference?: Pick<SessionPreference, 'delayMs'>;
+  /** How long this worker lets the deployment's preferred worker ask first, and whether it leaves news to it (src/delivery/session-preference.ts); at once when unset. */
+  preference?: Pick<SessionPreference, 'delayMs' | 'leavesNews'>;
 }): DirectSessions {
   const reports =
     o.reports ?? createSessionReports({ send: (id, account, report) => o.workflows.report(id, account, report), everyMs: o.reportEveryMs });
@@ -72,24 +75,6 @@ export function createDirectSessions(o: {
   const stop = new AbortController();
   // Every running session listens for the worker's stop.
   setMaxListeners(0, stop.signal);
-
-  async function handOver(due: DueEndpoint, round: DeliveryRound, observedAtMs: number): Promise<void> {
-    // Successes reported before the failure: the workflow learns them first.
-    await reports.flush(due.endpointId);
-    const since = Date.now();
-    for (let failures = 0; ; failures++) {
-      try {
-        return await o.workflows.handOver(due.endpointId, due.accountId, { round, observedAtMs });
-      } catch (err) {
-        // The lease's hand-over mark lapses after HANDOVER_TIMEOUT_MS: sessions start again then.
-        if (Date.now() - since >= HANDOVER_TIMEOUT_MS || stop.signal.aborted) {
-          logger.error({ err, endpointId: due.endpointId }, 'round of a direct session not handed to its workflow');
-          return;
-        }
-        await new Promise((r) => setTimeout(r, doublingBackoffMs(250, failures, 5_000)));
-      }
-    }
-  }
 
   async function run(due: DueEndpoint, owner: string, lease: { endpoint: EndpointRow; lastPostAgoMs: number | null }) {
     const observedAtMs = Date.now();
@@ -105,7 +90,7 @@ export function createDirectSessions(o: {
     });
     try {
       const round = await session;
-      if (needsWorkflow(round)) await handOver(due, round, observedAtMs);
+      if (needsWorkflow(round)) await handOver({ workflows: o.workflows, reports, signal: stop.signal }, due, round, observedAtMs);
       else if (round.healthRecorded === true && round.outcomes.length > 0) reports.add(due.endpointId, due.accountId, reportOf(round));
     } catch (err) {
       // Its lease lapses in seconds and the worker's check for lost sessions routes the endpoint again.
@@ -114,7 +99,12 @@ export function createDirectSessions(o: {
   }
 
   return {
-    async start(due) {
+    async start(due, how = 'found') {
+      // The preferred worker asks at once, and an ask from here would be refused.
+      if (how === 'heard' && o.preference?.leavesNews()) {
+        traceHop('left', due.endpointId);
+        return { kind: 'left' };
+      }
       if (stop.signal.aborted || running.size >= (o.maxSessions ?? MAX_DIRECT_SESSIONS)) return { kind: 'workflow' };
       const defer = o.preference?.delayMs() ?? 0;
       if (defer > 0) await new Promise((r) => setTimeout(r, defer));
@@ -145,6 +135,30 @@ export function createDirectSessions(o: {
       await reports.flush();
     },
   };
+}
+
+/** A round with a failure, to the endpoint's workflow, tried again until its lease's hand-over mark would lapse. */
+async function handOver(
+  o: { workflows: Pick<EndpointWorkflows, 'handOver'>; reports: SessionReports; signal: AbortSignal },
+  due: DueEndpoint,
+  round: DeliveryRound,
+  observedAtMs: number,
+): Promise<void> {
+  // Successes reported before the failure: the workflow learns them first.
+  await o.reports.flush(due.endpointId);
+  const since = Date.now();
+  for (let failures = 0; ; failures++) {
+    try {
+      return await o.workflows.handOver(due.endpointId, due.accountId, { round, observedAtMs });
+    } catch (err) {
+      // The lease's hand-over mark lapses after HANDOVER_TIMEOUT_MS: sessions start again then.
+      if (Date.now() - since >= HANDOVER_TIMEOUT_MS || o.signal.aborted) {
+        logger.error({ err, endpointId: due.endpointId }, 'round of a direct session not handed to its workflow');
+        return;
+      }
+      await new Promise((r) => setTimeout(r, doublingBackoffMs(250, failures, 5_000)));
+    }
+  }
 }
 
 /** A session of successes only as a report: every POST a success, the latest as `afterRound` takes it. */

@@ -19,6 +19,7 @@ import { traceHop } from '../runtime/hop-trace.js';
 import { logger } from '../runtime/logger.js';
 import type { EndpointWorkflows } from './workflow-client.js';
 import type { DirectSessions } from './direct-sessions.js';
+import type { SessionPreference } from './session-preference.js';
 
 export interface DueRouterOptions {
   databaseUrl: string;
@@ -42,12 +43,19 @@ export interface DueRouterOptions {
    * unless given).
    */
   heldQuietMs?: number;
+  /**
+   * The deployment's preferred worker (src/delivery/session-preference.ts): told when this router
+   * stops or starts hearing news; when this worker becomes the preferred one, everything due is
+   * routed, overdue or not, since news the others left to the one before may have died with it.
+   */
+  preference?: Pick<SessionPreference, 'listening' | 'onPreferred'>;
 }
 
 export interface DueRouter {
   /** Resolves once listening (or after the first failed try: it keeps trying on its own). */
   ready: Promise<void>;
-  sweep(): Promise<void>;
+  /** Routes the work due `olderThanMs` ago or before (`sweepEveryMs` unless given) that nobody has taken; nothing without the sweep. */
+  sweep(olderThanMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -147,10 +155,11 @@ class NewsRouter {
     this.forgetOld.unref();
   }
 
-  route(due: DueEndpoint): void {
+  /** `heard`: news from the due channel; `found`: due work this worker found itself (which it never leaves to another). */
+  route(due: DueEndpoint, how: 'heard' | 'found' = 'found'): void {
     if (this.o.sessions.poke(due.endpointId)) return;
     // Its workflow was signalled moments ago (it was no endpoint for a direct session): the same again, coalesced.
-    if (this.o.direct && !this.signalledRecently(due.endpointId)) this.startDirect(due);
+    if (this.o.direct && !this.signalledRecently(due.endpointId)) this.startDirect(due, how);
     else this.wake(due);
   }
 
@@ -203,12 +212,12 @@ class NewsRouter {
     );
   }
 
-  private startDirect(due: DueEndpoint): void {
+  private startDirect(due: DueEndpoint, how: 'heard' | 'found'): void {
     const n = this.entry(due.endpointId);
     if (n.starting || this.heldElsewhere(n, due.endpointId)) return;
     traceHop('lease-asked', due.endpointId);
     n.starting = true;
-    this.o.direct!.start(due).then(
+    this.o.direct!.start(due, how).then(
       (r) => {
         this.startAnswered(due.endpointId);
         if (r.kind === 'workflow') this.wake(due);
@@ -289,10 +298,10 @@ export function startDueRouter(o: DueRouterOptions): DueRouter {
   let closed = false;
   let sweepTimer: NodeJS.Timeout | undefined;
 
-  async function sweep(): Promise<void> {
+  async function sweep(olderThanMs = o.sweepEveryMs): Promise<void> {
     if (o.sweepEveryMs === 0) return;
     try {
-      for (const due of await findOverdueEndpoints(o.db, o.sweepEveryMs)) route(due);
+      for (const due of await findOverdueEndpoints(o.db, olderThanMs)) route(due);
     } catch (err) {
       logger.warn({ err }, 'sweep for overdue deliveries failed; the next one tries again');
     }
@@ -305,13 +314,17 @@ export function startDueRouter(o: DueRouterOptions): DueRouter {
     onNotification: (payload) => {
       for (const due of parseDuePayload(payload)) {
         traceHop('heard', due.endpointId);
-        route(due);
+        router.route(due, 'heard');
       }
     },
     // Notifications sent while nobody listened are gone: look for their work.
-    onUp: sweep,
-    onDown: () => {},
+    onUp: () => {
+      o.preference?.listening(true);
+      return sweep();
+    },
+    onDown: () => o.preference?.listening(false),
   });
+  o.preference?.onPreferred(() => void sweep(0));
   if (o.sweepEveryMs > 0) {
     const every = () => {
       sweepTimer = setTimeout(() => void sweep().finally(() => !closed && every()), o.sweepEveryMs);

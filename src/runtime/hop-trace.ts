@@ -5,7 +5,7 @@
  * is a test of one constant and nothing is kept. Times are wall-clock ms with sub-ms resolution,
  * comparable across the processes of one machine. Keys are events' idempotency keys (what the
  * receiver sees in X-Idempotency-Key), or endpoint ids for the hops that concern an endpoint
- * (notify, heard, a session's start: lease-asked, then leased or lease-refused, and its report).
+ * (notify, heard, a session's start: lease-asked, then leased, lease-refused or left, and its report).
  */
 import fs from 'node:fs';
 import path from 'node:path';

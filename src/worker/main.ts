@@ -123,8 +123,10 @@ async function startNewsRouting(
   sessionDeps: SessionDeps & { leases: SessionLeases },
 ): Promise<{ close(): Promise<void> }> {
   const preference = config.directSessions
-    ? startSessionPreference({ databaseUrl: config.databaseUrl, channel: dueChannel(config.taskQueue) })
+    ? startSessionPreference({ databaseUrl: config.databaseUrl, channel: dueChannel(config.taskQueue), leaveNews: config.dueSweepMs > 0 })
     : undefined;
+  // Not hearing news until its router listens: shown before the others can see it preferred.
+  preference?.listening(false);
   await preference?.ready;
   const router = startDueRouter({
     databaseUrl: config.databaseUrl,
@@ -134,14 +136,16 @@ async function startNewsRouting(
     workflows,
     sweepEveryMs: config.dueSweepMs,
     heldQuietMs: config.deliveryLingerMs,
+    preference,
     direct: config.directSessions
       ? createDirectSessions({ deps: sessionDeps, workflows, preference, reportEveryMs: config.directReportEveryMs })
       : undefined,
   });
   return {
     async close() {
-      await router.close();
+      // Given up first: the others leave news to the preferred worker, and this one is about to stop hearing it.
       await preference?.close();
+      await router.close();
     },
   };
 }

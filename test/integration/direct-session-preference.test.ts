@@ -1,7 +1,8 @@
 /**
  * A worker that is not the deployment's preferred one (src/delivery/session-preference.ts) asks
  * for a new direct session's lease only after its delay, so the preferred worker's ask, made
- * meanwhile, gets the session; with no delay it asks at once. Real worker, leases and Postgres;
+ * meanwhile, gets the session; with no delay it asks at once. While the preferred worker takes
+ * news, it does not ask for what it heard at all. Real worker, leases and Postgres;
  * the other worker's ask is its lease statement.
  */
 import { describe, expect, it } from 'vitest';
@@ -12,7 +13,8 @@ import { createTenant, eventually, testDb } from '../support/harness.js';
 import { deliveryTestBed } from '../support/delivery-test-bed.js';
 
 let delay = 0;
-const bed = deliveryTestBed({ directSessions: true, devServer: true, preference: { delayMs: () => delay } });
+let leave = false;
+const bed = deliveryTestBed({ directSessions: true, devServer: true, preference: { delayMs: () => delay, leavesNews: () => leave } });
 
 const otherWorker = (endpointId: string) =>
   takeDirectSessionLeases(testDb(), [{ endpointId, owner: 'direct/other-worker' }], SESSION_LEASE_MS, HANDOVER_TIMEOUT_MS);
@@ -40,6 +42,27 @@ describe('direct sessions of a worker that is not preferred', () => {
     expect(await bed.direct!.start(due)).toEqual({ kind: 'started' });
     expect(await owner(endpointId)).toMatch(/^direct\//);
     expect((await otherWorker(endpointId))[0]).toMatchObject({ granted: false });
+    await eventually(async () => (await owner(endpointId)) === null, 30_000);
+  }, 60_000);
+
+  it('leave news they hear to the preferred worker, asking nothing; work they found themselves they ask for', async () => {
+    const tenant = await createTenant();
+    const endpointId = await bed.verifiedEndpoint(tenant, bed.uniquePath('leaves-news'));
+    await bed.idle(endpointId);
+    const due = { endpointId: endpointId as EndpointId, accountId: tenant.accountId as AccountId };
+    leave = true;
+    try {
+      expect(await bed.direct!.start(due, 'heard')).toEqual({ kind: 'left' });
+      // Not asked: the lease is free, and the preferred worker's ask gets it.
+      expect(await owner(endpointId)).toBeNull();
+      expect((await otherWorker(endpointId))[0]).toMatchObject({ granted: true });
+      await endSessionLease(testDb(), endpointId, 'direct/other-worker', false);
+      // Found here (a sweep, a lease given back or lost): asked for, and started.
+      expect(await bed.direct!.start(due, 'found')).toEqual({ kind: 'started' });
+      expect(await owner(endpointId)).toMatch(/^direct\//);
+    } finally {
+      leave = false;
+    }
     await eventually(async () => (await owner(endpointId)) === null, 30_000);
   }, 60_000);
 });

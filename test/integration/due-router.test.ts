@@ -17,6 +17,7 @@ import { createPool, type Db } from '../../src/db/pool.js';
 import { endpointWorkflows } from '../../src/delivery/workflow-client.js';
 import type { DirectSessions, DirectStart } from '../../src/delivery/direct-sessions.js';
 import { startDueRouter, type DueRouter } from '../../src/delivery/due-router.js';
+import { startSessionPreference, type SessionPreference } from '../../src/delivery/session-preference.js';
 import { endpointWorkflowId } from '../../src/workflows/endpoint-contract.js';
 import { eventually } from '../support/harness.js';
 
@@ -56,7 +57,13 @@ afterAll(async () => {
   await admin.end();
 });
 
-function router(sweepEveryMs = 0, signalEveryMs?: number, direct?: DirectSessions, heldQuietMs?: number): DueRouter {
+function router(
+  sweepEveryMs = 0,
+  signalEveryMs?: number,
+  direct?: DirectSessions,
+  heldQuietMs?: number,
+  preference?: Pick<SessionPreference, 'listening' | 'onPreferred'>,
+): DueRouter {
   const r = startDueRouter({
     databaseUrl,
     db,
@@ -67,6 +74,7 @@ function router(sweepEveryMs = 0, signalEveryMs?: number, direct?: DirectSession
     signalEveryMs,
     direct,
     heldQuietMs,
+    preference,
   });
   routers.push(r);
   return r;
@@ -96,10 +104,13 @@ async function endpointWithDelivery(opts: { health?: string; streak?: number; he
  */
 function scriptedDirect(marker: EndpointId, answer: (endpointId: string) => DirectStart) {
   const asked: string[] = [];
+  /** How each ask came, beside `asked`: heard on the channel, or found by the worker. */
+  const how: (string | undefined)[] = [];
   const freed: ((due: DueEndpoint) => void)[] = [];
   const direct: DirectSessions = {
-    start: async (due) => {
+    start: async (due, came) => {
       asked.push(due.endpointId);
+      how.push(came);
       return answer(due.endpointId);
     },
     onFreed: (listener) => freed.push(listener),
@@ -111,7 +122,8 @@ function scriptedDirect(marker: EndpointId, answer: (endpointId: string) => Dire
     await notifyDue(db, channel, [{ endpointId: marker, accountId }]);
     await eventually(async () => askedAbout(marker) > before);
   };
-  return { direct, asked, freed, askedAbout, routedSoFar };
+  const howAsked = (id: string) => how.filter((_, i) => asked[i] === id);
+  return { direct, asked, freed, askedAbout, howAsked, routedSoFar };
 }
 
 const { EventType } = temporal.api.enums.v1;
@@ -242,9 +254,11 @@ describe('due-delivery router', () => {
     for (const quiet of [held, leased, failing, fresh]) expect(await wakeSignals(quiet)).toBe(0);
   });
 
-  it('listens again after its connection is killed, and sweeps for what it missed meanwhile', async () => {
-    const r = router(60_000);
+  it('listens again after its connection is killed, and sweeps for what it missed meanwhile; tells the preference it stopped hearing, then heard again', async () => {
+    const heard: boolean[] = [];
+    const r = router(60_000, undefined, undefined, undefined, { listening: (up) => void heard.push(up), onPreferred: () => {} });
     await r.ready;
+    expect(heard).toEqual([true]);
     const killed = await db.query(
       `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`,
       [name],
@@ -263,6 +277,31 @@ describe('due-delivery router', () => {
       return poked;
     });
     session.close();
+    expect(heard).toEqual([true, false, true]);
+  });
+
+  it('once its worker becomes the preferred one, routes all that is due, overdue or not: news the others left to the one before', async () => {
+    const [fresh, marker] = [await endpointWithDelivery({ dueAgoMs: 0 }), await endpointWithDelivery()];
+    const { direct, askedAbout, howAsked } = scriptedDirect(marker, () => ({ kind: 'left' }));
+    const prefChannel = `pref-${crypto.randomUUID()}`;
+    const prefer = () => startSessionPreference({ databaseUrl, channel: prefChannel, retryMs: 50 });
+    // One after the other: the first holds the preference.
+    const preferences = [prefer()];
+    try {
+      await preferences[0]!.ready;
+      preferences.push(prefer());
+      await preferences[1]!.ready;
+      expect(preferences.map((p) => p.delayMs())).toEqual([0, 100]);
+      const r = router(60_000, 60_000, direct, undefined, preferences[1]);
+      await r.ready;
+      // Its start's sweep looks for work overdue by its interval (a minute): not this.
+      expect(askedAbout(fresh)).toBe(0);
+      await preferences[0]!.close();
+      await eventually(async () => howAsked(fresh).length > 0);
+      expect(howAsked(fresh)).toEqual(['found']);
+    } finally {
+      await Promise.all(preferences.map((p) => p.close()));
+    }
   });
 
   it('with direct sessions: a started one costs no signal; one for the workflow is signalled as before; a busy endpoint is looked at again when the lease of its holder would lapse', async () => {
@@ -319,6 +358,36 @@ describe('due-delivery router', () => {
     freed.forEach((tell) => tell({ endpointId: freedBusy, accountId }));
     await eventually(async () => asked.filter((id) => id === freedBusy).length === 2, 5_000);
   });
+  it('asks about news it hears as heard (which it may leave to the preferred worker), and about work it finds as found; a sweep from 0 ms finds work due only now', async () => {
+    const [heard, fresh, freedHere, marker] = [
+      await endpointWithDelivery(),
+      await endpointWithDelivery({ dueAgoMs: 0 }),
+      await endpointWithDelivery(),
+      await endpointWithDelivery(),
+    ];
+    // Left, as a worker not preferred answers news: no signal follows, and nothing is held.
+    const { direct, freed, askedAbout, howAsked, routedSoFar } = scriptedDirect(marker, (id) =>
+      id === marker ? { kind: 'started' } : { kind: 'left' },
+    );
+    const r = router(60_000, 60_000, direct);
+    await r.ready;
+    await notifyDue(db, channel, [{ endpointId: heard, accountId }]);
+    await routedSoFar();
+    expect(howAsked(heard)).toEqual(['heard']);
+    freed.forEach((tell) => tell({ endpointId: freedHere, accountId }));
+    await eventually(async () => howAsked(freedHere).length === 1);
+    expect(howAsked(freedHere)).toEqual(['found']);
+    // Left news is asked about again when it comes again: no hold, no signal.
+    await notifyDue(db, channel, [{ endpointId: heard, accountId }]);
+    await eventually(async () => howAsked(heard).length === 2);
+    expect(howAsked(heard)).toEqual(['heard', 'heard']);
+    expect(await wakeSignals(heard)).toBe(0);
+    // The start's sweep looked for work overdue by its interval (a minute): not this; one from 0 ms finds it.
+    expect(askedAbout(fresh)).toBe(0);
+    await r.sweep(0);
+    expect(howAsked(fresh)).toEqual(['found']);
+  });
+
   it("asks again about an endpoint held by another worker's session once its news has been quiet for a session's linger, not while news keeps coming", async () => {
     const QUIET_MS = 2_000;
     const [held, marker] = [await endpointWithDelivery(), await endpointWithDelivery()];

@@ -9,6 +9,7 @@ import crypto from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, beforeEach, expect, inject } from 'vitest';
+import type { SessionPreference } from '../../src/delivery/session-preference.js';
 import { endpointWorkflows } from '../../src/delivery/workflow-client.js';
 import { endpointWorkflowId } from '../../src/workflows/endpoint-contract.js';
 import { eventually, staticResolver, startTestApi, storeDemandEvent, TEST_HOSTS, testDb, type Tenant, type TestApi } from './harness.js';
@@ -53,9 +54,11 @@ async function devServerEnvironment(): Promise<Awaited<ReturnType<typeof timeSki
 /**
  * `directSessions`: the worker's sessions take the endpoints' leases, and `bed.direct` starts direct sessions (src/delivery/direct-sessions.ts).
  * `devServer`: on the dev server (real time) rather than a time-skipping server of the file's own.
- * `preference`: how long the direct sessions wait before asking for a lease (a worker not preferred).
+ * `preference`: how long the direct sessions wait before asking for a lease (a worker not preferred), and whether they leave news to the preferred worker.
  */
-export function deliveryTestBed(o: { directSessions?: boolean; devServer?: boolean; preference?: { delayMs(): number } } = {}) {
+export function deliveryTestBed(
+  o: { directSessions?: boolean; devServer?: boolean; preference?: Pick<SessionPreference, 'delayMs' | 'leavesNews'> } = {},
+) {
   let env: Awaited<ReturnType<typeof timeSkippingEnvironment>>;
   let worker: Awaited<ReturnType<typeof startTestWorker>>;
   let receiver: Receiver;

@@ -12,6 +12,7 @@ import { createActivities, sessionDepsOf, type ActivityDeps } from '../../src/de
 import { createSessionLeases } from '../../src/delivery/session-leases.js';
 import { createDirectSessions, type DirectSessions } from '../../src/delivery/direct-sessions.js';
 import { createSessionRegistry } from '../../src/delivery/session-registry.js';
+import type { SessionPreference } from '../../src/delivery/session-preference.js';
 import { dueChannel } from '../../src/db/due-notifications.js';
 import { startTimeSkippingTestServer } from '../../dev/temporal-servers.js';
 import { endpointWorkflows, ensureSearchAttributes } from '../../src/delivery/workflow-client.js';
@@ -58,8 +59,8 @@ export async function startTestWorker(
     lingerMs?: number;
     /** Sessions take the endpoints' session leases, and (with a client) healthy endpoints' news starts direct sessions. */
     directSessions?: boolean;
-    /** How long the direct sessions wait before asking for a lease (src/delivery/session-preference.ts); at once when unset. */
-    preference?: { delayMs(): number };
+    /** How long the direct sessions wait before asking for a lease (src/delivery/session-preference.ts); and whether they leave news to the preferred worker; at once when unset. */
+    preference?: Pick<SessionPreference, 'delayMs' | 'leavesNews'>;
   } = {},
 ): Promise<{ worker: Worker; taskQueue: string; running: Promise<void>; httpClient: HttpClient; direct?: DirectSessions }> {
   const taskQueue = opts.taskQueue ?? `test-${crypto.randomUUID()}`;
