@@ -3,7 +3,8 @@
  * batches and hands them to the lanes one by one. While none is due it waits for news of work (a
  * poke from the worker's listener), for the next retry time, or for the end of the linger; then,
  * before the session ends idle, it refuses pokes (news goes to the workflow again) and looks
- * once more, so that nothing arriving meanwhile is missed.
+ * once more, so that nothing arriving meanwhile is missed (or, for a session whose lease's end
+ * routes what is due, leaves that to it).
  */
 import { LEASE_MS } from '../core/runtime-limits.js';
 import type { ClaimedDelivery, ClaimedWithEndpoint, ClaimRequest } from '../db/deliveries.js';
@@ -33,6 +34,14 @@ export interface ClaimLimits {
   leased?: Set<string>;
   /** That short lease, which its claims take from the start (LEASE_MS when unset). */
   shortLeaseMs?: number;
+  /**
+   * The session's lease, given back, answers whether work is due that nobody holds, and the worker
+   * routes it at once (a direct session's: `SessionLeases.end` with `tellIfDue`). Then the session
+   * neither reads when its next delivery comes due while it lingers (a retry due meanwhile waits
+   * for the linger's end, or for news) nor makes a last look before it ends: a sparse endpoint's
+   * every session made both, two statements of about ten a delivery, and found nothing.
+   */
+  leaseEndRoutesDue?: boolean;
 }
 
 /** A claimed delivery; with the endpoint the claim read when the lane waited for that claim, so its POST starts at once. */
@@ -141,12 +150,14 @@ export class DeliveryClaims {
       if (lingerLeft <= 0) {
         // From now on news of due work goes to the workflow; one more look catches what came before.
         this.news.ending();
+        if (this.limits.leaseEndRoutesDue) return this.stopping.halt('idle');
         lastLook = true;
         continue;
       }
       const poked = await this.waitForWork(lingerLeft);
-      // The linger ran out with no news: the last look (after `ending`) is the one claim left to make.
-      skipClaim = !poked && this.lingerLeft() <= 0;
+      // The linger ran out with no news: the last look (after `ending`) is the one claim left to make;
+      // with no news and no retry time read, there is nothing to claim whatever the clock says.
+      skipClaim = !poked && (this.limits.leaseEndRoutesDue === true || this.lingerLeft() <= 0);
     }
   }
 
@@ -185,6 +196,7 @@ export class DeliveryClaims {
    */
   private async waitForWork(lingerLeft: number): Promise<boolean> {
     const { clock } = this.limits;
+    if (this.limits.leaseEndRoutesDue) return this.news.wait(lingerLeft);
     if (this.nextDueMs === undefined || (this.nextDueMs !== null && this.nextDueMs <= clock())) {
       // News is heard while the due time is looked up: at a start, a session's first lookups took
       // 40–80 ms (traced), and the backlog that news had announced waited for them.

@@ -258,7 +258,8 @@ class DeliverySession {
   ) {
     this.stopping = new SessionStopping(news);
     this.claims = new DeliveryClaims(
-      merged(merged(deps, req), { leased: held.claims, shortLeaseMs: deps.leases.leaseMs }),
+      // A direct session's lease is given back telling what is due (runDeliverySession's end).
+      merged(merged(deps, req), { leased: held.claims, shortLeaseMs: deps.leases.leaseMs, leaseEndRoutesDue: !!req.leased }),
       news,
       this.stopping,
     );

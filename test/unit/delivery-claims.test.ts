@@ -3,7 +3,8 @@
  * answered in memory: it claims the next batch while the lanes still have work, not once its
  * queue is empty; not after a claim that took all that was due; and a failed claim ahead reaches
  * the lane that runs dry, never an unhandled rejection; news that comes while it reads the next due
- * time is claimed without waiting for that read.
+ * time is claimed without waiting for that read; a session whose lease's end routes what is due
+ * (a direct session's) makes neither that read nor a last look before it ends idle.
  */
 import { describe, expect, it } from 'vitest';
 import type { ClaimRequest, ClaimedWithEndpoint } from '../../src/db/deliveries.js';
@@ -38,7 +39,7 @@ function claimsOf(due: number, o: { failAt?: number } = {}) {
 function claimsFor(
   claim: (r: ClaimRequest) => Promise<ClaimedWithEndpoint>,
   concurrency: number,
-  o: { nextDue?: () => Promise<Date | null>; lingerMs?: number } = {},
+  o: { nextDue?: () => Promise<Date | null>; lingerMs?: number; leaseEndRoutesDue?: boolean } = {},
 ) {
   const registry = createSessionRegistry();
   const news = registry.open('endpoint');
@@ -53,6 +54,7 @@ function claimsFor(
     maxSessionMs: 60_000,
     claim,
     nextDue: o.nextDue ?? (async () => null),
+    leaseEndRoutesDue: o.leaseEndRoutesDue,
   };
   return { claims: new DeliveryClaims(limits, news, stopping), stopping, registry };
 }
@@ -121,6 +123,46 @@ describe('DeliveryClaims', () => {
     answer(null);
     await claims.settled();
     expect(claims.claimed).toBe(4);
+  });
+
+  it('a session that lingers with nothing due reads its next due time and looks once more before it stops idle', async () => {
+    const { claim, asked } = claimsOf(1);
+    let reads = 0;
+    const { claims, stopping } = claimsFor(claim, 2, { nextDue: async () => (reads++, null), lingerMs: 50 });
+    expect(await claims.next()).not.toBeNull();
+    expect(await claims.next()).toBeNull();
+    expect(stopping.reason).toBe('idle');
+    expect(reads).toBeGreaterThanOrEqual(1);
+    // The first claim, then at least the last look (one more if a timer woke it just short of the linger's end).
+    expect(asked.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it("one whose lease's end routes what is due (a direct session's) does neither: one claim, no read", async () => {
+    const { claim, asked } = claimsOf(1);
+    let reads = 0;
+    const { claims, stopping } = claimsFor(claim, 2, { nextDue: async () => (reads++, null), lingerMs: 50, leaseEndRoutesDue: true });
+    expect(await claims.next()).not.toBeNull();
+    expect(await claims.next()).toBeNull();
+    expect(stopping.reason).toBe('idle');
+    expect(reads).toBe(0);
+    expect(asked).toEqual([4]);
+  });
+
+  it('one whose lease routes what is due still claims at once when news comes while it lingers', async () => {
+    const due = { left: 1 };
+    const claim = async (r: ClaimRequest) =>
+      claimsOf(Math.min(r.limit, due.left))
+        .claim(r)
+        .finally(() => (due.left = 0));
+    const { claims, registry } = claimsFor(claim, 2, { lingerMs: 60_000, leaseEndRoutesDue: true });
+    expect(await claims.next()).not.toBeNull();
+    const dry = claims.next();
+    await new Promise((r) => setTimeout(r, 10));
+    due.left = 2;
+    expect(registry.poke('endpoint')).toBe(true);
+    expect(await dry).not.toBeNull();
+    await claims.settled();
+    expect(claims.claimed).toBe(3);
   });
 
   it('a lane that runs dry while a claim ahead is under way waits for it, and meets its failure: the session stops', async () => {
