@@ -15,8 +15,12 @@ export interface HeldLock {
   held(): boolean;
   /** The processes trying for the lock or holding it, this one included (as of the last look, every `retryMs`). */
   members(): number;
-  /** What another process holding the lock shows (as of the last look): none when no other process holds it. */
-  otherHolder(): { flagged: boolean } | null;
+  /**
+   * What another process holding the lock shows (as of the last look): its flag, and how long its
+   * lock's connection had run no statement (its looks run every `retryMs`: a process whose event
+   * loop is stuck goes quiet). None when no other process holds it.
+   */
+  otherHolder(): { flagged: boolean; quietMs: number } | null;
   /** Raises or lowers this process's flag, shown while it holds the lock (the others see it at their next look). */
   flag(up: boolean): void;
   /** Resolves once the first try is answered (or failed). */
@@ -30,7 +34,10 @@ export interface HeldLock {
  */
 const LOOK = `SELECT count(*) FILTER (WHERE l.mode = 'ShareLock' AND k.role = 'members')::int AS members,
     coalesce(bool_or(k.role = 'lock' AND l.mode = 'ExclusiveLock' AND l.pid <> pg_backend_pid()), false) AS held_elsewhere,
-    coalesce(bool_or(k.role = 'flag' AND l.mode = 'ExclusiveLock' AND l.pid <> pg_backend_pid()), false) AS flagged_elsewhere
+    coalesce(bool_or(k.role = 'flag' AND l.mode = 'ExclusiveLock' AND l.pid <> pg_backend_pid()), false) AS flagged_elsewhere,
+    max(CASE WHEN k.role = 'lock' AND l.mode = 'ExclusiveLock' AND l.pid <> pg_backend_pid() THEN
+      (SELECT extract(epoch FROM clock_timestamp() - coalesce(a.query_start, a.backend_start)) * 1000 FROM pg_stat_activity a WHERE a.pid = l.pid)
+    END)::float8 AS holder_quiet_ms
   FROM pg_locks l
   JOIN (VALUES ('lock', hashtextextended($1, 0)), ('members', hashtextextended($2, 0)), ('flag', hashtextextended($3, 0))) AS k(role, key)
     ON l.classid = ((k.key >> 32) & 4294967295)::oid AND l.objid = (k.key & 4294967295)::oid
@@ -44,8 +51,12 @@ async function setFlag(c: pg.Client, key: string, up: boolean): Promise<boolean>
 }
 
 async function look(c: pg.Client, keys: [lock: string, members: string, flag: string]) {
-  const { rows } = await c.query<{ members: number; held_elsewhere: boolean; flagged_elsewhere: boolean }>(LOOK, keys);
-  return { members: rows[0]!.members, other: rows[0]!.held_elsewhere ? { flagged: rows[0]!.flagged_elsewhere } : null };
+  const { rows } = await c.query<{ members: number; held_elsewhere: boolean; flagged_elsewhere: boolean; holder_quiet_ms: number | null }>(
+    LOOK,
+    keys,
+  );
+  const r = rows[0]!;
+  return { members: r.members, other: r.held_elsewhere ? { flagged: r.flagged_elsewhere, quietMs: r.holder_quiet_ms ?? 0 } : null };
 }
 
 export function keepTryingForLock(o: {
@@ -59,7 +70,7 @@ export function keepTryingForLock(o: {
   const flagKey = `${o.name} flag`;
   let holder = false;
   let members = 1;
-  let other: { flagged: boolean } | null = null;
+  let other: { flagged: boolean; quietMs: number } | null = null;
   /** The flag as asked for, and as Postgres holds it on `client`. */
   let flagWanted = false;
   let flagHeld = false;

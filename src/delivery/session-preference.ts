@@ -18,10 +18,12 @@
  * The others hear the same news, and an ask the preferred worker has already answered is refused:
  * for a sparse endpoint (every session a new one) that cost each of them a lease statement and
  * about 1.7 ms of CPU a delivery. So a worker that is not preferred leaves news to the preferred
- * one while it sees that worker holding the preference and not stepping aside (a flag the holder
- * raises while it defers, or while it does not listen), as of its look every `retryMs`. What the
+ * one while it sees that worker holding the preference, not stepping aside (a flag the holder
+ * raises while it defers, or while it does not listen) and not stalled (its lock's connection
+ * quiet for three of its looks, which run every `retryMs`), as of its own last look. What the
  * others find themselves (sweeps, sessions ending with work due, lost sessions) they still ask
- * for; news left to a holder that died is found by the sweep of the worker that takes over.
+ * for. News left to a holder that died is found by the sweep of the worker that takes over; a
+ * stalled one hears it when it resumes (its notifications wait on its connection).
  */
 import { performance } from 'node:perf_hooks';
 import { BusySeconds } from '../core/busy-seconds.js';
@@ -30,7 +32,7 @@ import { keepTryingForLock } from '../db/advisory-lock.js';
 export interface SessionPreference {
   /** How long this worker waits before asking for a new session's lease: 0 when it is preferred. */
   delayMs(): number;
-  /** True when news is the preferred worker's to take: another worker holds the preference and does not step aside. */
+  /** True when news is the preferred worker's to take: another worker holds the preference, does not step aside and is not stalled. */
   leavesNews(): boolean;
   /** Whether this worker hears news: one that does not steps aside while it holds the preference. */
   listening(up: boolean): void;
@@ -63,11 +65,12 @@ export function startSessionPreference(o: {
 }): SessionPreference {
   const deferMs = o.deferMs ?? DEFER_MS;
   const busyShare = o.busyShare ?? BUSY_SHARE;
+  const retryMs = o.retryMs ?? RETRY_MS;
   const preferred: (() => void)[] = [];
   const lock = keepTryingForLock({
     databaseUrl: o.databaseUrl,
     name: `session-preference ${o.channel}`,
-    retryMs: o.retryMs ?? RETRY_MS,
+    retryMs,
     onTaken: () => preferred.forEach((listener) => listener()),
   });
   // Its CPU, not its event loop's busy time: on a shared machine a loop waiting for a core looks busy
@@ -87,7 +90,11 @@ export function startSessionPreference(o: {
   sampler.unref();
   return {
     delayMs: () => (lock.held() && !defers() ? 0 : deferMs),
-    leavesNews: () => o.leaveNews !== false && !lock.held() && lock.otherHolder()?.flagged === false,
+    leavesNews: () => {
+      const holder = o.leaveNews !== false && !lock.held() ? lock.otherHolder() : null;
+      // A holder whose lock's connection went quiet for three looks is stalled, not only slow.
+      return holder !== null && !holder.flagged && holder.quietMs < 3 * retryMs;
+    },
     listening(up) {
       hearing = up;
       showAside();

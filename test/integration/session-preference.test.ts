@@ -4,6 +4,7 @@
  * news to it unless it steps aside.
  */
 import crypto from 'node:crypto';
+import pg from 'pg';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { startSessionPreference, type SessionPreference } from '../../src/delivery/session-preference.js';
 import { eventually } from '../support/harness.js';
@@ -40,6 +41,42 @@ describe('session preference', () => {
     // Each sees the holder at its next look, every 50 ms here.
     await eventually(async () => workers.filter((w) => w.leavesNews()).length === 2);
     expect(workers.filter((w) => w.delayMs() === 0 && !w.leavesNews())).toHaveLength(1);
+  });
+
+  it("a preferred worker that stalls (its lock's connection quiet for three looks) is left no news until it speaks again", async () => {
+    const channel = `pref-${crypto.randomUUID()}`;
+    // The holder as a stalled process looks from outside: its lock held on a connection that runs
+    // statements (its looks) while it lives, and none while its event loop is stuck.
+    const holder = new pg.Client({ connectionString: inject('databaseUrl') });
+    await holder.connect();
+    try {
+      const name = `session-preference ${channel}`;
+      expect((await holder.query(`SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS got`, [name])).rows[0].got).toBe(true);
+      const other = start(channel);
+      await other.ready;
+      // Statements every 20 ms, as its looks would run, until stopped.
+      const speaking = () => {
+        let alive = true;
+        const running = (async () => {
+          while (alive) {
+            await holder.query('SELECT 1');
+            await new Promise((r) => setTimeout(r, 20));
+          }
+        })();
+        return () => ((alive = false), running);
+      };
+      let stop = speaking();
+      await eventually(async () => other.leavesNews());
+      await stop();
+      await eventually(async () => !other.leavesNews());
+      // Not taken over: the stalled holder keeps its lock, and this worker asks after its delay.
+      expect(other.delayMs()).toBe(100);
+      stop = speaking();
+      await eventually(async () => other.leavesNews());
+      await stop();
+    } finally {
+      await holder.end();
+    }
   });
 
   it('a worker told not to leave news (the due sweep off) asks for it, preferred worker or not', async () => {
