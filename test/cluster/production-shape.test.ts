@@ -408,6 +408,38 @@ describe('the production shape', () => {
     expect(said).toContain(`${victim.name} exited (SIGKILL); starting it again in 1 s.`);
   }, 300_000);
 
+  it('kill -9 of the preferred worker, held down: events published at once after it reach an idle endpoint through the other worker, before a sweep for overdue work could have found them', async () => {
+    const prefix = `/kill-preferred/${crypto.randomUUID()}`;
+    const id = await endpoint(prefix);
+    const phase = phases('preferred worker kill');
+    receiver.reply({ status: 200 });
+    // The preferred worker starts every new session (the other leaves it the news): the one that runs this endpoint's is it.
+    const tag = crypto.randomUUID().slice(0, 8);
+    await publish(`dem_pref_probe_${tag}`);
+    const pid = await eventually(() => sessionWorkerPid(id));
+    const victim = shape.workers.find((w) => w.pid === pid)!;
+    expect(victim).toBeDefined();
+    // Idle again (its session has ended), so nothing of this endpoint waits on a dead session's lease.
+    await eventually(async () => (await sessionWorkerPid(id)) === undefined, 60_000);
+    let letGo!: () => void;
+    await victim.kill9({ holdDown: new Promise<void>((resolve) => (letGo = resolve)) });
+    // Within the other worker's look (every 2 s), it still sees the victim preferred and leaves it
+    // this news; the look that finds it gone takes the preference and routes all that is due.
+    const entities = Array.from({ length: 20 }, (_, i) => `dem_pref_${tag}_${i}`);
+    await Promise.all(entities.map((e) => publish(e)));
+    const publishedAt = Date.now();
+    await phase('delivered while the victim is down', () =>
+      eventually(async () => entities.every((e) => posts(prefix).some((p) => entityOf(p) === e)), 120_000),
+    );
+    expect(victim.pid).toBeUndefined();
+    const lastAt = Math.max(...entities.map((e) => posts(prefix).find((p) => entityOf(p) === e)!.atMs));
+    console.log(`preferred worker kill: the 20 events were delivered ${lastAt - publishedAt} ms after they were published`);
+    // The periodic sweep (DUE_SWEEP_MS, 30 s) finds only work overdue by its interval: these came through the takeover.
+    expect(lastAt - publishedAt).toBeLessThan(30_000);
+    letGo();
+    await phase('victim back', () => eventually(async () => victim.pid !== undefined && victim.pid !== pid, 120_000));
+  }, 300_000);
+
   it('kill -9 of an API process under load: the launcher starts it again; 0 failed publishes, 0 lost events', async () => {
     const prefix = `/kill-api/${crypto.randomUUID()}`;
     const id = await endpoint(prefix);
