@@ -36,6 +36,16 @@ function claimsOf(due: number, o: { failAt?: number } = {}) {
   return { claim, asked };
 }
 
+/** A claim that takes the `due.left` deliveries due, then none until a test makes more due. */
+function claimsUntilDrained(left: number) {
+  const due = { left };
+  const claim = async (r: ClaimRequest) =>
+    claimsOf(Math.min(r.limit, due.left))
+      .claim(r)
+      .finally(() => (due.left = 0));
+  return { claim, due };
+}
+
 function claimsFor(
   claim: (r: ClaimRequest) => Promise<ClaimedWithEndpoint>,
   concurrency: number,
@@ -100,11 +110,7 @@ describe('DeliveryClaims', () => {
   });
 
   it('news that comes while the next due time is read is claimed at once, not after that read', async () => {
-    const due = { left: 1 };
-    const claim = async (r: ClaimRequest) =>
-      claimsOf(Math.min(r.limit, due.left))
-        .claim(r)
-        .finally(() => (due.left = 0));
+    const { claim, due } = claimsUntilDrained(1);
     let reads = 0;
     let answer!: (at: Date | null) => void;
     const nextDue = () => {
@@ -149,11 +155,7 @@ describe('DeliveryClaims', () => {
   });
 
   it('one whose lease routes what is due still claims at once when news comes while it lingers', async () => {
-    const due = { left: 1 };
-    const claim = async (r: ClaimRequest) =>
-      claimsOf(Math.min(r.limit, due.left))
-        .claim(r)
-        .finally(() => (due.left = 0));
+    const { claim, due } = claimsUntilDrained(1);
     const { claims, registry } = claimsFor(claim, 2, { lingerMs: 60_000, leaseEndRoutesDue: true });
     expect(await claims.next()).not.toBeNull();
     const dry = claims.next();
