@@ -154,10 +154,10 @@ export class DeliveryClaims {
         lastLook = true;
         continue;
       }
-      const poked = await this.waitForWork(lingerLeft);
-      // The linger ran out with no news: the last look (after `ending`) is the one claim left to make;
-      // with no news and no retry time read, there is nothing to claim whatever the clock says.
-      skipClaim = !poked && (this.limits.leaseEndRoutesDue === true || this.lingerLeft() <= 0);
+      // Only news or a retry's due time brings work to claim. A wait that ran to the linger's end
+      // claims nothing, even when its timer woke a millisecond short of it (the loop waits out the
+      // rest): it used to claim then, and once more for the last look (seen on a busy CI machine).
+      skipClaim = (await this.waitForWork(lingerLeft)) === 'quiet';
     }
   }
 
@@ -192,11 +192,11 @@ export class DeliveryClaims {
    * a notification lost with the listener's connection is found by the sweep that follows its
    * reconnect, and the last look before the session ends idle takes whatever came meanwhile. (It
    * looked once a second: five claims per wake-up for nothing, most of a lingering session's cost.)
-   * True when poked (or stopped).
+   * 'news' when poked (or stopped), 'due' when a retry's due time came first, else 'quiet'.
    */
-  private async waitForWork(lingerLeft: number): Promise<boolean> {
+  private async waitForWork(lingerLeft: number): Promise<'news' | 'due' | 'quiet'> {
     const { clock } = this.limits;
-    if (this.limits.leaseEndRoutesDue) return this.news.wait(lingerLeft);
+    if (this.limits.leaseEndRoutesDue) return (await this.news.wait(lingerLeft)) ? 'news' : 'quiet';
     if (this.nextDueMs === undefined || (this.nextDueMs !== null && this.nextDueMs <= clock())) {
       // News is heard while the due time is looked up: at a start, a session's first lookups took
       // 40–80 ms (traced), and the backlog that news had announced waited for them.
@@ -205,14 +205,15 @@ export class DeliveryClaims {
         lookup.catch((err) =>
           logger.warn({ err, endpointId: this.limits.endpointId }, 'next due time not read; read again at the next wait'),
         );
-        return true;
+        return 'news';
       }
       await lookup;
       lingerLeft = this.lingerLeft();
-      if (lingerLeft <= 0) return false;
+      if (lingerLeft <= 0) return 'quiet';
     }
     const untilDue = this.nextDueMs == null ? Infinity : this.nextDueMs - clock();
-    return this.news.wait(Math.max(1, Math.min(lingerLeft, untilDue)));
+    if (await this.news.wait(Math.max(1, Math.min(lingerLeft, untilDue)))) return 'news';
+    return untilDue <= lingerLeft ? 'due' : 'quiet';
   }
 
   /** Reads `nextDueMs`; one read at a time. */
