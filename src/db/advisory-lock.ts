@@ -51,10 +51,12 @@ async function setFlag(c: pg.Client, key: string, up: boolean): Promise<boolean>
 }
 
 async function look(c: pg.Client, keys: [lock: string, members: string, flag: string]) {
-  const { rows } = await c.query<{ members: number; held_elsewhere: boolean; flagged_elsewhere: boolean; holder_quiet_ms: number | null }>(
-    LOOK,
-    keys,
-  );
+  // Prepared once per connection: a look every 2 s in every worker was planned every time (0.4 ms of Postgres each).
+  const { rows } = await c.query<{ members: number; held_elsewhere: boolean; flagged_elsewhere: boolean; holder_quiet_ms: number | null }>({
+    name: 'look_advisory_lock',
+    text: LOOK,
+    values: keys,
+  });
   const r = rows[0]!;
   return { members: r.members, other: r.held_elsewhere ? { flagged: r.flagged_elsewhere, quietMs: r.holder_quiet_ms ?? 0 } : null };
 }
