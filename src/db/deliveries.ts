@@ -642,7 +642,8 @@ const nextDueSql = (endpointId: string) => `SELECT min(greatest(next_attempt_at,
   WHERE endpoint_id = ${endpointId} AND ${OWED} AND held_since IS NULL AND next_attempt_at IS NOT NULL
   ORDER BY next_attempt_at LIMIT 64
 ) earliest`;
-const NEXT_DUE_SQL = nextDueSql('$1');
+/** nextDueSql of the endpoint `$1`. */
+export const NEXT_DUE_SQL = nextDueSql('$1');
 
 /**
  * When each endpoint's earliest delivery not yet due comes due, in their order: the waiting
@@ -725,7 +726,7 @@ export async function expireHeldDeliveries(
 export const OWED_COUNT_CAP = 10_000;
 
 /** How many deliveries the endpoint `$1` owes and does not hold (up to OWED_COUNT_CAP), as `n`. */
-const OWED_COUNT_SQL = `SELECT count(*)::int AS n FROM (
+export const OWED_COUNT_SQL = `SELECT count(*)::int AS n FROM (
   SELECT 1 FROM deliveries WHERE endpoint_id = $1 AND ${OWED} AND held_since IS NULL LIMIT ${OWED_COUNT_CAP}
 ) owed`;
 

@@ -318,21 +318,40 @@ export async function recordEndpointHealth(db: Queryable, id: string, h: Endpoin
 /**
  * A session that ended with every POST a success, on an endpoint healthy with no streak, records
  * what the workflow's `recordEndpointHealth` would (its health is unchanged): the latest success,
- * its code and the next attempt, under the same guards. It changes no row when the endpoint is no
- * longer in that state (or was verified after `observedAt`): the workflow then records it as
- * before. The UPDATE, its values given as SQL expressions: `reportSession` (src/db/deliveries.ts) runs it.
+ * its code and the next attempt, under the same guards (`healthySessionGuard`). It changes no row
+ * when the endpoint is no longer in that state (or was verified after `observedAt`): the workflow
+ * then records it as before. The UPDATE, its values given as SQL expressions: `reportSession`
+ * (src/db/deliveries.ts) runs it; a direct session's end (`endDirectSession`) sets the same
+ * columns under the same guard (`healthySessionSets` with `when`).
  */
-export function healthySessionUpdate(v: {
-  id: string;
+export function healthySessionUpdate(v: HealthySessionValues & { id: string }): string {
+  return `UPDATE endpoints SET ${healthySessionSets(v)}
+     WHERE id = ${v.id} AND ${healthySessionGuard(v.observedAt)}`;
+}
+
+export interface HealthySessionValues {
   lastSuccessAt: string;
   lastResponseCode: string;
   nextAttemptAt: string;
   observedAt: string;
-}): string {
-  return `UPDATE endpoints SET last_success_at = ${v.lastSuccessAt}, last_response_code = ${v.lastResponseCode},
-       next_attempt_at = ${NEXT_ATTEMPT_IF_SENDING(v.nextAttemptAt)}, updated_at = now()
-     WHERE id = ${v.id} AND deleted_at IS NULL AND health_status = 'healthy' AND failure_streak = 0 AND paused_at IS NULL
-       AND (verified_at IS NULL OR verified_at <= ${v.observedAt})`;
+}
+
+/** The endpoint row (`alias.`, or unqualified) is one whose health a session of successes records itself. */
+export function healthySessionGuard(observedAt: string, alias?: string): string {
+  const c = alias ? `${alias}.` : '';
+  return `${c}deleted_at IS NULL AND ${c}health_status = 'healthy' AND ${c}failure_streak = 0 AND ${c}paused_at IS NULL
+       AND (${c}verified_at IS NULL OR ${c}verified_at <= ${observedAt})`;
+}
+
+/** The SET list of that record; with `when`, each column keeps its value unless `when` holds. */
+export function healthySessionSets(v: HealthySessionValues, when?: string): string {
+  const set = (column: string, value: string) => `${column} = ${when ? `CASE WHEN ${when} THEN ${value} ELSE ${column} END` : value}`;
+  return [
+    set('last_success_at', v.lastSuccessAt),
+    set('last_response_code', v.lastResponseCode),
+    set('next_attempt_at', NEXT_ATTEMPT_IF_SENDING(v.nextAttemptAt)),
+    set('updated_at', 'now()'),
+  ].join(', ');
 }
 
 export interface SuccessShown {

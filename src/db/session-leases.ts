@@ -4,8 +4,8 @@ import type { AccountId, EndpointId } from '../core/ids.js';
  * (src/delivery/session-leases.ts says who takes it and when). Times are the database's, so workers'
  * clocks need not agree.
  */
-import { OWED } from './deliveries.js';
-import { endpointColumnsAs, endpointFromColumns, type EndpointRow } from './endpoints.js';
+import { NEXT_DUE_SQL, OWED, OWED_COUNT_SQL, type SessionReport } from './deliveries.js';
+import { endpointColumnsAs, endpointFromColumns, healthySessionGuard, healthySessionSets, type EndpointRow } from './endpoints.js';
 import type { Queryable } from './pool.js';
 import { ONE_ROW_ESTIMATE } from './row-estimates.js';
 
@@ -180,6 +180,73 @@ export async function endSessionLease(
     values: [endpointId, owner, handover, lastPostAgoMs],
   });
   return rows[0] ? { due: rows[0].due, accountId: rows[0].account_id } : null;
+}
+
+/** What a direct session's end answers: its report, and its lease's end (null: the lease was no longer its own). */
+export interface DirectSessionEnd {
+  report: SessionReport;
+  lease: { due: boolean; accountId: AccountId; handedOver: boolean } | null;
+}
+
+/**
+ * A direct session's end in one statement: its report (`reportSession`: the next due time, what
+ * it owes and, for a session of successes, its record of health) and its lease given back
+ * (`endSessionLease`), handed over to the workflow when it had outcomes it did not record.
+ * Both update the endpoint's row, and a sparse endpoint's every session made both: two statements
+ * of about eight a delivery. Health is recorded only while the lease is still the session's: a
+ * session that lost it hands its outcomes to the workflow. `healthy`: the latest success of a
+ * session of successes only (none: it had a failure, or no outcome).
+ */
+export async function endDirectSession(
+  db: Queryable,
+  endpointId: string,
+  owner: string,
+  s: {
+    healthy: { lastSuccessAt: Date; lastResponseCode: number | null } | null;
+    hadOutcomes: boolean;
+    observedAt: Date;
+    lastPostAgoMs: number | null;
+  },
+): Promise<DirectSessionEnd> {
+  const recorded = `($3::timestamptz IS NOT NULL AND ${healthySessionGuard('$7', 'e')})`;
+  const { rows } = await db.query<{
+    at: Date | null;
+    owed: number;
+    account_id: AccountId | null;
+    recorded: boolean | null;
+    due_now: boolean | null;
+  }>({
+    name: 'end_direct_session',
+    text: `WITH due AS (${NEXT_DUE_SQL}), owed AS (${OWED_COUNT_SQL}), ended AS (
+       UPDATE endpoints e SET session_owner = NULL, session_until = NULL,
+         handover_at = CASE WHEN $5 AND NOT ${recorded} THEN now() ELSE e.handover_at END,
+         session_paced_at = coalesce(now() - ${secs('$6')}, e.session_paced_at),
+         ${healthySessionSets({ lastSuccessAt: '$3', lastResponseCode: '$4', nextAttemptAt: '(SELECT at FROM due)', observedAt: '$7' }, recorded)}
+       WHERE e.id = $1 AND e.session_owner = $2
+       RETURNING e.account_id, ${recorded} AS recorded, EXISTS (
+         SELECT 1 FROM deliveries d
+         WHERE d.endpoint_id = $1 AND ${OWED} AND d.held_since IS NULL AND d.next_attempt_at <= now()
+           AND (d.leased_until IS NULL OR d.leased_until < now())
+       ) AS due_now
+     )
+     SELECT (SELECT at FROM due) AS at, (SELECT n FROM owed) AS owed, ended.* FROM (SELECT) AS one LEFT JOIN ended ON true`,
+    values: [
+      endpointId,
+      owner,
+      s.healthy?.lastSuccessAt ?? null,
+      s.healthy?.lastResponseCode ?? null,
+      s.hadOutcomes,
+      s.lastPostAgoMs,
+      s.observedAt,
+    ],
+  });
+  const r = rows[0]!;
+  const healthRecorded = r.recorded === true;
+  return {
+    report: { nextDueAt: r.at, owed: r.owed, healthRecorded },
+    lease:
+      r.account_id === null ? null : { due: r.due_now === true, accountId: r.account_id, handedOver: s.hadOutcomes && !healthRecorded },
+  };
 }
 
 export interface HeldLease {

@@ -26,6 +26,7 @@ import {
   nextDueAtFor,
   releaseLeases,
   reportSession,
+  type SessionReport,
   type ClaimedDelivery,
   type ClaimedWithEndpoint,
   type ClaimRequest,
@@ -127,6 +128,8 @@ interface LeasesPart {
   ): Promise<{ granted: true; endpoint?: EndpointRow; lastPostAgoMs?: number | null } | { granted: false }>;
   hold: SessionLeases['hold'];
   end: SessionLeases['end'];
+  /** A direct session's report and lease's end in one statement; none without leases. */
+  endDirect?: SessionLeases['endDirect'];
 }
 
 /** A session's parts, each settled once: the worker's shared ones, or a session's own (tests, a worker without them). */
@@ -166,6 +169,26 @@ const sending = (e: EndpointRow | undefined): e is EndpointRow => !!e && !e.dele
 
 const nothingDone = (): DeliveryRound => ({ outcomes: [], more: false, nextDueAtMs: null, posts: 0 });
 
+/** What a session did, before its report: the round without what its end's statement reads. */
+interface SessionFacts {
+  outcomes: AttemptOutcome[];
+  more: boolean;
+  posts: number;
+  /** The time its records of health are as of: a verification after it wins. */
+  observedAtMs: number;
+}
+
+/**
+ * A session of successes only leaves a healthy endpoint's health as it was: it records the latest
+ * success itself, in its report's statement, instead of its workflow scheduling `recordHealth` (an
+ * activity and a workflow task more per wake-up). The latest is taken as `afterRound` takes it.
+ */
+function healthyOf(outcomes: AttemptOutcome[]): { lastSuccessAt: Date; lastResponseCode: number | null } | null {
+  if (outcomes.length === 0 || !outcomes.every((o) => o.ok)) return null;
+  const last = outcomes.reduce((a, b) => (b.atMs >= a.atMs ? b : a));
+  return { lastSuccessAt: new Date(last.atMs), lastResponseCode: last.responseCode };
+}
+
 /** The workflow must apply the round (a failure, or successes the session could not record itself): it is handed over. */
 export const needsWorkflow = (round: DeliveryRound): boolean => round.outcomes.length > 0 && round.healthRecorded !== true;
 
@@ -198,23 +221,61 @@ export async function runDeliverySession(given: SessionDeps, req: SessionRequest
   // Opened in the same tick as a direct session's call: news from now on pokes it.
   const news = deps.sessions.open(req.endpointId);
   const held = leases.hold({ endpointId: req.endpointId, owner: req.owner }, !!req.leased);
-  let round: DeliveryRound | undefined;
+  let facts: SessionFacts | undefined;
   try {
-    round = await new DeliverySession(merged(deps, { lingerMs }), req, readEndpoint, news, held).run();
+    facts = await new DeliverySession(merged(deps, { lingerMs }), req, readEndpoint, news, held).run();
   } finally {
     news.close();
     held.release();
     // One that threw gives its lease back at once: its activity's retry (same owner) waits while it is held.
-    if (!round) await leases.end(req.endpointId, req.owner, { handover: false, tellIfDue: false }).catch(() => {});
+    if (!facts) await giveBack(leases, req);
   }
-  // A workflow session that may have work left loops on its own; any other looks for news it missed.
-  const handover = needsWorkflow(round);
+  return endSession(deps, req, facts);
+}
+
+/** Gives the lease back as a session that did nothing the workflow must take in; failing, it lapses. */
+const giveBack = (leases: LeasesPart, req: SessionRequest): Promise<void> =>
+  leases.end(req.endpointId, req.owner, { handover: false, tellIfDue: false }).catch(() => {});
+
+/** `work`'s answer; when it fails, the lease is given back first. */
+async function orGiveBack<T>(leases: LeasesPart, req: SessionRequest, work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    await giveBack(leases, req);
+    throw err;
+  }
+}
+
+/**
+ * The session's report (`reportSession`) and its lease given back: a direct session's in one
+ * statement (`SessionLeases.endDirect`), handed over to the workflow when it had outcomes it did
+ * not record; a workflow's session loops on its own when it may have work left, and any other
+ * looks for news it missed.
+ */
+async function endSession(deps: SessionParts, req: SessionRequest, facts: SessionFacts): Promise<DeliveryRound> {
+  const { leases } = deps;
   const lastStart = deps.pacing.get(req.endpointId);
-  await leases.end(req.endpointId, req.owner, {
-    handover,
-    tellIfDue: !handover && (!!req.leased || !round.more),
-    lastPostAgoMs: lastStart === undefined ? null : performance.now() - lastStart,
+  const lastPostAgoMs = lastStart === undefined ? null : performance.now() - lastStart;
+  const healthy = healthyOf(facts.outcomes);
+  const observedAt = new Date(facts.observedAtMs);
+  const roundOf = (r: SessionReport): DeliveryRound => ({
+    outcomes: facts.outcomes,
+    more: facts.more,
+    nextDueAtMs: r.nextDueAt?.getTime() ?? null,
+    posts: facts.posts,
+    owed: r.owed,
+    healthRecorded: r.healthRecorded,
   });
+  if (req.leased && leases.endDirect) {
+    const hadOutcomes = facts.outcomes.length > 0;
+    return roundOf(
+      await orGiveBack(leases, req, leases.endDirect(req.endpointId, req.owner, { healthy, hadOutcomes, observedAt, lastPostAgoMs })),
+    );
+  }
+  const round = roundOf(await orGiveBack(leases, req, reportSession(deps.db, req.endpointId, healthy, observedAt)));
+  const handover = needsWorkflow(round);
+  await leases.end(req.endpointId, req.owner, { handover, tellIfDue: !handover && (!!req.leased || !round.more), lastPostAgoMs });
   return round;
 }
 
@@ -267,7 +328,7 @@ class DeliverySession {
     this.observedAtMs = req.observedAtMs ?? req.clock();
   }
 
-  async run(): Promise<DeliveryRound> {
+  async run(): Promise<SessionFacts> {
     const onAbort = () => this.stopping.halt('cancelled');
     this.req.signal.addEventListener('abort', onAbort);
     // Lanes waiting for a share of a busy origin never ask for more work, where the time is
@@ -281,38 +342,19 @@ class DeliverySession {
       await this.claims.settled();
       if (this.claims.claimed > this.done) await releaseLeases(this.deps.db, this.req.owner);
       if (failed) throw failed.reason;
-      return await this.report();
+      return this.facts();
     } finally {
       clearTimeout(timeUp);
       this.req.signal.removeEventListener('abort', onAbort);
     }
   }
 
-  /** What the workflow learns; `more` when it ended with work possibly left due. One statement (`reportSession`). */
-  private async report(): Promise<DeliveryRound> {
+  /** What the session did; `more` when it ended with work possibly left due. Its report is its end's (`endSession`). */
+  private facts(): SessionFacts {
     const stop = this.stopping.reason;
     const more =
       stop === 'time' || stop === 'cancelled' || stop === 'lease_lost' || (stop === null && this.claims.claimed >= this.req.limit);
-    const r = await reportSession(this.deps.db, this.req.endpointId, this.healthySession(), new Date(this.observedAtMs));
-    return {
-      outcomes: this.outcomes,
-      more,
-      nextDueAtMs: r.nextDueAt?.getTime() ?? null,
-      posts: this.done,
-      owed: r.owed,
-      healthRecorded: r.healthRecorded,
-    };
-  }
-
-  /**
-   * A session of successes only leaves a healthy endpoint's health as it was: it records the latest
-   * success itself, in its report's statement, instead of its workflow scheduling `recordHealth` (an
-   * activity and a workflow task more per wake-up). The latest is taken as `afterRound` takes it.
-   */
-  private healthySession(): { lastSuccessAt: Date; lastResponseCode: number | null } | null {
-    if (this.outcomes.length === 0 || !this.outcomes.every((o) => o.ok)) return null;
-    const last = this.outcomes.reduce((a, b) => (b.atMs >= a.atMs ? b : a));
-    return { lastSuccessAt: new Date(last.atMs), lastResponseCode: last.responseCode };
+    return { outcomes: this.outcomes, more, posts: this.done, observedAtMs: this.observedAtMs };
   }
 
   private async lane(): Promise<void> {

@@ -14,11 +14,12 @@
  * Postgres away) would otherwise go on sending deliveries that another worker's session, having
  * taken the lapsed lease, claims and sends too.
  */
-import type { EndpointId } from '../core/ids.js';
+import type { AccountId, EndpointId } from '../core/ids.js';
 import { HANDOVER_TIMEOUT_MS, HEARTBEAT_EVERY_MS, SESSION_LEASE_MS } from '../core/runtime-limits.js';
 import type { DueEndpoint } from '../db/due-notifications.js';
 import type { Db } from '../db/pool.js';
 import {
+  endDirectSession,
   endSessionLease,
   renewSessionLeases,
   sessionLeaseLeftMs,
@@ -28,6 +29,7 @@ import {
   type LeaseRequest,
   type LeaseAnswer,
   type SessionKind,
+  type DirectSessionEnd,
 } from '../db/session-leases.js';
 import { logger } from '../runtime/logger.js';
 import { createStatementBatcher } from '../runtime/statement-batcher.js';
@@ -50,6 +52,12 @@ export interface SessionLeases {
    * session's pace, wherever it runs (none: what was kept stays).
    */
   end(endpointId: string, owner: string, o: { handover: boolean; tellIfDue: boolean; lastPostAgoMs?: number | null }): Promise<void>;
+  /**
+   * A direct session's end: its report and its lease given back in one statement (`endDirectSession`),
+   * handed over when it had outcomes it did not record; otherwise work due meanwhile goes to the
+   * `onFreed` listeners.
+   */
+  endDirect(endpointId: string, owner: string, s: Parameters<typeof endDirectSession>[3]): Promise<DirectSessionEnd['report']>;
   onFreed(listener: (due: DueEndpoint) => void): void;
   /** Whether a session of this worker holds the endpoint's lease, from its take until its end has returned. */
   heldHere(endpointId: string): boolean;
@@ -76,6 +84,17 @@ interface HeldEntry extends HeldLease {
   /** performance.now() when its lease's last renewal (or its hold) was asked. */
   confirmedAt: number;
   lost: boolean;
+}
+
+/** One session fewer holding the endpoint's lease here. */
+function countDown(here: Map<string, number>, endpointId: string): void {
+  const n = (here.get(endpointId) ?? 1) - 1;
+  if (n > 0) here.set(endpointId, n);
+  else here.delete(endpointId);
+}
+
+function tellFreed(listeners: ((due: DueEndpoint) => void)[], endpointId: string, accountId: AccountId): void {
+  for (const listener of listeners) listener({ endpointId: endpointId as EndpointId, accountId });
 }
 
 export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?: number } = {}): SessionLeases {
@@ -146,13 +165,13 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
       };
     },
     async end(endpointId, owner, { handover, tellIfDue, lastPostAgoMs }) {
-      const left = await endSessionLease(db, endpointId, owner, handover, lastPostAgoMs ?? null).finally(() => {
-        const n = (here.get(endpointId) ?? 1) - 1;
-        if (n > 0) here.set(endpointId, n);
-        else here.delete(endpointId);
-      });
-      if (left?.due && tellIfDue)
-        for (const listener of freedListeners) listener({ endpointId: endpointId as EndpointId, accountId: left.accountId });
+      const left = await endSessionLease(db, endpointId, owner, handover, lastPostAgoMs ?? null).finally(() => countDown(here, endpointId));
+      if (left?.due && tellIfDue) tellFreed(freedListeners, endpointId, left.accountId);
+    },
+    async endDirect(endpointId, owner, session) {
+      const { report, lease } = await endDirectSession(db, endpointId, owner, session).finally(() => countDown(here, endpointId));
+      if (lease?.due && !lease.handedOver) tellFreed(freedListeners, endpointId, lease.accountId);
+      return report;
     },
     onFreed(listener) {
       freedListeners.push(listener);

@@ -3,7 +3,8 @@
  * statements instead of one each: the latest successes of a worker's sessions (one statement per
  * window), the Customer checks of concurrent publishes (one statement for those waiting together,
  * a yes remembered), and the publish's read of known keys and routable endpoints (only the batch's
- * Customers' endpoints), and the next due times of a worker's waiting sessions.
+ * Customers' endpoints), and the next due times of a worker's waiting sessions; a session's
+ * report, and a direct session's report with its lease's end.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { showSuccesses } from '../../src/delivery/success-display.js';
@@ -11,6 +12,7 @@ import { createCustomerCheck } from '../../src/events/customer-check.js';
 import { claimWithEndpointsFor, nextDueAtFor, reportSession } from '../../src/db/deliveries.js';
 import { areCustomersOfAccounts, createCustomer } from '../../src/db/directory.js';
 import { recordEndpointSuccesses } from '../../src/db/endpoints.js';
+import { endDirectSession } from '../../src/db/session-leases.js';
 import { findKnownKeysAndEndpoints } from '../../src/db/events.js';
 import { createPool, type Db } from '../../src/db/pool.js';
 import { createTenant, eventually, startTestApi, storeDemandEvent, testDb, type TestApi } from '../support/harness.js';
@@ -302,5 +304,66 @@ describe('a session’s report', () => {
     expect(await shown(plain)).toEqual({ at: null, code: null });
     expect(await shown(degraded)).toEqual({ at: null, code: null });
     expect(await shown(reverified)).toEqual({ at: null, code: null });
+  });
+
+  /** The endpoint's session lease held by `owner`, as a direct session's take leaves it. */
+  const leased = (id: string, owner: string) =>
+    testDb().query(`UPDATE endpoints SET session_owner = $2, session_until = now() + interval '10 seconds' WHERE id = $1`, [id, owner]);
+  const leaseOf = async (id: string) =>
+    (await testDb().query(`SELECT session_owner, handover_at FROM endpoints WHERE id = $1`, [id])).rows[0] as {
+      session_owner: string | null;
+      handover_at: Date | null;
+    };
+
+  it('of a direct session: the report, the healthy record and the lease given back in one statement, telling of work due that nobody holds', async () => {
+    const t = await createTenant();
+    const id = await endpoint(t.accountId);
+    await leased(id, 'direct/ends');
+    await storeDemandEvent(t.accountId, 'direct_end_later');
+    const later = new Date(Date.now() + 60_000);
+    await testDb().query(`UPDATE deliveries SET next_attempt_at = $2 WHERE endpoint_id = $1`, [id, later]);
+    await storeDemandEvent(t.accountId, 'direct_end_due'); // due now, and nobody holds it
+    const lastSuccessAt = new Date(Date.now() - 5_000);
+    const { db, statements } = counting(testDb());
+    const ended = await endDirectSession(db, id, 'direct/ends', {
+      healthy: { lastSuccessAt, lastResponseCode: 204 },
+      hadOutcomes: true,
+      observedAt: new Date(),
+      lastPostAgoMs: 100,
+    });
+    expect(statements()).toBe(1);
+    expect(ended.report).toMatchObject({ owed: 2, healthRecorded: true });
+    expect(ended.report.nextDueAt!.getTime()).toBeLessThan(later.getTime());
+    expect(ended.lease).toEqual({ due: true, accountId: t.accountId, handedOver: false });
+    expect(await leaseOf(id)).toEqual({ session_owner: null, handover_at: null });
+    const { rows } = await testDb().query(`SELECT last_success_at, last_response_code, next_attempt_at FROM endpoints WHERE id = $1`, [id]);
+    expect(rows[0]).toEqual({ last_success_at: lastSuccessAt, last_response_code: 204, next_attempt_at: ended.report.nextDueAt });
+  });
+
+  it('of a direct session with outcomes it cannot record (a failure, a verification after it) hands over; one whose lease was taken records nothing', async () => {
+    const t = await createTenant();
+    const [failed, reverified, taken] = [await endpoint(t.accountId), await endpoint(t.accountId), await endpoint(t.accountId)];
+    const observedAt = new Date(Date.now() - 10_000);
+    const success = { lastSuccessAt: new Date(), lastResponseCode: 200 };
+    for (const id of [failed, reverified]) await leased(id, 'direct/mine');
+    await leased(taken, 'direct/other');
+    await testDb().query(`UPDATE endpoints SET verified_at = now() WHERE id = $1`, [reverified]);
+    const end = (id: string, healthy: typeof success | null) =>
+      endDirectSession(testDb(), id, 'direct/mine', { healthy, hadOutcomes: true, observedAt, lastPostAgoMs: null });
+
+    const afterFailure = await end(failed, null);
+    expect(afterFailure.report.healthRecorded).toBe(false);
+    expect(afterFailure.lease).toMatchObject({ due: false, handedOver: true });
+    expect(await leaseOf(failed)).toMatchObject({ session_owner: null, handover_at: expect.any(Date) });
+
+    const afterVerification = await end(reverified, success);
+    expect(afterVerification.report.healthRecorded).toBe(false);
+    expect(afterVerification.lease).toMatchObject({ handedOver: true });
+    expect(await shown(reverified)).toEqual({ at: null, code: null });
+
+    const lost = await end(taken, success);
+    expect(lost).toMatchObject({ report: { healthRecorded: false }, lease: null });
+    expect(await leaseOf(taken)).toEqual({ session_owner: 'direct/other', handover_at: null });
+    expect(await shown(taken)).toEqual({ at: null, code: null });
   });
 });
