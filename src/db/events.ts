@@ -298,7 +298,7 @@ export async function findKnownKeysAndEndpoints(
  * went in than given (a key taken meanwhile), which would leave a hole in the cursors.
  * `after` names a CTE the head must wait for (its row lock is taken once that CTE is done), or none.
  */
-const appendWholeSql = (after?: string) => `head AS (
+const appendWholeSql = (after?: string, alsoSelect = '') => `head AS (
        INSERT INTO stream_heads AS h (account_id, environment, last_cursor)
        SELECT $1::uuid, $2::text, $3::bigint${after ? ` FROM (SELECT count(*) FROM ${after}) written` : ''}
        ON CONFLICT (account_id, environment) DO UPDATE SET last_cursor = h.last_cursor + EXCLUDED.last_cursor
@@ -307,7 +307,8 @@ const appendWholeSql = (after?: string) => `head AS (
        ${INSERT_EVENTS}
        RETURNING id, cursor, created_at
      )
-     SELECT ev.id, ev.cursor, ev.created_at, 1 / ((SELECT count(*) FROM ev) = $3)::int AS whole FROM (SELECT 1) one LEFT JOIN ev ON true ORDER BY ev.cursor`;
+     SELECT ev.id, ev.cursor, ev.created_at, 1 / ((SELECT count(*) FROM ev) = $3)::int AS whole${alsoSelect}
+     FROM (SELECT 1) one LEFT JOIN ev ON true ORDER BY ev.cursor`;
 
 /**
  * What Postgres chose (cursor, created_at) with what was given, in array order: the payloads do not
@@ -333,6 +334,8 @@ export async function appendEventsWithDeliveries(
   db: Queryable,
   events: (NewEvent & { id: string })[],
   deliveries: RoutedDelivery[],
+  /** Notifications sent with the commit (none: an empty list): a lone publish's wake of its endpoints. */
+  notify: { channel: string; payloads: string[] } | null = null,
 ): Promise<EventRow[]> {
   if (events.length === 0) return [];
   const position = new Map(events.map((e, i) => [e.id, i + 1]));
@@ -350,12 +353,16 @@ export async function appendEventsWithDeliveries(
        RETURNING 1
      ), -- The head's row needs every delivery written first, so the stream's lock is taken after them (most
        -- of a batch's work): other processes writing this stream write theirs meanwhile.
-     ${appendWholeSql('dl')}`,
+     -- A notification is sent at the commit, if there is one (a failed statement sends none); a
+     -- transaction that notifies commits alone, so only a lone publish's wake goes here (DueWakes).
+     ${appendWholeSql('dl', `, (SELECT count(pg_notify($23, p)) FROM unnest($24::text[]) AS p) AS notified`)}`,
     values: [
       ...eventParams(events),
       deliveries.map((d) => position.get(d.eventId)!),
       deliveries.map((d) => d.endpointId),
       deliveries.map((d) => d.held),
+      notify?.channel ?? '',
+      notify?.payloads ?? [],
     ],
   });
   return withChosen(events, rows);

@@ -1,6 +1,7 @@
 import type { AccountId } from '../core/ids.js';
 import type { Db } from '../db/pool.js';
 import type { DueWakes } from './due-wakes.js';
+import { traceHop, tracing } from '../runtime/hop-trace.js';
 import type { StoredEvent } from './store-event.js';
 
 export interface IngestDeps {
@@ -10,7 +11,14 @@ export interface IngestDeps {
   now?: () => Date;
 }
 
-/** After commit: each endpoint with a new pending delivery is woken (coalesced): to send it, or to time its hold. */
+/**
+ * After commit: each endpoint with a new pending delivery is woken (coalesced): to send it, or to
+ * time its hold; unless the commit itself woke them (`StoredEvent.woken`).
+ */
 export function wakeFor(deps: IngestDeps, accountId: AccountId, stored: StoredEvent): void {
-  for (const d of stored.deliveries) if (d.status === 'pending') deps.wakes.add(d.endpointId, accountId);
+  for (const d of stored.deliveries) {
+    if (d.status !== 'pending') continue;
+    if (!stored.woken) deps.wakes.add(d.endpointId, accountId);
+    else if (tracing) traceHop('notify', d.endpointId);
+  }
 }

@@ -1,8 +1,8 @@
 /**
  * After a commit that leaves deliveries due, the endpoints are named to the workers by Postgres
  * NOTIFY, coalesced over a few milliseconds: one statement for every endpoint woken meanwhile. The
- * first after a quiet spell goes at once (a sparse publish's delivery waited 2 ms more for nothing).
- * A worker pokes the endpoint's running delivery session, or signals its workflow.
+ * first after a quiet spell goes at once (a sparse publish's delivery waited 2 ms more for nothing),
+ * and with a lone publish, in its own statement (`claimInline`). A worker pokes the endpoint's running delivery session, or signals its workflow.
  */
 import type { AccountId, EndpointId } from '../core/ids.js';
 import { notifyDue } from '../db/due-notifications.js';
@@ -10,12 +10,20 @@ import type { Db } from '../db/pool.js';
 import { createCoalescer, type Coalescer } from '../runtime/coalescer.js';
 import { traceHop, tracing } from '../runtime/hop-trace.js';
 import { logger } from '../runtime/logger.js';
+import { merged } from '../core/merged.js';
 
 /** Endpoint id → its Account id. */
-export type DueWakes = Coalescer<EndpointId, AccountId>;
+export interface DueWakes extends Coalescer<EndpointId, AccountId> {
+  /**
+   * The channel, when a wake sent now would go at once (a quiet spell): the caller names its
+   * endpoints in its own statement instead (a lone publish's append: `storeEvent`'s `wakes`), and
+   * wakes added within the window after it wait for its end. Null: add them as usual.
+   */
+  claimInline(): string | null;
+}
 
 export function createDueWakes(db: Db, channel: string, windowMs = 2): DueWakes {
-  return createCoalescer<EndpointId, AccountId>(
+  const coalescer = createCoalescer<EndpointId, AccountId>(
     (batch) => {
       if (tracing) for (const endpointId of batch.keys()) traceHop('notify', endpointId);
       return notifyDue(
@@ -30,4 +38,5 @@ export function createDueWakes(db: Db, channel: string, windowMs = 2): DueWakes 
     windowMs,
     { leading: true },
   );
+  return merged(coalescer, { claimInline: () => (coalescer.claimLeading() ? channel : null) });
 }

@@ -110,7 +110,9 @@ export async function publishEvent(
     occurredAt: occurredAt ? new Date(occurredAt) : new Date(),
   };
   const stored =
-    registered && def.needsRegisteredMessage ? await storeStatus(deps, registered, event) : await storeEvent(deps.db, event, deps.now?.());
+    registered && def.needsRegisteredMessage
+      ? await storeStatus(deps, registered, event)
+      : await storeEvent(deps.db, event, deps.now?.(), { wakes: deps.wakes });
   if (tracing && stored.created)
     for (const d of stored.deliveries) {
       traceHop('received', stored.event.idempotency_key, d.endpointId, receivedAt);

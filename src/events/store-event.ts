@@ -36,6 +36,9 @@ import {
 } from '../db/pool.js';
 import { newRowId } from '../db/row-id.js';
 import { StreamBatcher, type Turn } from './stream-batcher.js';
+import type { DueWakes } from './due-wakes.js';
+import { duePayloads } from '../db/due-notifications.js';
+import type { AccountId, EndpointId } from '../core/ids.js';
 
 export interface IngestEvent {
   accountId: string;
@@ -79,6 +82,8 @@ export interface StoredEvent {
   created: boolean;
   event: EventRow;
   deliveries: NewEventDelivery[];
+  /** Its endpoints were woken with its commit (its statement notified them): no wake to add. */
+  woken?: boolean;
 }
 
 /** Most events in one transaction: bounds a statement's size and how long the stream's lock is held. */
@@ -112,6 +117,8 @@ interface Pending {
   /** With its id chosen here, so its deliveries can be written before the event itself. */
   row: NewEvent & { id: string };
   now: Date;
+  /** The caller's wakes, when it may wake its endpoints in the batch's own statement. */
+  wakes?: Pick<DueWakes, 'claimInline'>;
 }
 
 /** Queues belong to a pool: calls through different pools (another server, or a test standing in for another process) never share a transaction. */
@@ -119,9 +126,17 @@ const batchers = new WeakMap<Db, StreamBatcher<Pending, StoredEvent>>();
 
 /**
  * Stores `e` unless its idempotency key is known, with its deliveries. `created: false` with no
- * deliveries when the key was stored before (or by an earlier call of the same batch).
+ * deliveries when the key was stored before (or by an earlier call of the same batch). With
+ * `wakes`, a batch that commits in one statement while no wake is due to go out names its
+ * endpoints to the workers in that statement (`woken`): a lone publish saves a statement, and its
+ * workers hear of it at the commit instead of a round trip later.
  */
-export async function storeEvent(db: Db, e: IngestEvent, now: Date = new Date()): Promise<StoredEvent> {
+export async function storeEvent(
+  db: Db,
+  e: IngestEvent,
+  now: Date = new Date(),
+  o: { wakes?: Pick<DueWakes, 'claimInline'> } = {},
+): Promise<StoredEvent> {
   let batcher = batchers.get(db);
   if (!batcher) {
     batcher = new StreamBatcher((items, turn) => storeBatch(db, items, turn), {
@@ -134,7 +149,7 @@ export async function storeEvent(db: Db, e: IngestEvent, now: Date = new Date())
   }
   // Built before joining the queue: an event that cannot be built fails its own caller only.
   const row = eventRow(e);
-  return batcher.submit(`${e.accountId}:${e.environment}`, { e, row, now });
+  return batcher.submit(`${e.accountId}:${e.environment}`, { e, row, now, wakes: o.wakes });
 }
 
 function eventRow(e: IngestEvent): NewEvent & { id: string } {
@@ -234,12 +249,12 @@ async function appendBatch(
   );
   const account = counted.length > 0 ? await getAccount(db, accountId) : undefined;
   const counting = account ? counted.filter((c) => capApplies(account.plan, account.created_at, c.now)) : [];
-  const stored = (events: EventRow[], deliveries: NewEventDelivery[][]) => {
+  const stored = (events: EventRow[], deliveries: NewEventDelivery[][], woken = false) => {
     const byKey = new Map(events.map((ev) => [ev.idempotency_key, ev]));
     return new Map(
       items.map((item, index) => [
         item.row.idempotency_key,
-        { created: true, event: byKey.get(item.row.idempotency_key)!, deliveries: deliveries[index]! },
+        { created: true, event: byKey.get(item.row.idempotency_key)!, deliveries: deliveries[index]!, woken },
       ]),
     );
   };
@@ -267,9 +282,20 @@ async function appendBatch(
     // Rolled back after waiting TURN_WAIT_MS: wait for the turn holding nothing, then go in one statement.
     await turn.ready;
   }
-  const events = await appendEventsWithDeliveries(db, rows, routed);
+  const notify = inlineWake(items, routed);
+  const events = await appendEventsWithDeliveries(db, rows, routed, notify);
   turn.placed();
-  return stored(events, deliveries);
+  return stored(events, deliveries, notify !== null);
+}
+
+/** The batch's wake of its endpoints, to send with its statement when no other wake is due to go out (`DueWakes.claimInline`). */
+function inlineWake(items: Pending[], routed: { endpointId: string }[]): { channel: string; payloads: string[] } | null {
+  if (routed.length === 0) return null;
+  const channel = items.find((i) => i.wakes)?.wakes!.claimInline() ?? null;
+  if (!channel) return null;
+  const accountId = items[0]!.e.accountId as AccountId;
+  const endpoints = [...new Set(routed.map((d) => d.endpointId))];
+  return { channel, payloads: duePayloads(endpoints.map((id) => ({ endpointId: id as EndpointId, accountId }))) };
 }
 
 /** The batch's deliveries by event, as insertBatchDeliveries takes them. */

@@ -12,6 +12,12 @@ export interface Coalescer<K extends string, V> {
   add(key: K, value: V): void;
   /** Sends what is waiting now (after the batch in flight); resolves when sent. */
   flush(): Promise<void>;
+  /**
+   * With `leading`: when a key added now would go at once (a quiet spell, nothing waiting or out),
+   * the caller sends its keys itself, now, and the window runs as if a batch had gone: true. False
+   * otherwise (add them as usual).
+   */
+  claimLeading(): boolean;
 }
 
 export function createCoalescer<K extends string, V>(
@@ -58,5 +64,10 @@ export function createCoalescer<K extends string, V>(
       schedule(o.leading ? lastSentAt + windowMs - performance.now() : windowMs);
     },
     flush,
+    claimLeading() {
+      if (!o.leading || inFlight || scheduled || waiting.size > 0 || performance.now() - lastSentAt < windowMs) return false;
+      lastSentAt = performance.now();
+      return true;
+    },
   };
 }

@@ -56,6 +56,30 @@ describe('coalescer', () => {
     expect(batches).toEqual([['a', 'b'], ['c'], ['d']]);
   });
 
+  it('with leading, lets a caller send its keys itself only when they would go at once; the window then runs as after a batch', async () => {
+    const { c, batches, answer } = recording(10, true);
+    expect(c.claimLeading()).toBe(true);
+    // Claimed: within the window nothing more is claimed, and keys added wait for its end.
+    expect(c.claimLeading()).toBe(false);
+    await vi.advanceTimersByTimeAsync(2);
+    c.add('a', 1);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(batches).toEqual([]);
+    await vi.advanceTimersByTimeAsync(8);
+    expect(batches).toEqual([['a']]);
+    // A batch out: not claimed, even once the window has run.
+    await vi.advanceTimersByTimeAsync(20);
+    expect(c.claimLeading()).toBe(false);
+    answer();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(c.claimLeading()).toBe(true);
+    // Keys waiting for a window's end: not claimed.
+    c.add('b', 2);
+    expect(c.claimLeading()).toBe(false);
+    // Without leading, never.
+    expect(recording(10, false).c.claimLeading()).toBe(false);
+  });
+
   it('holds what is added while a batch is out, and sends it together as soon as that batch is answered', async () => {
     for (const leading of [false, true]) {
       const { c, batches, answer } = recording(10, leading);
