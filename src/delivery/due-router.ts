@@ -115,6 +115,12 @@ interface EndpointNews {
   /** A direct session's start is in flight: its session opens before its first claim, which takes this news too. */
   starting?: boolean;
   /**
+   * While that start was in flight, a session here gave the endpoint's lease back with work due: a
+   * start refused meanwhile (its answer read before that end) asks again at once instead of
+   * holding the news until the lease it saw would lapse (up to 10 s; one delivery waited 5 s so).
+   */
+  freedMeanwhile?: boolean;
+  /**
    * Held by another session: looked at again when its lease would lapse (a live holder renews it and
    * looks for due work itself when it gives it back; a lost one lets it lapse, and this worker takes
    * over). `elsewhere`: another worker's session, which hears the same news and pokes it, so news
@@ -149,7 +155,9 @@ class NewsRouter {
     // Work found as a session gave its lease back: no longer anyone's, whatever this worker heard before.
     o.direct?.onFreed((due) => {
       this.endHold(due.endpointId);
-      this.route(due);
+      const n = this.news.get(due.endpointId);
+      if (n?.starting) n.freedMeanwhile = true;
+      else this.route(due);
     });
     this.forgetOld = setInterval(() => this.forgetOldSignals(), 10 * this.signalEveryMs);
     this.forgetOld.unref();
@@ -219,8 +227,9 @@ class NewsRouter {
     n.starting = true;
     this.o.direct!.start(due, how).then(
       (r) => {
-        this.startAnswered(due.endpointId);
+        const freed = this.startAnswered(due.endpointId);
         if (r.kind === 'workflow') this.wake(due);
+        else if (r.kind === 'busy' && freed) this.route(due);
         else if (r.kind === 'busy') this.hold(due, r.inMs, r.elsewhere);
       },
       (err) => {
@@ -231,11 +240,15 @@ class NewsRouter {
     );
   }
 
-  private startAnswered(endpointId: string): void {
+  /** The start in flight answered; true when a lease was given back here with work due meanwhile. */
+  private startAnswered(endpointId: string): boolean {
     const n = this.news.get(endpointId);
-    if (!n) return;
+    if (!n) return false;
+    const freed = n.freedMeanwhile === true;
     n.starting = undefined;
+    n.freedMeanwhile = undefined;
     this.tidy(endpointId);
+    return freed;
   }
 
   /** Held by another session: looked at again once its lease would lapse. */

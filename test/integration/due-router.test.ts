@@ -358,6 +358,28 @@ describe('due-delivery router', () => {
     freed.forEach((tell) => tell({ endpointId: freedBusy, accountId }));
     await eventually(async () => asked.filter((id) => id === freedBusy).length === 2, 5_000);
   });
+  it('a lease given back here with work due while a start is in flight: a start refused meanwhile asks again at once, not when the lease it saw would lapse', async () => {
+    const endpointId = await endpointWithDelivery();
+    const asks: ((answer: DirectStart) => void)[] = [];
+    const freed: ((due: DueEndpoint) => void)[] = [];
+    const direct: DirectSessions = {
+      start: () => new Promise<DirectStart>((answer) => asks.push(answer)),
+      onFreed: (listener) => freed.push(listener),
+      close: async () => {},
+    };
+    const r = router(0, 60_000, direct);
+    await r.ready;
+    await notifyDue(db, channel, [{ endpointId, accountId }]);
+    await eventually(async () => asks.length === 1);
+    // The ending session here gives the lease back with this work due, and the start's answer,
+    // read before that, says the lease is that session's for 60 s more.
+    freed.forEach((tell) => tell({ endpointId, accountId }));
+    asks[0]!({ kind: 'busy', inMs: 60_000, elsewhere: false });
+    await eventually(async () => asks.length === 2, 5_000);
+    asks[1]!({ kind: 'started' });
+    expect(await wakeSignals(endpointId)).toBe(0);
+  });
+
   it('asks about news it hears as heard (which it may leave to the preferred worker), and about work it finds as found; a sweep from 0 ms finds work due only now', async () => {
     const [heard, fresh, freedHere, marker] = [
       await endpointWithDelivery(),
