@@ -2,7 +2,8 @@
  * After a commit that leaves deliveries due, the endpoints are named to the workers by Postgres
  * NOTIFY, coalesced over a few milliseconds: one statement for every endpoint woken meanwhile. The
  * first after a quiet spell goes at once (a sparse publish's delivery waited 2 ms more for nothing),
- * and with a lone publish, in its own statement (`claimInline`). A worker pokes the endpoint's running delivery session, or signals its workflow.
+ * and with a lone publish, in its own statement (`claimInline`). A worker pokes the endpoint's
+ * running delivery session, or signals its workflow.
  */
 import type { AccountId, EndpointId } from '../core/ids.js';
 import { notifyDue } from '../db/due-notifications.js';
