@@ -52,6 +52,8 @@ export interface DirectSessions {
 
 /** Direct sessions at once at most; news for more goes to the workflows, as before. */
 const MAX_DIRECT_SESSIONS = 1_000;
+/** News heard this soon after a session here gave the endpoint's lease back is asked for here, never left. */
+const RECENTLY_ENDED_MS = 1_000;
 
 export function createDirectSessions(o: {
   /** The worker's session deps (shared with its activities), with its leases. */
@@ -100,8 +102,11 @@ export function createDirectSessions(o: {
 
   return {
     async start(due, how = 'found') {
-      // The preferred worker asks at once, and an ask from here would be refused.
-      if (how === 'heard' && o.preference?.leavesNews()) {
+      // The preferred worker asks at once, and an ask from here would be refused. Not news of an
+      // endpoint whose session here is ending or just ended: the preferred worker, refused while it
+      // ran, leaves that endpoint's news to this worker until the lease it saw would lapse, and the
+      // session's last look may have missed what this news announces (a delivery waited 5 s so).
+      if (how === 'heard' && o.preference?.leavesNews() && !leases.heldHereWithin(due.endpointId, RECENTLY_ENDED_MS)) {
         traceHop('left', due.endpointId);
         return { kind: 'left' };
       }

@@ -61,6 +61,8 @@ export interface SessionLeases {
   onFreed(listener: (due: DueEndpoint) => void): void;
   /** Whether a session of this worker holds the endpoint's lease, from its take until its end has returned. */
   heldHere(endpointId: string): boolean;
+  /** heldHere, or its end returned within the last `ms`. */
+  heldHereWithin(endpointId: string, ms: number): boolean;
 }
 
 export interface HeldSession {
@@ -86,11 +88,22 @@ interface HeldEntry extends HeldLease {
   lost: boolean;
 }
 
-/** One session fewer holding the endpoint's lease here. */
-function countDown(here: Map<string, number>, endpointId: string): void {
+/** Ends given back here are remembered this long (heldHereWithin asks about shorter spans). */
+const ENDED_KEPT_MS = 10_000;
+
+/** One session fewer holding the endpoint's lease here; the last one's end is noted in `ended`. */
+function countDown(here: Map<string, number>, ended: Map<string, number>, endpointId: string): void {
   const n = (here.get(endpointId) ?? 1) - 1;
-  if (n > 0) here.set(endpointId, n);
-  else here.delete(endpointId);
+  if (n > 0) return void here.set(endpointId, n);
+  here.delete(endpointId);
+  const now = performance.now();
+  // Oldest first (re-set keys move to the end): drop what is past keeping.
+  ended.delete(endpointId);
+  for (const [id, at] of ended) {
+    if (now - at < ENDED_KEPT_MS) break;
+    ended.delete(id);
+  }
+  ended.set(endpointId, now);
 }
 
 function tellFreed(listeners: ((due: DueEndpoint) => void)[], endpointId: string, accountId: AccountId): void {
@@ -104,6 +117,8 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
   const freedListeners: ((due: DueEndpoint) => void)[] = [];
   /** Sessions here per endpoint with the lease taken and not yet given back (an activity's retry may overlap its lost attempt). */
   const here = new Map<string, number>();
+  /** When the last session here of each endpoint gave its lease back (performance.now()), for ENDED_KEPT_MS. */
+  const ended = new Map<string, number>();
   let timer: NodeJS.Timeout | undefined;
   let renewing = false;
   // News for many endpoints at once (a burst after a quiet spell) takes their leases in shared statements.
@@ -165,11 +180,13 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
       };
     },
     async end(endpointId, owner, { handover, tellIfDue, lastPostAgoMs }) {
-      const left = await endSessionLease(db, endpointId, owner, handover, lastPostAgoMs ?? null).finally(() => countDown(here, endpointId));
+      const left = await endSessionLease(db, endpointId, owner, handover, lastPostAgoMs ?? null).finally(() =>
+        countDown(here, ended, endpointId),
+      );
       if (left?.due && tellIfDue) tellFreed(freedListeners, endpointId, left.accountId);
     },
     async endDirect(endpointId, owner, session) {
-      const { report, lease } = await endDirectSession(db, endpointId, owner, session).finally(() => countDown(here, endpointId));
+      const { report, lease } = await endDirectSession(db, endpointId, owner, session).finally(() => countDown(here, ended, endpointId));
       if (lease?.due && !lease.handedOver) tellFreed(freedListeners, endpointId, lease.accountId);
       return report;
     },
@@ -177,6 +194,7 @@ export function createSessionLeases(db: Db, o: { leaseMs?: number; renewEveryMs?
       freedListeners.push(listener);
     },
     heldHere: (endpointId) => here.has(endpointId),
+    heldHereWithin: (endpointId, ms) => here.has(endpointId) || performance.now() - (ended.get(endpointId) ?? -Infinity) < ms,
   };
 }
 

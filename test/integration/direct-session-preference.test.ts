@@ -2,7 +2,8 @@
  * A worker that is not the deployment's preferred one (src/delivery/session-preference.ts) asks
  * for a new direct session's lease only after its delay, so the preferred worker's ask, made
  * meanwhile, gets the session; with no delay it asks at once. While the preferred worker takes
- * news, it does not ask for what it heard at all. Real worker, leases and Postgres;
+ * news, it does not ask for what it heard at all, unless its own session of the endpoint holds the
+ * lease or gave it back moments ago. Real worker, leases and Postgres;
  * the other worker's ask is its lease statement.
  */
 import { describe, expect, it } from 'vitest';
@@ -50,6 +51,8 @@ describe('direct sessions of a worker that is not preferred', () => {
     const endpointId = await bed.verifiedEndpoint(tenant, bed.uniquePath('leaves-news'));
     await bed.idle(endpointId);
     const due = { endpointId: endpointId as EndpointId, accountId: tenant.accountId as AccountId };
+    // Its first session (the verification's) ran here: news heard within a second of its end is asked for here.
+    await new Promise((r) => setTimeout(r, 1_100));
     leave = true;
     try {
       expect(await bed.direct!.start(due, 'heard')).toEqual({ kind: 'left' });
@@ -60,6 +63,23 @@ describe('direct sessions of a worker that is not preferred', () => {
       // Found here (a sweep, a lease given back or lost): asked for, and started.
       expect(await bed.direct!.start(due, 'found')).toEqual({ kind: 'started' });
       expect(await owner(endpointId)).toMatch(/^direct\//);
+    } finally {
+      leave = false;
+    }
+    await eventually(async () => (await owner(endpointId)) === null, 30_000);
+  }, 60_000);
+
+  it('do not leave the news of an endpoint whose session here holds its lease or gave it back moments ago: they ask', async () => {
+    const tenant = await createTenant();
+    const endpointId = await bed.verifiedEndpoint(tenant, bed.uniquePath('held-here'));
+    await bed.idle(endpointId);
+    const due = { endpointId: endpointId as EndpointId, accountId: tenant.accountId as AccountId };
+    leave = true;
+    try {
+      expect(await bed.direct!.start(due, 'found')).toEqual({ kind: 'started' });
+      // Its session holds the lease (or has just given it back): news heard for it is asked about here,
+      // since the preferred worker, refused while it ran, holds it as this worker's to hear.
+      expect((await bed.direct!.start(due, 'heard')).kind).not.toBe('left');
     } finally {
       leave = false;
     }

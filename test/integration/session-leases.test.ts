@@ -166,6 +166,10 @@ describe('session leases', () => {
       await deps.leases.end(e.id, 'direct/ending', { handover: false, tellIfDue: true });
       expect(deps.leases.heldHere(e.id)).toBe(false);
       expect(freed).toEqual([{ endpointId: e.id, accountId: bed.tenant.accountId }]);
+      // And when its last session here gave it back: within the span asked about, not before it.
+      expect(deps.leases.heldHereWithin(e.id, 60_000)).toBe(true);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(deps.leases.heldHereWithin(e.id, 10)).toBe(false);
     } finally {
       bed.receiver.replyOn(e.prefix, null);
     }
