@@ -13,11 +13,11 @@ export interface Coalescer<K extends string, V> {
   /** Sends what is waiting now (after the batch in flight); resolves when sent. */
   flush(): Promise<void>;
   /**
-   * With `leading`: when a key added now would go at once (a quiet spell, nothing waiting or out),
-   * the caller sends its keys itself, now, and the window runs as if a batch had gone: true. False
-   * otherwise (add them as usual).
+   * With `leading`: when nothing is waiting or out and nothing was sent for `quietMs` (the window
+   * unless given), the caller sends its keys itself, now, and the window runs as if a batch had
+   * gone: true. False otherwise (add them as usual).
    */
-  claimLeading(): boolean;
+  claimLeading(quietMs?: number): boolean;
 }
 
 export function createCoalescer<K extends string, V>(
@@ -64,8 +64,9 @@ export function createCoalescer<K extends string, V>(
       schedule(o.leading ? lastSentAt + windowMs - performance.now() : windowMs);
     },
     flush,
-    claimLeading() {
-      if (!o.leading || inFlight || scheduled || waiting.size > 0 || performance.now() - lastSentAt < windowMs) return false;
+    claimLeading(quietMs = windowMs) {
+      if (!o.leading || inFlight || scheduled || waiting.size > 0) return false;
+      if (performance.now() - lastSentAt < Math.max(quietMs, windowMs)) return false;
       lastSentAt = performance.now();
       return true;
     },

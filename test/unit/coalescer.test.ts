@@ -80,6 +80,15 @@ describe('coalescer', () => {
     expect(recording(10, false).c.claimLeading()).toBe(false);
   });
 
+  it('claims only after the quiet spell asked for, when it is longer than the window', async () => {
+    const { c } = recording(10, true);
+    expect(c.claimLeading(50)).toBe(true);
+    await vi.advanceTimersByTimeAsync(20);
+    expect(c.claimLeading(50)).toBe(false);
+    await vi.advanceTimersByTimeAsync(30);
+    expect(c.claimLeading(50)).toBe(true);
+  });
+
   it('holds what is added while a batch is out, and sends it together as soon as that batch is answered', async () => {
     for (const leading of [false, true]) {
       const { c, batches, answer } = recording(10, leading);
