@@ -330,6 +330,14 @@ function withChosen(events: (NewEvent & { id: string })[], rows: Pick<EventRow, 
  * looks again and redoes the batch. Returns the inserted rows, in array order (a stored payload
  * reads back equal, its keys in jsonb's order).
  */
+/**
+ * `notify`'s notifications, sent at the statement's commit (none from a statement that fails). A
+ * transaction that notifies commits alone (a cluster-wide lock until its flush), so only a lone
+ * publish's wake goes here (`DueWakes.claimInline`). Kept out of the statement's text before the
+ * head: pg_stat_activity shows a statement's first 1 KiB, and tests find the head's waits there.
+ */
+const NOTIFY_AT_COMMIT = `, (SELECT count(pg_notify($23, p)) FROM unnest($24::text[]) AS p) AS notified`;
+
 export async function appendEventsWithDeliveries(
   db: Queryable,
   events: (NewEvent & { id: string })[],
@@ -353,9 +361,7 @@ export async function appendEventsWithDeliveries(
        RETURNING 1
      ), -- The head's row needs every delivery written first, so the stream's lock is taken after them (most
        -- of a batch's work): other processes writing this stream write theirs meanwhile.
-     -- A notification is sent at the commit, if there is one (a failed statement sends none); a
-     -- transaction that notifies commits alone, so only a lone publish's wake goes here (DueWakes).
-     ${appendWholeSql('dl', `, (SELECT count(pg_notify($23, p)) FROM unnest($24::text[]) AS p) AS notified`)}`,
+     ${appendWholeSql('dl', NOTIFY_AT_COMMIT)}`,
     values: [
       ...eventParams(events),
       deliveries.map((d) => position.get(d.eventId)!),

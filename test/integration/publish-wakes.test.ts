@@ -5,13 +5,12 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { getEventDefinition } from '../../src/core/catalog/index.js';
 import type { AccountId } from '../../src/core/ids.js';
 import { parseDuePayload } from '../../src/db/due-notifications.js';
 import { wakeFor } from '../../src/events/deps.js';
 import { createDueWakes } from '../../src/events/due-wakes.js';
-import { ingestEvent, storeEvent } from '../../src/events/store-event.js';
-import { createTenant, eventually, testDb } from '../support/harness.js';
+import { storeEvent } from '../../src/events/store-event.js';
+import { createTenant, demandEvent, eventually, testDb } from '../support/harness.js';
 import { beforeEachQuery } from '../support/hooked-pool.js';
 
 const channel = `wakes_test_${crypto.randomUUID().replaceAll('-', '')}`;
@@ -27,18 +26,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await listener.end();
 });
-
-function demand(accountId: string, entityId: string) {
-  const def = getEventDefinition('crm.demand.created')!;
-  const data = def.data.parse({
-    entity_type: 'demand',
-    entity_id: entityId,
-    before_data: null,
-    after_data: { id: entityId, version: 1, status: 'open', contact_id: 'c', title: `Demand ${entityId}` },
-    actor_user_id: null,
-  });
-  return ingestEvent({ accountId, environment: 'live', def, data });
-}
 
 describe('a publish’s wake', () => {
   it('of a lone publish goes with its commit, in its own statement; one within the window after it goes in the wakes’ statement', async () => {
@@ -56,7 +43,7 @@ describe('a publish’s wake', () => {
       60_000, // a window that outlasts the test: only flush() ends it
     );
 
-    const lone = await storeEvent(testDb(), demand(t.accountId, 'lone'), new Date(), { wakes });
+    const lone = await storeEvent(testDb(), demandEvent(t.accountId, 'lone'), new Date(), { wakes });
     expect(lone.woken).toBe(true);
     wakeFor({ db: testDb(), wakes }, t.accountId as AccountId, lone);
     await eventually(async () => heard.length >= 1);
@@ -64,7 +51,7 @@ describe('a publish’s wake', () => {
     expect(wakeStatements).toBe(0);
 
     // Within the window: the append notifies nothing, and the wake waits for the window's end.
-    const next = await storeEvent(testDb(), demand(t.accountId, 'next'), new Date(), { wakes });
+    const next = await storeEvent(testDb(), demandEvent(t.accountId, 'next'), new Date(), { wakes });
     expect(next.woken).toBe(false);
     wakeFor({ db: testDb(), wakes }, t.accountId as AccountId, next);
     await wakes.flush();

@@ -232,6 +232,11 @@ export async function eventually<T>(check: () => Promise<T | undefined | null | 
 
 /** Stores a `crm.demand.created` event through the real ingest path, as a publisher's would be. */
 export function storeDemandEvent(accountId: string, entityId: string) {
+  return storeEvent(testDb(), demandEvent(accountId, entityId));
+}
+
+/** A `crm.demand.created` event of the Account's live stream, ready to store. */
+export function demandEvent(accountId: string, entityId: string) {
   const def = getEventDefinition('crm.demand.created')!;
   const data = def.data.parse({
     entity_type: 'demand',
@@ -240,5 +245,5 @@ export function storeDemandEvent(accountId: string, entityId: string) {
     after_data: { id: entityId, version: 1, status: 'open', contact_id: 'c', title: `Demand ${entityId}` },
     actor_user_id: null,
   });
-  return storeEvent(testDb(), ingestEvent({ accountId, environment: 'live', def, data }));
+  return ingestEvent({ accountId, environment: 'live', def, data });
 }
