@@ -323,14 +323,6 @@ function withChosen(events: (NewEvent & { id: string })[], rows: Pick<EventRow, 
 }
 
 /**
- * appendEvents and their pending deliveries in ONE autocommitted statement: the head (created
- * on first use), the events and the deliveries commit together or not at all, in one round trip
- * instead of a transaction's six. When a key was taken meanwhile (a twin committed by another
- * process) the statement fails as a whole with division_by_zero, so no cursor is lost: the caller
- * looks again and redoes the batch. Returns the inserted rows, in array order (a stored payload
- * reads back equal, its keys in jsonb's order).
- */
-/**
  * `notify`'s notifications, sent at the statement's commit (none from a statement that fails). A
  * transaction that notifies commits alone (a cluster-wide lock until its flush), so only a lone
  * publish's wake goes here (`DueWakes.claimInline`). Kept out of the statement's text before the
@@ -338,6 +330,14 @@ function withChosen(events: (NewEvent & { id: string })[], rows: Pick<EventRow, 
  */
 const NOTIFY_AT_COMMIT = `, (SELECT count(pg_notify($23, p)) FROM unnest($24::text[]) AS p) AS notified`;
 
+/**
+ * appendEvents and their pending deliveries in ONE autocommitted statement: the head (created
+ * on first use), the events and the deliveries commit together or not at all, in one round trip
+ * instead of a transaction's six. When a key was taken meanwhile (a twin committed by another
+ * process) the statement fails as a whole with division_by_zero, so no cursor is lost: the caller
+ * looks again and redoes the batch. Returns the inserted rows, in array order (a stored payload
+ * reads back equal, its keys in jsonb's order).
+ */
 export async function appendEventsWithDeliveries(
   db: Queryable,
   events: (NewEvent & { id: string })[],
