@@ -342,14 +342,15 @@ export async function appendEventsWithDeliveries(
   db: Queryable,
   events: (NewEvent & { id: string })[],
   deliveries: RoutedDelivery[],
-  /** Notifications sent with the commit (none: an empty list): a lone publish's wake of its endpoints. */
+  /** Notifications sent with the commit: a lone publish's wake of its endpoints. */
   notify: { channel: string; payloads: string[] } | null = null,
 ): Promise<EventRow[]> {
   if (events.length === 0) return [];
   const position = new Map(events.map((e, i) => [e.id, i + 1]));
   const { rows } = await db.query<Pick<EventRow, 'id' | 'cursor' | 'created_at'>>({
-    // Prepared once per connection: planning this statement cost about as much as running it.
-    name: 'append_events_with_deliveries',
+    // Prepared once per connection: planning this statement cost about as much as running it. With
+    // notifications it is a statement of its own, so a publish under load runs the one without.
+    name: notify ? 'append_events_with_deliveries_notify' : 'append_events_with_deliveries',
     text: `WITH dl AS (
        INSERT INTO deliveries (account_id, endpoint_id, event_id, event_type, idempotency_key, environment, status, next_attempt_at)
        SELECT $1, d.endpoint_id, ev.id, ev.type, ev.idempotency_key, $2, 'pending',
@@ -361,14 +362,13 @@ export async function appendEventsWithDeliveries(
        RETURNING 1
      ), -- The head's row needs every delivery written first, so the stream's lock is taken after them (most
        -- of a batch's work): other processes writing this stream write theirs meanwhile.
-     ${appendWholeSql('dl', NOTIFY_AT_COMMIT)}`,
+     ${appendWholeSql('dl', notify ? NOTIFY_AT_COMMIT : '')}`,
     values: [
       ...eventParams(events),
       deliveries.map((d) => position.get(d.eventId)!),
       deliveries.map((d) => d.endpointId),
       deliveries.map((d) => d.held),
-      notify?.channel ?? '',
-      notify?.payloads ?? [],
+      ...(notify ? [notify.channel, notify.payloads] : []),
     ],
   });
   return withChosen(events, rows);
