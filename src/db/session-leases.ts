@@ -153,6 +153,22 @@ export async function takeDirectSessionLeases(
 }
 
 /**
+ * The SET list that gives the endpoint row `e`'s lease back: the hand-over mark when `handover`
+ * (an SQL boolean) holds, and the last POST's time kept for the next session's pace from
+ * `lastPostAgoMs` (an SQL number of milliseconds; null keeps what was stored).
+ */
+const leaseGivenBackSets = (handover: string, lastPostAgoMs: string) =>
+  `session_owner = NULL, session_until = NULL, handover_at = CASE WHEN ${handover} THEN now() ELSE e.handover_at END,
+       session_paced_at = coalesce(now() - ${secs(lastPostAgoMs)}, e.session_paced_at)`;
+
+/** Whether the endpoint `$1` has work due now that no session holds (a lease's end tells the worker's router). */
+const DUE_NOBODY_HOLDS = `EXISTS (
+       SELECT 1 FROM deliveries d
+       WHERE d.endpoint_id = $1 AND ${OWED} AND d.held_since IS NULL AND d.next_attempt_at <= now()
+         AND (d.leased_until IS NULL OR d.leased_until < now())
+     )`;
+
+/**
  * Gives the lease back. `handover`: the session's round goes to the workflow, and no session
  * starts until it has taken it in (`endHandover`). `lastPostAgoMs`: how long ago the session's last
  * POST started (by its worker's clock; stored by the database's), for the next session's pace; null
@@ -169,14 +185,9 @@ export async function endSessionLease(
 ): Promise<{ due: boolean; accountId: AccountId } | null> {
   const { rows } = await db.query<{ due: boolean; account_id: AccountId }>({
     name: 'end_session_lease',
-    text: `UPDATE endpoints e SET session_owner = NULL, session_until = NULL, handover_at = CASE WHEN $3 THEN now() ELSE e.handover_at END,
-       session_paced_at = coalesce(now() - ${secs('$4')}, e.session_paced_at)
+    text: `UPDATE endpoints e SET ${leaseGivenBackSets('$3', '$4')}
      WHERE e.id = $1 AND e.session_owner = $2
-     RETURNING e.account_id, EXISTS (
-       SELECT 1 FROM deliveries d
-       WHERE d.endpoint_id = $1 AND ${OWED} AND d.held_since IS NULL AND d.next_attempt_at <= now()
-         AND (d.leased_until IS NULL OR d.leased_until < now())
-     ) AS due`,
+     RETURNING e.account_id, ${DUE_NOBODY_HOLDS} AS due`,
     values: [endpointId, owner, handover, lastPostAgoMs],
   });
   return rows[0] ? { due: rows[0].due, accountId: rows[0].account_id } : null;
@@ -218,16 +229,10 @@ export async function endDirectSession(
   }>({
     name: 'end_direct_session',
     text: `WITH due AS (${NEXT_DUE_SQL}), owed AS (${OWED_COUNT_SQL}), ended AS (
-       UPDATE endpoints e SET session_owner = NULL, session_until = NULL,
-         handover_at = CASE WHEN $5 AND NOT ${recorded} THEN now() ELSE e.handover_at END,
-         session_paced_at = coalesce(now() - ${secs('$6')}, e.session_paced_at),
+       UPDATE endpoints e SET ${leaseGivenBackSets(`$5 AND NOT ${recorded}`, '$6')},
          ${healthySessionSets({ lastSuccessAt: '$3', lastResponseCode: '$4', nextAttemptAt: '(SELECT at FROM due)', observedAt: '$7' }, recorded)}
        WHERE e.id = $1 AND e.session_owner = $2
-       RETURNING e.account_id, ${recorded} AS recorded, EXISTS (
-         SELECT 1 FROM deliveries d
-         WHERE d.endpoint_id = $1 AND ${OWED} AND d.held_since IS NULL AND d.next_attempt_at <= now()
-           AND (d.leased_until IS NULL OR d.leased_until < now())
-       ) AS due_now
+       RETURNING e.account_id, ${recorded} AS recorded, ${DUE_NOBODY_HOLDS} AS due_now
      )
      SELECT (SELECT at FROM due) AS at, (SELECT n FROM owed) AS owed, ended.* FROM (SELECT) AS one LEFT JOIN ended ON true`,
     values: [

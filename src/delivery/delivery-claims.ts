@@ -36,7 +36,7 @@ export interface ClaimLimits {
   shortLeaseMs?: number;
   /**
    * The session's lease, given back, answers whether work is due that nobody holds, and the worker
-   * routes it at once (a direct session's: `SessionLeases.end` with `tellIfDue`). Then the session
+   * routes it at once (a direct session's: `SessionLeases.endDirect`). Then the session
    * neither reads when its next delivery comes due while it lingers (a retry due meanwhile waits
    * for the linger's end, or for news) nor makes a last look before it ends: a sparse endpoint's
    * every session made both, two statements of about ten a delivery, and found nothing.
