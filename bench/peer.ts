@@ -240,9 +240,12 @@ async function startPhase(receiver: ReceiverHandle, cpuProbe?: CpuProbe, idle?: 
       if (traceDir) {
         // The processes write their hop times every 200 ms.
         await sleep(600);
-        hops = hopBreakdown(
-          traceDir,
-          keys.map((key) => ({ key, sent: sentAt.get(key)!, receipt: receiver.arrivals.get(key)! })),
+        const deliveries = keys.map((key) => ({ key, sent: sentAt.get(key)!, receipt: receiver.arrivals.get(key)! }));
+        hops = hopBreakdown(traceDir, deliveries);
+        // Each delivery's publish and receipt (wall-clock ms, as the processes' hop times), in publish order: for timelines the breakdown's medians hide.
+        fs.writeFileSync(
+          path.join(traceDir, `${tag}.deliveries.tsv`),
+          deliveries.map((d) => `${d.sent.toFixed(2)}\t${d.receipt.toFixed(2)}\t${d.key}\n`).join(''),
         );
       }
       return {
