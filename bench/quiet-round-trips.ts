@@ -25,10 +25,10 @@ const GAPS_MS = (opt('gaps') ?? '0,1,10,70,500').split(',').map(Number);
 /** Calls per gap: enough for a median, few enough that a half-second gap takes under a minute. */
 const callsFor = (gapMs: number) => Number(opt('calls') ?? Math.max(40, Math.min(1_000, Math.round(20_000 / Math.max(gapMs, 1)))));
 
-/** Nanoseconds thread `tid` of `pid` has run on a CPU (Linux's schedstat), or NaN where there is none. */
-function onCpuNs(pid: number, tid = pid): number {
+/** Nanoseconds the main thread of `pid` has run on a CPU (Linux's schedstat), or NaN where there is none. */
+function onCpuNs(pid: number): number {
   try {
-    return Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    return Number(fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]);
   } catch {
     return NaN;
   }
