@@ -37,6 +37,7 @@ import { childPid, startService } from './processes.js';
 import { demandData, demandKey } from './demand-events.js';
 import { connectReceiver } from './receiver-client.js';
 import { mainThreadProfile, monoUs, summarizeProfile } from './profile-summary.js';
+import { pct } from './percentile.js';
 
 const argv = process.argv.slice(2);
 const opt = (name: string, dflt: string) =>
@@ -60,7 +61,6 @@ const dir = path.join(projectRoot, '.data', 'cpu-probe');
 const def = getEventDefinition('crm.demand.created')!;
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const pct = (s: number[], p: number) => s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 
 function ticks(root: number | undefined): { user: number; sys: number } {
   const procs = new Map<number, { ppid: number; user: number; sys: number }>();

@@ -27,15 +27,12 @@ import { createSecretBox } from '../src/security/secret-box.js';
 import { runWorker } from '../src/worker/main.js';
 import { insertVerifiedEndpoints } from './verified-endpoints.js';
 import { endpointStateQuery, endpointWorkflowId } from '../src/workflows/endpoint-contract.js';
+import { pct } from './percentile.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2000);
 const ENDPOINT_COUNTS = (process.env.BENCH_ENDPOINTS ?? '1,20').split(',').map(Number);
 const def = getEventDefinition('crm.demand.created')!;
 const dir = path.join(projectRoot, '.data', 'bench-deliveries');
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
 
 async function main() {
   fs.mkdirSync(dir, { recursive: true });
@@ -145,7 +142,7 @@ async function main() {
       .sort((a, b) => a - b);
     results.push(
       `${endpoints} endpoint(s) x ${perEndpoint} events: backlog of ${total} stored in ${ingestSeconds.toFixed(1)} s, drained in ${seconds.toFixed(1)} s = ` +
-        `${Math.round(total / seconds)} deliveries/s; wake-to-received p50 ${percentile(ms, 50).toFixed(0)} ms, p99 ${percentile(ms, 99).toFixed(0)} ms; receiver got ${ms.length}`,
+        `${Math.round(total / seconds)} deliveries/s; wake-to-received p50 ${pct(ms, 50).toFixed(0)} ms, p99 ${pct(ms, 99).toFixed(0)} ms; receiver got ${ms.length}`,
     );
   }
   console.log('');

@@ -52,6 +52,7 @@ import { connectReceiver, type ReceiverHandle } from './receiver-client.js';
 import { findSvixBinary, startSvix } from './svix-server.js';
 import { enableStatementStats, phaseStatements, STATEMENT_STATS_SETTINGS } from './statements.js';
 import { printColumns } from './table.js';
+import { pct } from './percentile.js';
 
 const PUBLISHERS = 16;
 const MANY_ENDPOINTS = 100;
@@ -64,7 +65,6 @@ const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A phase's start, for telling a start-up tail from a steady one (`tailOf`). */
 const EARLY_SHARE = 0.05;
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 /** Something recorded per phase of the project's run: its statements (--statements), its profile window (--profile). */
 interface PhaseWatcher {

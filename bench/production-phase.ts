@@ -27,6 +27,7 @@ import { enableStatementStats, phaseStatements, STATEMENT_STATS_SETTINGS } from 
 import { bareLoop, machine, machineLine } from './machine.js';
 import { createBenchTenant, type BenchTenant } from './api-endpoints.js';
 import { printColumns } from './table.js';
+import { pct } from './percentile.js';
 
 export interface ProductionPhaseOptions {
   quick: boolean;
@@ -73,7 +74,6 @@ const PUBLISHERS = 16;
 const def = getEventDefinition('crm.demand.created')!;
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 /** `--name=N` of `argv` as a positive whole number; `fallback` when absent or not one. */
 export const flag = (argv: string[], name: string, fallback: number) => {
   const v = argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];

@@ -13,17 +13,19 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
 import { projectRoot } from '../dev/tools.js';
 import { machine, machineLine } from './machine.js';
+import { pct } from './percentile.js';
+import { flag } from './production-phase.js';
 import { printColumns } from './table.js';
 
 const argv = process.argv.slice(2);
-const opt = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
-const GAPS_MS = (opt('gaps') ?? '0,1,10,70,500').split(',').map(Number);
+const GAPS_MS = (argv.find((a) => a.startsWith('--gaps='))?.split('=')[1] ?? '0,1,10,70,500').split(',').map(Number);
 /** Calls per gap: enough for a median, few enough that a half-second gap takes under a minute. */
-const callsFor = (gapMs: number) => Number(opt('calls') ?? Math.max(40, Math.min(1_000, Math.round(20_000 / Math.max(gapMs, 1)))));
+const callsFor = (gapMs: number) => flag(argv, 'calls', Math.max(40, Math.min(1_000, Math.round(20_000 / Math.max(gapMs, 1)))));
 
 /** Nanoseconds the main thread of `pid` has run on a CPU (Linux's schedstat), or NaN where there is none. */
 function onCpuNs(pid: number): number {
@@ -52,9 +54,6 @@ const PROBES: Probe[] = [
   },
 ];
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!;
-
 async function measure(c: pg.Client, backendPid: number, probe: Probe, gapMs: number) {
   const calls = callsFor(gapMs);
   const ms: number[] = [];
@@ -71,7 +70,7 @@ async function measure(c: pg.Client, backendPid: number, probe: Probe, gapMs: nu
     backendNs += onCpuNs(backendPid) - backend0;
   }
   ms.sort((a, b) => a - b);
-  return { calls, p50: quantile(ms, 0.5), p90: quantile(ms, 0.9), clientMs: clientNs / calls / 1e6, backendMs: backendNs / calls / 1e6 };
+  return { calls, p50: pct(ms, 50), p90: pct(ms, 90), clientMs: clientNs / calls / 1e6, backendMs: backendNs / calls / 1e6 };
 }
 
 async function main() {

@@ -59,6 +59,7 @@ import { peerOk, printPeerTable, runPeerComparison } from './peer.js';
 import { printProductionTable, productionOk, runProductionPhase } from './production-phase.js';
 import { connectReceiver } from './receiver-client.js';
 import { printColumns } from './table.js';
+import { pct } from './percentile.js';
 
 const args = new Set(process.argv.slice(2));
 const QUICK = args.has('--quick');
@@ -106,8 +107,6 @@ function freshFile(file: string): string {
   return file;
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const pct = (sorted: number[], p: number) =>
-  sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN;
 
 // ---------------------------------------------------------------------------------------------
 // Stack lifetime: everything started is pushed here and stopped in reverse, error or not.

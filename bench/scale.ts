@@ -75,6 +75,7 @@ import { GROWING_TABLES, mib, partitionGrowthAt, tableGrowth, type PartitionGrow
 import { idleWaitLine, settleWrites, waitForIdleShape, writesSettledLine, type IdleWait, type WritesSettled } from './scale-quiet.js';
 import { dropStepLines, timedRetentionDrop, type RetentionDrop } from './scale-retention-drop.js';
 import { ioDelta, ioLine, ioSnapshot, type IoByBackend } from './scale-io.js';
+import { pct } from './percentile.js';
 
 const argv = process.argv.slice(2);
 const flag = (name: string, fallback: number) => {
@@ -111,8 +112,6 @@ const dir = path.join(projectRoot, '.data', 'bench-scale');
 
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const pct = (sorted: number[], p: number) =>
-  sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN;
 const started = Date.now();
 const step = (what: string) => console.error(`[${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${what}`);
 const n = (x: number) => Math.round(x).toLocaleString('en-US');

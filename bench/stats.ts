@@ -32,6 +32,7 @@ import { createDestinationPolicy } from '../src/security/destination-policy.js';
 import { createSecretBox } from '../src/security/secret-box.js';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
 import { projectRoot } from '../dev/tools.js';
+import { pct } from './percentile.js';
 
 const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 1_000_000);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 300);
@@ -39,10 +40,9 @@ const DAYS = 90;
 const CHUNK = 100_000;
 const DB_NAME = 'bench_stats';
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 const summary = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
-  return `p50 ${percentile(s, 50).toFixed(2)} ms, p99 ${percentile(s, 99).toFixed(2)} ms, max ${s.at(-1)!.toFixed(2)} ms (n=${s.length})`;
+  return `p50 ${pct(s, 50).toFixed(2)} ms, p99 ${pct(s, 99).toFixed(2)} ms, max ${s.at(-1)!.toFixed(2)} ms (n=${s.length})`;
 };
 
 /** The statement GET /stats ran before migration 0030: the endpoint's deliveries with an attempt in the window, counted. */

@@ -15,6 +15,7 @@ import { createPool } from '../src/db/pool.js';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres.js';
 import { projectRoot } from '../dev/tools.js';
 import { ingestEvent, storeEvent } from '../src/events/store-event.js';
+import { pct } from './percentile.js';
 
 const INGEST = Number(process.env.BENCH_INGEST ?? 20_000);
 const STREAM = Number(process.env.BENCH_STREAM ?? 1_000_000);
@@ -22,10 +23,6 @@ const WRITERS = Number(process.env.BENCH_WRITERS ?? 8);
 const READS = Number(process.env.BENCH_READS ?? 300);
 
 const def = getEventDefinition('crm.demand.created')!;
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
 
 async function main() {
   const pg = process.env.DATABASE_URL
@@ -98,10 +95,10 @@ async function main() {
   );
   console.log(`bulk fill to ${total} events:           ${fillSeconds.toFixed(1)} s`);
   console.log(
-    `100-item page at the start (after <10k): p50 ${percentile(start, 50).toFixed(2)} ms, p99 ${percentile(start, 99).toFixed(2)} ms (${READS} reads)`,
+    `100-item page at the start (after <10k): p50 ${pct(start, 50).toFixed(2)} ms, p99 ${pct(start, 99).toFixed(2)} ms (${READS} reads)`,
   );
   console.log(
-    `100-item page at the end (last 10k):     p50 ${percentile(end, 50).toFixed(2)} ms, p99 ${percentile(end, 99).toFixed(2)} ms (${READS} reads)`,
+    `100-item page at the end (last 10k):     p50 ${pct(end, 50).toFixed(2)} ms, p99 ${pct(end, 99).toFixed(2)} ms (${READS} reads)`,
   );
 
   await db.query('DELETE FROM accounts WHERE id = $1', [account.id]);
