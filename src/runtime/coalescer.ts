@@ -14,8 +14,8 @@ export interface Coalescer<K extends string, V> {
   flush(): Promise<void>;
   /**
    * With `leading`: when nothing is waiting or out and nothing was sent for `quietMs` (the window
-   * unless given), the caller sends its keys itself, now, and the window runs as if a batch had
-   * gone: true. False otherwise (add them as usual).
+   * unless given, and never less than it), the caller sends its keys itself, now, and the window
+   * runs as if a batch had gone: true. False otherwise (add them as usual).
    */
   claimLeading(quietMs?: number): boolean;
 }
