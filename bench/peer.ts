@@ -80,7 +80,7 @@ export interface PeerOptions {
   defer: (name: string, fn: () => Promise<unknown>) => void;
 }
 
-interface PhaseFigures {
+export interface PhaseFigures {
   events: number;
   perSecond: number;
   p50Ms: number;
@@ -99,9 +99,22 @@ interface PhaseFigures {
 }
 /** CPU seconds used so far by each of a system's processes, by name. */
 type CpuProbe = () => Record<string, number>;
-const PHASES = ['cold', 'warm', 'manyFirst', 'manyWarm', 'sparse'] as const;
-type Phases = Record<(typeof PHASES)[number], PhaseFigures & { hops?: Breakdown }>;
-interface SystemResult {
+export const PHASES = ['cold', 'warm', 'manyFirst', 'manyWarm', 'sparse'] as const;
+export type PhaseKey = (typeof PHASES)[number];
+type Phases = Record<PhaseKey, PhaseFigures & { hops?: Breakdown }>;
+
+/** Each phase as the tables name it, for a run of `events` per closed-loop phase. */
+export function phaseLabels(events: number): Record<PhaseKey, string> {
+  const n = events.toLocaleString('en-US');
+  return {
+    cold: `cold: first ${n} after start, 1 endpoint`,
+    warm: `warm: ${n}, 1 endpoint`,
+    manyFirst: `first contact: ${n} over ${MANY_ENDPOINTS} new endpoints`,
+    manyWarm: `warm: ${n} more over the ${MANY_ENDPOINTS}`,
+    sparse: `sparse: the ${MANY_ENDPOINTS}, one each every ${SPARSE.everyMs / 1000} s, ${sparseRounds(events)} times`,
+  };
+}
+export interface SystemResult {
   system: string;
   startSeconds: number;
   phases?: Phases;
@@ -551,13 +564,7 @@ export function printPeerTable(r: PeerResults): void {
   const n = (x: number) => x.toLocaleString('en-US');
   const ratio = (a: number | undefined, b: number | undefined) => (a !== undefined && b ? `${(a / b).toFixed(2)}×` : '');
   const rows: string[][] = [['phase', 'figure', 'project', 'Svix OSS', 'project / Svix']];
-  const label = {
-    cold: `cold: first ${n(r.events)} after start, 1 endpoint`,
-    warm: `warm: ${n(r.events)}, 1 endpoint`,
-    manyFirst: `first contact: ${n(r.events)} over ${MANY_ENDPOINTS} new endpoints`,
-    manyWarm: `warm: ${n(r.events)} more over the ${MANY_ENDPOINTS}`,
-    sparse: `sparse: the ${MANY_ENDPOINTS}, one each every ${SPARSE.everyMs / 1000} s, ${sparseRounds(r.events)} times`,
-  };
+  const label = phaseLabels(r.events);
   for (const k of PHASES) {
     const a = r.project.phases?.[k];
     const b = r.peer?.phases?.[k];

@@ -17,6 +17,7 @@ import type { AccountId, EndpointId } from '../src/core/ids.js';
  *   npm run bench -- --production-only                      # the production-shape phase alone (no bare loop to compare with)
  *   npm run bench -- --api-processes=3 --worker-processes=2 # sizes it (2 and 2 by default)
  *   npm run bench -- --peer [--svix-bin=PATH] [--quick]      # only the project beside the Svix OSS server (bench/peer.ts)
+ *   npm run bench -- --peer --runs=3   # three such runs back to back, then each ratio's median and how often each target held (bench/peer-summary.ts)
  *
  * Then, with all of that stopped, a phase on the production shape (bench/production-phase.ts):
  * Temporal server on Postgres, compiled API and worker processes (rebuilt when dist/ is stale),
@@ -55,8 +56,9 @@ import { childPid, cpuSeconds, startService, treeMemory, type Service } from './
 import { mainThreadProfile, monoUs, summarizeProfile } from './profile-summary.js';
 import { demandData, demandKey } from './demand-events.js';
 import { bareLoop, machine, machineLine } from './machine.js';
-import { peerOk, printPeerTable, runPeerComparison } from './peer.js';
-import { printProductionTable, productionOk, runProductionPhase } from './production-phase.js';
+import { peerOk, printPeerTable, runPeerComparison, type PeerResults } from './peer.js';
+import { printPeerSummary } from './peer-summary.js';
+import { flag, printProductionTable, productionOk, runProductionPhase } from './production-phase.js';
 import { connectReceiver } from './receiver-client.js';
 import { printColumns } from './table.js';
 import { pct } from './percentile.js';
@@ -178,17 +180,24 @@ async function main() {
       defer: (name, fn) => cleanups.push({ name, fn }),
     });
   if (args.has('--peer')) {
-    const peer = await runPeerComparison({
-      quick: QUICK,
-      argv: process.argv.slice(2),
-      dir: path.join(dir, 'peer'),
-      step,
-      defer: (name, fn) => cleanups.push({ name, fn }),
-    });
-    await cleanUp();
-    printPeerTable(peer);
-    console.log(JSON.stringify({ peer }));
-    if (!peerOk(peer)) process.exitCode = 1;
+    const runs = flag(process.argv.slice(2), 'runs', 1);
+    const results: PeerResults[] = [];
+    for (let i = 1; i <= runs; i++) {
+      if (runs > 1) step(`run ${i} of ${runs}`);
+      const peer = await runPeerComparison({
+        quick: QUICK,
+        argv: process.argv.slice(2),
+        dir: path.join(dir, 'peer', ...(runs > 1 ? [`run-${i}`] : [])),
+        step,
+        defer: (name, fn) => cleanups.push({ name, fn }),
+      });
+      await cleanUp();
+      printPeerTable(peer);
+      console.log(JSON.stringify({ peer }));
+      if (!peerOk(peer)) process.exitCode = 1;
+      results.push(peer);
+    }
+    if (runs > 1) printPeerSummary(results);
     return;
   }
   if (args.has('--production-only')) {
