@@ -806,7 +806,13 @@ async function main() {
     e2e100: { ...e2e100, endpoints: FANOUT_ENDPOINTS, ratio: +(e2e100.perSecond / bare.perSecond).toFixed(3) },
     half: { ...half, rate: halfRate, ratio: +(half.perSecond / bare.perSecond).toFixed(3) },
     drain: { ...drain, ratio: +(drain.perSecond / bare.perSecond).toFixed(3), storedPerSecond: drainStored.perSecond },
-    ingest: { events: ingest.keys.length, fanout: INGEST_FANOUT, writers: INGEST_WRITERS, perSecond: ingest.perSecond },
+    ingest: {
+      events: ingest.keys.length,
+      fanout: INGEST_FANOUT,
+      writers: INGEST_WRITERS,
+      perSecond: ingest.perSecond,
+      ratio: +(ingest.perSecond / bare.perSecond).toFixed(3),
+    },
     idleFirst,
     idleCost,
     cost,
@@ -890,8 +896,9 @@ function printTable(r: Results) {
     [
       `ingest, one stream, fan-out ${r.ingest.fanout} (storeEvent, group commit, ${r.ingest.writers} writers)`,
       `${n(r.ingest.perSecond)} events/s`,
-      '',
-      '≥ 5,000 events/s',
+      ratio(r.ingest.ratio),
+      // A ratio, as every speed target: an absolute rate does not travel between machines.
+      '≥ 0.24×',
     ],
     [`  same, fan-out 1 (the drain backlog, ${CONCURRENCY} writers)`, `${n(r.drain.storedPerSecond)} events/s`, '', ''],
     [
