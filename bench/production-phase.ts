@@ -371,10 +371,11 @@ export function printProductionTable(r: ProductionResults, barePerSecond?: numbe
         `end to end, 1 endpoint (${n(r.e2e1.events)} events, ${PUBLISHERS} publishers)`,
         `${n(r.e2e1.perSecond)} deliveries/s`,
         ratio(r.e2e1.perSecond),
-        '≥ 1,600/s',
+        // Rate and CPU targets are ratios to the peer measured beside it (`-- --peer`): absolute ones do not travel between machines.
+        '',
       ],
       ['  latency publish → receipt', lat(r.e2e1.latencyMs), '', 'p99 ≤ 100 ms'],
-      ['  CPU per delivery (API + worker + Postgres + Temporal)', cpu(r.e2e1), '', '≤ 1.0 ms'],
+      ['  CPU per delivery (API + worker + Postgres + Temporal)', cpu(r.e2e1), '', ''],
     );
   if (r.e2eMany)
     rows.push(
@@ -382,10 +383,10 @@ export function printProductionTable(r: ProductionResults, barePerSecond?: numbe
         `end to end, ${r.e2eMany.endpoints} endpoints (1 per Customer)`,
         `${n(r.e2eMany.perSecond)} deliveries/s`,
         ratio(r.e2eMany.perSecond),
-        r.e2eMany.endpoints === 100 ? '≥ 1,200/s' : '',
+        '',
       ],
       ['  latency publish → receipt', lat(r.e2eMany.latencyMs), '', r.e2eMany.endpoints === 100 ? 'p99 ≤ 300 ms' : ''],
-      ['  CPU per delivery', cpu(r.e2eMany), '', '≤ 1.0 ms'],
+      ['  CPU per delivery', cpu(r.e2eMany), '', ''],
     );
   if (r.receiver)
     rows.push([

@@ -875,15 +875,11 @@ function printTable(r: Results) {
       `end to end, 1 endpoint (${n(r.e2e1.events)} events, ${CONCURRENCY} publishers)`,
       `${n(r.e2e1.perSecond)} deliveries/s`,
       ratio(r.e2e1.ratio),
-      '≥ 0.25×',
+      // Its speed target is a ratio to the peer's, measured beside it: `-- --peer`.
+      '',
     ],
     ['  latency publish → receipt', lat(r.e2e1.latencyMs), '', ''],
-    [
-      `end to end, ${r.e2e100.endpoints} endpoints (1 per Customer)`,
-      `${n(r.e2e100.perSecond)} deliveries/s`,
-      ratio(r.e2e100.ratio),
-      '≥ 0.25×',
-    ],
+    [`end to end, ${r.e2e100.endpoints} endpoints (1 per Customer)`, `${n(r.e2e100.perSecond)} deliveries/s`, ratio(r.e2e100.ratio), ''],
     ['  latency publish → receipt', lat(r.e2e100.latencyMs), '', ''],
     [
       `half load: ${r.half.rate}/s open loop, 1 endpoint`,
