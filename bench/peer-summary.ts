@@ -46,7 +46,7 @@ export interface RatioRow {
   /** The median of the runs that have a ratio (nearest rank, as every benchmark's percentiles). */
   median: number | undefined;
   target: Target | undefined;
-  /** Runs whose ratio met the target, of the runs with a ratio. */
+  /** Runs whose ratio met the target (unrounded: a 1.996× shown as 2.00× is no 2×), of the runs with a ratio. */
   met: number;
   measured: number;
 }
